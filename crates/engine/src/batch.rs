@@ -1,0 +1,60 @@
+//! The seam between the IO layer and the engine: a batch of parsed commands
+//! per client in, reply bytes out.
+
+use crate::ClientId;
+use resp::Span;
+
+/// A run of complete commands from one client, as the parser left them:
+/// argument spans over one read buffer, grouped by command.
+#[derive(Clone, Copy, Debug)]
+pub struct CommandsView<'a> {
+    /// The bytes the spans point into.
+    pub data: &'a [u8],
+    /// All arguments of all commands, in order.
+    pub args: &'a [Span],
+    /// Number of arguments of each command, in order; sums to `args.len()`.
+    pub argc: &'a [u32],
+}
+
+impl<'a> CommandsView<'a> {
+    /// Iterate the commands, each as its argument slices.
+    pub fn iter(&self) -> impl Iterator<Item = ArgvRef<'a>> + '_ {
+        let mut at = 0usize;
+        self.argc.iter().map(move |&n| {
+            let spans = &self.args[at..at + n as usize];
+            at += n as usize;
+            ArgvRef { data: self.data, spans }
+        })
+    }
+}
+
+/// The arguments of one command.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgvRef<'a> {
+    pub data: &'a [u8],
+    pub spans: &'a [Span],
+}
+
+impl<'a> ArgvRef<'a> {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.spans[i].slice(self.data)
+    }
+}
+
+/// One client's share of a batch.
+pub struct Job<'a> {
+    pub client: ClientId,
+    pub commands: CommandsView<'a>,
+    /// Replies are appended here, in command order.
+    pub out: &'a mut Vec<u8>,
+    /// Set by the engine: close the connection once `out` is sent (QUIT,
+    /// AUTH failures under protected mode, ...). Commands after the one that
+    /// set it are not executed.
+    pub close_after_reply: bool,
+}

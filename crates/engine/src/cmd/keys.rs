@@ -1,0 +1,3 @@
+use crate::command::CommandSpec;
+
+pub const COMMANDS: &[CommandSpec] = &[];
