@@ -18,6 +18,20 @@ pub struct Stats {
     pub keyspace_misses: u64,
 }
 
+impl Server {
+    /// A server with an empty keyspace of `config.databases` databases.
+    /// Stable API: the command tests build their fixture with it.
+    pub fn new(config: Config) -> Server {
+        Server {
+            keyspace: Keyspace::new(config.databases),
+            config,
+            stats: Stats::default(),
+            net: NetStats::default(),
+            events: Vec::new(),
+        }
+    }
+}
+
 impl Stats {
     pub fn record_error(&mut self, msg: &str) {
         let _ = msg;

@@ -13,3 +13,10 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     pub authenticated: bool,
 }
+
+impl Session {
+    /// A fresh session: db 0, RESP2, no name. Stable API for tests.
+    pub fn new(id: ClientId) -> Session {
+        Session { id, db: 0, proto: Protocol::Resp2, name: None, authenticated: true }
+    }
+}
