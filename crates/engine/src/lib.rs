@@ -23,6 +23,8 @@ pub mod command;
 pub mod server;
 pub mod session;
 pub mod config;
+pub mod glob;
+pub mod num;
 
 pub use batch::{CommandsView, Job};
 pub use config::{Config, ConfigError};
