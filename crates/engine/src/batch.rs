@@ -23,7 +23,10 @@ impl<'a> CommandsView<'a> {
         self.argc.iter().map(move |&n| {
             let spans = &self.args[at..at + n as usize];
             at += n as usize;
-            ArgvRef { data: self.data, spans }
+            ArgvRef {
+                data: self.data,
+                spans,
+            }
         })
     }
 }

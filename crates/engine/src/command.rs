@@ -31,6 +31,35 @@ pub mod flags {
     pub const MAY_REPLICATE: u32 = 1 << 13;
     pub const SENTINEL: u32 = 1 << 14;
     pub const ALLOW_BUSY: u32 = 1 << 15;
+    pub const NO_MULTI: u32 = 1 << 16;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 17;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    /// Refused unless `enable-debug-command` allows it (DEBUG); not shown
+    /// in COMMAND INFO.
+    pub const PROTECTED: u32 = 1 << 19;
+
+    /// Names as COMMAND INFO prints them, in Valkey's order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (SENTINEL, "sentinel"),
+        (NO_MULTI, "no_multi"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
 }
 
 /// One command (or one subcommand of a container like CONFIG or CLIENT).
@@ -58,6 +87,26 @@ pub struct CommandSpec {
     pub subcommands: &'static [CommandSpec],
 }
 
+impl CommandSpec {
+    /// A base for struct-update syntax in `const` tables:
+    /// `CommandSpec { name: "get", arity: 2, func: Some(get), ..CommandSpec::DEFAULT }`.
+    pub const DEFAULT: CommandSpec = CommandSpec {
+        name: "",
+        arity: -1,
+        flags: 0,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        acl_categories: &[],
+        group: "generic",
+        since: "1.0.0",
+        summary: "",
+        complexity: "O(1)",
+        func: None,
+        subcommands: &[],
+    };
+}
+
 /// What a command can see and change while it runs.
 pub struct Ctx<'a> {
     pub srv: &'a mut Server,
@@ -72,10 +121,23 @@ impl Ctx<'_> {
     pub fn db(&mut self) -> &mut Db {
         &mut self.srv.keyspace.dbs[self.session.db]
     }
-    /// Reply with an error and count it in INFO errorstats (by its first word).
+    /// Reply with an error. The engine counts every command whose reply
+    /// starts with `-` in INFO errorstats/commandstats (by the error's first
+    /// word), so writing the error through `reply.error` counts the same.
     pub fn error(&mut self, msg: &str) {
-        self.srv.stats.record_error(msg);
         self.reply.error(msg);
+    }
+    /// `store::hash_key(key)`, free when `key` is the command's first key
+    /// (the engine hashed it for the batch prefetch). The address check is
+    /// exact: the argument buffer does not change while a command runs.
+    #[inline]
+    pub fn key_hash(&self, key: &[u8]) -> u64 {
+        let h = &self.srv.key_hint;
+        if key.as_ptr() as usize == h.ptr && key.len() == h.len && h.len != 0 {
+            h.hash
+        } else {
+            store::hash_key(key)
+        }
     }
     /// A key was modified (WATCH invalidation, keyspace notifications later).
     pub fn touched(&mut self, db: usize, key: &[u8]) {

@@ -1,17 +1,335 @@
-//! Configuration in valkey.conf syntax: parsing, CONFIG GET/SET/REWRITE.
-//! PLACEHOLDER: the engine helper fills this in.
+//! Configuration in valkey.conf syntax: the directive table (every Valkey 8
+//! name, so a real valkey.conf loads), file and command-line parsing, and the
+//! validation CONFIG GET/SET/REWRITE share.
+//!
+//! Every directive has a canonical string value (what CONFIG GET prints);
+//! the ones ringkv acts on are mirrored into typed fields that the rest of
+//! the server reads without parsing. Directives ringkv does not implement
+//! are validated like Valkey does, stored, and reported once in
+//! [`Config::warnings`] when set to something other than their default.
 
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub bind: Vec<String>,
-    pub port: u16,
-    pub databases: usize,
+use crate::log::Level;
+use std::fmt;
+use std::path::Path;
+
+/// The version string Valkey reports for Redis compatibility.
+pub const REDIS_COMPAT_VERSION: &str = "7.2.4";
+
+/// `io-uring auto|yes|no`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoUringMode {
+    Auto,
+    Yes,
+    No,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config { bind: vec!["*".into(), "-::*".into()], port: 6379, databases: 16 }
+/// `enable-debug-command` / `enable-protected-configs`: no, yes or local.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allowed {
+    No,
+    Yes,
+    Local,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Bool,
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// Integer with k/kb/m/mb/g/gb units; CONFIG GET shows bytes.
+    Mem {
+        min: i64,
+        max: i64,
+        percent: bool,
+    },
+    Enum(&'static [&'static str]),
+    /// Several enum flags in one value (shutdown-on-sigint).
+    Flags(&'static [&'static str]),
+    Str,
+    Octal,
+    Special,
+}
+
+const IMM: u8 = 1;
+const SENS: u8 = 2;
+const MULTI: u8 = 4;
+const HIDDEN: u8 = 8;
+/// ringkv acts on it (no "not supported" warning).
+const SUP: u8 = 16;
+/// Refused by CONFIG SET unless enable-protected-configs allows it.
+const PROT: u8 = 32;
+
+#[derive(Clone, Copy, Debug)]
+struct Def {
+    name: &'static str,
+    alias: Option<&'static str>,
+    kind: Kind,
+    flags: u8,
+    default: &'static str,
+}
+
+const fn def(name: &'static str, kind: Kind, flags: u8, default: &'static str) -> Def {
+    Def {
+        name,
+        alias: None,
+        kind,
+        flags,
+        default,
     }
+}
+const fn al(mut d: Def, alias: &'static str) -> Def {
+    d.alias = Some(alias);
+    d
+}
+const fn b(name: &'static str, default: bool, flags: u8) -> Def {
+    def(name, Kind::Bool, flags, if default { "yes" } else { "no" })
+}
+const fn i(name: &'static str, min: i64, max: i64, default: &'static str, flags: u8) -> Def {
+    def(name, Kind::Int { min, max }, flags, default)
+}
+const fn m(name: &'static str, min: i64, max: i64, default: &'static str, flags: u8) -> Def {
+    def(
+        name,
+        Kind::Mem {
+            min,
+            max,
+            percent: false,
+        },
+        flags,
+        default,
+    )
+}
+const fn e(
+    name: &'static str,
+    opts: &'static [&'static str],
+    default: &'static str,
+    flags: u8,
+) -> Def {
+    def(name, Kind::Enum(opts), flags, default)
+}
+const fn s(name: &'static str, default: &'static str, flags: u8) -> Def {
+    def(name, Kind::Str, flags, default)
+}
+const fn sp(name: &'static str, default: &'static str, flags: u8) -> Def {
+    def(name, Kind::Special, flags | MULTI, default)
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+const INT_MIN: i64 = i32::MIN as i64;
+const UINT_MAX: i64 = u32::MAX as i64;
+const LMAX: i64 = i64::MAX;
+
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+const PROTECTED: &[&str] = &["no", "yes", "local"];
+const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
+
+#[rustfmt::skip]
+static DEFS: &[Def] = &[
+    // Directives ringkv implements.
+    sp("bind", "* -::*", SUP | IMM),
+    i("port", 0, 65535, "6379", SUP | IMM),
+    b("protected-mode", true, SUP),
+    s("requirepass", "", SUP | SENS),
+    i("databases", 1, INT_MAX, "16", SUP | IMM),
+    def("maxclients", Kind::Int { min: 1, max: UINT_MAX }, SUP, "10000"),
+    i("timeout", 0, INT_MAX, "0", SUP),
+    i("tcp-keepalive", 0, INT_MAX, "300", SUP),
+    i("tcp-backlog", 0, INT_MAX, "511", SUP | IMM),
+    e("io-uring", &["auto", "yes", "no"], "auto", SUP | IMM),
+    i("io-threads", 1, 128, "1", SUP | IMM),
+    s("logfile", "", SUP | IMM),
+    e("loglevel", LOGLEVELS, "notice", SUP),
+    sp("dir", "", SUP | PROT),
+    s("pidfile", "", SUP | IMM),
+    b("daemonize", false, SUP | IMM),
+    m("client-query-buffer-limit", 1024 * 1024, LMAX, "1073741824", SUP),
+    m("proto-max-bulk-len", 1024 * 1024, LMAX, "536870912", SUP),
+    i("hz", 0, INT_MAX, "10", SUP),
+    m("maxmemory", 0, LMAX, "0", SUP),
+    e("enable-debug-command", PROTECTED, "no", SUP | IMM),
+    e("enable-protected-configs", PROTECTED, "no", SUP | IMM),
+    i("active-expire-effort", 1, 10, "1", SUP),
+    // Accepted, validated and stored; not acted on yet.
+    b("rdbchecksum", true, IMM),
+    b("io-threads-do-reads", false, IMM),
+    b("always-show-logo", false, IMM),
+    b("rdbcompression", true, 0),
+    b("rdb-del-sync-files", false, 0),
+    b("activerehashing", true, 0),
+    b("stop-writes-on-bgsave-error", true, 0),
+    b("set-proc-title", true, IMM),
+    b("dynamic-hz", true, 0),
+    b("lazyfree-lazy-eviction", false, 0),
+    b("lazyfree-lazy-expire", false, 0),
+    b("lazyfree-lazy-server-del", false, 0),
+    b("lazyfree-lazy-user-del", false, 0),
+    b("lazyfree-lazy-user-flush", false, 0),
+    b("repl-disable-tcp-nodelay", false, 0),
+    b("repl-diskless-sync", true, 0),
+    b("aof-rewrite-incremental-fsync", true, 0),
+    b("no-appendfsync-on-rewrite", false, 0),
+    b("cluster-require-full-coverage", true, 0),
+    b("rdb-save-incremental-fsync", true, 0),
+    b("aof-load-truncated", true, 0),
+    b("aof-use-rdb-preamble", true, 0),
+    b("aof-timestamp-enabled", false, 0),
+    al(b("cluster-replica-no-failover", false, 0), "cluster-slave-no-failover"),
+    al(b("replica-lazy-flush", false, 0), "slave-lazy-flush"),
+    al(b("replica-serve-stale-data", true, 0), "slave-serve-stale-data"),
+    al(b("replica-read-only", true, 0), "slave-read-only"),
+    al(b("replica-ignore-maxmemory", true, 0), "slave-ignore-maxmemory"),
+    b("jemalloc-bg-thread", true, 0),
+    b("activedefrag", false, 0),
+    b("syslog-enabled", false, IMM),
+    b("cluster-enabled", false, IMM),
+    b("appendonly", false, 0),
+    b("cluster-allow-reads-when-down", false, 0),
+    b("cluster-allow-pubsubshard-when-down", true, 0),
+    b("crash-log-enabled", true, 0),
+    b("crash-memcheck-enabled", true, 0),
+    b("use-exit-on-panic", false, HIDDEN),
+    b("disable-thp", true, IMM),
+    b("cluster-allow-replica-migration", true, 0),
+    b("replica-announced", true, 0),
+    b("latency-tracking", true, 0),
+    b("aof-disable-auto-gc", false, HIDDEN),
+    b("replica-ignore-disk-write-errors", false, 0),
+    b("extended-redis-compatibility", false, 0),
+    b("debug-assert-enabled", false, IMM | HIDDEN),
+    b("dual-channel-replication-enabled", false, 0),
+    b("hide-user-data-from-log", false, 0),
+    b("cluster-slot-stats-enabled", false, 0),
+    s("aclfile", "", IMM),
+    s("unixsocket", "", IMM),
+    al(s("replica-announce-ip", "", 0), "slave-announce-ip"),
+    al(s("primaryuser", "", SENS), "masteruser"),
+    al(s("primaryauth", "", SENS), "masterauth"),
+    s("cluster-announce-ip", "", 0),
+    s("cluster-config-file", "nodes.conf", IMM),
+    s("cluster-announce-hostname", "", 0),
+    s("cluster-announce-human-nodename", "", 0),
+    s("cluster-announce-client-ipv4", "", 0),
+    s("cluster-announce-client-ipv6", "", 0),
+    s("availability-zone", "", 0),
+    s("syslog-ident", "ringkv", IMM),
+    s("dbfilename", "dump.rdb", PROT),
+    s("appendfilename", "appendonly.aof", IMM),
+    s("appenddirname", "appendonlydir", IMM),
+    al(s("server-cpulist", "", IMM), "server_cpulist"),
+    al(s("bio-cpulist", "", IMM), "bio_cpulist"),
+    al(s("aof-rewrite-cpulist", "", IMM), "aof_rewrite_cpulist"),
+    al(s("bgsave-cpulist", "", IMM), "bgsave_cpulist"),
+    s("ignore-warnings", "", 0),
+    s("proc-title-template", "{title} {listen-addr} {server-mode}", 0),
+    s("bind-source-addr", "", 0),
+    s("locale-collate", "", 0),
+    e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM),
+    e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM),
+    e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", 0),
+    e("maxmemory-policy", &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"], "noeviction", 0),
+    e("appendfsync", &["everysec", "always", "no"], "everysec", 0),
+    e("oom-score-adj", &["no", "yes", "relative", "absolute"], "no", 0),
+    e("acl-pubsub-default", &["allchannels", "resetchannels"], "resetchannels", 0),
+    e("sanitize-dump-payload", &["no", "yes", "clients"], "no", 0),
+    e("enable-module-command", PROTECTED, "no", IMM),
+    e("cluster-preferred-endpoint-type", &["ip", "hostname", "unknown-endpoint"], "ip", 0),
+    e("propagation-error-behavior", &["ignore", "panic", "panic-on-replicas"], "ignore", 0),
+    def("shutdown-on-sigint", Kind::Flags(SHUTDOWN_FLAGS), MULTI, "default"),
+    def("shutdown-on-sigterm", Kind::Flags(SHUTDOWN_FLAGS), MULTI, "default"),
+    e("tls-auth-clients", &["no", "yes", "optional"], "yes", 0),
+    i("auto-aof-rewrite-percentage", 0, INT_MAX, "100", 0),
+    al(i("cluster-replica-validity-factor", 0, INT_MAX, "10", 0), "cluster-slave-validity-factor"),
+    al(i("list-max-listpack-size", INT_MIN, INT_MAX, "-2", 0), "list-max-ziplist-size"),
+    i("cluster-migration-barrier", 0, INT_MAX, "1", 0),
+    i("active-defrag-cycle-min", 1, 99, "1", 0),
+    i("active-defrag-cycle-max", 1, 99, "25", 0),
+    i("active-defrag-threshold-lower", 0, 1000, "10", 0),
+    i("active-defrag-threshold-upper", 0, 1000, "100", 0),
+    i("lfu-log-factor", 0, INT_MAX, "10", 0),
+    i("lfu-decay-time", 0, INT_MAX, "1", 0),
+    al(i("replica-priority", 0, INT_MAX, "100", 0), "slave-priority"),
+    i("repl-diskless-sync-delay", 0, INT_MAX, "5", 0),
+    i("maxmemory-samples", 1, 64, "5", 0),
+    i("maxmemory-eviction-tenacity", 0, 100, "10", 0),
+    al(i("replica-announce-port", 0, 65535, "0", 0), "slave-announce-port"),
+    i("cluster-port", 0, 65535, "0", IMM),
+    i("cluster-announce-bus-port", 0, 65535, "0", 0),
+    i("cluster-announce-port", 0, 65535, "0", 0),
+    i("cluster-announce-tls-port", 0, 65535, "0", 0),
+    i("repl-timeout", 1, INT_MAX, "60", 0),
+    al(i("repl-ping-replica-period", 1, INT_MAX, "10", 0), "repl-ping-slave-period"),
+    i("list-compress-depth", 0, INT_MAX, "0", 0),
+    i("rdb-key-save-delay", INT_MIN, INT_MAX, "0", HIDDEN),
+    i("key-load-delay", INT_MIN, INT_MAX, "0", HIDDEN),
+    al(i("min-replicas-to-write", 0, INT_MAX, "0", 0), "min-slaves-to-write"),
+    al(i("min-replicas-max-lag", 0, INT_MAX, "10", 0), "min-slaves-max-lag"),
+    i("watchdog-period", 0, INT_MAX, "0", HIDDEN),
+    i("shutdown-timeout", 0, INT_MAX, "10", 0),
+    i("repl-diskless-sync-max-replicas", 0, INT_MAX, "0", 0),
+    def("unixsocketperm", Kind::Octal, IMM, "0"),
+    i("socket-mark-id", 0, UINT_MAX, "0", IMM),
+    i("max-new-connections-per-cycle", 1, 1000, "10", 0),
+    i("max-new-tls-connections-per-cycle", 1, 1000, "1", 0),
+    i("prefetch-batch-max-size", 0, 128, "16", 0),
+    i("active-defrag-max-scan-fields", 1, LMAX, "1000", 0),
+    i("slowlog-max-len", 0, LMAX, "128", 0),
+    i("acllog-max-len", 0, LMAX, "128", 0),
+    al(i("busy-reply-threshold", 0, LMAX, "5000", 0), "lua-time-limit"),
+    i("cluster-node-timeout", 0, LMAX, "15000", 0),
+    i("cluster-ping-interval", 0, LMAX, "0", HIDDEN),
+    i("slowlog-log-slower-than", -1, LMAX, "10000", 0),
+    i("latency-monitor-threshold", 0, LMAX, "0", 0),
+    i("stream-node-max-entries", 0, LMAX, "100", 0),
+    m("repl-backlog-size", 1, LMAX, "1048576", 0),
+    m("cluster-link-sendbuf-limit", 0, LMAX, "0", 0),
+    al(i("hash-max-listpack-entries", 0, LMAX, "512", 0), "hash-max-ziplist-entries"),
+    i("set-max-intset-entries", 0, LMAX, "512", 0),
+    i("set-max-listpack-entries", 0, LMAX, "128", 0),
+    i("set-max-listpack-value", 0, LMAX, "64", 0),
+    al(i("zset-max-listpack-entries", 0, LMAX, "128", 0), "zset-max-ziplist-entries"),
+    m("active-defrag-ignore-bytes", 1, LMAX, "104857600", 0),
+    al(m("hash-max-listpack-value", 0, LMAX, "64", 0), "hash-max-ziplist-value"),
+    m("stream-node-max-bytes", 0, LMAX, "4096", 0),
+    al(m("zset-max-listpack-value", 0, LMAX, "64", 0), "zset-max-ziplist-value"),
+    m("hll-sparse-max-bytes", 0, LMAX, "3000", 0),
+    i("tracking-table-max-keys", 0, LMAX, "1000000", 0),
+    def("maxmemory-clients", Kind::Mem { min: -100, max: LMAX, percent: true }, 0, "0"),
+    i("repl-backlog-ttl", 0, LMAX, "3600", 0),
+    m("auto-aof-rewrite-min-size", 0, LMAX, "67108864", 0),
+    i("loading-process-events-interval-bytes", 1024, INT_MAX, "2097152", HIDDEN),
+    i("tls-port", 0, 65535, "0", 0),
+    i("tls-session-cache-size", 0, INT_MAX, "20480", 0),
+    i("tls-session-cache-timeout", 0, INT_MAX, "300", 0),
+    b("tls-cluster", false, 0),
+    b("tls-replication", false, 0),
+    b("tls-prefer-server-ciphers", false, 0),
+    b("tls-session-caching", true, 0),
+    s("tls-cert-file", "", 0),
+    s("tls-key-file", "", 0),
+    s("tls-key-file-pass", "", SENS),
+    s("tls-client-cert-file", "", 0),
+    s("tls-client-key-file", "", 0),
+    s("tls-client-key-file-pass", "", SENS),
+    s("tls-dh-params-file", "", 0),
+    s("tls-ca-cert-file", "", 0),
+    s("tls-ca-cert-dir", "", 0),
+    s("tls-protocols", "", 0),
+    s("tls-ciphers", "", 0),
+    s("tls-ciphersuites", "", 0),
+    sp("save", "3600 1 300 100 60 10000", 0),
+    sp("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", 0),
+    sp("oom-score-adj-values", "0 200 800", 0),
+    def("notify-keyspace-events", Kind::Special, 0, ""),
+    al(sp("replicaof", "", IMM), "slaveof"),
+    sp("latency-tracking-info-percentiles", "50 99 99.9", 0),
+];
+
+fn find_def(name: &str) -> Option<usize> {
+    DEFS.iter().position(|d| {
+        d.name.eq_ignore_ascii_case(name) || d.alias.is_some_and(|a| a.eq_ignore_ascii_case(name))
+    })
 }
 
 /// A directive that could not be applied: where, and why.
@@ -20,4 +338,1014 @@ pub struct ConfigError {
     pub file: Option<String>,
     pub line: usize,
     pub reason: String,
+    /// The offending line as written (shown after `>>>`).
+    pub text: String,
+}
+
+impl fmt::Display for ConfigError {
+    /// Valkey's start-up report, so scripts that grep for it keep working.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "\n*** FATAL CONFIG FILE ERROR (Redis {REDIS_COMPAT_VERSION}) ***"
+        )?;
+        match &self.file {
+            Some(file) => writeln!(
+                f,
+                "Reading the configuration file {file}, at line {}",
+                self.line
+            )?,
+            None => writeln!(f, "Reading the configuration file, at line {}", self.line)?,
+        }
+        writeln!(f, ">>> '{}'", self.text)?;
+        write!(f, "{}", self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bind: Vec<String>,
+    pub port: u16,
+    pub databases: usize,
+    pub protected_mode: bool,
+    /// `requirepass`; `None` when empty (no password).
+    pub requirepass: Option<Vec<u8>>,
+    pub maxclients: u64,
+    /// Idle seconds before a client is closed; 0 = never.
+    pub timeout: u64,
+    pub tcp_keepalive: u64,
+    pub tcp_backlog: u32,
+    pub io_uring: IoUringMode,
+    pub io_threads: usize,
+    /// Empty = stdout.
+    pub logfile: String,
+    pub loglevel: Level,
+    /// `dir` as configured; the server chdir()s there at start-up (CONFIG
+    /// SET dir changes the process directory itself).
+    pub dir: String,
+    pub pidfile: String,
+    pub daemonize: bool,
+    pub client_query_buffer_limit: usize,
+    pub proto_max_bulk_len: usize,
+    pub hz: u32,
+    pub maxmemory: u64,
+    pub active_expire_effort: u32,
+    pub enable_debug_command: Allowed,
+    pub enable_protected_configs: Allowed,
+    /// One line per directive given a non-default value that ringkv does
+    /// not act on yet; the server logs them once logging is set up.
+    pub warnings: Vec<String>,
+    /// Canonical value of every directive, indexed like `DEFS`.
+    values: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut c = Config {
+            bind: vec!["*".into(), "-::*".into()],
+            port: 6379,
+            databases: 16,
+            protected_mode: true,
+            requirepass: None,
+            maxclients: 10000,
+            timeout: 0,
+            tcp_keepalive: 300,
+            tcp_backlog: 511,
+            io_uring: IoUringMode::Auto,
+            io_threads: 1,
+            logfile: String::new(),
+            loglevel: Level::Notice,
+            dir: String::new(),
+            pidfile: String::new(),
+            daemonize: false,
+            client_query_buffer_limit: 1 << 30,
+            proto_max_bulk_len: 512 << 20,
+            hz: 10,
+            maxmemory: 0,
+            active_expire_effort: 1,
+            enable_debug_command: Allowed::No,
+            enable_protected_configs: Allowed::No,
+            warnings: Vec::new(),
+            values: DEFS.iter().map(|d| d.default.to_string()).collect(),
+        };
+        for idx in 0..DEFS.len() {
+            c.apply_typed(idx);
+        }
+        c
+    }
+}
+
+/// Parse Valkey's memory notation: `123`, `1k` (1000), `1kb` (1024), `m`,
+/// `mb`, `g`, `gb`, any case, optional leading `-`.
+pub fn parse_memory(s: &str) -> Option<i64> {
+    let lower = s.to_ascii_lowercase();
+    let (num, mul): (&str, i64) = if let Some(n) = lower.strip_suffix("gb") {
+        (n, 1 << 30)
+    } else if let Some(n) = lower.strip_suffix("mb") {
+        (n, 1 << 20)
+    } else if let Some(n) = lower.strip_suffix("kb") {
+        (n, 1 << 10)
+    } else if let Some(n) = lower.strip_suffix('g') {
+        (n, 1_000_000_000)
+    } else if let Some(n) = lower.strip_suffix('m') {
+        (n, 1_000_000)
+    } else if let Some(n) = lower.strip_suffix('k') {
+        (n, 1000)
+    } else if let Some(n) = lower.strip_suffix('b') {
+        (n, 1)
+    } else {
+        (lower.as_str(), 1)
+    };
+    if num.is_empty()
+        || !num
+            .bytes()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_digit() || (i == 0 && c == b'-' && num.len() > 1))
+    {
+        return None;
+    }
+    num.parse::<i64>().ok()?.checked_mul(mul)
+}
+
+/// `bytes` as CONFIG REWRITE writes memory: the largest exact unit.
+fn format_memory(bytes: i64) -> String {
+    const GB: i64 = 1 << 30;
+    const MB: i64 = 1 << 20;
+    const KB: i64 = 1 << 10;
+    if bytes != 0 && bytes % GB == 0 {
+        format!("{}gb", bytes / GB)
+    } else if bytes != 0 && bytes % MB == 0 {
+        format!("{}mb", bytes / MB)
+    } else if bytes != 0 && bytes % KB == 0 {
+        format!("{}kb", bytes / KB)
+    } else {
+        bytes.to_string()
+    }
+}
+
+/// Split a line as Valkey's `sdssplitargs` does; `None` on unbalanced quotes.
+pub fn split_args(line: &str) -> Option<Vec<String>> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            return Some(out);
+        }
+        let mut cur: Vec<u8> = Vec::new();
+        let (mut inq, mut insq) = (false, false);
+        loop {
+            if inq {
+                if i >= b.len() {
+                    return None;
+                }
+                if b[i] == b'\\'
+                    && i + 3 < b.len()
+                    && b[i + 1] == b'x'
+                    && b[i + 2].is_ascii_hexdigit()
+                    && b[i + 3].is_ascii_hexdigit()
+                {
+                    let h = std::str::from_utf8(&b[i + 2..i + 4]).ok()?;
+                    cur.push(u8::from_str_radix(h, 16).ok()?);
+                    i += 3;
+                } else if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                    cur.push(match b[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        c => c,
+                    });
+                } else if b[i] == b'"' {
+                    if i + 1 < b.len() && !b[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(b[i]);
+                }
+            } else if insq {
+                if i >= b.len() {
+                    return None;
+                }
+                if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if b[i] == b'\'' {
+                    if i + 1 < b.len() && !b[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(b[i]);
+                }
+            } else {
+                if i >= b.len() {
+                    break;
+                }
+                match b[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                        i += 1;
+                        break;
+                    }
+                    b'"' => inq = true,
+                    b'\'' => insq = true,
+                    c => cur.push(c),
+                }
+            }
+            i += 1;
+        }
+        out.push(String::from_utf8_lossy(&cur).into_owned());
+    }
+}
+
+/// Quote a value the way CONFIG REWRITE writes strings (`sdscatrepr`).
+pub fn repr(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.bytes() {
+        match c {
+            b'\\' => o.push_str("\\\\"),
+            b'"' => o.push_str("\\\""),
+            b'\n' => o.push_str("\\n"),
+            b'\r' => o.push_str("\\r"),
+            b'\t' => o.push_str("\\t"),
+            7 => o.push_str("\\a"),
+            8 => o.push_str("\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => o.push(c as char),
+            c => o.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Turn `--port 7000 --save "" --bind a b` into config-file lines, as
+/// Valkey's main() does before loading.
+pub fn args_to_text(args: &[String]) -> String {
+    let mut text = String::new();
+    for a in args {
+        if let Some(name) = a.strip_prefix("--") {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(name);
+        } else {
+            if text.is_empty() {
+                // A bare value with no directive: Valkey treats it as a
+                // directive name, which then fails as unknown.
+                text.push_str(a);
+                continue;
+            }
+            text.push(' ');
+            text.push_str(&repr(a));
+        }
+    }
+    text.push('\n');
+    text
+}
+
+/// Outcome of validating one directive's arguments.
+type SetResult = Result<String, String>;
+
+impl Config {
+    /// Load `text` (a config file's contents, `filename` for messages),
+    /// starting from the defaults.
+    pub fn parse_file_text(text: &str, filename: &str) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        c.load_text(text, Some(filename))?;
+        Ok(c)
+    }
+
+    /// Start-up: the optional file, then `--directive value` arguments
+    /// (as Valkey, they are appended to the file's text and override it).
+    pub fn load(file: Option<&Path>, cli_args: &[String]) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        if let Some(path) = file {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+                file: Some(name.clone()),
+                line: 0,
+                reason: format!("Fatal error, can't open config file '{name}': {e}"),
+                text: String::new(),
+            })?;
+            c.load_text(&text, Some(&name))?;
+        }
+        if !cli_args.is_empty() {
+            c.load_text(&args_to_text(cli_args), None)?;
+        }
+        Ok(c)
+    }
+
+    fn load_text(&mut self, text: &str, filename: Option<&str>) -> Result<(), ConfigError> {
+        let mut seen_multi: Vec<usize> = Vec::new();
+        for (n, raw) in text.split('\n').enumerate() {
+            let line = raw.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n');
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let err = |reason: String| ConfigError {
+                file: filename.map(str::to_string),
+                line: n + 1,
+                reason,
+                text: line.to_string(),
+            };
+            let Some(argv) = split_args(line) else {
+                return Err(err("Unbalanced quotes in configuration line".into()));
+            };
+            if argv.is_empty() {
+                continue;
+            }
+            let name = argv[0].to_ascii_lowercase();
+            match name.as_str() {
+                "include" if argv.len() == 2 => {
+                    // As Valkey: a relative path is relative to the
+                    // working directory, not to the including file.
+                    let inc = Path::new(&argv[1]).to_path_buf();
+                    let t = std::fs::read_to_string(&inc).map_err(|e| {
+                        err(format!(
+                            "Fatal error, can't open config file '{}': {e}",
+                            inc.display()
+                        ))
+                    })?;
+                    self.load_text(&t, Some(&inc.display().to_string()))?;
+                    continue;
+                }
+                "rename-command" if argv.len() == 3 => {
+                    self.warnings.push(format!(
+                        "'rename-command {}' is not supported yet, ignored",
+                        argv[1]
+                    ));
+                    continue;
+                }
+                "user" | "loadmodule" if argv.len() >= 2 => {
+                    self.warnings
+                        .push(format!("'{name}' is not supported yet, ignored"));
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(idx) = find_def(&name) else {
+                return Err(err("Bad directive or wrong number of arguments".into()));
+            };
+            let d = &DEFS[idx];
+            if d.flags & MULTI == 0 && argv.len() != 2 {
+                return Err(err("wrong number of arguments".into()));
+            }
+            let args = &argv[1..];
+            // `save` accumulates over several lines; the first one replaces
+            // the default.
+            let value = if d.name == "save"
+                && seen_multi.contains(&idx)
+                && !args.iter().all(|a| a.is_empty())
+            {
+                let mut all: Vec<String> = self.values[idx]
+                    .split(' ')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                all.extend(args.iter().cloned());
+                validate(d, &all, &self.values[idx])
+            } else {
+                validate(d, args, &self.values[idx])
+            };
+            let value = value.map_err(err)?;
+            if d.name == "io-threads" && value != "1" {
+                return Err(err(
+                    "ringkv runs one thread for now: io-threads must be 1 (IO threads are not implemented yet)"
+                        .into(),
+                ));
+            }
+            seen_multi.push(idx);
+            self.store(idx, value);
+        }
+        Ok(())
+    }
+
+    fn store(&mut self, idx: usize, value: String) {
+        let d = &DEFS[idx];
+        if d.flags & SUP == 0 && value != d.default && d.flags & HIDDEN == 0 {
+            let w = format!("'{}' is not supported yet, ignored", d.name);
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+        self.values[idx] = value;
+        self.apply_typed(idx);
+    }
+
+    /// Mirror a canonical value into its typed field.
+    fn apply_typed(&mut self, idx: usize) {
+        let v = self.values[idx].as_str();
+        let num = || v.parse::<i64>().unwrap_or(0);
+        match DEFS[idx].name {
+            "bind" => {
+                self.bind = v
+                    .split(' ')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+            "port" => self.port = num() as u16,
+            "databases" => self.databases = num() as usize,
+            "protected-mode" => self.protected_mode = v == "yes",
+            "requirepass" => self.requirepass = (!v.is_empty()).then(|| v.as_bytes().to_vec()),
+            "maxclients" => self.maxclients = num() as u64,
+            "timeout" => self.timeout = num() as u64,
+            "tcp-keepalive" => self.tcp_keepalive = num() as u64,
+            "tcp-backlog" => self.tcp_backlog = num() as u32,
+            "io-uring" => {
+                self.io_uring = match v {
+                    "yes" => IoUringMode::Yes,
+                    "no" => IoUringMode::No,
+                    _ => IoUringMode::Auto,
+                }
+            }
+            "io-threads" => self.io_threads = num() as usize,
+            "logfile" => self.logfile = v.to_string(),
+            "loglevel" => self.loglevel = Level::from_name(v).unwrap_or(Level::Notice),
+            "pidfile" => self.pidfile = v.to_string(),
+            "dir" => self.dir = v.to_string(),
+            "daemonize" => self.daemonize = v == "yes",
+            "client-query-buffer-limit" => self.client_query_buffer_limit = num() as usize,
+            "proto-max-bulk-len" => self.proto_max_bulk_len = num() as usize,
+            "hz" => self.hz = num().clamp(1, 500) as u32,
+            "maxmemory" => self.maxmemory = num() as u64,
+            "active-expire-effort" => self.active_expire_effort = num() as u32,
+            "enable-debug-command" => self.enable_debug_command = allowed(v),
+            "enable-protected-configs" => self.enable_protected_configs = allowed(v),
+            _ => {}
+        }
+    }
+
+    /// CONFIG GET: `(name, value)` of every directive matching one of
+    /// `patterns` (glob, case-insensitive), each once.
+    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = Vec::new();
+        for (idx, d) in DEFS.iter().enumerate() {
+            for name in std::iter::once(d.name).chain(d.alias) {
+                let hit = patterns.iter().any(|p| {
+                    let is_glob = p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+                    if is_glob {
+                        d.flags & HIDDEN == 0 && crate::glob::matches(p, name.as_bytes(), true)
+                    } else {
+                        p.eq_ignore_ascii_case(name.as_bytes())
+                    }
+                });
+                if hit && !out.iter().any(|(n, _)| *n == name) {
+                    out.push((name, self.get_value(idx)));
+                }
+            }
+        }
+        out
+    }
+
+    /// The CONFIG GET value of a directive by name or alias.
+    pub fn get(&self, name: &str) -> Option<String> {
+        find_def(name).map(|i| self.get_value(i))
+    }
+
+    fn get_value(&self, idx: usize) -> String {
+        if DEFS[idx].name == "dir" {
+            return std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+        }
+        self.values[idx].clone()
+    }
+
+    /// CONFIG SET of several `(name, value)` pairs, all or nothing.
+    /// `Err` is the full error reply text (without `-`).
+    pub fn set_many(&mut self, pairs: &[(&[u8], &[u8])]) -> Result<(), String> {
+        let mut staged: Vec<(usize, String)> = Vec::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            let name_s = String::from_utf8_lossy(name);
+            let Some(idx) = find_def(&name_s) else {
+                return Err(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{name_s}'"
+                ));
+            };
+            let d = &DEFS[idx];
+            let fail = |why: &str| {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name_s}') - {why}")
+            };
+            if staged.iter().any(|(i, _)| *i == idx) {
+                return Err(fail("duplicate parameter"));
+            }
+            if d.flags & IMM != 0 {
+                return Err(fail("can't set immutable config"));
+            }
+            if d.flags & PROT != 0 && self.enable_protected_configs != Allowed::Yes {
+                return Err(fail("can't set protected config"));
+            }
+            let value_s = String::from_utf8_lossy(value).into_owned();
+            let args: Vec<String> = if d.flags & MULTI != 0 {
+                match split_args(&value_s) {
+                    Some(a) if !a.is_empty() => a,
+                    Some(_) => vec![String::new()],
+                    None => return Err(fail("Unbalanced quotes")),
+                }
+            } else {
+                vec![value_s]
+            };
+            let canonical = validate(d, &args, &self.values[idx]).map_err(|w| fail(&w))?;
+            staged.push((idx, canonical));
+        }
+        let backup = self.clone();
+        for (idx, value) in staged {
+            if DEFS[idx].name == "dir"
+                && let Err(e) = std::env::set_current_dir(&value)
+            {
+                *self = backup;
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"
+                ));
+            }
+            self.values[idx] = value;
+            self.apply_typed(idx);
+        }
+        Ok(())
+    }
+
+    /// CONFIG REWRITE: update `path` in place, keeping comments and lines
+    /// we do not own, rewriting known directives where they are, blanking
+    /// their extra occurrences, and appending changed ones at the end under
+    /// Valkey's marker line.
+    pub fn rewrite(&self, path: &Path) -> std::io::Result<()> {
+        const MARKER: &str = "# Generated by CONFIG REWRITE";
+        let old = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
+        };
+        let mut lines: Vec<Option<String>> = Vec::new();
+        let mut has_marker = false;
+        let mut positions: Vec<Vec<usize>> = vec![Vec::new(); DEFS.len()];
+        let mut old_lines: Vec<&str> = old.split('\n').collect();
+        if old_lines.last() == Some(&"") {
+            old_lines.pop();
+        }
+        for raw in old_lines {
+            let line = raw.trim_matches(|c: char| c == ' ' || c == '\t' || c == '\r');
+            if line == MARKER {
+                has_marker = true;
+            }
+            if line.is_empty() || line.starts_with('#') {
+                lines.push(Some(raw.to_string()));
+                continue;
+            }
+            let idx = split_args(line)
+                .and_then(|a| a.first().cloned())
+                .and_then(|n| find_def(&n));
+            match idx {
+                Some(i) => {
+                    positions[i].push(lines.len());
+                    lines.push(None);
+                }
+                None => lines.push(Some(raw.to_string())),
+            }
+        }
+        let mut appended: Vec<String> = Vec::new();
+        for (idx, d) in DEFS.iter().enumerate() {
+            let value = &self.values[idx];
+            // Valkey always writes `dir` (the current directory).
+            let changed = *value != d.default || d.name == "dir";
+            let new_lines = rewrite_lines(d, &self.get_value(idx));
+            if positions[idx].is_empty() {
+                if changed {
+                    appended.extend(new_lines);
+                }
+                continue;
+            }
+            let first = positions[idx][0];
+            lines[first] = Some(new_lines.join("\n"));
+            // Extra occurrences stay removed (their slot remains `None`).
+        }
+        let mut out = String::new();
+        for l in lines.into_iter().flatten() {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        if !appended.is_empty() {
+            if !has_marker {
+                out.push_str(MARKER);
+                out.push('\n');
+            }
+            for l in appended {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        let tmp = path.with_extension(format!("rewrite-{}.tmp", std::process::id()));
+        std::fs::write(&tmp, out.as_bytes())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Every directive name (COMMAND DOCS, tests).
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        DEFS.iter().map(|d| d.name)
+    }
+}
+
+fn allowed(v: &str) -> Allowed {
+    match v {
+        "yes" => Allowed::Yes,
+        "local" => Allowed::Local,
+        _ => Allowed::No,
+    }
+}
+
+/// The lines CONFIG REWRITE writes for a directive holding `value`.
+fn rewrite_lines(d: &Def, value: &str) -> Vec<String> {
+    let name = d.name;
+    match d.kind {
+        Kind::Str => vec![format!("{name} {}", repr(value))],
+        Kind::Mem { .. } => match value.parse::<i64>() {
+            Ok(n) => vec![format!("{name} {}", format_memory(n))],
+            Err(_) => vec![format!("{name} {value}")],
+        },
+        Kind::Special => match name {
+            "dir" => vec![format!("dir {}", repr(value))],
+            "save" if value.is_empty() => vec!["save \"\"".to_string()],
+            "replicaof" if value.is_empty() => Vec::new(),
+            "client-output-buffer-limit" => {
+                let parts: Vec<&str> = value.split(' ').collect();
+                parts
+                    .chunks(4)
+                    .map(|c| {
+                        let mem = |s: &str| format_memory(s.parse().unwrap_or(0));
+                        format!(
+                            "{name} {} {} {} {}",
+                            c[0],
+                            mem(c.get(1).unwrap_or(&"0")),
+                            mem(c.get(2).unwrap_or(&"0")),
+                            c.get(3).unwrap_or(&"0")
+                        )
+                    })
+                    .collect()
+            }
+            "notify-keyspace-events" => vec![format!("{name} {}", repr(value))],
+            _ => vec![format!("{name} {value}")],
+        },
+        _ => vec![format!("{name} {value}")],
+    }
+}
+
+/// Validate arguments for a directive; the canonical value or Valkey's
+/// reason text.
+fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
+    let one = || -> &str { args.first().map(String::as_str).unwrap_or("") };
+    match d.kind {
+        Kind::Bool => match one().to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int { min, max } => {
+            let n = crate::num::parse_i64(one().as_bytes())
+                .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+            if n < min || n > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Mem { min, max, percent } => {
+            let v = one();
+            if percent && let Some(p) = v.strip_suffix('%') {
+                let n: i64 = p
+                    .parse()
+                    .map_err(|_| "argument must be a memory or percent value".to_string())?;
+                if n < 0 {
+                    return Err("argument must be a memory or percent value".into());
+                }
+                return Ok(format!("{n}%"));
+            }
+            let n = parse_memory(v)
+                .filter(|n| *n >= 0 || min < 0)
+                .ok_or_else(|| {
+                    if percent {
+                        "argument must be a memory or percent value".to_string()
+                    } else {
+                        "argument must be a memory value".to_string()
+                    }
+                })?;
+            if n < min.max(0) && !(percent && n >= min) || n > max {
+                return Err(format!(
+                    "argument must be between {} and {max} inclusive",
+                    min.max(0)
+                ));
+            }
+            Ok(n.to_string())
+        }
+        Kind::Enum(opts) => {
+            let v = one().to_ascii_lowercase();
+            if opts.contains(&v.as_str()) {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    opts.join(", ")
+                ))
+            }
+        }
+        Kind::Flags(opts) => {
+            let mut out: Vec<String> = Vec::new();
+            for a in args
+                .iter()
+                .flat_map(|a| a.split(' '))
+                .filter(|s| !s.is_empty())
+            {
+                let v = a.to_ascii_lowercase();
+                if !opts.contains(&v.as_str()) {
+                    return Err(format!(
+                        "argument(s) must be one of the following: {}",
+                        opts.join(", ")
+                    ));
+                }
+                out.push(v);
+            }
+            if out.is_empty() {
+                return Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    opts.join(", ")
+                ));
+            }
+            Ok(out.join(" "))
+        }
+        Kind::Str => Ok(one().to_string()),
+        Kind::Octal => {
+            let v = one();
+            match u32::from_str_radix(v, 8) {
+                Ok(n) if n <= 0o777 => Ok(format!("{n:o}")),
+                _ => Err("argument must be between 0 and 777 inclusive".into()),
+            }
+        }
+        Kind::Special => validate_special(d.name, args, cur),
+    }
+}
+
+fn validate_special(name: &str, args: &[String], cur: &str) -> SetResult {
+    let parts: Vec<&str> = args
+        .iter()
+        .flat_map(|a| a.split(' '))
+        .filter(|s| !s.is_empty())
+        .collect();
+    match name {
+        "bind" => {
+            if parts.is_empty() || parts.len() > 16 {
+                return Err("Too many bind addresses specified.".into());
+            }
+            Ok(parts.join(" "))
+        }
+        "save" => {
+            if parts.is_empty() {
+                return Ok(String::new());
+            }
+            if !parts.len().is_multiple_of(2) {
+                return Err("Invalid save parameters".into());
+            }
+            for p in &parts {
+                match crate::num::parse_i64(p.as_bytes()) {
+                    Some(n) if n >= 0 => {}
+                    _ => return Err("Invalid save parameters".into()),
+                }
+            }
+            Ok(parts.join(" "))
+        }
+        "dir" => {
+            if parts.len() != 1 && args.len() != 1 {
+                return Err("wrong number of arguments".into());
+            }
+            let d = args[0].clone();
+            if d.is_empty() {
+                return Err("No such file or directory".into());
+            }
+            Ok(d)
+        }
+        "client-output-buffer-limit" => {
+            if !parts.len().is_multiple_of(4) || parts.is_empty() {
+                return Err("Wrong number of arguments in buffer limit configuration.".into());
+            }
+            // Classes not named keep their current limits.
+            let cur: Vec<&str> = cur.split(' ').collect();
+            let keep = |i: usize, dflt: &str| {
+                cur.get(i * 4 + 1..i * 4 + 4)
+                    .map_or(dflt.to_string(), |v| v.join(" "))
+            };
+            let mut classes = [
+                ("normal", keep(0, "0 0 0")),
+                ("slave", keep(1, "268435456 67108864 60")),
+                ("pubsub", keep(2, "33554432 8388608 60")),
+            ];
+            for c in parts.chunks(4) {
+                let class = match c[0].to_ascii_lowercase().as_str() {
+                    "normal" => 0,
+                    "slave" | "replica" => 1,
+                    "pubsub" => 2,
+                    _ => {
+                        return Err(
+                            "Invalid client class specified in buffer limit configuration.".into(),
+                        );
+                    }
+                };
+                let hard = parse_memory(c[1]);
+                let soft = parse_memory(c[2]);
+                let secs = crate::num::parse_i64(c[3].as_bytes());
+                match (hard, soft, secs) {
+                    (Some(h), Some(s), Some(t)) if h >= 0 && s >= 0 && t >= 0 => {
+                        classes[class].1 = format!("{h} {s} {t}");
+                    }
+                    _ => {
+                        return Err(
+                            "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                                .into(),
+                        );
+                    }
+                }
+            }
+            Ok(classes
+                .iter()
+                .map(|(n, v)| format!("{n} {v}"))
+                .collect::<Vec<_>>()
+                .join(" "))
+        }
+        "oom-score-adj-values" => {
+            if parts.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            for p in &parts {
+                match crate::num::parse_i64(p.as_bytes()) {
+                    Some(n) if (-2000..=2000).contains(&n) => {}
+                    _ => return Err(
+                        "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
+                            .into(),
+                    ),
+                }
+            }
+            Ok(parts.join(" "))
+        }
+        "notify-keyspace-events" => {
+            let v = args.first().cloned().unwrap_or_default();
+            keyspace_events_canonical(&v)
+                .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
+        }
+        "replicaof" => {
+            if parts.len() != 2 {
+                return Err("wrong number of arguments".into());
+            }
+            if parts[0].eq_ignore_ascii_case("no") && parts[1].eq_ignore_ascii_case("one") {
+                return Ok(String::new());
+            }
+            match crate::num::parse_i64(parts[1].as_bytes()) {
+                Some(p) if (0..=65535).contains(&p) => Ok(format!("{} {p}", parts[0])),
+                _ => Err("Invalid master port".into()),
+            }
+        }
+        "latency-tracking-info-percentiles" => {
+            for p in &parts {
+                match p.parse::<f64>() {
+                    Ok(f) if (0.0..=100.0).contains(&f) => {}
+                    _ => {
+                        return Err(
+                            "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                                .into(),
+                        );
+                    }
+                }
+            }
+            Ok(parts.join(" "))
+        }
+        _ => Ok(parts.join(" ")),
+    }
+}
+
+/// Valkey's notify-keyspace-events flags in canonical order (`AKE`, not
+/// `KEA`); `None` on an unknown class character.
+fn keyspace_events_canonical(v: &str) -> Option<String> {
+    // Classes covered by `A`, in output order.
+    const ALL: &[u8] = b"g$lshzxetd";
+    let mut set: Vec<u8> = Vec::new();
+    for c in v.bytes() {
+        match c {
+            b'A' => set.extend_from_slice(ALL),
+            c if b"g$lshzxetdnKEm".contains(&c) => set.push(c),
+            _ => return None,
+        }
+    }
+    let mut out = String::new();
+    if ALL.iter().all(|c| set.contains(c)) {
+        out.push('A');
+    } else {
+        out.extend(ALL.iter().filter(|c| set.contains(c)).map(|&c| c as char));
+    }
+    for c in [b'n', b'K', b'E', b'm'] {
+        if set.contains(&c) {
+            out.push(c as char);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1KB"), Some(1024));
+        assert_eq!(parse_memory("512mb"), Some(512 << 20));
+        assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        assert_eq!(parse_memory("12"), Some(12));
+        assert_eq!(parse_memory("x"), None);
+        assert_eq!(parse_memory("1xb"), None);
+        assert_eq!(format_memory(1 << 30), "1gb");
+        assert_eq!(format_memory(1000), "1000");
+    }
+
+    #[test]
+    fn split_like_sdssplitargs() {
+        assert_eq!(split_args("a  b\tc").unwrap(), vec!["a", "b", "c"]);
+        assert_eq!(split_args(r#"save """#).unwrap(), vec!["save", ""]);
+        assert_eq!(
+            split_args(r#"x "a\nb" 'c\'d'"#).unwrap(),
+            vec!["x", "a\nb", "c'd"]
+        );
+        assert!(split_args(r#"x "abc"#).is_none());
+        assert!(split_args(r#"x "abc"d"#).is_none());
+    }
+
+    #[test]
+    fn defaults_match_typed_fields() {
+        let c = Config::default();
+        assert_eq!(c.port, 6379);
+        assert_eq!(c.get("client-query-buffer-limit").unwrap(), "1073741824");
+        assert_eq!(c.get("slave-read-only").unwrap(), "yes");
+        assert_eq!(c.bind, vec!["*", "-::*"]);
+        assert!(c.requirepass.is_none());
+        // No duplicate names.
+        let mut names: Vec<&str> = DEFS
+            .iter()
+            .flat_map(|d| std::iter::once(d.name).chain(d.alias))
+            .collect();
+        names.sort();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(n, names.len());
+    }
+
+    #[test]
+    fn file_errors_carry_line_and_reason() {
+        let e = Config::parse_file_text("port 7000\n\nfoo bar\n", "x.conf").unwrap_err();
+        assert_eq!(e.line, 3);
+        assert_eq!(e.reason, "Bad directive or wrong number of arguments");
+        let shown = e.to_string();
+        assert!(
+            shown.contains("*** FATAL CONFIG FILE ERROR (Redis 7.2.4) ***"),
+            "{shown}"
+        );
+        assert!(shown.contains(">>> 'foo bar'"), "{shown}");
+        let e = Config::parse_file_text("port abc\n", "x.conf").unwrap_err();
+        assert_eq!(e.reason, "argument couldn't be parsed into an integer");
+        let e = Config::parse_file_text("port 70000\n", "x.conf").unwrap_err();
+        assert_eq!(e.reason, "argument must be between 0 and 65535 inclusive");
+        let e = Config::parse_file_text("protected-mode maybe\n", "x.conf").unwrap_err();
+        assert_eq!(e.reason, "argument must be 'yes' or 'no'");
+        let e = Config::parse_file_text("io-threads 4\n", "x.conf").unwrap_err();
+        assert!(e.reason.contains("io-threads must be 1"));
+    }
+
+    #[test]
+    fn file_and_args() {
+        let c = Config::parse_file_text(
+            "# comment\nport 7000\nsave 900 1\nsave 300 10\nclient-query-buffer-limit 2mb\nappendonly no\nslaveof 10.0.0.1 6380\nrequirepass \"p w\"\n",
+            "x.conf",
+        )
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert_eq!(c.get("save").unwrap(), "900 1 300 10");
+        assert_eq!(c.client_query_buffer_limit, 2 << 20);
+        assert_eq!(c.get("replicaof").unwrap(), "10.0.0.1 6380");
+        assert_eq!(c.requirepass.as_deref(), Some(&b"p w"[..]));
+        assert!(c.warnings.iter().any(|w| w.contains("'save'")));
+        assert!(!c.warnings.iter().any(|w| w.contains("appendonly")));
+        let args: Vec<String> = ["--port", "7001", "--save", "", "--bind", "127.0.0.1", "::1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let c = Config::load(None, &args).unwrap();
+        assert_eq!(c.port, 7001);
+        assert_eq!(c.get("save").unwrap(), "");
+        assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
+    }
 }

@@ -8,28 +8,62 @@
 //!   Connection ── connect(ClientInfo) ──► Session created, ClientId returned
 //!   parsed batch ─ execute_batch(jobs) ─► prefetch all keys, run in order,
 //!                                         append replies to each job's `out`
-//!              ◄─ take_events() ───────── kill client N, shut down, …
+//!              ◄─ drain_events() ──────── kill client N, shut down, …
 //!   close ─────── disconnect(id) ───────► Session dropped
-//!   timer ─────── cron(now) ────────────► active expiry, idle timeouts
+//!   timer ─────── cron() ───────────────► active expiry, idle timeouts
 //! ```
 //!
 //! The engine must not touch sockets, file descriptors or threads. It may
-//! read the clock (through [`Clock`], which tests can pin) and, for CONFIG
-//! REWRITE only, write the config file.
+//! read the clock (tests pin it with [`Engine::pin_clock`]), read procfs and
+//! getrusage for INFO, sleep for DEBUG SLEEP, change the process directory
+//! for CONFIG SET dir, and, for CONFIG REWRITE only, write the config file.
+//!
+//! # Contract with the IO layer
+//!
+//! * [`Engine::connect`] on accept; on `Err(bytes)` write the bytes
+//!   (best effort) and close without calling `disconnect`.
+//! * Parse with [`Engine::parser_limits_for`] (it tightens the limits while
+//!   the client still has to AUTH) and cap the read buffer at
+//!   [`Engine::query_buffer_limit_for`] (1 MB while the client has to AUTH);
+//!   over it, call [`Engine::note_query_buffer_limit`] and close. On a
+//!   protocol error, send [`resp::ProtocolError::to_resp`], call
+//!   [`Engine::note_protocol_error`], close.
+//! * Each loop iteration: one [`Job`] per client with complete commands,
+//!   all in one [`Engine::execute_batch`] call. Send each job's `out`; if
+//!   `close_after_reply` is set, close once it is sent, and do not feed that
+//!   client's remaining input.
+//! * Then [`Engine::drain_events`]: `Close` (flush or drop pending output,
+//!   then close and `disconnect`), `Shutdown` (flush, stop).
+//! * [`Engine::cron`] `hz` times a second ([`Engine::hz`], live).
+//! * [`Engine::disconnect`] for every connection that goes away.
+//! * Keep [`NetStats`] current through [`Engine::net_stats_mut`].
+//! * Limits are read live: `maxclients` (enforced by `connect`), `timeout`
+//!   (enforced by `cron`), `client-query-buffer-limit`,
+//!   `proto-max-bulk-len`, `tcp-keepalive` ([`Engine::tcp_keepalive_s`]).
 
 pub mod batch;
 pub mod cmd;
 pub mod command;
-pub mod server;
-pub mod session;
 pub mod config;
 pub mod glob;
+pub mod info;
+pub mod log;
 pub mod num;
+pub mod server;
+pub mod session;
+pub mod table;
 
-pub use batch::{CommandsView, Job};
-pub use config::{Config, ConfigError};
+pub use batch::{ArgvRef, CommandsView, Job};
+pub use config::{Config, ConfigError, IoUringMode};
+pub use server::{MemoryProbe, MemoryStats, Server};
+pub use session::Session;
 
-use std::net::SocketAddr;
+use resp::ReplyWriter;
+use server::CmdStat;
+use session::ReplyMode;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+use table::table;
 
 /// Identifies a client for its whole life; never reused (CLIENT ID).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,69 +99,581 @@ pub struct NetStats {
     pub tcp_port: u16,
 }
 
-pub mod log;
+/// Valkey's reply to a connection over `maxclients`.
+pub const MAXCLIENTS_ERR: &[u8] = b"-ERR max number of clients reached\r\n";
+
+/// Valkey 8's reply to a non-loopback client in protected mode.
+pub const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Running in protected mode because protected \
+mode is enabled and no password is set for the default user. In this mode connections are only \
+accepted from the loopback interface. If you want to connect from external computers, you may \
+adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG \
+SET protected-mode no' from the loopback interface by connecting from the same host the server \
+is running, however MAKE SURE it's not publicly accessible from internet if you do so. Use CONFIG \
+REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode \
+by editing the configuration file, and setting the protected mode option to 'no', and then \
+restarting the server. 3) If you started the server manually just for testing, restart it with \
+the '--protected-mode no' option. 4) Set up an authentication password for the default user. \
+NOTE: You only need to do one of the above things in order for the server to start accepting \
+connections from the outside.\r\n";
 
 /// The execution state of the whole server: keyspace, sessions, config, stats.
 pub struct Engine {
-    _private: (),
+    srv: Server,
+    /// Per batch and command, what pass 1 found. Kept to reuse its
+    /// allocation.
+    found: Vec<Found>,
+    /// Per batch and database, the hashes of the commands' first keys.
+    hashes: Vec<Vec<u64>>,
+}
+
+const UNKNOWN: u32 = u32::MAX;
+
+/// A command as pass 1 saw it.
+#[derive(Clone, Copy)]
+struct Found {
+    /// Command-table index of the top-level command, or [`UNKNOWN`].
+    idx: u32,
+    /// Hash of its first key (0 if it has none), so commands need not hash
+    /// it again ([`command::Ctx::key_hash`]).
+    key_hash: u64,
 }
 
 impl Engine {
     /// `config` is final (file + command line applied); `config_file` is what
     /// CONFIG REWRITE writes back to.
     pub fn new(config: Config, config_file: Option<std::path::PathBuf>) -> Engine {
-        let _ = (config, config_file);
-        todo!("engine helper")
+        let dbs = config.databases;
+        let mut srv = Server::new(config);
+        srv.config_file = config_file;
+        Engine {
+            srv,
+            found: Vec::new(),
+            hashes: vec![Vec::new(); dbs],
+        }
     }
     pub fn config(&self) -> &Config {
-        todo!()
+        &self.srv.config
     }
+    /// The whole server state (tests, INFO from the server crate).
+    pub fn server(&self) -> &Server {
+        &self.srv
+    }
+    pub fn server_mut(&mut self) -> &mut Server {
+        &mut self.srv
+    }
+    /// INFO memory's allocator figures come from here (the server crate
+    /// plugs in jemalloc's stats).
+    pub fn set_memory_probe(&mut self, probe: MemoryProbe) {
+        self.srv.memory_probe = Some(probe);
+    }
+    /// Pin the clock at `now_ms` (Unix ms) for tests; `None` = real time.
+    pub fn pin_clock(&mut self, now_ms: Option<i64>) {
+        self.srv.clock_override = now_ms;
+    }
+
     /// Register a new connection. `Err(bytes)` means: send these bytes and
     /// close (maxclients reached, protected mode DENIED).
     pub fn connect(&mut self, info: ClientInfo) -> Result<ClientId, Vec<u8>> {
-        let _ = info;
-        todo!()
+        let srv = &mut self.srv;
+        if srv.clients.len() as u64 >= srv.config.maxclients {
+            srv.stats.rejected_connections += 1;
+            return Err(MAXCLIENTS_ERR.to_vec());
+        }
+        if srv.config.protected_mode
+            && srv.config.requirepass.is_none()
+            && !is_local(info.peer.ip())
+        {
+            srv.stats.rejected_connections += 1;
+            return Err(PROTECTED_MODE_DENIED.to_vec());
+        }
+        let id = ClientId(srv.next_client_id);
+        srv.next_client_id += 1;
+        let now = srv.now_ms();
+        let mut s = Session::new(id);
+        s.authenticated = !srv.auth_required();
+        s.peer = Some(info.peer);
+        s.local = Some(info.local);
+        s.fd = info.fd;
+        s.created_ms = now;
+        s.last_interaction_ms = now;
+        srv.clients.map.insert(id.0, Some(Box::new(s)));
+        srv.stats.total_connections_received += 1;
+        Ok(id)
     }
+
     /// The connection is gone; drop its Session.
     pub fn disconnect(&mut self, id: ClientId) {
-        let _ = id;
-        todo!()
+        self.srv.clients.map.remove(&id.0);
     }
+
     /// Run a batch: prefetch every key of every command, then execute each
     /// job's commands in order, appending replies to its `out`.
+    ///
+    /// Jobs of unknown clients (already disconnected) are skipped. A job
+    /// whose client is closing (QUIT, CLIENT KILL, SHUTDOWN) stops at that
+    /// command and gets `close_after_reply` set.
     pub fn execute_batch(&mut self, jobs: &mut [Job<'_>]) {
-        let _ = jobs;
-        todo!()
+        let now_ms = self.srv.now_ms();
+        let table = table();
+        let Engine { srv, found, hashes } = self;
+
+        // Pass 1: find every command, hash its first key, prefetch.
+        found.clear();
+        for job in jobs.iter() {
+            let db = srv.clients.get(job.client).map_or(0, |s| s.db);
+            for argv in job.commands.iter() {
+                let mut hash = 0;
+                let idx = if argv.is_empty() {
+                    None
+                } else {
+                    table.lookup(argv.get(0))
+                };
+                if let Some(i) = idx {
+                    let fk = table.entries[i].spec.first_key;
+                    if fk > 0 && (fk as usize) < argv.len() {
+                        hash = store::hash_key(argv.get(fk as usize));
+                        if let Some(h) = hashes.get_mut(db) {
+                            h.push(hash);
+                        }
+                    }
+                }
+                found.push(Found {
+                    idx: idx.map_or(UNKNOWN, |i| i as u32),
+                    key_hash: hash,
+                });
+            }
+        }
+        for (db, h) in hashes.iter_mut().enumerate() {
+            if !h.is_empty() {
+                srv.keyspace.dbs[db].prefetch_batch(h);
+                h.clear();
+            }
+        }
+
+        // Pass 2: execute in order.
+        let mut at = 0;
+        let mut t_prev = Instant::now();
+        for job in jobs.iter_mut() {
+            let n = job.commands.argc.len();
+            let job_found = &found[at..at + n];
+            at += n;
+            let Some(mut sess) = srv
+                .clients
+                .map
+                .get_mut(&job.client.0)
+                .and_then(Option::take)
+            else {
+                continue;
+            };
+            let start_len = job.out.len();
+            for (k, argv) in job.commands.iter().enumerate() {
+                if job.close_after_reply
+                    || sess.close_after_reply
+                    || sess.close_asap
+                    || srv.shutting_down
+                {
+                    break;
+                }
+                if argv.is_empty() {
+                    continue;
+                }
+                execute_one(
+                    srv,
+                    &mut sess,
+                    argv,
+                    job_found[k],
+                    job.out,
+                    now_ms,
+                    &mut t_prev,
+                );
+                if sess.close_after_reply {
+                    job.close_after_reply = true;
+                }
+            }
+            if sess.close_after_reply || sess.close_asap || srv.shutting_down {
+                job.close_after_reply = true;
+            }
+            sess.net_output_bytes += (job.out.len() - start_len) as u64;
+            if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
+                *slot = Some(sess);
+            }
+        }
+        // The hint points into this batch's buffers.
+        srv.key_hint = server::KeyHint::default();
     }
+
     /// Move pending events into `out`.
     pub fn drain_events(&mut self, out: &mut Vec<Event>) {
-        let _ = out;
-        todo!()
+        out.append(&mut self.srv.events);
     }
+
     /// Periodic work, called `hz` times a second: active expiry, idle
     /// client timeouts (as `Event::Close`), stats sampling.
     pub fn cron(&mut self) {
-        todo!()
+        let srv = &mut self.srv;
+        let now = srv.now_ms();
+        if srv.active_expire_enabled {
+            // Valkey's slow cycle: 25% of a cron period, more with effort.
+            let hz = srv.config.hz.max(1) as u64;
+            let effort = srv.config.active_expire_effort.max(1) as u64 - 1;
+            let budget_us = 1_000_000 * (25 + 2 * effort) / hz / 100;
+            let ndb = srv.keyspace.dbs.len().max(1) as u64;
+            for db in srv.keyspace.dbs.iter_mut() {
+                if db.expires_len() > 0 {
+                    let n = db.active_expire(now, (budget_us / ndb).max(1));
+                    srv.stats.expired_keys_active += n as u64;
+                }
+            }
+        }
+        let timeout_ms = srv.config.timeout.saturating_mul(1000) as i64;
+        if timeout_ms > 0 {
+            for slot in srv.clients.map.values_mut() {
+                let Some(s) = slot.as_deref_mut() else {
+                    continue;
+                };
+                if !s.close_asap && now - s.last_interaction_ms > timeout_ms {
+                    s.close_asap = true;
+                    log::verbose("Closing idle client");
+                    srv.events.push(Event::Close {
+                        client: s.id,
+                        flush: false,
+                    });
+                }
+            }
+        }
+        sample_stats(srv, now);
     }
+
     /// Ask the engine to shut down (SIGTERM/SIGINT): it emits Event::Shutdown.
     pub fn shutdown_requested(&mut self) {
-        todo!()
+        if !self.srv.shutting_down {
+            self.srv.shutting_down = true;
+            log::warning("Received shutdown request, scheduling shutdown...");
+            self.srv.events.push(Event::Shutdown);
+        }
     }
+
     /// Counters only the IO layer sees, for INFO.
     pub fn net_stats_mut(&mut self) -> &mut NetStats {
-        todo!()
+        &mut self.srv.net
     }
-    /// Parser limits from `proto-max-bulk-len`.
+
+    /// Parser limits from `proto-max-bulk-len`, for an authenticated client.
     pub fn parser_limits(&self) -> resp::Limits {
-        todo!()
+        resp::Limits {
+            max_bulk_len: self.srv.config.proto_max_bulk_len,
+            ..resp::Limits::default()
+        }
     }
+
+    /// Parser limits for this client: as [`Engine::parser_limits`], plus
+    /// Valkey's caps for a client that still has to AUTH.
+    pub fn parser_limits_for(&self, client: ClientId) -> resp::Limits {
+        resp::Limits {
+            unauthenticated: self.auth_required(client),
+            ..self.parser_limits()
+        }
+    }
+
+    /// Does this client still have to AUTH (Valkey caps its query buffer at
+    /// 1 MB and its requests at 10 arguments of 16 KB)?
+    pub fn auth_required(&self, client: ClientId) -> bool {
+        self.srv
+            .clients
+            .get(client)
+            .is_some_and(|s| !s.authenticated)
+    }
+
     /// `client-query-buffer-limit` in bytes.
     pub fn query_buffer_limit(&self) -> usize {
-        todo!()
+        self.srv.config.client_query_buffer_limit
     }
+
+    /// The query-buffer cap for this client: `client-query-buffer-limit`,
+    /// or Valkey's 1 MB while the client still has to AUTH.
+    pub fn query_buffer_limit_for(&self, client: ClientId) -> usize {
+        let limit = self.query_buffer_limit();
+        if self.auth_required(client) {
+            limit.min(1 << 20)
+        } else {
+            limit
+        }
+    }
+
     /// Record a protocol error for `client` (INFO errorstats, log line).
     pub fn note_protocol_error(&mut self, client: ClientId, err: &resp::ProtocolError) {
-        let _ = (client, err);
-        todo!()
+        self.srv.stats.protocol_errors += 1;
+        self.srv.stats.record_error("ERR");
+        if log::enabled(log::Level::Verbose) {
+            let who = self
+                .srv
+                .clients
+                .get(client)
+                .map(|s| s.addr_string())
+                .unwrap_or_default();
+            log::verbose(&format!(
+                "Protocol error ({}) from client: id={} addr={who}",
+                err.message(),
+                client.0
+            ));
+        }
+    }
+
+    /// The IO layer closed `client` for going over `client-query-buffer-limit`.
+    pub fn note_query_buffer_limit(&mut self, client: ClientId, qbuf_len: usize) {
+        self.srv.stats.client_query_buffer_limit_disconnections += 1;
+        let who = self
+            .srv
+            .clients
+            .get(client)
+            .map(|s| s.addr_string())
+            .unwrap_or_default();
+        log::warning(&format!(
+            "Closing client that reached max query buffer length: id={} addr={who} qbuf={qbuf_len} (qbuf initial bytes omitted)",
+            client.0
+        ));
+    }
+
+    /// Bytes read from `client` (CLIENT LIST `tot-net-in`); the IO layer
+    /// may report them per read. The server-wide total is
+    /// [`NetStats::total_net_input_bytes`].
+    pub fn note_client_input(&mut self, client: ClientId, bytes: u64) {
+        if let Some(s) = self.srv.clients.get_mut(client) {
+            s.net_input_bytes += bytes;
+        }
+    }
+
+    /// Count read and write syscalls (or completions) for INFO
+    /// `total_reads_processed` / `total_writes_processed`.
+    pub fn count_io(&mut self, reads: u64, writes: u64) {
+        self.srv.stats.total_reads_processed += reads;
+        self.srv.stats.total_writes_processed += writes;
+    }
+
+    /// Hz at which [`Engine::cron`] wants to run (`hz` directive).
+    pub fn hz(&self) -> u32 {
+        self.srv.config.hz
+    }
+    /// `timeout` in seconds (0 = never), `tcp-keepalive` in seconds.
+    pub fn client_timeout_s(&self) -> u64 {
+        self.srv.config.timeout
+    }
+    pub fn tcp_keepalive_s(&self) -> u64 {
+        self.srv.config.tcp_keepalive
+    }
+    pub fn maxclients(&self) -> u64 {
+        self.srv.config.maxclients
+    }
+    pub fn connected_clients(&self) -> usize {
+        self.srv.clients.len()
+    }
+}
+
+/// Loopback, as Valkey's `connIsLocal` sees it (an IPv4-mapped loopback
+/// address counts too).
+pub fn is_local(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// Run one command: resolve (sub)command, check arity and auth, call it,
+/// account for it.
+#[inline]
+fn execute_one(
+    srv: &mut Server,
+    sess: &mut Session,
+    argv: ArgvRef<'_>,
+    found: Found,
+    out: &mut Vec<u8>,
+    now_ms: i64,
+    t_prev: &mut Instant,
+) {
+    let table = table();
+    sess.last_interaction_ms = now_ms;
+    sess.commands_processed += 1;
+    if sess.reply_mode == ReplyMode::Skip {
+        sess.reply_mode = ReplyMode::SkipThis;
+    }
+    let reply_start = out.len();
+    let proto = sess.proto;
+
+    let idx = found.idx;
+    let outcome = resolve(table, argv, idx, sess, srv);
+    let i = match outcome {
+        Ok(i) => i,
+        Err(rejected) => {
+            let mut w = ReplyWriter::new(out, proto);
+            w.error(&rejected.msg);
+            if let Some(i) = rejected.cmd {
+                srv.stats.commands[i].rejected_calls += 1;
+            }
+            finish_reply(srv, sess, out, reply_start);
+            *t_prev = Instant::now();
+            return;
+        }
+    };
+    let spec = table.entries[i].spec;
+    let fk = table.entries[idx as usize].spec.first_key;
+    // Always overwritten: a hint left from an earlier command could match
+    // a different key that now sits at the same address.
+    srv.key_hint = if fk > 0 && (fk as usize) < argv.len() {
+        let k = argv.get(fk as usize);
+        server::KeyHint {
+            ptr: k.as_ptr() as usize,
+            len: k.len(),
+            hash: found.key_hash,
+        }
+    } else {
+        server::KeyHint::default()
+    };
+    // Set before running so CLIENT LIST shows itself as `cmd=client|list`.
+    sess.last_cmd = Some(i);
+    if let Some(f) = spec.func {
+        let mut ctx = command::Ctx {
+            srv: &mut *srv,
+            session: &mut *sess,
+            reply: ReplyWriter::new(&mut *out, proto),
+            now_ms,
+        };
+        f(&mut ctx, argv);
+    }
+    let t = Instant::now();
+    let us = t.duration_since(*t_prev).as_micros() as u64;
+    *t_prev = t;
+    let st: &mut CmdStat = &mut srv.stats.commands[i];
+    st.calls += 1;
+    st.usec += us;
+    if out.len() > reply_start && out[reply_start] == b'-' {
+        st.failed_calls += 1;
+    }
+    srv.stats.total_commands_processed += 1;
+    finish_reply(srv, sess, out, reply_start);
+}
+
+/// Count an error reply (errorstats) and drop the reply if CLIENT REPLY
+/// says so.
+#[inline]
+fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut Vec<u8>, reply_start: usize) {
+    if out.len() > reply_start && out[reply_start] == b'-' {
+        let line = &out[reply_start + 1..];
+        let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+        let text = String::from_utf8_lossy(&line[..end]);
+        srv.stats.record_error(&text);
+    }
+    match sess.reply_mode {
+        ReplyMode::On | ReplyMode::Skip => {}
+        ReplyMode::Off => out.truncate(reply_start),
+        ReplyMode::SkipThis => {
+            out.truncate(reply_start);
+            sess.reply_mode = ReplyMode::On;
+        }
+    }
+}
+
+struct Rejected {
+    msg: String,
+    cmd: Option<usize>,
+}
+
+/// The table entry to run, or the error Valkey's `processCommand` gives.
+#[inline]
+fn resolve(
+    table: &table::Table,
+    argv: ArgvRef<'_>,
+    idx: u32,
+    sess: &Session,
+    srv: &Server,
+) -> Result<usize, Rejected> {
+    if idx == UNKNOWN {
+        return Err(Rejected {
+            msg: unknown_command_msg(argv),
+            cmd: None,
+        });
+    }
+    let mut i = idx as usize;
+    if !table.entries[i].subs.is_empty() && argv.len() >= 2 {
+        match table.lookup_sub(i, argv.get(1)) {
+            Some(s) => i = s,
+            None => {
+                let name = String::from_utf8_lossy(argv.get(0)).to_ascii_uppercase();
+                return Err(Rejected {
+                    msg: format!(
+                        "ERR unknown subcommand '{}'. Try {name} HELP.",
+                        trunc(argv.get(1), 128)
+                    ),
+                    cmd: None,
+                });
+            }
+        }
+    }
+    let e = &table.entries[i];
+    let arity = e.spec.arity;
+    let argc = argv.len() as i32;
+    if (arity > 0 && argc != arity) || argc < -arity {
+        return Err(Rejected {
+            msg: format!("ERR wrong number of arguments for '{}' command", e.fullname),
+            cmd: Some(i),
+        });
+    }
+    if !sess.authenticated && srv.auth_required() && e.spec.flags & command::flags::NO_AUTH == 0 {
+        return Err(Rejected {
+            msg: "NOAUTH Authentication required.".into(),
+            cmd: Some(i),
+        });
+    }
+    Ok(i)
+}
+
+fn trunc(b: &[u8], n: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(n)]).into_owned()
+}
+
+/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `.
+fn unknown_command_msg(argv: ArgvRef<'_>) -> String {
+    let mut args = String::new();
+    let mut i = 1;
+    while i < argv.len() && args.len() < 128 {
+        let room = 128 - args.len();
+        args.push('\'');
+        args.push_str(&trunc(argv.get(i), room));
+        args.push_str("' ");
+        i += 1;
+    }
+    let name = if argv.is_empty() {
+        String::new()
+    } else {
+        trunc(argv.get(0), 128)
+    };
+    format!("ERR unknown command '{name}', with args beginning with: {args}")
+}
+
+/// Instantaneous ops/sec and network kbps, sampled every 100 ms.
+fn sample_stats(srv: &mut Server, now: i64) {
+    let st = &mut srv.stats;
+    let dt = now - st.last_sample_ms;
+    if st.last_sample_ms != 0 && dt < 100 {
+        return;
+    }
+    let ops = st.total_commands_processed;
+    let inb = srv.net.total_net_input_bytes;
+    let outb = srv.net.total_net_output_bytes;
+    if st.last_sample_ms != 0 && dt > 0 {
+        let i = st.sample_idx % 16;
+        st.ops_samples[i] = ops.saturating_sub(st.last_sample_ops) * 1000 / dt as u64;
+        st.in_samples[i] = inb.saturating_sub(st.last_sample_in) * 1000 / dt as u64;
+        st.out_samples[i] = outb.saturating_sub(st.last_sample_out) * 1000 / dt as u64;
+        st.sample_idx += 1;
+    }
+    st.last_sample_ms = now;
+    st.last_sample_ops = ops;
+    st.last_sample_in = inb;
+    st.last_sample_out = outb;
+    let used = srv.memory_probe.map_or(0, |p| p().allocated);
+    if used > st.peak_memory {
+        st.peak_memory = used;
     }
 }

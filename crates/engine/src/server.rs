@@ -1,8 +1,137 @@
-//! Server-wide state the commands share: keyspace, config, stats, events.
-//! PLACEHOLDER fields; the engine-core helper owns this file.
+//! Server-wide state the commands share: keyspace, config, sessions of the
+//! other clients, stats, pending events.
 
-use crate::{Config, Event, NetStats};
+use crate::session::Session;
+use crate::table::{FnvBuild, table};
+use crate::{ClientId, Config, Event, NetStats};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use store::Keyspace;
+
+/// What the allocator reports (the server crate plugs jemalloc in through
+/// [`crate::Engine::set_memory_probe`]; the engine itself has no allocator
+/// dependency).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemoryStats {
+    /// Bytes handed out to the program (jemalloc `stats.allocated`).
+    pub allocated: u64,
+    /// Bytes in active pages (`stats.active`).
+    pub active: u64,
+    /// Bytes mapped resident by the allocator (`stats.resident`).
+    pub resident: u64,
+    /// Name for INFO `mem_allocator`, e.g. "jemalloc-5.3.0".
+    pub allocator: &'static str,
+}
+
+pub type MemoryProbe = fn() -> MemoryStats;
+
+/// The first key of the running command and its hash, computed once in
+/// the batch's prefetch pass (see [`crate::command::Ctx::key_hash`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyHint {
+    pub ptr: usize,
+    pub len: usize,
+    pub hash: u64,
+}
+
+/// Per-command counters (INFO commandstats).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CmdStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected_calls: u64,
+    pub failed_calls: u64,
+}
+
+#[derive(Default)]
+pub struct Stats {
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub total_commands_processed: u64,
+    pub total_connections_received: u64,
+    pub rejected_connections: u64,
+    pub total_error_replies: u64,
+    /// Errors by first word (`ERR`, `WRONGTYPE`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Indexed like [`crate::table::Table::entries`].
+    pub commands: Vec<CmdStat>,
+    pub expired_keys_active: u64,
+    pub unexpected_error_replies: u64,
+    pub total_reads_processed: u64,
+    pub total_writes_processed: u64,
+    pub evicted_clients: u64,
+    pub client_query_buffer_limit_disconnections: u64,
+    pub protocol_errors: u64,
+    pub peak_memory: u64,
+    /// Instantaneous-metric samples (Valkey keeps 16, one per 100 ms).
+    pub ops_samples: [u64; 16],
+    pub in_samples: [u64; 16],
+    pub out_samples: [u64; 16],
+    pub sample_idx: usize,
+    pub last_sample_ms: i64,
+    pub last_sample_ops: u64,
+    pub last_sample_in: u64,
+    pub last_sample_out: u64,
+}
+
+/// Valkey tracks at most this many distinct error prefixes.
+const MAX_ERROR_KINDS: usize = 128;
+
+impl Stats {
+    /// Count one error reply; `msg` is the text after `-`.
+    pub fn record_error(&mut self, msg: &str) {
+        let msg = msg.strip_prefix('-').unwrap_or(msg);
+        let kind = msg.split(' ').next().unwrap_or("ERR");
+        self.total_error_replies += 1;
+        if let Some(n) = self.errors.get_mut(kind) {
+            *n += 1;
+        } else if self.errors.len() < MAX_ERROR_KINDS {
+            self.errors.insert(kind.to_string(), 1);
+        }
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset(&mut self) {
+        let n = self.commands.len();
+        *self = Stats::default();
+        self.commands = vec![CmdStat::default(); n];
+    }
+
+    pub fn instantaneous(samples: &[u64; 16]) -> u64 {
+        samples.iter().sum::<u64>() / samples.len() as u64
+    }
+}
+
+/// The sessions of all connected clients. A session is taken out while its
+/// job runs (so a command holds `&mut Session` and `&mut Server` at once);
+/// its slot stays, holding `None`, meanwhile.
+#[derive(Default)]
+pub struct Clients {
+    pub map: HashMap<u64, Option<Box<Session>>, FnvBuild>,
+}
+
+impl Clients {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    pub fn get(&self, id: ClientId) -> Option<&Session> {
+        self.map.get(&id.0).and_then(|s| s.as_deref())
+    }
+    pub fn get_mut(&mut self, id: ClientId) -> Option<&mut Session> {
+        self.map.get_mut(&id.0).and_then(|s| s.as_deref_mut())
+    }
+    /// Ids of all clients (including one whose session is taken out), sorted
+    /// by id, which is connection order (CLIENT LIST order).
+    pub fn ids(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.map.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+}
 
 pub struct Server {
     pub keyspace: Keyspace,
@@ -10,30 +139,110 @@ pub struct Server {
     pub stats: Stats,
     pub net: NetStats,
     pub events: Vec<Event>,
-}
-
-#[derive(Default)]
-pub struct Stats {
-    pub keyspace_hits: u64,
-    pub keyspace_misses: u64,
+    pub clients: Clients,
+    /// The file CONFIG REWRITE writes back to.
+    pub config_file: Option<PathBuf>,
+    pub next_client_id: u64,
+    pub started: Instant,
+    pub start_ms: i64,
+    /// Tests pin the clock here (ms since the epoch).
+    pub clock_override: Option<i64>,
+    pub memory_probe: Option<MemoryProbe>,
+    /// DEBUG SET-ACTIVE-EXPIRE.
+    pub active_expire_enabled: bool,
+    /// SHUTDOWN was accepted: no more commands run.
+    pub shutting_down: bool,
+    /// 40 hex chars, fixed per process (INFO run_id).
+    pub run_id: String,
+    pub executable: String,
+    pub key_hint: KeyHint,
 }
 
 impl Server {
     /// A server with an empty keyspace of `config.databases` databases.
     /// Stable API: the command tests build their fixture with it.
     pub fn new(config: Config) -> Server {
+        let start_ms = wall_ms();
+        let exe = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         Server {
             keyspace: Keyspace::new(config.databases),
             config,
-            stats: Stats::default(),
+            stats: Stats {
+                commands: vec![CmdStat::default(); table().len()],
+                ..Stats::default()
+            },
             net: NetStats::default(),
             events: Vec::new(),
+            clients: Clients::default(),
+            config_file: None,
+            next_client_id: 1,
+            started: Instant::now(),
+            start_ms,
+            clock_override: None,
+            memory_probe: None,
+            active_expire_enabled: true,
+            shutting_down: false,
+            run_id: make_run_id(start_ms),
+            executable: exe,
+            key_hint: KeyHint::default(),
+        }
+    }
+
+    /// Unix time in ms (the pinned time in tests).
+    pub fn now_ms(&self) -> i64 {
+        self.clock_override.unwrap_or_else(wall_ms)
+    }
+
+    pub fn uptime_s(&self) -> i64 {
+        match self.clock_override {
+            Some(t) => (t - self.start_ms).max(0) / 1000,
+            None => self.started.elapsed().as_secs() as i64,
+        }
+    }
+
+    /// Does a client still need AUTH before running commands?
+    pub fn auth_required(&self) -> bool {
+        self.config.requirepass.is_some()
+    }
+
+    pub fn memory(&self) -> MemoryStats {
+        match self.memory_probe {
+            Some(p) => p(),
+            None => MemoryStats {
+                allocator: "libc",
+                ..MemoryStats::default()
+            },
         }
     }
 }
 
-impl Stats {
-    pub fn record_error(&mut self, msg: &str) {
-        let _ = msg;
+pub fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub fn wall_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// A run id that differs per process: mixes time, pid and an address.
+fn make_run_id(start_ms: i64) -> String {
+    let mut x = (start_ms as u64) ^ ((std::process::id() as u64) << 32);
+    let local = 0u8;
+    x ^= &local as *const u8 as u64;
+    let mut s = String::with_capacity(40);
+    for _ in 0..40 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.push(char::from_digit((x & 15) as u32, 16).unwrap());
     }
+    s
 }

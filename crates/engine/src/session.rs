@@ -1,22 +1,107 @@
 //! The execution half of a client (see docs/ARCHITECTURE.md): everything
-//! about a client that commands read or change.
-//! PLACEHOLDER fields; the engine-core helper owns this file.
+//! about a client that commands read or change. The connection half (socket,
+//! buffers) lives in the IO layer; the two share only the [`ClientId`].
 
 use crate::ClientId;
 use resp::Protocol;
+use std::net::SocketAddr;
+
+/// What happens to the replies of the next commands (CLIENT REPLY).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    Off,
+    /// Drop the reply of the command after CLIENT REPLY SKIP.
+    Skip,
+    /// The command being run now is the skipped one.
+    SkipThis,
+}
 
 pub struct Session {
     pub id: ClientId,
     /// Selected database index.
     pub db: usize,
     pub proto: Protocol,
+    /// CLIENT SETNAME; `None` when unset (an empty name unsets it).
     pub name: Option<Vec<u8>>,
+    /// False only while `requirepass` is set and AUTH has not succeeded.
     pub authenticated: bool,
+    pub lib_name: Option<Vec<u8>>,
+    pub lib_ver: Option<Vec<u8>>,
+    pub peer: Option<SocketAddr>,
+    pub local: Option<SocketAddr>,
+    pub fd: i32,
+    /// Unix ms when the client connected (CLIENT LIST `age`).
+    pub created_ms: i64,
+    /// Unix ms of the last command (CLIENT LIST `idle`, `timeout`).
+    pub last_interaction_ms: i64,
+    /// Command-table index of the last command run (CLIENT LIST `cmd`).
+    pub last_cmd: Option<usize>,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    pub reply_mode: ReplyMode,
+    /// Close once the current reply is sent (QUIT, CLIENT KILL of self).
+    pub close_after_reply: bool,
+    /// Killed by another client or timed out: run nothing more.
+    pub close_asap: bool,
+    /// CLIENT LIST `tot-cmds`, `tot-net-out`, `tot-net-in`.
+    pub commands_processed: u64,
+    pub net_output_bytes: u64,
+    pub net_input_bytes: u64,
 }
 
 impl Session {
     /// A fresh session: db 0, RESP2, no name. Stable API for tests.
     pub fn new(id: ClientId) -> Session {
-        Session { id, db: 0, proto: Protocol::Resp2, name: None, authenticated: true }
+        Session {
+            id,
+            db: 0,
+            proto: Protocol::Resp2,
+            name: None,
+            authenticated: true,
+            lib_name: None,
+            lib_ver: None,
+            peer: None,
+            local: None,
+            fd: -1,
+            created_ms: 0,
+            last_interaction_ms: 0,
+            last_cmd: None,
+            no_evict: false,
+            no_touch: false,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            close_asap: false,
+            commands_processed: 0,
+            net_output_bytes: 0,
+            net_input_bytes: 0,
+        }
+    }
+
+    /// RESET: back to a just-connected state, keeping the library info
+    /// (as Valkey's `clearClientConnectionState` does).
+    pub fn reset(&mut self, auth_required: bool) {
+        self.db = 0;
+        self.proto = Protocol::Resp2;
+        self.name = None;
+        self.authenticated = !auth_required;
+        self.no_evict = false;
+        self.no_touch = false;
+        self.reply_mode = ReplyMode::On;
+    }
+
+    /// `addr=` of CLIENT LIST: `ip:port`, `[v6]:port`.
+    pub fn addr_string(&self) -> String {
+        match self.peer {
+            Some(a) => a.to_string(),
+            None => "?:0".to_string(),
+        }
+    }
+    pub fn laddr_string(&self) -> String {
+        match self.local {
+            Some(a) => a.to_string(),
+            None => "?:0".to_string(),
+        }
     }
 }

@@ -16,7 +16,11 @@ pub struct Entry {
 
 impl Entry {
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at_ms: None, access_s: 0 }
+        Entry {
+            value,
+            expire_at_ms: None,
+            access_s: 0,
+        }
     }
 }
 
@@ -85,7 +89,9 @@ impl Db {
     }
     /// Set or clear a live key's expiry. Returns false if the key is absent.
     pub fn set_expire(&mut self, hash: u64, key: &[u8], at_ms: Option<i64>) -> bool {
-        let Some(e) = self.table.get_mut(hash, key) else { return false };
+        let Some(e) = self.table.get_mut(hash, key) else {
+            return false;
+        };
         let before = e.expire_at_ms.is_some();
         e.expire_at_ms = at_ms;
         match (before, at_ms.is_some()) {
@@ -137,7 +143,9 @@ pub struct Keyspace {
 
 impl Keyspace {
     pub fn new(databases: usize) -> Self {
-        Keyspace { dbs: (0..databases).map(|_| Db::default()).collect() }
+        Keyspace {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+        }
     }
     pub fn swap(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b)

@@ -16,7 +16,9 @@ impl<V> Default for Table<V> {
 
 impl<V> Table<V> {
     pub fn new() -> Self {
-        Table { map: HashMap::new() }
+        Table {
+            map: HashMap::new(),
+        }
     }
     pub fn len(&self) -> usize {
         self.map.len()

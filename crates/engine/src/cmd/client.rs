@@ -1,0 +1,627 @@
+//! CLIENT and its subcommands.
+
+use super::SYNTAX_ERR;
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{CommandSpec, Ctx};
+use crate::session::{ReplyMode, Session};
+use crate::table::table;
+use crate::{ClientId, Event};
+use resp::Protocol;
+use std::fmt::Write as _;
+
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    acl: &'static [&'static str],
+    since: &'static str,
+    summary: &'static str,
+    func: crate::command::CommandFn,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        acl_categories: acl,
+        group: "connection",
+        since,
+        summary,
+        func: Some(func),
+        ..CommandSpec::DEFAULT
+    }
+}
+
+const CONN: &[&str] = &["slow", "connection"];
+const ADMIN_CONN: &[&str] = &["admin", "slow", "dangerous", "connection"];
+
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "client",
+    arity: -2,
+    flags: 0,
+    acl_categories: &["slow"],
+    group: "connection",
+    since: "2.4.0",
+    summary: "A container for client connection commands.",
+    complexity: "Depends on subcommand.",
+    func: None,
+    subcommands: &[
+        sub(
+            "id",
+            2,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "5.0.0",
+            "Returns the unique client ID of the connection.",
+            id,
+        ),
+        sub(
+            "setname",
+            3,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "2.6.9",
+            "Sets the connection name.",
+            setname,
+        ),
+        sub(
+            "getname",
+            2,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "2.6.9",
+            "Returns the name of the connection.",
+            getname,
+        ),
+        sub(
+            "list",
+            -2,
+            ADMIN | NOSCRIPT | LOADING | STALE,
+            ADMIN_CONN,
+            "2.4.0",
+            "Lists open connections.",
+            list,
+        ),
+        sub(
+            "info",
+            2,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "6.2.0",
+            "Returns information about the connection.",
+            info,
+        ),
+        sub(
+            "kill",
+            -3,
+            ADMIN | NOSCRIPT | LOADING | STALE,
+            ADMIN_CONN,
+            "2.4.0",
+            "Terminates open connections.",
+            kill,
+        ),
+        sub(
+            "setinfo",
+            4,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "7.2.0",
+            "Sets information specific to the client or connection.",
+            setinfo,
+        ),
+        sub(
+            "no-evict",
+            3,
+            ADMIN | NOSCRIPT | LOADING | STALE,
+            ADMIN_CONN,
+            "7.0.0",
+            "Sets the client eviction mode of the connection.",
+            no_evict,
+        ),
+        sub(
+            "no-touch",
+            3,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "7.2.0",
+            "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+            no_touch,
+        ),
+        sub(
+            "reply",
+            3,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "3.2.0",
+            "Instructs the server whether to reply to commands.",
+            reply,
+        ),
+        sub(
+            "help",
+            2,
+            LOADING | STALE,
+            CONN,
+            "5.0.0",
+            "Returns helpful text about the different subcommands.",
+            help,
+        ),
+    ],
+    ..CommandSpec::DEFAULT
+}];
+
+fn id(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.int(ctx.session.id.0 as i64);
+}
+
+/// Valkey's `validateClientAttr`: printable ASCII without spaces.
+fn valid_attr(v: &[u8]) -> bool {
+    v.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+/// CLIENT SETNAME / HELLO SETNAME: an empty name clears it.
+pub fn set_name(s: &mut Session, name: &[u8]) -> Result<(), &'static str> {
+    if !valid_attr(name) {
+        return Err("ERR Client names cannot contain spaces, newlines or special characters.");
+    }
+    s.name = if name.is_empty() {
+        None
+    } else {
+        Some(name.to_vec())
+    };
+    Ok(())
+}
+
+fn setname(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    match set_name(ctx.session, argv.get(2)) {
+        Ok(()) => ctx.reply.ok(),
+        Err(e) => ctx.error(e),
+    }
+}
+
+fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    match &ctx.session.name {
+        Some(n) => ctx.reply.bulk(n),
+        None => ctx.reply.null(),
+    }
+}
+
+/// One CLIENT LIST line (without the newline), Valkey 8's field order.
+pub fn client_line(s: &Session, now_ms: i64) -> String {
+    let mut flags = String::new();
+    if s.close_after_reply {
+        flags.push('c');
+    }
+    if s.close_asap {
+        flags.push('A');
+    }
+    if s.no_evict {
+        flags.push('e');
+    }
+    if s.no_touch {
+        flags.push('T');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let cmd = s
+        .last_cmd
+        .map_or("NULL", |i| table().entries[i].fullname.as_str());
+    let name = s
+        .name
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    let lib_name = s
+        .lib_name
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    let lib_ver = s
+        .lib_ver
+        .as_deref()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    let tot_mem = std::mem::size_of::<Session>() + 1024 + s.name.as_ref().map_or(0, Vec::len);
+    let mut o = String::with_capacity(400);
+    let _ = write!(
+        o,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub=0 psub=0 ssub=0 \
+         multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
+         tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
+         tot-net-in={} tot-net-out={} tot-cmds={}",
+        s.id.0,
+        s.addr_string(),
+        s.laddr_string(),
+        s.fd,
+        name,
+        (now_ms / 1000 - s.created_ms / 1000).max(0),
+        (now_ms / 1000 - s.last_interaction_ms / 1000).max(0),
+        flags,
+        s.db,
+        tot_mem,
+        cmd,
+        if s.proto == Protocol::Resp3 { 3 } else { 2 },
+        lib_name,
+        lib_ver,
+        s.net_input_bytes,
+        s.net_output_bytes,
+        s.commands_processed,
+    );
+    o
+}
+
+/// Calls `f` for every session in connection order, including the one
+/// running this command (which is taken out of the map meanwhile).
+fn for_each_client(ctx: &mut Ctx<'_>, mut f: impl FnMut(&Session, bool)) {
+    let me = ctx.session.id;
+    for id in ctx.srv.clients.ids() {
+        if id == me.0 {
+            f(ctx.session, true);
+        } else if let Some(s) = ctx.srv.clients.get(ClientId(id)) {
+            f(s, false);
+        }
+    }
+}
+
+/// `normal`, `master`, `replica`, `pubsub`: every ringkv client is normal.
+fn client_type_ok(name: &[u8]) -> Option<bool> {
+    let n = name.to_ascii_lowercase();
+    match n.as_slice() {
+        b"normal" => Some(true),
+        b"slave" | b"replica" | b"master" | b"primary" | b"pubsub" => Some(false),
+        _ => None,
+    }
+}
+
+fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut type_ok = true;
+    if argv.len() == 4 && argv.get(2).eq_ignore_ascii_case(b"type") {
+        match client_type_ok(argv.get(3)) {
+            Some(ok) => type_ok = ok,
+            None => {
+                ctx.error(&format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(argv.get(3))
+                ));
+                return;
+            }
+        }
+    } else if argv.len() > 3 && argv.get(2).eq_ignore_ascii_case(b"id") {
+        let mut v = Vec::new();
+        for j in 3..argv.len() {
+            match crate::num::parse_i64(argv.get(j)) {
+                Some(n) if n > 0 => v.push(n as u64),
+                _ => {
+                    ctx.error("ERR Invalid client ID");
+                    return;
+                }
+            }
+        }
+        ids = Some(v);
+    } else if argv.len() != 2 {
+        ctx.error(SYNTAX_ERR);
+        return;
+    }
+    let now = ctx.now_ms;
+    let mut text = String::new();
+    if type_ok {
+        for_each_client(ctx, |s, _| {
+            if ids.as_ref().is_none_or(|v| v.contains(&s.id.0)) {
+                text.push_str(&client_line(s, now));
+                text.push('\n');
+            }
+        });
+    }
+    ctx.reply.verbatim("txt", text.as_bytes());
+}
+
+fn info(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let mut line = client_line(ctx.session, ctx.now_ms);
+    line.push('\n');
+    ctx.reply.verbatim("txt", line.as_bytes());
+}
+
+#[derive(Default)]
+struct KillFilter {
+    ids: Vec<u64>,
+    addr: Option<Vec<u8>>,
+    laddr: Option<Vec<u8>>,
+    user: Option<Vec<u8>>,
+    type_ok: Option<bool>,
+    skipme: bool,
+    maxage: Option<i64>,
+}
+
+fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    // Old form: CLIENT KILL addr:port -> +OK or an error.
+    if argv.len() == 3 {
+        let addr = argv.get(2);
+        let f = KillFilter {
+            addr: Some(addr.to_vec()),
+            skipme: false,
+            ..KillFilter::default()
+        };
+        if kill_matching(ctx, &f) == 0 {
+            ctx.error("ERR No such client");
+        } else {
+            ctx.reply.ok();
+        }
+        return;
+    }
+    let mut f = KillFilter {
+        skipme: true,
+        ..KillFilter::default()
+    };
+    let mut j = 2;
+    while j < argv.len() {
+        let opt = argv.get(j).to_ascii_lowercase();
+        let more = j + 1 < argv.len();
+        if !more {
+            ctx.error(SYNTAX_ERR);
+            return;
+        }
+        let val = argv.get(j + 1);
+        match opt.as_slice() {
+            b"id" => {
+                let mut k = j + 1;
+                let mut any = false;
+                while k < argv.len() {
+                    let Some(n) = crate::num::parse_i64(argv.get(k)) else {
+                        break;
+                    };
+                    if n < 1 {
+                        ctx.error("ERR client-id should be greater than 0");
+                        return;
+                    }
+                    f.ids.push(n as u64);
+                    any = true;
+                    k += 1;
+                }
+                if !any {
+                    ctx.error("ERR client-id should be greater than 0");
+                    return;
+                }
+                j = k;
+                continue;
+            }
+            b"type" => match client_type_ok(val) {
+                Some(ok) => f.type_ok = Some(ok),
+                None => {
+                    ctx.error(&format!(
+                        "ERR Unknown client type '{}'",
+                        String::from_utf8_lossy(val)
+                    ));
+                    return;
+                }
+            },
+            b"addr" => f.addr = Some(val.to_vec()),
+            b"laddr" => f.laddr = Some(val.to_vec()),
+            b"user" => {
+                if val != b"default" {
+                    ctx.error(&format!(
+                        "ERR No such user '{}'",
+                        String::from_utf8_lossy(val)
+                    ));
+                    return;
+                }
+                f.user = Some(val.to_vec());
+            }
+            b"skipme" => {
+                if val.eq_ignore_ascii_case(b"yes") {
+                    f.skipme = true;
+                } else if val.eq_ignore_ascii_case(b"no") {
+                    f.skipme = false;
+                } else {
+                    ctx.error(SYNTAX_ERR);
+                    return;
+                }
+            }
+            b"maxage" => match crate::num::parse_i64(val) {
+                Some(n) if n > 0 => f.maxage = Some(n),
+                Some(_) => {
+                    ctx.error("ERR maxage should be greater than 0");
+                    return;
+                }
+                None => {
+                    ctx.error("ERR maxage is not an integer or out of range");
+                    return;
+                }
+            },
+            _ => {
+                ctx.error(SYNTAX_ERR);
+                return;
+            }
+        }
+        j += 2;
+    }
+    let n = kill_matching(ctx, &f);
+    ctx.reply.int(n as i64);
+}
+
+fn matches(f: &KillFilter, s: &Session, is_me: bool, now_ms: i64) -> bool {
+    if f.skipme && is_me {
+        return false;
+    }
+    if !f.ids.is_empty() && !f.ids.contains(&s.id.0) {
+        return false;
+    }
+    if f.type_ok == Some(false) {
+        return false;
+    }
+    if let Some(a) = &f.addr
+        && s.addr_string().as_bytes() != a.as_slice()
+    {
+        return false;
+    }
+    if let Some(a) = &f.laddr
+        && s.laddr_string().as_bytes() != a.as_slice()
+    {
+        return false;
+    }
+    if let Some(age) = f.maxage
+        && now_ms / 1000 - s.created_ms / 1000 < age
+    {
+        return false;
+    }
+    !s.close_asap
+}
+
+/// Close every matching client; returns how many.
+fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
+    let now = ctx.now_ms;
+    let me = ctx.session.id;
+    let mut count = 0;
+    if matches(f, ctx.session, true, now) {
+        // Killing ourselves: the reply still goes out, then we close.
+        ctx.session.close_after_reply = true;
+        count += 1;
+    }
+    for id in ctx.srv.clients.ids() {
+        if id == me.0 {
+            continue;
+        }
+        let Some(s) = ctx.srv.clients.get_mut(ClientId(id)) else {
+            continue;
+        };
+        if matches(f, s, false, now) {
+            s.close_asap = true;
+            ctx.srv.events.push(Event::Close {
+                client: ClientId(id),
+                flush: false,
+            });
+            count += 1;
+        }
+    }
+    count
+}
+
+fn setinfo(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let attr = argv.get(2);
+    let val = argv.get(3);
+    let is_name = attr.eq_ignore_ascii_case(b"lib-name");
+    if !is_name && !attr.eq_ignore_ascii_case(b"lib-ver") {
+        ctx.error(&format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        ));
+        return;
+    }
+    if !valid_attr(val) {
+        ctx.error(&format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr)
+        ));
+        return;
+    }
+    let v = if val.is_empty() {
+        None
+    } else {
+        Some(val.to_vec())
+    };
+    if is_name {
+        ctx.session.lib_name = v;
+    } else {
+        ctx.session.lib_ver = v;
+    }
+    ctx.reply.ok();
+}
+
+fn on_off(v: &[u8]) -> Option<bool> {
+    if v.eq_ignore_ascii_case(b"on") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case(b"off") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn no_evict(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    match on_off(argv.get(2)) {
+        Some(b) => {
+            ctx.session.no_evict = b;
+            ctx.reply.ok();
+        }
+        None => ctx.error(SYNTAX_ERR),
+    }
+}
+
+fn no_touch(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    match on_off(argv.get(2)) {
+        Some(b) => {
+            ctx.session.no_touch = b;
+            ctx.reply.ok();
+        }
+        None => ctx.error(SYNTAX_ERR),
+    }
+}
+
+/// CLIENT REPLY ON replies +OK; OFF and SKIP reply nothing (the engine
+/// drops replies while the mode says so).
+fn reply(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let v = argv.get(2);
+    if v.eq_ignore_ascii_case(b"on") {
+        ctx.session.reply_mode = ReplyMode::On;
+        ctx.reply.ok();
+    } else if v.eq_ignore_ascii_case(b"off") {
+        ctx.session.reply_mode = ReplyMode::Off;
+    } else if v.eq_ignore_ascii_case(b"skip") {
+        if ctx.session.reply_mode != ReplyMode::Off {
+            ctx.session.reply_mode = ReplyMode::Skip;
+        }
+    } else {
+        ctx.error(SYNTAX_ERR);
+    }
+}
+
+fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    super::reply_help(
+        ctx,
+        "CLIENT",
+        &[
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "    * ID <client-id>",
+            "      Kill connections by client id.",
+            "    * MAXAGE <maxage>",
+            "      Kill connections older than the specified age.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "    * ID <client-id> [<client-id> ...]",
+            "      Return clients of specified IDs only.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <option> <value>",
+            "    Set client meta attr. Options are:",
+            "    * LIB-NAME: the client lib name.",
+            "    * LIB-VER: the client lib version.",
+        ],
+    );
+}

@@ -1,0 +1,291 @@
+//! Connection commands: PING ECHO HELLO AUTH SELECT SWAPDB QUIT RESET.
+
+use super::NOT_INT;
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{CommandSpec, Ctx};
+use crate::config::REDIS_COMPAT_VERSION;
+use resp::Protocol;
+
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "ping",
+        arity: -1,
+        flags: FAST | SENTINEL,
+        acl_categories: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Returns the server's liveliness response.",
+        func: Some(ping),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "echo",
+        arity: 2,
+        flags: FAST,
+        acl_categories: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Returns the given string.",
+        func: Some(echo),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hello",
+        arity: -1,
+        flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY,
+        acl_categories: &["fast", "connection"],
+        group: "connection",
+        since: "6.0.0",
+        summary: "Handshakes with the server.",
+        func: Some(hello),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "auth",
+        arity: -2,
+        flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY,
+        acl_categories: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Authenticates the connection.",
+        complexity: "O(N) where N is the number of passwords defined for the user",
+        func: Some(auth),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "select",
+        arity: 2,
+        flags: LOADING | STALE | FAST,
+        acl_categories: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Changes the selected database.",
+        func: Some(select),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "swapdb",
+        arity: 3,
+        flags: WRITE | FAST,
+        acl_categories: &["keyspace", "write", "fast", "dangerous"],
+        group: "server",
+        since: "4.0.0",
+        summary: "Swaps two databases.",
+        complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+        func: Some(swapdb),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "quit",
+        arity: -1,
+        flags: ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH,
+        acl_categories: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Closes the connection.",
+        func: Some(quit),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "reset",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        acl_categories: &["fast", "connection"],
+        group: "connection",
+        since: "6.2.0",
+        summary: "Resets the connection.",
+        func: Some(reset),
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn ping(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    match argv.len() {
+        1 => ctx.reply.simple("PONG"),
+        2 => ctx.reply.bulk(argv.get(1)),
+        _ => ctx.error("ERR wrong number of arguments for 'ping' command"),
+    }
+}
+
+fn echo(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    ctx.reply.bulk(argv.get(1));
+}
+
+/// Check a username/password against the only user, `default`.
+/// `requirepass` unset means `nopass`: any password works.
+fn check_user(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    match &ctx.srv.config.requirepass {
+        None => true,
+        Some(p) => constant_time_eq(p, pass),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+fn auth(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if argv.len() > 3 {
+        ctx.error(super::SYNTAX_ERR);
+        return;
+    }
+    let (user, pass): (&[u8], &[u8]) = if argv.len() == 2 {
+        if ctx.srv.config.requirepass.is_none() {
+            ctx.error(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            );
+            return;
+        }
+        (b"default", argv.get(1))
+    } else {
+        (argv.get(1), argv.get(2))
+    };
+    if check_user(ctx, user, pass) {
+        ctx.session.authenticated = true;
+        ctx.reply.ok();
+    } else {
+        ctx.error(WRONGPASS);
+    }
+}
+
+fn hello(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let mut ver: Option<Protocol> = None;
+    let mut j = 1;
+    if argv.len() >= 2 {
+        let v = match crate::num::parse_i64(argv.get(1)) {
+            Some(v) => v,
+            None => {
+                ctx.error("ERR Protocol version is not an integer or out of range");
+                return;
+            }
+        };
+        ver = match v {
+            2 => Some(Protocol::Resp2),
+            3 => Some(Protocol::Resp3),
+            _ => {
+                ctx.error("NOPROTO unsupported protocol version");
+                return;
+            }
+        };
+        j = 2;
+    }
+    let mut creds: Option<(&[u8], &[u8])> = None;
+    let mut name: Option<&[u8]> = None;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        let opt = argv.get(j);
+        if opt.eq_ignore_ascii_case(b"AUTH") && more >= 2 {
+            creds = Some((argv.get(j + 1), argv.get(j + 2)));
+            j += 3;
+        } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
+            name = Some(argv.get(j + 1));
+            j += 2;
+        } else {
+            ctx.error(&format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(opt)
+            ));
+            return;
+        }
+    }
+    if let Some((u, p)) = creds {
+        if !check_user(ctx, u, p) {
+            ctx.error(WRONGPASS);
+            return;
+        }
+        ctx.session.authenticated = true;
+    }
+    if !ctx.session.authenticated && ctx.srv.auth_required() {
+        ctx.error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        );
+        return;
+    }
+    if let Some(n) = name
+        && let Err(e) = super::client::set_name(ctx.session, n)
+    {
+        ctx.error(e);
+        return;
+    }
+    if let Some(v) = ver {
+        ctx.session.proto = v;
+        ctx.reply.proto = v;
+    }
+    let r = &mut ctx.reply;
+    r.map_len(7);
+    r.bulk(b"server");
+    r.bulk(b"ringkv");
+    r.bulk(b"version");
+    r.bulk(REDIS_COMPAT_VERSION.as_bytes());
+    r.bulk(b"proto");
+    r.int(if ctx.session.proto == Protocol::Resp3 {
+        3
+    } else {
+        2
+    });
+    r.bulk(b"id");
+    r.int(ctx.session.id.0 as i64);
+    r.bulk(b"mode");
+    r.bulk(b"standalone");
+    r.bulk(b"role");
+    r.bulk(b"master");
+    r.bulk(b"modules");
+    r.array_len(0);
+}
+
+fn select(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some(id) = parse_int32(argv.get(1)) else {
+        ctx.error(NOT_INT);
+        return;
+    };
+    if id < 0 || id as usize >= ctx.srv.keyspace.dbs.len() {
+        ctx.error("ERR DB index is out of range");
+        return;
+    }
+    ctx.session.db = id as usize;
+    ctx.reply.ok();
+}
+
+/// Valkey's `getIntFromObject`: a strict i64 that fits in an `int`.
+pub fn parse_int32(b: &[u8]) -> Option<i64> {
+    crate::num::parse_i64(b).filter(|v| *v >= i32::MIN as i64 && *v <= i32::MAX as i64)
+}
+
+fn swapdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some(a) = parse_int32(argv.get(1)) else {
+        ctx.error("ERR invalid first DB index");
+        return;
+    };
+    let Some(b) = parse_int32(argv.get(2)) else {
+        ctx.error("ERR invalid second DB index");
+        return;
+    };
+    let n = ctx.srv.keyspace.dbs.len() as i64;
+    if a < 0 || a >= n || b < 0 || b >= n {
+        ctx.error("ERR DB index is out of range");
+        return;
+    }
+    ctx.srv.keyspace.swap(a as usize, b as usize);
+    ctx.reply.ok();
+}
+
+fn quit(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.ok();
+    ctx.session.close_after_reply = true;
+}
+
+fn reset(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let auth_required = ctx.srv.auth_required();
+    ctx.session.reset(auth_required);
+    ctx.reply.proto = ctx.session.proto;
+    ctx.reply.simple("RESET");
+}

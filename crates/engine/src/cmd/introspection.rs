@@ -1,0 +1,339 @@
+//! COMMAND and its subcommands: the table's metadata as clients read it
+//! (cluster-aware clients use the key positions; tools use DOCS).
+
+use crate::batch::ArgvRef;
+use crate::command::flags::{self, *};
+use crate::command::{CommandSpec, Ctx};
+use crate::table::{Table, table};
+
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    summary: &'static str,
+    complexity: &'static str,
+    func: crate::command::CommandFn,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags: LOADING | STALE,
+        acl_categories: &["slow", "connection"],
+        group: "server",
+        since: "7.0.0",
+        summary,
+        complexity,
+        func: Some(func),
+        ..CommandSpec::DEFAULT
+    }
+}
+
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    name: "command",
+    arity: -1,
+    flags: LOADING | STALE,
+    acl_categories: &["slow", "connection"],
+    group: "server",
+    since: "2.8.13",
+    summary: "Returns detailed information about all commands.",
+    complexity: "O(N) where N is the total number of commands",
+    func: Some(command_all),
+    subcommands: &[
+        CommandSpec {
+            since: "2.8.13",
+            ..sub("count", 2, "Returns a count of commands.", "O(1)", count)
+        },
+        CommandSpec {
+            since: "2.8.13",
+            ..sub(
+                "info",
+                -2,
+                "Returns information about one, multiple or all commands.",
+                "O(N) where N is the number of commands to look up",
+                info,
+            )
+        },
+        sub(
+            "docs",
+            -2,
+            "Returns documentary information about one, multiple or all commands.",
+            "O(N) where N is the number of commands to look up",
+            docs,
+        ),
+        sub(
+            "list",
+            -2,
+            "Returns a list of command names.",
+            "O(N) where N is the total number of commands",
+            list,
+        ),
+        CommandSpec {
+            since: "2.8.13",
+            ..sub(
+                "getkeys",
+                -3,
+                "Extracts the key names from an arbitrary command.",
+                "O(N) where N is the number of arguments to the command",
+                getkeys,
+            )
+        },
+        CommandSpec {
+            since: "5.0.0",
+            ..sub(
+                "help",
+                2,
+                "Returns helpful text about the different subcommands.",
+                "O(1)",
+                help,
+            )
+        },
+    ],
+    ..CommandSpec::DEFAULT
+}];
+
+fn reply_info(ctx: &mut Ctx<'_>, t: &Table, idx: usize) {
+    let e = &t.entries[idx];
+    let s = e.spec;
+    let r = &mut ctx.reply;
+    r.array_len(10);
+    r.bulk(e.fullname.as_bytes());
+    r.int(s.arity as i64);
+    let fl: Vec<&str> = flags::NAMES
+        .iter()
+        .filter(|(f, _)| s.flags & f != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    r.set_len(fl.len());
+    for f in fl {
+        r.simple(f);
+    }
+    r.int(s.first_key as i64);
+    r.int(s.last_key as i64);
+    r.int(s.key_step as i64);
+    r.set_len(s.acl_categories.len());
+    for c in s.acl_categories {
+        r.simple(&format!("@{c}"));
+    }
+    r.set_len(0); // tips
+    if s.first_key > 0 {
+        r.array_len(1);
+        r.map_len(3);
+        r.bulk(b"flags");
+        let kf: &[&str] = if s.flags & WRITE != 0 {
+            &["RW", "access", "update"]
+        } else {
+            &["RO", "access"]
+        };
+        r.set_len(kf.len());
+        for f in kf {
+            r.simple(f);
+        }
+        r.bulk(b"begin_search");
+        r.map_len(2);
+        r.bulk(b"type");
+        r.bulk(b"index");
+        r.bulk(b"spec");
+        r.map_len(1);
+        r.bulk(b"index");
+        r.int(s.first_key as i64);
+        r.bulk(b"find_keys");
+        r.map_len(2);
+        r.bulk(b"type");
+        r.bulk(b"range");
+        r.bulk(b"spec");
+        r.map_len(3);
+        r.bulk(b"lastkey");
+        r.int(if s.last_key < 0 {
+            s.last_key as i64
+        } else {
+            (s.last_key - s.first_key) as i64
+        });
+        r.bulk(b"keystep");
+        r.int(s.key_step.max(1) as i64);
+        r.bulk(b"limit");
+        r.int(0);
+    } else {
+        r.array_len(0);
+    }
+    let subs = e.subs.clone();
+    ctx.reply.array_len(subs.len());
+    for sidx in subs {
+        reply_info(ctx, t, sidx);
+    }
+}
+
+fn command_all(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let t = table();
+    ctx.reply.array_len(t.top.len());
+    for &i in &t.top {
+        reply_info(ctx, t, i);
+    }
+}
+
+fn count(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.int(table().top.len() as i64);
+}
+
+fn info(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let t = table();
+    if argv.len() == 2 {
+        return command_all(ctx, argv);
+    }
+    ctx.reply.array_len(argv.len() - 2);
+    for j in 2..argv.len() {
+        match t.lookup_fullname(argv.get(j)) {
+            Some(i) => reply_info(ctx, t, i),
+            None => ctx.reply.null(),
+        }
+    }
+}
+
+fn reply_docs(ctx: &mut Ctx<'_>, t: &Table, idx: usize) {
+    let e = &t.entries[idx];
+    let s = e.spec;
+    let has_subs = !e.subs.is_empty();
+    ctx.reply.map_len(if has_subs { 5 } else { 4 });
+    ctx.reply.bulk(b"summary");
+    ctx.reply.bulk(s.summary.as_bytes());
+    ctx.reply.bulk(b"since");
+    ctx.reply.bulk(s.since.as_bytes());
+    ctx.reply.bulk(b"group");
+    ctx.reply.bulk(s.group.as_bytes());
+    ctx.reply.bulk(b"complexity");
+    ctx.reply.bulk(s.complexity.as_bytes());
+    if has_subs {
+        ctx.reply.bulk(b"subcommands");
+        let subs = e.subs.clone();
+        ctx.reply.map_len(subs.len());
+        for sidx in subs {
+            ctx.reply.bulk(t.entries[sidx].fullname.as_bytes());
+            reply_docs(ctx, t, sidx);
+        }
+    }
+}
+
+fn docs(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let t = table();
+    let found: Vec<usize> = if argv.len() == 2 {
+        t.top.clone()
+    } else {
+        (2..argv.len())
+            .filter_map(|j| t.lookup_fullname(argv.get(j)))
+            .collect()
+    };
+    ctx.reply.map_len(found.len());
+    for i in found {
+        ctx.reply.bulk(t.entries[i].fullname.as_bytes());
+        reply_docs(ctx, t, i);
+    }
+}
+
+fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let t = table();
+    enum Filter {
+        None,
+        Module,
+        AclCat(String),
+        Pattern(Vec<u8>),
+    }
+    let filter = match argv.len() {
+        2 => Filter::None,
+        5 if argv.get(2).eq_ignore_ascii_case(b"filterby") => {
+            let kind = argv.get(3);
+            let val = argv.get(4);
+            if kind.eq_ignore_ascii_case(b"module") {
+                Filter::Module
+            } else if kind.eq_ignore_ascii_case(b"aclcat") {
+                Filter::AclCat(String::from_utf8_lossy(val).to_ascii_lowercase())
+            } else if kind.eq_ignore_ascii_case(b"pattern") {
+                Filter::Pattern(val.to_vec())
+            } else {
+                ctx.error(super::SYNTAX_ERR);
+                return;
+            }
+        }
+        _ => {
+            ctx.error(super::SYNTAX_ERR);
+            return;
+        }
+    };
+    let names: Vec<&str> = t
+        .entries
+        .iter()
+        .filter(|e| match &filter {
+            Filter::None => true,
+            Filter::Module => false,
+            Filter::AclCat(c) => e.spec.acl_categories.iter().any(|x| x == c),
+            Filter::Pattern(p) => crate::glob::matches(p, e.fullname.as_bytes(), true),
+        })
+        .map(|e| e.fullname.as_str())
+        .collect();
+    ctx.reply.array_len(names.len());
+    for n in names {
+        ctx.reply.bulk(n.as_bytes());
+    }
+}
+
+fn getkeys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let t = table();
+    let Some(mut idx) = t.lookup(argv.get(2)) else {
+        ctx.error("ERR Invalid command specified");
+        return;
+    };
+    let argc = argv.len() - 2;
+    if !t.entries[idx].subs.is_empty()
+        && argc >= 2
+        && let Some(s) = t.lookup_sub(idx, argv.get(3))
+    {
+        idx = s;
+    }
+    let s = t.entries[idx].spec;
+    let arity = s.arity;
+    if (arity > 0 && argc as i32 != arity) || (argc as i32) < -arity {
+        ctx.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    if s.first_key <= 0 {
+        ctx.error("ERR The command has no key arguments");
+        return;
+    }
+    let first = s.first_key as usize;
+    let last = if s.last_key < 0 {
+        (argc as i32 + s.last_key) as usize
+    } else {
+        (s.last_key as usize).min(argc - 1)
+    };
+    let step = s.key_step.max(1) as usize;
+    let keys: Vec<&[u8]> = (first..=last)
+        .step_by(step)
+        .map(|k| argv.get(k + 2))
+        .collect();
+    ctx.reply.array_len(keys.len());
+    for k in keys {
+        ctx.reply.bulk(k);
+    }
+}
+
+fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    super::reply_help(
+        ctx,
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all commands.",
+            "COUNT",
+            "    Return the total number of commands in this server.",
+            "LIST",
+            "    Return a list of all commands in this server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full command.",
+        ],
+    );
+}

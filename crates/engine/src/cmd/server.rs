@@ -1,0 +1,625 @@
+//! Server commands: DBSIZE FLUSHDB FLUSHALL TIME LASTSAVE INFO CONFIG
+//! SHUTDOWN DEBUG, and ROLE/SLOWLOG/LATENCY with nothing to report yet (so
+//! monitoring tools such as redis_exporter get answers, not errors).
+
+use super::SYNTAX_ERR;
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{CommandSpec, Ctx};
+use crate::config::Allowed;
+use crate::{Event, log};
+
+const fn cfg_sub(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    acl: &'static [&'static str],
+    since: &'static str,
+    summary: &'static str,
+    func: crate::command::CommandFn,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        acl_categories: acl,
+        group: "server",
+        since,
+        summary,
+        func: Some(func),
+        ..CommandSpec::DEFAULT
+    }
+}
+
+const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
+
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "dbsize",
+        arity: 1,
+        flags: READONLY | FAST,
+        acl_categories: &["keyspace", "read", "fast"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Returns the number of keys in the database.",
+        func: Some(dbsize),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushdb",
+        arity: -1,
+        flags: WRITE,
+        acl_categories: &["keyspace", "write", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Remove all keys from the current database.",
+        complexity: "O(N) where N is the number of keys in the selected database",
+        func: Some(flushdb),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushall",
+        arity: -1,
+        flags: WRITE,
+        acl_categories: &["keyspace", "write", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Removes all keys from all databases.",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        func: Some(flushall),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "time",
+        arity: 1,
+        flags: LOADING | STALE | FAST,
+        acl_categories: &["fast"],
+        group: "server",
+        since: "2.6.0",
+        summary: "Returns the server time.",
+        func: Some(time),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lastsave",
+        arity: 1,
+        flags: LOADING | STALE | FAST,
+        acl_categories: &["admin", "fast", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Returns the Unix timestamp of the last successful save to disk.",
+        func: Some(lastsave),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "info",
+        arity: -1,
+        flags: LOADING | STALE | SENTINEL,
+        acl_categories: &["slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Returns information and statistics about the server.",
+        func: Some(info),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "shutdown",
+        arity: -1,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | SENTINEL | ALLOW_BUSY,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "1.0.0",
+        summary: "Synchronously saves the database(s) to disk and shuts down the server.",
+        complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+        func: Some(shutdown),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "debug",
+        arity: -2,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "1.0.0",
+        summary: "A container for debugging commands.",
+        complexity: "Depends on subcommand.",
+        func: Some(debug),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "role",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | FAST | SENTINEL,
+        acl_categories: &["admin", "fast", "dangerous"],
+        group: "server",
+        since: "2.8.12",
+        summary: "Returns the replication role.",
+        func: Some(role),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "slowlog",
+        arity: -2,
+        flags: 0,
+        acl_categories: &["slow"],
+        group: "server",
+        since: "2.2.12",
+        summary: "A container for slow log commands.",
+        complexity: "Depends on subcommand.",
+        func: None,
+        subcommands: &[
+            cfg_sub(
+                "get",
+                -2,
+                ADMIN | LOADING | STALE,
+                ADMIN_ACL,
+                "2.2.12",
+                "Returns the slow log's entries.",
+                slowlog_get,
+            ),
+            cfg_sub(
+                "len",
+                2,
+                ADMIN | LOADING | STALE,
+                ADMIN_ACL,
+                "2.2.12",
+                "Returns the number of entries in the slow log.",
+                slowlog_len,
+            ),
+            cfg_sub(
+                "reset",
+                2,
+                ADMIN | LOADING | STALE,
+                ADMIN_ACL,
+                "2.2.12",
+                "Clears all entries from the slow log.",
+                ok_reply,
+            ),
+            cfg_sub(
+                "help",
+                2,
+                LOADING | STALE,
+                &["slow"],
+                "6.2.0",
+                "Show helpful text about the different subcommands",
+                slowlog_help,
+            ),
+        ],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "latency",
+        arity: -2,
+        flags: 0,
+        acl_categories: &["slow"],
+        group: "server",
+        since: "2.8.13",
+        summary: "A container for latency diagnostics commands.",
+        complexity: "Depends on subcommand.",
+        func: None,
+        subcommands: &[
+            cfg_sub(
+                "latest",
+                2,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_ACL,
+                "2.8.13",
+                "Returns the latest latency samples for all events.",
+                empty_array,
+            ),
+            cfg_sub(
+                "history",
+                3,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_ACL,
+                "2.8.13",
+                "Returns timestamp-latency samples for an event.",
+                empty_array,
+            ),
+            cfg_sub(
+                "reset",
+                -2,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_ACL,
+                "2.8.13",
+                "Resets the latency data for one or more events.",
+                zero_reply,
+            ),
+            cfg_sub(
+                "help",
+                2,
+                LOADING | STALE,
+                &["slow"],
+                "2.8.13",
+                "Returns helpful text about the different subcommands.",
+                latency_help,
+            ),
+        ],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "config",
+        arity: -2,
+        flags: 0,
+        acl_categories: &["slow"],
+        group: "server",
+        since: "2.0.0",
+        summary: "A container for server configuration commands.",
+        complexity: "Depends on subcommand.",
+        func: None,
+        subcommands: &[
+            cfg_sub(
+                "get",
+                -3,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_ACL,
+                "2.0.0",
+                "Returns the effective values of configuration parameters.",
+                config_get,
+            ),
+            cfg_sub(
+                "set",
+                -4,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_ACL,
+                "2.0.0",
+                "Sets configuration parameters in-flight.",
+                config_set,
+            ),
+            cfg_sub(
+                "resetstat",
+                2,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_ACL,
+                "2.0.0",
+                "Resets the server's statistics.",
+                config_resetstat,
+            ),
+            cfg_sub(
+                "rewrite",
+                2,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_ACL,
+                "2.8.0",
+                "Persists the effective configuration to file.",
+                config_rewrite,
+            ),
+            cfg_sub(
+                "help",
+                2,
+                LOADING | STALE,
+                &["slow"],
+                "5.0.0",
+                "Returns helpful text about the different subcommands.",
+                config_help,
+            ),
+        ],
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn dbsize(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let n = ctx.db().len();
+    ctx.reply.int(n as i64);
+}
+
+/// `[ASYNC|SYNC]` of FLUSHDB/FLUSHALL. Both free synchronously for now:
+/// the engine owns no threads; lazy freeing on a background thread is the
+/// server crate's job once it exists (DESIGN §2).
+fn flush_mode_ok(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) -> bool {
+    match argv.len() {
+        1 => true,
+        2 if argv.get(1).eq_ignore_ascii_case(b"async")
+            || argv.get(1).eq_ignore_ascii_case(b"sync") =>
+        {
+            true
+        }
+        _ => {
+            ctx.error(SYNTAX_ERR);
+            false
+        }
+    }
+}
+
+fn flushdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if !flush_mode_ok(ctx, argv) {
+        return;
+    }
+    ctx.db().clear();
+    ctx.reply.ok();
+}
+
+fn flushall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if !flush_mode_ok(ctx, argv) {
+        return;
+    }
+    for db in ctx.srv.keyspace.dbs.iter_mut() {
+        db.clear();
+    }
+    ctx.reply.ok();
+}
+
+fn time(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let us = match ctx.srv.clock_override {
+        Some(ms) => ms * 1000,
+        None => crate::server::wall_us(),
+    };
+    ctx.reply.array_len(2);
+    ctx.reply.bulk_from_int(us / 1_000_000);
+    ctx.reply.bulk_from_int(us % 1_000_000);
+}
+
+fn lastsave(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.int(ctx.srv.start_ms / 1000);
+}
+
+fn info(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let sections: Vec<&[u8]> = (1..argv.len()).map(|i| argv.get(i)).collect();
+    let text = crate::info::render(ctx.srv, &sections, ctx.now_ms);
+    ctx.reply.verbatim("txt", text.as_bytes());
+}
+
+fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (mut save, mut nosave, mut abort) = (false, false, false);
+    for j in 1..argv.len() {
+        let a = argv.get(j);
+        if a.eq_ignore_ascii_case(b"nosave") {
+            nosave = true;
+        } else if a.eq_ignore_ascii_case(b"save") {
+            save = true;
+        } else if a.eq_ignore_ascii_case(b"now") || a.eq_ignore_ascii_case(b"force") {
+        } else if a.eq_ignore_ascii_case(b"abort") {
+            abort = true;
+        } else {
+            ctx.error(SYNTAX_ERR);
+            return;
+        }
+    }
+    if (abort && argv.len() != 2) || (save && nosave) {
+        ctx.error(SYNTAX_ERR);
+        return;
+    }
+    if abort {
+        ctx.error("ERR No shutdown in progress.");
+        return;
+    }
+    log::warning("User requested shutdown...");
+    if save {
+        log::notice(
+            "SAVE requested, but ringkv has no persistence yet: shutting down without saving.",
+        );
+    }
+    log::warning("ringkv is now ready to exit, bye bye...");
+    ctx.srv.shutting_down = true;
+    ctx.srv.events.push(Event::Shutdown);
+    // Valkey sends no reply: the client sees the connection close.
+    ctx.session.close_after_reply = true;
+}
+
+fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let allowed = match ctx.srv.config.enable_debug_command {
+        Allowed::Yes => true,
+        Allowed::Local => ctx.session.peer.is_none_or(|p| crate::is_local(p.ip())),
+        Allowed::No => false,
+    };
+    if !allowed {
+        ctx.error(
+            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
+        );
+        return;
+    }
+    let sub = argv.get(1).to_ascii_lowercase();
+    match (sub.as_slice(), argv.len()) {
+        (b"sleep", 3) => {
+            let secs: f64 = std::str::from_utf8(argv.get(2))
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0.0);
+            if secs > 0.0 && secs.is_finite() {
+                // As Valkey: the whole server sleeps (tests use it for that).
+                std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
+            }
+            ctx.reply.ok();
+        }
+        (b"set-active-expire", 3) => {
+            ctx.srv.active_expire_enabled = argv.get(2) != b"0";
+            ctx.reply.ok();
+        }
+        (b"object", 3) => debug_object(ctx, argv.get(2)),
+        (b"help", 2) => super::reply_help(
+            ctx,
+            "DEBUG",
+            &[
+                "OBJECT <key>",
+                "    Show low level info about the `key` and associated value.",
+                "SET-ACTIVE-EXPIRE <0|1>",
+                "    Setting it to 0 disables expiring keys in background when they are not",
+                "    accessed (otherwise the keys are expired only on access).",
+                "SLEEP <seconds>",
+                "    Stop the server for <seconds>. Decimals allowed.",
+            ],
+        ),
+        _ => ctx.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(argv.get(1))
+        )),
+    }
+}
+
+fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
+    let hash = store::hash_key(key);
+    let now = ctx.now_ms;
+    let line = match ctx.db().get(hash, key, now) {
+        None => None,
+        Some(e) => {
+            let (enc, len) = match &e.value {
+                store::Value::Str(store::Str::Int(n)) => ("int", n.to_string().len()),
+                #[allow(unreachable_patterns)]
+                store::Value::Str(store::Str::Bytes(b)) if b.len() <= 44 => ("embstr", b.len()),
+                #[allow(unreachable_patterns)]
+                store::Value::Str(store::Str::Bytes(b)) => ("raw", b.len()),
+                #[allow(unreachable_patterns)]
+                _ => ("raw", 0),
+            };
+            let idle = (now / 1000 - e.access_s as i64).max(0);
+            Some(format!(
+                "Value at:0x{:x} refcount:1 encoding:{enc} serializedlength:{} lru:{} lru_seconds_idle:{idle}",
+                e as *const _ as usize,
+                len + 1,
+                e.access_s & 0xFF_FFFF,
+            ))
+        }
+    };
+    match line {
+        Some(l) => ctx.reply.simple(&l),
+        None => ctx.error("ERR no such key"),
+    }
+}
+
+fn config_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let patterns: Vec<&[u8]> = (2..argv.len()).map(|i| argv.get(i)).collect();
+    let found = ctx.srv.config.get_matching(&patterns);
+    ctx.reply.map_len(found.len());
+    for (name, value) in found {
+        ctx.reply.bulk(name.as_bytes());
+        ctx.reply.bulk(value.as_bytes());
+    }
+}
+
+fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if !argv.len().is_multiple_of(2) {
+        ctx.error(SYNTAX_ERR);
+        return;
+    }
+    let pairs: Vec<(&[u8], &[u8])> = (2..argv.len())
+        .step_by(2)
+        .map(|i| (argv.get(i), argv.get(i + 1)))
+        .collect();
+    match ctx.srv.config.set_many(&pairs) {
+        Ok(()) => {
+            let c = &ctx.srv.config;
+            log::set_level(c.loglevel);
+            if ctx.srv.keyspace.dbs.len() != c.databases {
+                // `databases` is immutable; nothing to resize.
+            }
+            ctx.reply.ok();
+        }
+        Err(e) => ctx.error(&e),
+    }
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.srv.stats.reset();
+    for db in ctx.srv.keyspace.dbs.iter_mut() {
+        db.stats = Default::default();
+    }
+    let net = &mut ctx.srv.net;
+    net.total_net_input_bytes = 0;
+    net.total_net_output_bytes = 0;
+    net.rejected_connections = 0;
+    ctx.reply.ok();
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let Some(path) = ctx.srv.config_file.clone() else {
+        ctx.error("ERR The server is running without a config file");
+        return;
+    };
+    match ctx.srv.config.rewrite(&path) {
+        Ok(()) => {
+            log::notice("CONFIG REWRITE executed with success.");
+            ctx.reply.ok();
+        }
+        Err(e) => {
+            log::warning(&format!("CONFIG REWRITE failed: {e}"));
+            ctx.error(&format!("ERR Rewriting config file: {e}"));
+        }
+    }
+}
+
+fn config_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    super::reply_help(
+        ctx,
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    );
+}
+
+fn role(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.array_len(3);
+    ctx.reply.bulk(b"master");
+    ctx.reply.int(0);
+    ctx.reply.array_len(0);
+}
+
+fn ok_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.ok();
+}
+
+fn empty_array(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.array_len(0);
+}
+
+fn zero_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.int(0);
+}
+
+/// The slow log is not recorded yet: always empty.
+fn slowlog_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if argv.len() == 3 && crate::num::parse_i64(argv.get(2)).is_none_or(|n| n < -1) {
+        ctx.error("ERR count should be greater than or equal to -1");
+        return;
+    }
+    if argv.len() > 3 {
+        ctx.error(SYNTAX_ERR);
+        return;
+    }
+    ctx.reply.array_len(0);
+}
+
+fn slowlog_len(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.int(0);
+}
+
+fn slowlog_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    super::reply_help(
+        ctx,
+        "SLOWLOG",
+        &[
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ],
+    );
+}
+
+fn latency_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    super::reply_help(
+        ctx,
+        "LATENCY",
+        &[
+            "HISTORY <event>",
+            "    Return time-latency samples for the <event> class.",
+            "LATEST",
+            "    Return the latest latency samples for all events.",
+            "RESET [<event> ...]",
+            "    Reset latency data of one or more <event> classes.",
+            "    (default: reset all data for all event classes)",
+        ],
+    );
+}

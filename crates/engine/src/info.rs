@@ -1,0 +1,587 @@
+//! INFO: Valkey's sections, field names and layout (`# Section` headers,
+//! `field:value` lines, CRLF, a blank line between sections), so
+//! redis_exporter and dashboards read ringkv unchanged.
+
+use crate::server::{Server, Stats};
+use crate::table::table;
+use std::fmt::Write as _;
+
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+/// Output order of every section we know.
+const ORDER: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+
+/// Which sections `args` ask for (none = default).
+fn wanted(args: &[&[u8]]) -> Vec<&'static str> {
+    if args.is_empty() {
+        return DEFAULT.to_vec();
+    }
+    let mut want: Vec<&'static str> = Vec::new();
+    for a in args {
+        let a = String::from_utf8_lossy(a).to_ascii_lowercase();
+        match a.as_str() {
+            "default" => want.extend_from_slice(DEFAULT),
+            "all" | "everything" => want.extend_from_slice(ORDER),
+            _ => {
+                if let Some(s) = ORDER.iter().find(|s| **s == a) {
+                    want.push(s);
+                }
+            }
+        }
+    }
+    want
+}
+
+/// The INFO text for `sections` (the command's arguments).
+pub fn render(srv: &Server, sections: &[&[u8]], now_ms: i64) -> String {
+    let want = wanted(sections);
+    let mut out = String::with_capacity(4096);
+    let mut n = 0;
+    for s in ORDER {
+        if !want.contains(s) {
+            continue;
+        }
+        if n > 0 {
+            out.push_str("\r\n");
+        }
+        n += 1;
+        match *s {
+            "server" => server(srv, &mut out, now_ms),
+            "clients" => clients(srv, &mut out),
+            "memory" => memory(srv, &mut out),
+            "persistence" => persistence(srv, &mut out),
+            "stats" => stats(srv, &mut out),
+            "replication" => replication(srv, &mut out),
+            "cpu" => cpu(&mut out),
+            "modules" => out.push_str("# Modules\r\n"),
+            "commandstats" => commandstats(srv, &mut out),
+            "errorstats" => errorstats(&srv.stats, &mut out),
+            "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+            "keyspace" => keyspace(srv, &mut out, now_ms),
+            _ => {}
+        }
+    }
+    out
+}
+
+macro_rules! field {
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = write!($out, $($arg)*);
+        $out.push_str("\r\n");
+    }};
+}
+
+/// Valkey's `bytesToHuman`: `123B`, `1.50K`, `2.00M`, ...
+pub fn human(n: u64) -> String {
+    let f = n as f64;
+    const K: f64 = 1024.0;
+    if f < K {
+        format!("{n}B")
+    } else if f < K * K {
+        format!("{:.2}K", f / K)
+    } else if f < K * K * K {
+        format!("{:.2}M", f / (K * K))
+    } else if f < K * K * K * K {
+        format!("{:.2}G", f / (K * K * K))
+    } else if f < K * K * K * K * K {
+        format!("{:.2}T", f / (K * K * K * K))
+    } else {
+        format!("{:.2}P", f / (K * K * K * K * K))
+    }
+}
+
+fn uname() -> String {
+    // SAFETY: uname fills a zeroed struct we own; the fields are
+    // NUL-terminated C strings on success.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return "Linux".into();
+        }
+        let f = |s: &[libc::c_char]| {
+            std::ffi::CStr::from_ptr(s.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        };
+        format!("{} {} {}", f(&u.sysname), f(&u.release), f(&u.machine))
+    }
+}
+
+fn server(srv: &Server, out: &mut String, now_ms: i64) {
+    let c = &srv.config;
+    let uptime = srv.uptime_s();
+    let backend = if srv.net.backend.is_empty() {
+        "none"
+    } else {
+        srv.net.backend
+    };
+    let port = if srv.net.tcp_port != 0 {
+        srv.net.tcp_port
+    } else {
+        c.port
+    };
+    out.push_str("# Server\r\n");
+    field!(out, "redis_version:{}", crate::config::REDIS_COMPAT_VERSION);
+    field!(out, "server_name:ringkv");
+    field!(out, "ringkv_version:{}", env!("CARGO_PKG_VERSION"));
+    field!(out, "redis_git_sha1:00000000");
+    field!(out, "redis_git_dirty:0");
+    field!(out, "redis_build_id:0");
+    field!(out, "redis_mode:standalone");
+    field!(out, "server_mode:standalone");
+    field!(out, "os:{}", uname());
+    field!(out, "arch_bits:{}", usize::BITS);
+    field!(out, "monotonic_clock:POSIX clock_gettime");
+    field!(out, "multiplexing_api:{backend}");
+    field!(out, "io_backend:{backend}");
+    field!(out, "atomicvar_api:c11-builtin");
+    field!(out, "gcc_version:0.0.0");
+    field!(out, "process_id:{}", std::process::id());
+    field!(out, "process_supervised:no");
+    field!(out, "run_id:{}", srv.run_id);
+    field!(out, "tcp_port:{port}");
+    field!(out, "server_time_usec:{}", now_ms * 1000);
+    field!(out, "uptime_in_seconds:{uptime}");
+    field!(out, "uptime_in_days:{}", uptime / 86400);
+    field!(out, "hz:{}", c.hz);
+    field!(out, "configured_hz:{}", c.hz);
+    field!(out, "lru_clock:{}", (now_ms / 1000) & 0xFF_FFFF);
+    field!(out, "executable:{}", srv.executable);
+    field!(
+        out,
+        "config_file:{}",
+        srv.config_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    field!(out, "io_threads_active:0");
+    let mut listener = String::from("listener0:name=tcp");
+    for b in &c.bind {
+        let _ = write!(listener, ",bind={b}");
+    }
+    let _ = write!(listener, ",port={port}");
+    field!(out, "{listener}");
+}
+
+fn clients(srv: &Server, out: &mut String) {
+    out.push_str("# Clients\r\n");
+    field!(out, "connected_clients:{}", srv.clients.len());
+    field!(out, "cluster_connections:0");
+    field!(out, "maxclients:{}", srv.config.maxclients);
+    field!(out, "client_recent_max_input_buffer:0");
+    field!(out, "client_recent_max_output_buffer:0");
+    field!(out, "blocked_clients:0");
+    field!(out, "tracking_clients:0");
+    field!(out, "pubsub_clients:0");
+    field!(out, "watching_clients:0");
+    field!(out, "clients_in_timeout_table:0");
+    field!(out, "total_watched_keys:0");
+    field!(out, "total_blocking_keys:0");
+    field!(out, "total_blocking_keys_on_nokey:0");
+}
+
+/// Resident set size from /proc/self/statm (pages × page size).
+pub fn rss_bytes() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * page.max(4096) as u64
+}
+
+fn total_system_memory() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/meminfo") else {
+        return 0;
+    };
+    s.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn memory(srv: &Server, out: &mut String) {
+    let m = srv.memory();
+    let rss = rss_bytes();
+    let used = if srv.memory_probe.is_some() {
+        m.allocated
+    } else {
+        rss
+    };
+    let peak = srv.stats.peak_memory.max(used);
+    let dataset: u64 = srv
+        .keyspace
+        .dbs
+        .iter()
+        .map(|d| d.memory_usage() as u64)
+        .sum();
+    let overhead = used.saturating_sub(dataset);
+    let maxmem = srv.config.maxmemory;
+    let sysmem = total_system_memory();
+    let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
+    out.push_str("# Memory\r\n");
+    field!(out, "used_memory:{used}");
+    field!(out, "used_memory_human:{}", human(used));
+    field!(out, "used_memory_rss:{rss}");
+    field!(out, "used_memory_rss_human:{}", human(rss));
+    field!(out, "used_memory_peak:{peak}");
+    field!(out, "used_memory_peak_human:{}", human(peak));
+    field!(
+        out,
+        "used_memory_peak_perc:{:.2}%",
+        if peak > 0 {
+            used as f64 * 100.0 / peak as f64
+        } else {
+            100.0
+        }
+    );
+    field!(out, "used_memory_overhead:{overhead}");
+    field!(out, "used_memory_startup:0");
+    field!(out, "used_memory_dataset:{dataset}");
+    field!(
+        out,
+        "used_memory_dataset_perc:{:.2}%",
+        if used > 0 {
+            dataset as f64 * 100.0 / used as f64
+        } else {
+            0.0
+        }
+    );
+    field!(out, "allocator_allocated:{}", m.allocated);
+    field!(out, "allocator_active:{}", m.active);
+    field!(out, "allocator_resident:{}", m.resident);
+    field!(out, "total_system_memory:{sysmem}");
+    field!(out, "total_system_memory_human:{}", human(sysmem));
+    field!(out, "used_memory_lua:0");
+    field!(out, "used_memory_vm_eval:0");
+    field!(out, "used_memory_scripts:0");
+    field!(out, "maxmemory:{maxmem}");
+    field!(out, "maxmemory_human:{}", human(maxmem));
+    field!(out, "maxmemory_policy:{policy}");
+    field!(
+        out,
+        "allocator_frag_ratio:{:.2}",
+        if m.allocated > 0 {
+            m.active as f64 / m.allocated as f64
+        } else {
+            1.0
+        }
+    );
+    field!(
+        out,
+        "allocator_frag_bytes:{}",
+        m.active.saturating_sub(m.allocated)
+    );
+    field!(
+        out,
+        "mem_fragmentation_ratio:{:.2}",
+        if used > 0 {
+            rss as f64 / used as f64
+        } else {
+            1.0
+        }
+    );
+    field!(out, "mem_fragmentation_bytes:{}", rss as i64 - used as i64);
+    field!(out, "mem_not_counted_for_evict:0");
+    field!(out, "mem_replication_backlog:0");
+    field!(out, "mem_total_replication_buffers:0");
+    field!(out, "mem_clients_slaves:0");
+    field!(out, "mem_clients_normal:{}", srv.clients.len() * 2048);
+    field!(out, "mem_cluster_links:0");
+    field!(out, "mem_aof_buffer:0");
+    field!(
+        out,
+        "mem_allocator:{}",
+        if m.allocator.is_empty() {
+            "libc"
+        } else {
+            m.allocator
+        }
+    );
+    field!(out, "active_defrag_running:0");
+    field!(out, "lazyfree_pending_objects:0");
+    field!(out, "lazyfreed_objects:0");
+}
+
+fn persistence(srv: &Server, out: &mut String) {
+    out.push_str("# Persistence\r\n");
+    field!(out, "loading:0");
+    field!(out, "async_loading:0");
+    field!(out, "current_cow_peak:0");
+    field!(out, "current_cow_size:0");
+    field!(out, "current_cow_size_age:0");
+    field!(out, "current_fork_perc:0.00");
+    field!(out, "current_save_keys_processed:0");
+    field!(out, "current_save_keys_total:0");
+    field!(out, "rdb_changes_since_last_save:0");
+    field!(out, "rdb_bgsave_in_progress:0");
+    field!(out, "rdb_last_save_time:{}", srv.start_ms / 1000);
+    field!(out, "rdb_last_bgsave_status:ok");
+    field!(out, "rdb_last_bgsave_time_sec:-1");
+    field!(out, "rdb_current_bgsave_time_sec:-1");
+    field!(out, "rdb_saves:0");
+    field!(out, "rdb_last_cow_size:0");
+    field!(out, "rdb_last_load_keys_expired:0");
+    field!(out, "rdb_last_load_keys_loaded:0");
+    field!(out, "aof_enabled:0");
+    field!(out, "aof_rewrite_in_progress:0");
+    field!(out, "aof_rewrite_scheduled:0");
+    field!(out, "aof_last_rewrite_time_sec:-1");
+    field!(out, "aof_current_rewrite_time_sec:-1");
+    field!(out, "aof_last_bgrewrite_status:ok");
+    field!(out, "aof_rewrites:0");
+    field!(out, "aof_rewrites_consecutive_failures:0");
+    field!(out, "aof_last_write_status:ok");
+    field!(out, "aof_last_cow_size:0");
+    field!(out, "module_fork_in_progress:0");
+    field!(out, "module_fork_last_cow_size:0");
+}
+
+fn stats(srv: &Server, out: &mut String) {
+    let st = &srv.stats;
+    let net = &srv.net;
+    let expired: u64 = srv.keyspace.dbs.iter().map(|d| d.stats.expired_keys).sum();
+    let stale = srv
+        .keyspace
+        .dbs
+        .iter()
+        .map(|d| d.stats.expired_stale_perc)
+        .fold(0.0f64, f64::max);
+    let cap: u64 = srv
+        .keyspace
+        .dbs
+        .iter()
+        .map(|d| d.stats.expired_time_cap_reached_count)
+        .sum();
+    out.push_str("# Stats\r\n");
+    field!(
+        out,
+        "total_connections_received:{}",
+        st.total_connections_received
+    );
+    field!(
+        out,
+        "total_commands_processed:{}",
+        st.total_commands_processed
+    );
+    field!(
+        out,
+        "instantaneous_ops_per_sec:{}",
+        Stats::instantaneous(&st.ops_samples)
+    );
+    field!(out, "total_net_input_bytes:{}", net.total_net_input_bytes);
+    field!(out, "total_net_output_bytes:{}", net.total_net_output_bytes);
+    field!(out, "total_net_repl_input_bytes:0");
+    field!(out, "total_net_repl_output_bytes:0");
+    field!(
+        out,
+        "instantaneous_input_kbps:{:.2}",
+        Stats::instantaneous(&st.in_samples) as f64 / 1024.0
+    );
+    field!(
+        out,
+        "instantaneous_output_kbps:{:.2}",
+        Stats::instantaneous(&st.out_samples) as f64 / 1024.0
+    );
+    field!(out, "instantaneous_input_repl_kbps:0.00");
+    field!(out, "instantaneous_output_repl_kbps:0.00");
+    field!(
+        out,
+        "rejected_connections:{}",
+        st.rejected_connections + net.rejected_connections
+    );
+    field!(out, "sync_full:0");
+    field!(out, "sync_partial_ok:0");
+    field!(out, "sync_partial_err:0");
+    field!(out, "expired_keys:{expired}");
+    field!(out, "expired_stale_perc:{stale:.2}");
+    field!(out, "expired_time_cap_reached_count:{cap}");
+    field!(out, "expire_cycle_cpu_milliseconds:0");
+    field!(out, "evicted_keys:0");
+    field!(out, "evicted_clients:{}", st.evicted_clients);
+    field!(out, "evicted_scripts:0");
+    field!(out, "total_eviction_exceeded_time:0");
+    field!(out, "current_eviction_exceeded_time:0");
+    field!(out, "keyspace_hits:{}", st.keyspace_hits);
+    field!(out, "keyspace_misses:{}", st.keyspace_misses);
+    field!(out, "pubsub_channels:0");
+    field!(out, "pubsub_patterns:0");
+    field!(out, "pubsubshard_channels:0");
+    field!(out, "latest_fork_usec:0");
+    field!(out, "total_forks:0");
+    field!(out, "migrate_cached_sockets:0");
+    field!(out, "slave_expires_tracked_keys:0");
+    field!(out, "active_defrag_hits:0");
+    field!(out, "active_defrag_misses:0");
+    field!(out, "active_defrag_key_hits:0");
+    field!(out, "active_defrag_key_misses:0");
+    field!(out, "total_active_defrag_time:0");
+    field!(out, "current_active_defrag_time:0");
+    field!(out, "tracking_total_keys:0");
+    field!(out, "tracking_total_items:0");
+    field!(out, "tracking_total_prefixes:0");
+    field!(
+        out,
+        "unexpected_error_replies:{}",
+        st.unexpected_error_replies
+    );
+    field!(out, "total_error_replies:{}", st.total_error_replies);
+    field!(out, "dump_payload_sanitizations:0");
+    field!(out, "total_reads_processed:{}", st.total_reads_processed);
+    field!(out, "total_writes_processed:{}", st.total_writes_processed);
+    field!(out, "io_threaded_reads_processed:0");
+    field!(out, "io_threaded_writes_processed:0");
+    field!(
+        out,
+        "client_query_buffer_limit_disconnections:{}",
+        st.client_query_buffer_limit_disconnections
+    );
+    field!(out, "client_output_buffer_limit_disconnections:0");
+    field!(out, "reply_buffer_shrinks:0");
+    field!(out, "reply_buffer_expands:0");
+    field!(out, "acl_access_denied_auth:0");
+    field!(out, "acl_access_denied_cmd:0");
+    field!(out, "acl_access_denied_key:0");
+    field!(out, "acl_access_denied_channel:0");
+}
+
+fn replication(srv: &Server, out: &mut String) {
+    out.push_str("# Replication\r\n");
+    field!(out, "role:master");
+    field!(out, "connected_slaves:0");
+    field!(out, "replicas_waiting_psync:0");
+    field!(out, "master_failover_state:no-failover");
+    field!(out, "master_replid:{}", srv.run_id);
+    field!(
+        out,
+        "master_replid2:0000000000000000000000000000000000000000"
+    );
+    field!(out, "master_repl_offset:0");
+    field!(out, "second_repl_offset:-1");
+    field!(out, "repl_backlog_active:0");
+    field!(
+        out,
+        "repl_backlog_size:{}",
+        srv.config.get("repl-backlog-size").unwrap_or_default()
+    );
+    field!(out, "repl_backlog_first_byte_offset:0");
+    field!(out, "repl_backlog_histlen:0");
+}
+
+fn rusage(who: libc::c_int) -> (f64, f64) {
+    // SAFETY: getrusage writes into a zeroed struct we own.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(who, &mut ru) != 0 {
+            return (0.0, 0.0);
+        }
+        ru
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_stime), t(ru.ru_utime))
+}
+
+fn cpu(out: &mut String) {
+    let (s, u) = rusage(libc::RUSAGE_SELF);
+    let (cs, cu) = rusage(libc::RUSAGE_CHILDREN);
+    let (ts, tu) = rusage(libc::RUSAGE_THREAD);
+    out.push_str("# CPU\r\n");
+    field!(out, "used_cpu_sys:{s:.6}");
+    field!(out, "used_cpu_user:{u:.6}");
+    field!(out, "used_cpu_sys_children:{cs:.6}");
+    field!(out, "used_cpu_user_children:{cu:.6}");
+    field!(out, "used_cpu_sys_main_thread:{ts:.6}");
+    field!(out, "used_cpu_user_main_thread:{tu:.6}");
+}
+
+fn commandstats(srv: &Server, out: &mut String) {
+    out.push_str("# Commandstats\r\n");
+    let t = table();
+    for (i, st) in srv.stats.commands.iter().enumerate() {
+        if st.calls == 0 && st.rejected_calls == 0 && st.failed_calls == 0 {
+            continue;
+        }
+        let per = if st.calls > 0 {
+            st.usec as f64 / st.calls as f64
+        } else {
+            0.0
+        };
+        field!(
+            out,
+            "cmdstat_{}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}",
+            t.entries[i].fullname,
+            st.calls,
+            st.usec,
+            st.rejected_calls,
+            st.failed_calls
+        );
+    }
+}
+
+fn errorstats(st: &Stats, out: &mut String) {
+    out.push_str("# Errorstats\r\n");
+    for (kind, n) in &st.errors {
+        field!(out, "errorstat_{kind}:count={n}");
+    }
+}
+
+fn keyspace(srv: &Server, out: &mut String, now_ms: i64) {
+    out.push_str("# Keyspace\r\n");
+    for (i, db) in srv.keyspace.dbs.iter().enumerate() {
+        let keys = db.len();
+        if keys == 0 {
+            continue;
+        }
+        let expires = db.expires_len();
+        let avg_ttl = avg_ttl(db, now_ms);
+        field!(out, "db{i}:keys={keys},expires={expires},avg_ttl={avg_ttl}");
+    }
+}
+
+/// Average remaining TTL (ms) over a bounded sample of volatile keys, as
+/// Valkey estimates it (it samples during active expiry).
+fn avg_ttl(db: &store::Db, now_ms: i64) -> i64 {
+    if db.expires_len() == 0 {
+        return 0;
+    }
+    let (mut sum, mut n) = (0i64, 0i64);
+    for (_, e) in db.iter().take(4096) {
+        if let Some(t) = e.expire_at_ms
+            && t > now_ms
+        {
+            sum += t - now_ms;
+            n += 1;
+        }
+    }
+    if n == 0 { 0 } else { sum / n }
+}

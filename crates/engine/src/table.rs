@@ -1,0 +1,175 @@
+//! The command table: every group's `COMMANDS` concatenated, with a
+//! case-insensitive lookup that does not allocate (the name is folded into a
+//! stack buffer and hashed with FNV-1a).
+//!
+//! Each command and each subcommand gets a stable index; INFO commandstats
+//! and CLIENT LIST `cmd=` use it.
+
+use crate::cmd;
+use crate::command::CommandSpec;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::OnceLock;
+
+/// Longest command name we look up; longer names are unknown commands.
+const MAX_NAME: usize = 48;
+
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf29ce484222325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        self.0 = h;
+    }
+}
+
+pub type FnvBuild = BuildHasherDefault<Fnv>;
+
+pub struct Entry {
+    pub spec: &'static CommandSpec,
+    /// `get`, or `config|get` for a subcommand (Valkey's fullname).
+    pub fullname: String,
+    pub parent: Option<usize>,
+    /// Indices of the subcommands' entries.
+    pub subs: Vec<usize>,
+}
+
+pub struct Table {
+    pub entries: Vec<Entry>,
+    /// Top-level commands in registration order.
+    pub top: Vec<usize>,
+    index: HashMap<&'static [u8], usize, FnvBuild>,
+}
+
+/// Every command group, in the order COMMAND lists them.
+fn groups() -> [&'static [CommandSpec]; 6] {
+    [
+        cmd::strings::COMMANDS,
+        cmd::keys::COMMANDS,
+        cmd::connection::COMMANDS,
+        cmd::client::COMMANDS,
+        cmd::server::COMMANDS,
+        cmd::introspection::COMMANDS,
+    ]
+}
+
+static TABLE: OnceLock<Table> = OnceLock::new();
+
+/// The process-wide command table (built on first use).
+pub fn table() -> &'static Table {
+    TABLE.get_or_init(Table::build)
+}
+
+impl Table {
+    fn build() -> Table {
+        let mut t = Table {
+            entries: Vec::new(),
+            top: Vec::new(),
+            index: HashMap::default(),
+        };
+        for group in groups() {
+            for spec in group {
+                debug_assert!(spec.name.len() <= MAX_NAME);
+                debug_assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+                if t.index.contains_key(spec.name.as_bytes()) {
+                    // Two groups defining one command is a bug; keep the first.
+                    debug_assert!(false, "duplicate command {}", spec.name);
+                    continue;
+                }
+                let idx = t.entries.len();
+                t.entries.push(Entry {
+                    spec,
+                    fullname: spec.name.to_string(),
+                    parent: None,
+                    subs: Vec::new(),
+                });
+                t.top.push(idx);
+                t.index.insert(spec.name.as_bytes(), idx);
+                for sub in spec.subcommands {
+                    let sidx = t.entries.len();
+                    t.entries.push(Entry {
+                        spec: sub,
+                        fullname: format!("{}|{}", spec.name, sub.name),
+                        parent: Some(idx),
+                        subs: Vec::new(),
+                    });
+                    t.entries[idx].subs.push(sidx);
+                }
+            }
+        }
+        t
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A top-level command by name, any case.
+    #[inline]
+    pub fn lookup(&self, name: &[u8]) -> Option<usize> {
+        if name.len() > MAX_NAME {
+            return None;
+        }
+        let mut buf = [0u8; MAX_NAME];
+        let lower = &mut buf[..name.len()];
+        for (d, s) in lower.iter_mut().zip(name) {
+            *d = s.to_ascii_lowercase();
+        }
+        self.index.get(&*lower).copied()
+    }
+
+    /// A subcommand of the command at `parent`, any case.
+    pub fn lookup_sub(&self, parent: usize, name: &[u8]) -> Option<usize> {
+        self.entries[parent].subs.iter().copied().find(|&i| {
+            self.entries[i]
+                .spec
+                .name
+                .as_bytes()
+                .eq_ignore_ascii_case(name)
+        })
+    }
+
+    /// `get` or `config|get`, any case (COMMAND INFO/DOCS arguments).
+    pub fn lookup_fullname(&self, name: &[u8]) -> Option<usize> {
+        match name.iter().position(|&b| b == b'|') {
+            None => self.lookup(name),
+            Some(p) => {
+                let parent = self.lookup(&name[..p])?;
+                self.lookup_sub(parent, &name[p + 1..])
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_is_case_insensitive_and_knows_subcommands() {
+        let t = table();
+        let ping = t.lookup(b"PiNg").expect("ping");
+        assert_eq!(t.entries[ping].fullname, "ping");
+        assert!(t.lookup(b"nosuchcommand").is_none());
+        assert!(t.lookup(&[b'a'; 100]).is_none());
+        let cfg = t.lookup(b"CONFIG").unwrap();
+        let get = t.lookup_sub(cfg, b"Get").unwrap();
+        assert_eq!(t.entries[get].fullname, "config|get");
+        assert_eq!(t.lookup_fullname(b"CONFIG|GET"), Some(get));
+    }
+}

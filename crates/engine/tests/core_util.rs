@@ -1,0 +1,91 @@
+//! Shared by the core_* tests: drive an [`Engine`] with real RESP bytes.
+#![allow(dead_code)]
+
+use engine::{ClientId, ClientInfo, CommandsView, Config, Engine, Event, Job};
+use resp::{Limits, Parsed, Span};
+use ringkv_engine as engine;
+
+pub fn info(peer: &str) -> ClientInfo {
+    ClientInfo {
+        peer: peer.parse().unwrap(),
+        local: "127.0.0.1:6379".parse().unwrap(),
+        fd: 7,
+    }
+}
+
+pub fn engine() -> Engine {
+    Engine::new(Config::default(), None)
+}
+
+pub fn engine_with(cfg: Config) -> Engine {
+    Engine::new(cfg, None)
+}
+
+pub fn connect(e: &mut Engine) -> ClientId {
+    e.connect(info("127.0.0.1:40000")).expect("connect")
+}
+
+/// Parse `input` (one or more RESP requests) into a view and run it as
+/// one job; returns the reply bytes and whether the engine asked to close.
+pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool) {
+    let mut args: Vec<Span> = Vec::new();
+    let mut argc: Vec<u32> = Vec::new();
+    let mut at = 0;
+    let limits = Limits::default();
+    while at < input.len() {
+        let before = args.len();
+        match resp::parse_command(&input[at..], &limits, &mut args).expect("valid request") {
+            Parsed::Command { consumed, argc: n } => {
+                for s in &mut args[before..] {
+                    s.start += at;
+                }
+                if n > 0 {
+                    argc.push(n as u32);
+                }
+                at += consumed;
+            }
+            Parsed::Incomplete { .. } => panic!("incomplete request"),
+        }
+    }
+    let mut out = Vec::new();
+    let mut jobs = [Job {
+        client,
+        commands: CommandsView {
+            data: input,
+            args: &args,
+            argc: &argc,
+        },
+        out: &mut out,
+        close_after_reply: false,
+    }];
+    e.execute_batch(&mut jobs);
+    let close = jobs[0].close_after_reply;
+    (out, close)
+}
+
+pub fn encode(cmds: &[&[&str]]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    for c in cmds {
+        resp::encode_command(c, &mut buf);
+    }
+    buf
+}
+
+/// Run one command given as words; the reply as a (lossy) string.
+pub fn cmd(e: &mut Engine, client: ClientId, words: &[&str]) -> String {
+    let (out, _) = run_raw(e, client, &encode(&[words]));
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub fn events(e: &mut Engine) -> Vec<Event> {
+    let mut v = Vec::new();
+    e.drain_events(&mut v);
+    v
+}
+
+/// The bulk payload of a `$n\r\n...\r\n` (or RESP3 verbatim) reply.
+pub fn bulk_text(reply: &str) -> String {
+    let (_, rest) = reply.split_once("\r\n").expect("header");
+    let body = rest.strip_suffix("\r\n").expect("trailer");
+    body.strip_prefix("txt:").unwrap_or(body).to_string()
+}

@@ -1,0 +1,252 @@
+//! Start-up configuration, CONFIG REWRITE across a restart, shutdown paths,
+//! and protected mode seen from a non-loopback peer.
+
+use std::fs;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ringkv_e2e::server::TempDir;
+use ringkv_e2e::v::{arr, bulk, ok};
+use ringkv_e2e::{Opts, Reply, e2e, q};
+
+e2e!(
+    fn config_file_and_rewrite_survive_restart(b) {
+        let tmp = TempDir::new("conf");
+        let conf = tmp.path().join("ringkv.conf");
+        fs::write(&conf, "# operator comment kept by rewrite\nmaxclients 100\ntimeout 7\n").unwrap();
+        let opts = Opts::new().conf(&conf).dir(tmp.path());
+        let mut srv = b.start(opts.clone());
+        let c = &mut srv.client();
+        assert_eq!(q(c, "CONFIG GET maxclients"), arr(vec![bulk("maxclients"), bulk("100")]));
+        assert_eq!(q(c, "CONFIG GET timeout"), arr(vec![bulk("timeout"), bulk("7")]));
+        assert_eq!(q(c, "CONFIG SET maxclients 77"), ok());
+        assert_eq!(q(c, "CONFIG SET tcp-keepalive 42"), ok());
+        assert_eq!(q(c, "CONFIG REWRITE"), ok());
+        let text = fs::read_to_string(&conf).unwrap();
+        assert!(text.contains("# operator comment kept by rewrite"), "comment lost:\n{text}");
+        assert!(text.lines().any(|l| l == "maxclients 77"), "no `maxclients 77` line:\n{text}");
+        assert!(text.lines().any(|l| l == "tcp-keepalive 42"), "{text}");
+        assert!(text.lines().any(|l| l == "timeout 7"), "{text}");
+        assert!(!text.lines().any(|l| l == "maxclients 100"), "old value kept:\n{text}");
+        assert!(srv.stop().unwrap().success());
+        let srv = b.start(opts);
+        let c = &mut srv.client();
+        assert_eq!(q(c, "CONFIG GET maxclients"), arr(vec![bulk("maxclients"), bulk("77")]));
+        assert_eq!(q(c, "CONFIG GET tcp-keepalive"), arr(vec![bulk("tcp-keepalive"), bulk("42")]));
+    }
+);
+
+e2e!(
+    fn bad_config_stops_startup(b) {
+        let tmp = TempDir::new("badconf");
+        let conf = tmp.path().join("bad.conf");
+        fs::write(&conf, "maxclients 100\nno-such-directive 1\n").unwrap();
+        let (st, log) = b.start_expect_exit(Opts::new().conf(&conf));
+        assert!(!st.success(), "exit status {st}");
+        assert!(log.contains("no-such-directive"), "log does not name the directive:\n{log}");
+        assert!(log.contains("line 2"), "log does not give the line:\n{log}");
+        fs::write(&conf, "\nmaxclients lots\n").unwrap();
+        let (st, log) = b.start_expect_exit(Opts::new().conf(&conf));
+        assert!(!st.success());
+        assert!(log.contains("maxclients") && log.contains("line 2"), "{log}");
+        let (st, log) = b.start_expect_exit(Opts::new().arg("port", "99999"));
+        assert!(!st.success());
+        assert!(log.contains("port"), "{log}");
+    }
+);
+
+e2e!(
+    fn shutdown_nosave_exits_zero(b) {
+        let mut srv = b.server();
+        let mut raw = srv.raw();
+        assert_eq!(raw.cmd(&["SET", "k", "v"]), Reply::status("OK"));
+        raw.send(b"SHUTDOWN NOSAVE\r\n");
+        raw.expect_closed();
+        let st = srv.wait_exit(Duration::from_secs(10)).expect("server still running after SHUTDOWN");
+        assert_eq!(st.code(), Some(0), "{st}");
+    }
+);
+
+e2e!(
+    fn sigterm_exits_zero_and_removes_pidfile(b) {
+        let tmp = TempDir::new("pid");
+        let pidfile = tmp.path().join("ringkv.pid");
+        let mut srv = b.start(Opts::new().arg("pidfile", pidfile.to_str().unwrap()));
+        let written = fs::read_to_string(&pidfile).expect("pidfile written at start-up");
+        assert_eq!(written.trim(), srv.pid().unwrap().to_string());
+        let mut raw = srv.raw();
+        assert_eq!(raw.cmd(&["PING"]), Reply::status("PONG"));
+        srv.sigterm();
+        let st = srv.wait_exit(Duration::from_secs(10)).expect("server still running after SIGTERM");
+        assert_eq!(st.code(), Some(0), "{st}");
+        assert!(!pidfile.exists(), "pidfile left behind");
+        raw.expect_closed();
+    }
+);
+
+e2e!(
+    fn sigint_exits_zero(b) {
+        let mut srv = b.server();
+        let mut raw = srv.raw();
+        assert_eq!(raw.cmd(&["PING"]), Reply::status("PONG"));
+        // SAFETY: kill(2) on the PID of our own still-running child.
+        unsafe {
+            libc::kill(srv.pid().unwrap() as i32, libc::SIGINT);
+        }
+        let st = srv.wait_exit(Duration::from_secs(10)).expect("server still running after SIGINT");
+        assert_eq!(st.code(), Some(0), "{st}");
+    }
+);
+
+e2e!(
+    fn logfile_directive(b) {
+        let tmp = TempDir::new("log");
+        let logfile = tmp.path().join("server.log");
+        let srv = b.start(Opts::new().arg("logfile", logfile.to_str().unwrap()));
+        let mut raw = srv.raw();
+        assert_eq!(raw.cmd(&["PING"]), Reply::status("PONG"));
+        let text = fs::read_to_string(&logfile).expect("logfile created");
+        assert!(text.contains("Ready to accept connections"), "logfile:\n{text}");
+    }
+);
+
+e2e!(
+    fn idle_timeout_closes_clients(b) {
+        let srv = b.start(Opts::new().arg("timeout", "1"));
+        let mut idle = srv.raw();
+        assert_eq!(idle.cmd(&["PING"]), Reply::status("PONG"));
+        if let Err(e) = idle.closed_within(Duration::from_secs(5)) {
+            panic!("idle client not closed after `timeout 1`: {e}");
+        }
+        let mut fresh = srv.raw();
+        assert_eq!(fresh.cmd(&["PING"]), Reply::status("PONG"));
+    }
+);
+
+e2e!(
+    ringkv_only fn io_uring_auto_starts_and_reports_backend(b) {
+        let srv = b.start(Opts::new().arg("io-uring", "auto").no_backend_args());
+        let out = srv.cli(&["INFO", "server"]).1;
+        assert!(
+            out.lines().any(|l| l.contains("io_uring") || l.contains("epoll")),
+            "INFO server names no event loop:\n{out}"
+        );
+        let c = &mut srv.client();
+        assert_eq!(
+            q(c, "CONFIG GET io-uring"),
+            arr(vec![bulk("io-uring"), bulk("auto")])
+        );
+    }
+);
+
+/// One network namespace at a time: both variants use the same addresses.
+static NETNS: Mutex<()> = Mutex::new(());
+
+struct Netns(String);
+
+impl Netns {
+    fn create(name: &str) -> Result<Netns, String> {
+        let _ = run(&["ip", "netns", "del", name]);
+        run(&["ip", "netns", "add", name])?;
+        let ns = Netns(name.to_string());
+        let host = format!("{name}h");
+        let peer = format!("{name}p");
+        run(&[
+            "ip", "link", "add", &host, "type", "veth", "peer", "name", &peer,
+        ])?;
+        run(&["ip", "link", "set", &peer, "netns", name])?;
+        run(&["ip", "addr", "add", "10.77.0.1/24", "dev", &host])?;
+        run(&["ip", "link", "set", &host, "up"])?;
+        run(&[
+            "ip",
+            "netns",
+            "exec",
+            name,
+            "ip",
+            "addr",
+            "add",
+            "10.77.0.2/24",
+            "dev",
+            &peer,
+        ])?;
+        run(&[
+            "ip", "netns", "exec", name, "ip", "link", "set", &peer, "up",
+        ])?;
+        run(&["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    fn cli(&self, port: u16, args: &[&str]) -> String {
+        let p = port.to_string();
+        let mut full = vec![
+            "ip",
+            "netns",
+            "exec",
+            &self.0,
+            "timeout",
+            "10",
+            "redis-cli",
+            "-h",
+            "10.77.0.1",
+            "-p",
+            &p,
+        ];
+        full.extend_from_slice(args);
+        run(&full).unwrap_or_else(|e| e)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes its veth end, which takes the peer.
+        let _ = run(&["ip", "netns", "del", &self.0]);
+        let _ = run(&["ip", "link", "del", &format!("{}h", self.0)]);
+    }
+}
+
+fn run(args: &[&str]) -> Result<String, String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(text)
+    }
+}
+
+e2e!(
+    fn protected_mode_denies_non_loopback(b) {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || run(&["ip", "-V"]).is_err() {
+            eprintln!("skipped: protected-mode test needs root and iproute2 for a network namespace");
+            return;
+        }
+        let _guard = NETNS.lock().unwrap_or_else(|e| e.into_inner());
+        let ns = match Netns::create("rkve2e") {
+            Ok(ns) => ns,
+            Err(e) => {
+                eprintln!("skipped: cannot create a network namespace: {e}");
+                return;
+            }
+        };
+        let srv = b.start(Opts::new().bind(&["127.0.0.1", "10.77.0.1"]));
+        let out = ns.cli(srv.port, &["PING"]);
+        assert!(out.contains("DENIED") && out.contains("protected mode"), "remote PING got: {out}");
+        // Loopback is never refused.
+        assert_eq!(srv.cli(&["PING"]).1, "PONG\n");
+        // With a password set, remote clients may authenticate.
+        let c = &mut srv.client();
+        assert_eq!(q(c, "CONFIG SET requirepass pw"), ok());
+        let out = ns.cli(srv.port, &["PING"]);
+        assert!(out.contains("NOAUTH"), "remote PING with a password set got: {out}");
+        let out = ns.cli(srv.port, &["-a", "pw", "--no-auth-warning", "PING"]);
+        assert_eq!(out, "PONG\n");
+        drop(srv);
+        drop(ns);
+    }
+);

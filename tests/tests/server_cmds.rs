@@ -1,0 +1,378 @@
+//! Server and connection commands through the `redis` crate (and a raw socket
+//! where the connection's fate matters).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::Value;
+use ringkv_e2e::v::{arr, bulk, err, int, int_of, nil, ok, status, strings, text};
+use ringkv_e2e::{Opts, Reply, e2e, q, query};
+
+const NOT_INT: &str = "ERR value is not an integer or out of range";
+
+e2e!(
+    fn select_swapdb_flush_dbsize(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        assert_eq!(q(c, "SET a 0"), ok());
+        assert_eq!(q(c, "SELECT 1"), ok());
+        assert_eq!(q(c, "GET a"), nil());
+        assert_eq!(q(c, "MSET a 1 b 1"), ok());
+        assert_eq!(q(c, "DBSIZE"), int(2));
+        assert_eq!(q(c, "SELECT 15"), ok());
+        assert_eq!(q(c, "SELECT 16"), err("ERR DB index is out of range"));
+        assert_eq!(q(c, "SELECT -1"), err("ERR DB index is out of range"));
+        assert_eq!(q(c, "SELECT x"), err(NOT_INT));
+        assert_eq!(q(c, "SWAPDB 0 1"), ok());
+        assert_eq!(q(c, "SELECT 0"), ok());
+        assert_eq!(q(c, "GET a"), bulk("1"));
+        assert_eq!(q(c, "DBSIZE"), int(2));
+        assert_eq!(q(c, "SWAPDB 0 16"), err("ERR DB index is out of range"));
+        assert_eq!(q(c, "SWAPDB 0 y"), err("ERR invalid second DB index"));
+        assert_eq!(q(c, "SWAPDB x 1"), err("ERR invalid first DB index"));
+        assert_eq!(q(c, "SWAPDB 3 3"), ok());
+        // Another connection on db 1 sees the swapped data.
+        let c2 = &mut srv.client();
+        assert_eq!(q(c2, "SELECT 1"), ok());
+        assert_eq!(q(c2, "GET a"), bulk("0"));
+        assert_eq!(q(c, "FLUSHDB"), ok());
+        assert_eq!(q(c, "DBSIZE"), int(0));
+        assert_eq!(q(c2, "DBSIZE"), int(1));
+        assert_eq!(q(c, "MSET x 1 y 2"), ok());
+        assert_eq!(q(c, "FLUSHDB ASYNC"), ok());
+        assert_eq!(q(c, "DBSIZE"), int(0));
+        assert_eq!(q(c, "FLUSHDB BOGUS"), err("ERR syntax error"));
+        assert_eq!(q(c, "SET x 1"), ok());
+        assert_eq!(q(c, "FLUSHALL SYNC"), ok());
+        assert_eq!(q(c2, "DBSIZE"), int(0));
+        assert_eq!(q(c, "SET x 1"), ok());
+        assert_eq!(q(c2, "SET x 1"), ok());
+        assert_eq!(q(c, "FLUSHALL ASYNC"), ok());
+        assert_eq!(q(c, "DBSIZE"), int(0));
+        assert_eq!(q(c2, "DBSIZE"), int(0));
+        assert_eq!(q(c, "FLUSHALL"), ok());
+    }
+);
+
+e2e!(
+    fn client_name_id_list_info(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        assert_eq!(q(c, "CLIENT GETNAME"), nil());
+        assert_eq!(q(c, "CLIENT SETNAME conn-one"), ok());
+        assert_eq!(q(c, "CLIENT GETNAME"), bulk("conn-one"));
+        assert_eq!(
+            query(c, &["CLIENT", "SETNAME", "has space"]),
+            err("ERR Client names cannot contain spaces, newlines or special characters.")
+        );
+        let id = int_of(&q(c, "CLIENT ID"));
+        assert!(id > 0);
+        let c2 = &mut srv.client();
+        assert!(int_of(&q(c2, "CLIENT ID")) > id, "client ids increase");
+        let list = text(&q(c, "CLIENT LIST"));
+        let me = list
+            .lines()
+            .find(|l| l.starts_with(&format!("id={id} ")))
+            .unwrap_or_else(|| panic!("CLIENT LIST lacks id={id}:\n{list}"));
+        for field in ["addr=127.0.0.1:", "laddr=127.0.0.1:", "fd=", "name=conn-one", "age=", "idle=", "db=0", "cmd=client|list", "resp=2"] {
+            assert!(me.contains(field), "CLIENT LIST line lacks {field}: {me}");
+        }
+        assert!(list.lines().count() >= 2);
+        let info = text(&q(c, "CLIENT INFO"));
+        assert!(info.starts_with(&format!("id={id} ")), "{info}");
+        assert!(info.contains("cmd=client|info"), "{info}");
+        assert_eq!(q(c, "CLIENT SETNAME"), err("ERR wrong number of arguments for 'client|setname' command"));
+        // CLIENT SETINFO and NO-TOUCH arrived in Redis 7.2 / Valkey; Debian's
+        // 7.0 lacks them.
+        if !b.is_redis() {
+            assert_eq!(q(c, "CLIENT SETINFO LIB-NAME mylib"), ok());
+            assert_eq!(q(c, "CLIENT SETINFO LIB-VER 1.2"), ok());
+            assert!(text(&q(c, "CLIENT INFO")).contains("lib-name=mylib lib-ver=1.2"));
+            assert_eq!(
+                q(c, "CLIENT SETINFO BOGUS x"),
+                err("ERR Unrecognized option 'BOGUS'")
+            );
+            assert_eq!(q(c, "CLIENT NO-TOUCH on"), ok());
+            assert_eq!(q(c, "CLIENT NO-TOUCH maybe"), err("ERR syntax error"));
+        }
+        assert_eq!(q(c, "CLIENT NO-EVICT on"), ok());
+        assert_eq!(q(c, "CLIENT NO-EVICT maybe"), err("ERR syntax error"));
+        assert_eq!(
+            q(c, "CLIENT BOGUS"),
+            err("ERR unknown subcommand 'BOGUS'. Try CLIENT HELP.")
+        );
+        // An empty name clears it.
+        assert_eq!(query(c, &["CLIENT", "SETNAME", ""]), ok());
+        assert_eq!(q(c, "CLIENT GETNAME"), nil());
+    }
+);
+
+e2e!(
+    fn client_kill(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        let mut victim = srv.raw();
+        let vid = match victim.cmd(&["CLIENT", "ID"]) {
+            Reply::Int(i) => i,
+            o => panic!("{o:?}"),
+        };
+        assert_eq!(query(c, &["CLIENT", "KILL", "ID", &vid.to_string()]), int(1));
+        victim.expect_closed();
+        assert_eq!(q(c, "CLIENT KILL ID 999999"), int(0));
+        assert_eq!(q(c, "CLIENT KILL 1.2.3.4:5"), err("ERR No such client"));
+        // Old form: by address.
+        let mut v2 = srv.raw();
+        assert_eq!(v2.cmd(&["PING"]), Reply::status("PONG"));
+        let addr = v2.stream.local_addr().unwrap().to_string();
+        assert_eq!(query(c, &["CLIENT", "KILL", &addr]), ok());
+        v2.expect_closed();
+        // Killing yourself with SKIPME no leaves you connected? No: it closes you.
+        let mut v3 = srv.raw();
+        assert_eq!(v3.cmd(&["CLIENT", "SETNAME", "victim3"]), Reply::status("OK"));
+        let addr3 = v3.stream.local_addr().unwrap().to_string();
+        assert_eq!(query(c, &["CLIENT", "KILL", "ADDR", &addr3, "SKIPME", "yes"]), int(1));
+        v3.expect_closed();
+        assert_eq!(q(c, "CLIENT KILL ID abc"), err("ERR client-id should be greater than 0"));
+        assert_eq!(q(c, "PING"), status("PONG"));
+    }
+);
+
+e2e!(
+    fn config_get_set(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        assert_eq!(q(c, "CONFIG GET maxclients"), arr(vec![bulk("maxclients"), bulk("10000")]));
+        assert_eq!(q(c, "CONFIG SET maxclients 500"), ok());
+        assert_eq!(q(c, "CONFIG GET maxclients"), arr(vec![bulk("maxclients"), bulk("500")]));
+        assert_eq!(q(c, "CONFIG GET nosuch"), arr(vec![]));
+        assert_eq!(
+            q(c, "CONFIG GET port"),
+            arr(vec![bulk("port"), bulk(&srv.port.to_string())])
+        );
+        assert_eq!(q(c, "CONFIG GET databases"), arr(vec![bulk("databases"), bulk("16")]));
+        assert_eq!(
+            q(c, "CONFIG SET nosuch 1"),
+            err("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'")
+        );
+        assert_eq!(
+            q(c, "CONFIG SET maxclients abc"),
+            err("ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer")
+        );
+        assert_eq!(
+            q(c, "CONFIG SET databases 4"),
+            err("ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config")
+        );
+        // Several at once, memory units, and the glob form of GET.
+        assert_eq!(q(c, "CONFIG SET timeout 30 hz 20"), ok());
+        assert_eq!(q(c, "CONFIG GET timeout"), arr(vec![bulk("timeout"), bulk("30")]));
+        assert_eq!(q(c, "CONFIG SET client-query-buffer-limit 2mb"), ok());
+        assert_eq!(
+            q(c, "CONFIG GET client-query-buffer-limit"),
+            arr(vec![bulk("client-query-buffer-limit"), bulk("2097152")])
+        );
+        assert_eq!(q(c, "CONFIG SET loglevel warning"), ok());
+        // Valkey (and Redis >= 7.2) added the `nothing` level.
+        let levels = if b.is_redis() { "debug, verbose, notice, warning" } else { "debug, verbose, notice, warning, nothing" };
+        assert_eq!(
+            q(c, "CONFIG SET loglevel loud"),
+            Err(format!("ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: {levels}"))
+        );
+        let got = strings(&q(c, "CONFIG GET max*"));
+        let names: Vec<&String> = got.iter().step_by(2).collect();
+        assert!(names.iter().any(|n| *n == "maxclients"), "{names:?}");
+        assert!(names.iter().any(|n| *n == "maxmemory"), "{names:?}");
+        assert!(names.iter().all(|n| n.starts_with("max")), "{names:?}");
+        let two = strings(&q(c, "CONFIG GET timeout hz"));
+        assert_eq!(two.len(), 4);
+        assert_eq!(q(c, "CONFIG RESETSTAT"), ok());
+        assert_eq!(
+            q(c, "CONFIG REWRITE"),
+            err("ERR The server is running without a config file")
+        );
+    }
+);
+
+e2e!(
+    fn command_count_info_docs_list(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        let n = int_of(&q(c, "COMMAND COUNT"));
+        assert!(n >= 60, "COMMAND COUNT {n}");
+        let info = q(c, "COMMAND INFO get set nosuch").unwrap();
+        let Value::Array(items) = info else { panic!("{info:?}") };
+        assert_eq!(items.len(), 3);
+        let Value::Array(get) = &items[0] else { panic!("{:?}", items[0]) };
+        assert!(get.len() >= 10, "COMMAND INFO entry has {} fields", get.len());
+        assert_eq!(get[0], Value::BulkString(b"get".to_vec()));
+        assert_eq!(get[1], Value::Int(2));
+        assert!(matches!(&get[2], Value::Array(f) if f.contains(&Value::SimpleString("readonly".into()))), "flags {:?}", get[2]);
+        assert_eq!(&get[3..6], &[Value::Int(1), Value::Int(1), Value::Int(1)]);
+        let Value::Array(set) = &items[1] else { panic!() };
+        assert_eq!(set[1], Value::Int(-3));
+        assert_eq!(items[2], Value::Nil);
+        let docs = q(c, "COMMAND DOCS get").unwrap();
+        let Value::Array(d) = docs else { panic!("{docs:?}") };
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0], Value::BulkString(b"get".to_vec()));
+        let Value::Array(fields) = &d[1] else { panic!("{:?}", d[1]) };
+        let names: Vec<String> = strings(&Ok(Value::Array(fields.iter().step_by(2).cloned().collect())));
+        for f in ["summary", "since", "group", "complexity", "arguments"] {
+            assert!(names.iter().any(|n| n == f), "COMMAND DOCS get lacks {f}: {names:?}");
+        }
+        let list = strings(&q(c, "COMMAND LIST"));
+        // COMMAND LIST also names subcommands (`config|get`); COUNT does not.
+        assert_eq!(list.iter().filter(|x| !x.contains('|')).count() as i64, n);
+        assert!(list.iter().any(|x| x == "config|get"), "COMMAND LIST lacks config|get");
+        for cmd in ["get", "set", "scan", "config", "client", "hello"] {
+            assert!(list.iter().any(|x| x == cmd), "COMMAND LIST lacks {cmd}");
+        }
+        let full = q(c, "COMMAND").unwrap();
+        assert!(matches!(full, Value::Array(ref a) if a.len() as i64 == n));
+    }
+);
+
+e2e!(
+    fn auth_requirepass(b) {
+        let srv = b.start(Opts::new().arg("requirepass", "s3cret"));
+        let mut raw = srv.raw();
+        assert_eq!(raw.cmd(&["GET", "x"]), Reply::err("NOAUTH Authentication required."));
+        assert_eq!(raw.cmd(&["PING"]), Reply::err("NOAUTH Authentication required."));
+        assert_eq!(
+            raw.cmd(&["AUTH", "wrong"]),
+            Reply::err("WRONGPASS invalid username-password pair or user is disabled.")
+        );
+        assert_eq!(
+            raw.cmd(&["AUTH", "default", "wrong"]),
+            Reply::err("WRONGPASS invalid username-password pair or user is disabled.")
+        );
+        assert_eq!(
+            raw.cmd(&["AUTH", "a", "b", "c"]),
+            Reply::err("ERR syntax error")
+        );
+        assert_eq!(raw.cmd(&["AUTH", "s3cret"]), Reply::status("OK"));
+        assert_eq!(raw.cmd(&["SET", "x", "1"]), Reply::status("OK"));
+        let mut raw2 = srv.raw();
+        assert_eq!(raw2.cmd(&["AUTH", "default", "s3cret"]), Reply::status("OK"));
+        assert_eq!(raw2.cmd(&["GET", "x"]), Reply::bulk("1"));
+        // The redis crate with a password in the URL.
+        let mut con = redis::Client::open(format!("redis://:s3cret@127.0.0.1:{}/", srv.port))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        assert_eq!(query(&mut con, &["GET", "x"]), bulk("1"));
+        // Without a password configured.
+        let open = b.server();
+        let mut r = open.raw();
+        assert_eq!(
+            r.cmd(&["AUTH", "x"]),
+            Reply::err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+        );
+    }
+);
+
+e2e!(
+    fn ping_echo_time_debug_sleep(b) {
+        let srv = b.start(Opts::new().arg("enable-debug-command", "yes"));
+        let c = &mut srv.client();
+        assert_eq!(q(c, "PING"), status("PONG"));
+        assert_eq!(q(c, "PING hello"), bulk("hello"));
+        assert_eq!(q(c, "PING a b"), err("ERR wrong number of arguments for 'ping' command"));
+        assert_eq!(query(c, &["ECHO", "hi there"]), bulk("hi there"));
+        assert_eq!(q(c, "ECHO"), err("ERR wrong number of arguments for 'echo' command"));
+        let t = strings(&q(c, "TIME"));
+        assert_eq!(t.len(), 2);
+        let secs: u64 = t[0].parse().unwrap();
+        let micros: u64 = t[1].parse().unwrap();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        assert!(secs.abs_diff(now) <= 2, "TIME {secs} vs {now}");
+        assert!(micros < 1_000_000);
+        assert_eq!(q(c, "DEBUG SLEEP 0"), ok());
+        let start = std::time::Instant::now();
+        assert_eq!(q(c, "DEBUG SLEEP 0.2"), ok());
+        assert!(start.elapsed() >= Duration::from_millis(190));
+        // In RESP3, a subscribed-style PING is not in scope; PING in RESP3 is a
+        // simple string too.
+        let c3 = &mut srv.client_resp3();
+        assert_eq!(q(c3, "PING"), status("PONG"));
+    }
+);
+
+e2e!(
+    fn debug_refused_by_default(b) {
+        let srv = b.server();
+        let mut raw = srv.raw();
+        let r = raw.cmd(&["DEBUG", "SLEEP", "0"]);
+        let Reply::Error(e) = r else { panic!("DEBUG allowed by default: {r:?}") };
+        assert!(e.starts_with("ERR DEBUG command not allowed."), "{e}");
+    }
+);
+
+e2e!(
+    fn quit_and_reset(b) {
+        let srv = b.server();
+        let mut raw = srv.raw();
+        assert_eq!(raw.cmd(&["SELECT", "3"]), Reply::status("OK"));
+        assert_eq!(raw.cmd(&["CLIENT", "SETNAME", "n"]), Reply::status("OK"));
+        assert!(matches!(raw.cmd(&["HELLO", "3"]), Reply::Map(_)));
+        assert_eq!(raw.cmd(&["RESET"]), Reply::status("RESET"));
+        assert_eq!(raw.cmd(&["CLIENT", "GETNAME"]), Reply::Nil);
+        raw.send(b"GET nope\r\n");
+        assert_eq!(raw.read_line(), "$-1", "RESET returns to RESP2");
+        assert_eq!(raw.cmd(&["SET", "k", "db0"]), Reply::status("OK"));
+        assert_eq!(raw.cmd(&["QUIT"]), Reply::status("OK"));
+        raw.expect_closed();
+        let c = &mut srv.client();
+        assert_eq!(q(c, "GET k"), bulk("db0"));
+        // Commands after QUIT in the same pipeline are not executed.
+        let mut raw = srv.raw();
+        raw.send(b"QUIT\r\nSET after 1\r\n");
+        assert_eq!(raw.read_line(), "+OK");
+        raw.expect_closed();
+        assert_eq!(q(c, "EXISTS after"), int(0));
+    }
+);
+
+e2e!(
+    fn info_sections_and_stats(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        // Start from zero: the client library's own hello may have counted.
+        assert_eq!(q(c, "CONFIG RESETSTAT"), ok());
+        assert_eq!(q(c, "SET a 1"), ok());
+        assert_eq!(q(c, "GET a"), bulk("1"));
+        assert_eq!(q(c, "GET nope"), nil());
+        let _ = q(c, "INCR a x");
+        let _ = q(c, "NOSUCHCMD");
+        let all = text(&q(c, "INFO all"));
+        for s in ["# Server", "# Clients", "# Memory", "# Stats", "# CPU", "# Keyspace", "# Commandstats", "# Errorstats"] {
+            assert!(all.contains(s), "INFO all lacks {s}");
+        }
+        assert!(all.contains("\r\n"), "INFO lines end in CRLF");
+        let stats = text(&q(c, "INFO stats"));
+        for f in ["total_connections_received:", "total_commands_processed:", "instantaneous_ops_per_sec:", "keyspace_hits:1", "keyspace_misses:1", "rejected_connections:0", "expired_keys:0", "total_net_input_bytes:", "total_error_replies:"] {
+            assert!(stats.contains(f), "INFO stats lacks {f}:\n{stats}");
+        }
+        let cs = text(&q(c, "INFO commandstats"));
+        assert!(cs.contains("cmdstat_set:calls=1,usec="), "{cs}");
+        assert!(cs.contains("cmdstat_get:calls=2,"), "{cs}");
+        assert!(cs.contains("rejected_calls=1"), "INCR arity error is a rejected call: {cs}");
+        let es = text(&q(c, "INFO errorstats"));
+        assert!(es.contains("errorstat_ERR:count=2"), "{es}");
+        let ks = text(&q(c, "INFO keyspace"));
+        assert!(ks.contains("db0:keys=1,expires=0,avg_ttl=0"), "{ks}");
+        let two = text(&q(c, "INFO server clients"));
+        assert!(two.contains("# Server") && two.contains("# Clients") && !two.contains("# Memory"));
+        let cpu = text(&q(c, "INFO cpu"));
+        assert!(cpu.contains("used_cpu_sys:") && cpu.contains("used_cpu_user:"), "{cpu}");
+        let mem = text(&q(c, "INFO memory"));
+        for f in ["used_memory:", "used_memory_human:", "used_memory_rss:", "maxmemory:0", "mem_fragmentation_ratio:"] {
+            assert!(mem.contains(f), "INFO memory lacks {f}");
+        }
+        let srvinfo = text(&q(c, "INFO server"));
+        assert!(srvinfo.contains(&format!("tcp_port:{}", srv.port)));
+        assert!(srvinfo.contains(&format!("process_id:{}", srv.pid().unwrap())));
+        assert!(srvinfo.contains("redis_version:"), "clients read redis_version");
+        assert_eq!(q(c, "CONFIG RESETSTAT"), ok());
+        let cs = text(&q(c, "INFO commandstats"));
+        assert!(!cs.contains("cmdstat_set:"), "{cs}");
+    }
+);
