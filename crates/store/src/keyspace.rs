@@ -1,8 +1,14 @@
 //! Databases, entries and expiry.
 //!
-//! PLACEHOLDER implementation with the intended API: lazy expiry works;
-//! the store helper adds the volatile-key index and the adaptive active
-//! expire cycle.
+//! A [`Db`] is the main table plus a second, smaller table of its volatile
+//! keys (key → expire time), as Valkey keeps its `expires` dict. The second
+//! table makes `expires_len` exact and gives the active expire cycle
+//! something to sample that contains only keys with a TTL, however few of
+//! them there are among persistent keys. It must be kept in sync, so change
+//! a key's TTL only through [`Db::insert`] and [`Db::set_expire`], never by
+//! writing `Entry::expire_at_ms` through a `&mut Entry`.
+
+use std::time::{Duration, Instant};
 
 use crate::{Table, Value};
 
@@ -22,6 +28,10 @@ impl Entry {
             access_s: 0,
         }
     }
+    #[inline]
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        self.expire_at_ms.is_some_and(|t| t <= now_ms)
+    }
 }
 
 /// Counters the engine reports in INFO.
@@ -32,11 +42,32 @@ pub struct ExpireStats {
     pub expired_time_cap_reached_count: u64,
 }
 
+/// Keys the active cycle looks at per loop (Valkey's
+/// `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
+const KEYS_PER_LOOP: usize = 20;
+/// Keep looping while more than this percentage of a sample was expired.
+const ACCEPTABLE_STALE: usize = 10;
+/// `random_key` gives up after this many expired picks.
+const RANDOM_TRIES: usize = 32;
+
+#[inline]
+fn secs(now_ms: i64) -> u32 {
+    (now_ms / 1000).clamp(0, u32::MAX as i64) as u32
+}
+
 /// One database: a table of entries plus what expiry needs.
 #[derive(Default)]
 pub struct Db {
     table: Table<Entry>,
-    expires: usize,
+    /// Volatile keys and their expire time (see the module doc).
+    volatile: Table<i64>,
+    /// Where the active cycle resumes its SCAN of `volatile`.
+    expire_cursor: u64,
+    /// The last clock the engine showed us, in seconds: stamps `access_s`
+    /// of inserted entries that did not set it.
+    clock_s: u32,
+    /// Reused buffer of expired keys found by one sample.
+    doomed: Vec<(u64, Box<[u8]>)>,
     pub stats: ExpireStats,
 }
 
@@ -49,43 +80,59 @@ impl Db {
     }
     /// Keys with a TTL (INFO keyspace `expires=`).
     pub fn expires_len(&self) -> usize {
-        self.expires
+        self.volatile.len()
     }
-    /// Look a key up, deleting it first if its time has passed (lazy expiry).
+    /// Look a key up, deleting it first if its time has passed (lazy
+    /// expiry), and mark it accessed now.
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        let expired = match self.table.get(hash, key) {
-            Some(e) => e.expire_at_ms.is_some_and(|t| t <= now_ms),
-            None => return None,
-        };
-        if expired {
-            self.remove(hash, key);
-            self.stats.expired_keys += 1;
+        self.clock_s = secs(now_ms);
+        // Two lookups because a borrow returned from one branch of a match
+        // cannot be given up in the other (the second lookup hits cache).
+        if self.table.get(hash, key)?.is_expired(now_ms) {
+            self.expire_key(hash, key);
             return None;
         }
-        self.table.get_mut(hash, key)
+        let e = self.table.get_mut(hash, key)?;
+        e.access_s = secs(now_ms);
+        Some(e)
     }
     /// Read without expiring or touching (for SCAN/KEYS filtering, DEBUG).
     pub fn peek(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
         self.table.get(hash, key)
     }
-    /// Insert or overwrite. Returns the old entry.
-    pub fn insert(&mut self, hash: u64, key: &[u8], entry: Entry) -> Option<Entry> {
-        let has_ttl = entry.expire_at_ms.is_some();
-        let old = self.table.insert(hash, key, entry);
-        if old.as_ref().is_some_and(|o| o.expire_at_ms.is_some()) {
-            self.expires -= 1;
+    /// Insert or overwrite. Returns the old entry (even if it had expired).
+    /// An entry with `access_s == 0` is stamped with the last clock seen by
+    /// `get`/`scan`/`random_key`/`active_expire`.
+    pub fn insert(&mut self, hash: u64, key: &[u8], mut entry: Entry) -> Option<Entry> {
+        if entry.access_s == 0 {
+            entry.access_s = self.clock_s;
         }
-        if has_ttl {
-            self.expires += 1;
+        let at = entry.expire_at_ms;
+        let old = self.table.insert(hash, key, entry);
+        match at {
+            Some(t) => {
+                self.volatile.insert(hash, key, t);
+            }
+            None => {
+                if old.as_ref().is_some_and(|o| o.expire_at_ms.is_some()) {
+                    self.volatile.remove(hash, key);
+                }
+            }
         }
         old
     }
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
         let old = self.table.remove(hash, key);
         if old.as_ref().is_some_and(|o| o.expire_at_ms.is_some()) {
-            self.expires -= 1;
+            self.volatile.remove(hash, key);
         }
         old
+    }
+    /// Remove an expired key and count it.
+    fn expire_key(&mut self, hash: u64, key: &[u8]) -> bool {
+        let gone = self.remove(hash, key).is_some();
+        self.stats.expired_keys += gone as u64;
+        gone
     }
     /// Set or clear a live key's expiry. Returns false if the key is absent.
     pub fn set_expire(&mut self, hash: u64, key: &[u8], at_ms: Option<i64>) -> bool {
@@ -94,10 +141,14 @@ impl Db {
         };
         let before = e.expire_at_ms.is_some();
         e.expire_at_ms = at_ms;
-        match (before, at_ms.is_some()) {
-            (false, true) => self.expires += 1,
-            (true, false) => self.expires -= 1,
-            _ => {}
+        match at_ms {
+            Some(t) => {
+                self.volatile.insert(hash, key, t);
+            }
+            None if before => {
+                self.volatile.remove(hash, key);
+            }
+            None => {}
         }
         true
     }
@@ -107,32 +158,102 @@ impl Db {
     /// One SCAN step over live keys; see [`Table::scan`].
     pub fn scan(&self, cursor: u64, now_ms: i64, mut f: impl FnMut(&[u8], &Entry)) -> u64 {
         self.table.scan(cursor, |k, e| {
-            if !e.expire_at_ms.is_some_and(|t| t <= now_ms) {
+            if !e.is_expired(now_ms) {
                 f(k, e)
             }
         })
     }
-    /// A random live key.
+    /// A random live key. Expired keys it lands on are deleted (as a lookup
+    /// would); after 32 such picks it gives up and returns `None`.
     pub fn random_key(&mut self, seed: u64, now_ms: i64) -> Option<Vec<u8>> {
-        let _ = now_ms;
-        self.table.random(seed).map(|(k, _)| k.to_vec())
+        self.clock_s = secs(now_ms);
+        let mut s = seed;
+        for _ in 0..RANDOM_TRIES {
+            // Each try needs a different pick; the table changes only when
+            // a key is deleted.
+            s = s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
+            let (h, k, e) = self.table.random_hashed(s)?;
+            if !e.is_expired(now_ms) {
+                return Some(k.to_vec());
+            }
+            let k = k.to_vec();
+            self.expire_key(h, &k);
+        }
+        None
     }
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.table.iter()
     }
     pub fn clear(&mut self) {
         self.table.clear();
-        self.expires = 0;
+        self.volatile.clear();
+        self.expire_cursor = 0;
+    }
+    /// Move up to `steps` buckets of any resize in progress (for the cron to
+    /// finish resizes of databases that see no writes). True while work is
+    /// left.
+    pub fn rehash_step(&mut self, steps: usize) -> bool {
+        let a = self.table.rehash_step(steps);
+        let b = self.volatile.rehash_step(steps);
+        a || b
     }
     /// The adaptive active-expire cycle (Valkey's `activeExpireCycle`):
     /// sample volatile keys, delete the expired, repeat while more than
     /// ~10% of a sample was stale, stop at `budget_us`. Returns keys removed.
     pub fn active_expire(&mut self, now_ms: i64, budget_us: u64) -> usize {
-        let _ = (now_ms, budget_us);
-        0
+        self.clock_s = secs(now_ms);
+        if self.volatile.is_empty() {
+            return 0;
+        }
+        let start = Instant::now();
+        let budget = Duration::from_micros(budget_us);
+        let (mut total_sampled, mut total_expired) = (0usize, 0usize);
+        loop {
+            let want = KEYS_PER_LOOP.min(self.volatile.len());
+            // Bounds the empty buckets one loop may walk in a sparse table.
+            let max_buckets = want * 20;
+            let mut sampled = 0;
+            let mut buckets = 0;
+            let mut doomed = std::mem::take(&mut self.doomed);
+            while sampled < want && buckets < max_buckets {
+                self.expire_cursor = self.volatile.scan_hashed(self.expire_cursor, |h, k, &at| {
+                    sampled += 1;
+                    if at <= now_ms {
+                        doomed.push((h, k.into()));
+                    }
+                });
+                buckets += 1;
+                if self.expire_cursor == 0 {
+                    break;
+                }
+            }
+            // A scan step may return a key twice during a resize; count
+            // what was really deleted.
+            let mut expired = 0;
+            for (h, k) in doomed.drain(..) {
+                expired += self.expire_key(h, &k) as usize;
+            }
+            self.doomed = doomed;
+            total_sampled += sampled;
+            total_expired += expired;
+            if self.volatile.is_empty()
+                || (sampled > 0 && expired * 100 <= sampled * ACCEPTABLE_STALE)
+            {
+                break;
+            }
+            if start.elapsed() > budget {
+                self.stats.expired_time_cap_reached_count += 1;
+                break;
+            }
+        }
+        if total_sampled > 0 {
+            let perc = total_expired as f64 / total_sampled as f64;
+            self.stats.expired_stale_perc = perc * 0.05 + self.stats.expired_stale_perc * 0.95;
+        }
+        total_expired
     }
     pub fn memory_usage(&self) -> usize {
-        self.table.memory_usage()
+        self.table.memory_usage() + self.volatile.memory_usage()
     }
 }
 

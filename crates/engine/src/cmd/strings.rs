@@ -1,3 +1,965 @@
-use crate::command::CommandSpec;
+//! String commands: GET SET SETNX SETEX PSETEX GETEX GETDEL GETSET MGET
+//! MSET MSETNX INCR DECR INCRBY DECRBY INCRBYFLOAT APPEND STRLEN GETRANGE
+//! SUBSTR SETRANGE, with Valkey 8's replies and error strings
+//! (`t_string.c`).
 
-pub const COMMANDS: &[CommandSpec] = &[];
+use super::{NOT_INT, SYNTAX_ERR};
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{CommandSpec, Ctx};
+use crate::num::{self, LongDouble};
+use crate::server::Server;
+use resp::ReplyWriter;
+use store::{Db, Entry, Str, Value};
+
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+const NOT_FLOAT: &str = "ERR value is not a valid float";
+const TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+const RANGE_COMPLEXITY: &str = "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.";
+
+const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    acl: &'static [&'static str],
+    since: &'static str,
+    summary: &'static str,
+    func: crate::command::CommandFn,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl_categories: acl,
+        group: "string",
+        since,
+        summary,
+        func: Some(func),
+        ..CommandSpec::DEFAULT
+    }
+}
+
+// ACL categories in the order COMMAND INFO prints them (Valkey's category
+// table order), including the ones implied by the flags.
+const READ_FAST: &[&str] = &["read", "string", "fast"];
+const READ_SLOW: &[&str] = &["read", "string", "slow"];
+const WRITE_FAST: &[&str] = &["write", "string", "fast"];
+const WRITE_SLOW: &[&str] = &["write", "string", "slow"];
+
+pub const COMMANDS: &[CommandSpec] = &[
+    spec(
+        "get",
+        2,
+        READONLY | FAST,
+        READ_FAST,
+        "1.0.0",
+        "Returns the string value of a key.",
+        get,
+    ),
+    spec(
+        "set",
+        -3,
+        WRITE | DENYOOM,
+        WRITE_SLOW,
+        "1.0.0",
+        "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+        set,
+    ),
+    spec(
+        "setnx",
+        3,
+        WRITE | DENYOOM | FAST,
+        WRITE_FAST,
+        "1.0.0",
+        "Set the string value of a key only when the key doesn't exist.",
+        setnx,
+    ),
+    spec(
+        "setex",
+        4,
+        WRITE | DENYOOM,
+        WRITE_SLOW,
+        "2.0.0",
+        "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
+        setex,
+    ),
+    spec(
+        "psetex",
+        4,
+        WRITE | DENYOOM,
+        WRITE_SLOW,
+        "2.6.0",
+        "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
+        psetex,
+    ),
+    spec(
+        "getex",
+        -2,
+        WRITE | FAST,
+        WRITE_FAST,
+        "6.2.0",
+        "Returns the string value of a key after setting its expiration time.",
+        getex,
+    ),
+    spec(
+        "getdel",
+        2,
+        WRITE | FAST,
+        WRITE_FAST,
+        "6.2.0",
+        "Returns the string value of a key after deleting the key.",
+        getdel,
+    ),
+    spec(
+        "getset",
+        3,
+        WRITE | DENYOOM | FAST,
+        WRITE_FAST,
+        "1.0.0",
+        "Returns the previous string value of a key after setting it to a new value.",
+        getset,
+    ),
+    CommandSpec {
+        last_key: -1,
+        complexity: "O(N) where N is the number of keys to retrieve.",
+        ..spec(
+            "mget",
+            -2,
+            READONLY | FAST,
+            READ_FAST,
+            "1.0.0",
+            "Atomically returns the string values of one or more keys.",
+            mget,
+        )
+    },
+    CommandSpec {
+        last_key: -1,
+        key_step: 2,
+        complexity: "O(N) where N is the number of keys to set.",
+        ..spec(
+            "mset",
+            -3,
+            WRITE | DENYOOM,
+            WRITE_SLOW,
+            "1.0.1",
+            "Atomically creates or modifies the string values of one or more keys.",
+            mset,
+        )
+    },
+    CommandSpec {
+        last_key: -1,
+        key_step: 2,
+        complexity: "O(N) where N is the number of keys to set.",
+        ..spec(
+            "msetnx",
+            -3,
+            WRITE | DENYOOM,
+            WRITE_SLOW,
+            "1.0.1",
+            "Atomically modifies the string values of one or more keys only when all keys don't exist.",
+            msetnx,
+        )
+    },
+    spec(
+        "incr",
+        2,
+        WRITE | DENYOOM | FAST,
+        WRITE_FAST,
+        "1.0.0",
+        "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+        incr,
+    ),
+    spec(
+        "decr",
+        2,
+        WRITE | DENYOOM | FAST,
+        WRITE_FAST,
+        "1.0.0",
+        "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+        decr,
+    ),
+    spec(
+        "incrby",
+        3,
+        WRITE | DENYOOM | FAST,
+        WRITE_FAST,
+        "1.0.0",
+        "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+        incrby,
+    ),
+    spec(
+        "decrby",
+        3,
+        WRITE | DENYOOM | FAST,
+        WRITE_FAST,
+        "1.0.0",
+        "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
+        decrby,
+    ),
+    spec(
+        "incrbyfloat",
+        3,
+        WRITE | DENYOOM | FAST,
+        WRITE_FAST,
+        "2.6.0",
+        "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+        incrbyfloat,
+    ),
+    CommandSpec {
+        complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by the server will double the free space available on every reallocation.",
+        ..spec(
+            "append",
+            3,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "2.0.0",
+            "Appends a string to the value of a key. Creates the key if it doesn't exist.",
+            append,
+        )
+    },
+    spec(
+        "strlen",
+        2,
+        READONLY | FAST,
+        READ_FAST,
+        "2.2.0",
+        "Returns the length of a string value.",
+        strlen,
+    ),
+    CommandSpec {
+        complexity: RANGE_COMPLEXITY,
+        ..spec(
+            "getrange",
+            4,
+            READONLY,
+            READ_SLOW,
+            "2.4.0",
+            "Returns a substring of the string stored at a key.",
+            getrange,
+        )
+    },
+    CommandSpec {
+        complexity: RANGE_COMPLEXITY,
+        ..spec(
+            "substr",
+            4,
+            READONLY,
+            READ_SLOW,
+            "1.0.0",
+            "Returns a substring from a string value.",
+            getrange,
+        )
+    },
+    CommandSpec {
+        complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
+        ..spec(
+            "setrange",
+            4,
+            WRITE | DENYOOM,
+            WRITE_SLOW,
+            "2.2.0",
+            "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
+            setrange,
+        )
+    },
+];
+
+// ---- Value helpers ---------------------------------------------------------
+
+/// The string in a value, `None` for any other type (WRONGTYPE). Every
+/// type check of this module goes through here.
+#[allow(unreachable_patterns)] // only strings exist yet; other types must fall through
+pub fn as_str(v: &Value) -> Option<&Str> {
+    match v {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+#[allow(unreachable_patterns)]
+fn as_str_mut(v: &mut Value) -> Option<&mut Str> {
+    match v {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// Valkey's `tryObjectEncoding` for an argument: integers in `string2ll`
+/// form are kept as integers (OBJECT ENCODING `int`).
+pub fn encode(b: &[u8]) -> Str {
+    match num::parse_i64(b) {
+        Some(n) => Str::Int(n),
+        None => Str::Bytes(b.to_vec()),
+    }
+}
+
+/// The bytes of a string; integers are formatted into `buf`.
+fn bytes_of<'a>(s: &'a Str, buf: &'a mut [u8; resp::num::I64_MAX_LEN]) -> &'a [u8] {
+    match s {
+        Str::Int(n) => resp::num::fmt_i64(*n, buf),
+        Str::Bytes(b) => b,
+    }
+}
+
+fn str_len(s: &Str) -> usize {
+    let mut buf = [0u8; resp::num::I64_MAX_LEN];
+    bytes_of(s, &mut buf).len()
+}
+
+fn reply_str(r: &mut ReplyWriter<'_>, s: &Str) {
+    match s {
+        Str::Int(n) => r.bulk_from_int(*n),
+        Str::Bytes(b) => r.bulk(b),
+    }
+}
+
+/// Make an integer-encoded string bytes, for in-place edits (Valkey's
+/// `dbUnshareStringValue`).
+fn unshare(s: &mut Str) -> &mut Vec<u8> {
+    if let Str::Int(n) = *s {
+        *s = Str::Bytes(n.to_string().into_bytes());
+    }
+    match s {
+        Str::Bytes(b) => b,
+        Str::Int(_) => unreachable!("converted above"),
+    }
+}
+
+/// Valkey's `checkStringLength`: would `size + append` bytes pass
+/// `proto-max-bulk-len`?
+fn too_long(max: usize, size: u64, append: u64) -> bool {
+    size.checked_add(append).is_none_or(|t| t > max as u64)
+}
+
+// ---- Keyspace helpers ------------------------------------------------------
+
+fn touch(e: &mut Entry, now_ms: i64) {
+    e.access_s = (now_ms / 1000) as u32;
+}
+
+/// `lookupKeyRead`: lazy expiry, access time, hit/miss statistics.
+fn lookup_read<'a>(
+    srv: &'a mut Server,
+    dbi: usize,
+    h: u64,
+    key: &[u8],
+    now_ms: i64,
+) -> Option<&'a mut Entry> {
+    match srv.keyspace.dbs[dbi].get(h, key, now_ms) {
+        Some(e) => {
+            srv.stats.keyspace_hits += 1;
+            touch(e, now_ms);
+            Some(e)
+        }
+        None => {
+            srv.stats.keyspace_misses += 1;
+            None
+        }
+    }
+}
+
+/// `lookupKeyWrite`: lazy expiry and access time, no statistics.
+fn lookup_write<'a>(db: &'a mut Db, h: u64, key: &[u8], now_ms: i64) -> Option<&'a mut Entry> {
+    let e = db.get(h, key, now_ms)?;
+    touch(e, now_ms);
+    Some(e)
+}
+
+/// Store a string, replacing whatever was there, with the given expiry.
+fn store(db: &mut Db, h: u64, key: &[u8], s: Str, expire_at_ms: Option<i64>, now_ms: i64) {
+    let mut e = Entry::new(Value::Str(s));
+    e.expire_at_ms = expire_at_ms;
+    touch(&mut e, now_ms);
+    db.insert(h, key, e);
+}
+
+/// Outcome of Valkey's `getGenericCommand`, which SET GET, GETSET and
+/// GETDEL share.
+enum Got {
+    Missing,
+    Found,
+    WrongType,
+}
+
+/// Reply with the string at `key` (null when missing, WRONGTYPE for other
+/// types) as GET does.
+fn get_generic(ctx: &mut Ctx<'_>, key: &[u8], h: u64) -> Got {
+    let dbi = ctx.session.db;
+    match lookup_read(ctx.srv, dbi, h, key, ctx.now_ms) {
+        None => {
+            ctx.reply.null();
+            Got::Missing
+        }
+        Some(e) => match as_str(&e.value) {
+            Some(s) => {
+                reply_str(&mut ctx.reply, s);
+                Got::Found
+            }
+            None => {
+                ctx.reply.error(WRONGTYPE);
+                Got::WrongType
+            }
+        },
+    }
+}
+
+// ---- GET / SET family ------------------------------------------------------
+
+fn get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let key = argv.get(1);
+    let h = ctx.key_hash(key);
+    get_generic(ctx, key, h);
+}
+
+/// Option flags of SET and GETEX (Valkey's `ARGS_*`).
+mod opt {
+    pub const NX: u32 = 1 << 0;
+    pub const XX: u32 = 1 << 1;
+    pub const GET: u32 = 1 << 2;
+    pub const KEEPTTL: u32 = 1 << 3;
+    pub const PERSIST: u32 = 1 << 4;
+    pub const EX: u32 = 1 << 5;
+    pub const PX: u32 = 1 << 6;
+    pub const EXAT: u32 = 1 << 7;
+    pub const PXAT: u32 = 1 << 8;
+    pub const ANY_EXPIRE: u32 = EX | PX | EXAT | PXAT;
+}
+
+/// Valkey's `parseExtendedCommandArgumentsOrReply`: each option is refused
+/// (syntax error) when a conflicting one came before it; repeating the same
+/// option is allowed and the last value wins. Returns the flags and the
+/// expire argument.
+fn parse_options<'a>(argv: ArgvRef<'a>, set: bool) -> Option<(u32, Option<&'a [u8]>)> {
+    use opt::*;
+    let mut flags = 0u32;
+    let mut expire = None;
+    let mut j = if set { 3 } else { 2 };
+    while j < argv.len() {
+        let a = argv.get(j);
+        let has_next = j + 1 < argv.len();
+        let is = |w: &str| a.eq_ignore_ascii_case(w.as_bytes());
+        let unit = if is("ex") {
+            EX
+        } else if is("px") {
+            PX
+        } else if is("exat") {
+            EXAT
+        } else if is("pxat") {
+            PXAT
+        } else {
+            0
+        };
+        if set && is("nx") && flags & XX == 0 {
+            flags |= NX;
+        } else if set && is("xx") && flags & NX == 0 {
+            flags |= XX;
+        } else if set && is("get") {
+            flags |= GET;
+        } else if set && is("keepttl") && flags & (PERSIST | ANY_EXPIRE) == 0 {
+            flags |= KEEPTTL;
+        } else if !set && is("persist") && flags & (KEEPTTL | ANY_EXPIRE) == 0 {
+            flags |= PERSIST;
+        } else if unit != 0 && has_next && flags & (KEEPTTL | PERSIST | (ANY_EXPIRE & !unit)) == 0 {
+            flags |= unit;
+            expire = Some(argv.get(j + 1));
+            j += 1;
+        } else {
+            return None;
+        }
+        j += 1;
+    }
+    Some((flags, expire))
+}
+
+/// Valkey's `getExpireMillisecondsOrReply`: the absolute expiry in ms, or
+/// the error to reply.
+fn expire_at(arg: &[u8], flags: u32, now_ms: i64, cmd: &str) -> Result<i64, String> {
+    let invalid = || format!("ERR invalid expire time in '{cmd}' command");
+    let v = num::parse_i64(arg).ok_or_else(|| NOT_INT.to_string())?;
+    let seconds = flags & (opt::EX | opt::EXAT) != 0;
+    if v <= 0 || (seconds && v > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    let mut ms = if seconds { v * 1000 } else { v };
+    if flags & (opt::EX | opt::PX) != 0 {
+        ms = ms.checked_add(now_ms).ok_or_else(invalid)?;
+    }
+    if ms <= 0 {
+        return Err(invalid());
+    }
+    Ok(ms)
+}
+
+/// What SETNX replies instead of `+OK` / null.
+#[derive(Clone, Copy)]
+enum SetReplies {
+    OkNull,
+    OneZero,
+}
+
+/// Valkey's `setGenericCommand`.
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    flags: u32,
+    key: &[u8],
+    val: &[u8],
+    expire: Option<&[u8]>,
+    cmd: &str,
+    replies: SetReplies,
+) {
+    let now = ctx.now_ms;
+    let when = match expire.map(|e| expire_at(e, flags, now, cmd)).transpose() {
+        Ok(w) => w,
+        Err(msg) => return ctx.error(&msg),
+    };
+    let h = ctx.key_hash(key);
+    let with_get = flags & opt::GET != 0;
+    if with_get && matches!(get_generic(ctx, key, h), Got::WrongType) {
+        return;
+    }
+    let dbi = ctx.session.db;
+    let db = &mut ctx.srv.keyspace.dbs[dbi];
+    let old_ttl = lookup_write(db, h, key, now).map(|e| e.expire_at_ms);
+    let found = old_ttl.is_some();
+    if (flags & opt::NX != 0 && found) || (flags & opt::XX != 0 && !found) {
+        if !with_get {
+            match replies {
+                SetReplies::OkNull => ctx.reply.null(),
+                SetReplies::OneZero => ctx.reply.int(0),
+            }
+        }
+        return;
+    }
+    // Already expired: storing it would only leave garbage for the expire
+    // cycle, so the old value is deleted instead (Valkey replicates a DEL).
+    if let Some(t) = when
+        && t <= now
+    {
+        if found {
+            db.remove(h, key);
+            ctx.touched(dbi, key);
+        }
+        if !with_get {
+            ctx.reply.ok();
+        }
+        return;
+    }
+    let ttl = match when {
+        Some(t) => Some(t),
+        None if flags & opt::KEEPTTL != 0 => old_ttl.flatten(),
+        None => None,
+    };
+    store(db, h, key, encode(val), ttl, now);
+    ctx.touched(dbi, key);
+    if !with_get {
+        match replies {
+            SetReplies::OkNull => ctx.reply.ok(),
+            SetReplies::OneZero => ctx.reply.int(1),
+        }
+    }
+}
+
+fn set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some((flags, expire)) = parse_options(argv, true) else {
+        return ctx.error(SYNTAX_ERR);
+    };
+    set_generic(
+        ctx,
+        flags,
+        argv.get(1),
+        argv.get(2),
+        expire,
+        "set",
+        SetReplies::OkNull,
+    );
+}
+
+fn setnx(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    set_generic(
+        ctx,
+        opt::NX,
+        argv.get(1),
+        argv.get(2),
+        None,
+        "setnx",
+        SetReplies::OneZero,
+    );
+}
+
+fn setex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (key, ttl, val) = (argv.get(1), argv.get(2), argv.get(3));
+    set_generic(
+        ctx,
+        opt::EX,
+        key,
+        val,
+        Some(ttl),
+        "setex",
+        SetReplies::OkNull,
+    );
+}
+
+fn psetex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (key, ttl, val) = (argv.get(1), argv.get(2), argv.get(3));
+    set_generic(
+        ctx,
+        opt::PX,
+        key,
+        val,
+        Some(ttl),
+        "psetex",
+        SetReplies::OkNull,
+    );
+}
+
+/// GETEX. Valkey 8 looks the key up before it validates the expire time,
+/// so a missing key replies nil even to `EX 0`.
+fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some((flags, expire)) = parse_options(argv, false) else {
+        return ctx.error(SYNTAX_ERR);
+    };
+    let now = ctx.now_ms;
+    let key = argv.get(1);
+    let h = ctx.key_hash(key);
+    let dbi = ctx.session.db;
+    let had_ttl = match lookup_read(ctx.srv, dbi, h, key, now) {
+        None => return ctx.reply.null(),
+        Some(e) => match as_str(&e.value) {
+            None => return ctx.error(WRONGTYPE),
+            Some(_) => e.expire_at_ms.is_some(),
+        },
+    };
+    let when = match expire
+        .map(|e| expire_at(e, flags, now, "getex"))
+        .transpose()
+    {
+        Ok(w) => w,
+        Err(msg) => return ctx.error(&msg),
+    };
+    let db = &mut ctx.srv.keyspace.dbs[dbi];
+    if let Some(s) = db.peek(h, key).and_then(|e| as_str(&e.value)) {
+        reply_str(&mut ctx.reply, s);
+    }
+    match when {
+        // Only an absolute time can be in the past already.
+        Some(t) if flags & (opt::EXAT | opt::PXAT) != 0 && t <= now => {
+            db.remove(h, key);
+        }
+        Some(t) => {
+            db.set_expire(h, key, Some(t));
+        }
+        None if flags & opt::PERSIST != 0 && had_ttl => {
+            db.set_expire(h, key, None);
+        }
+        None => return,
+    }
+    ctx.touched(dbi, key);
+}
+
+fn getdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let key = argv.get(1);
+    let h = ctx.key_hash(key);
+    if let Got::Found = get_generic(ctx, key, h) {
+        let dbi = ctx.session.db;
+        ctx.srv.keyspace.dbs[dbi].remove(h, key);
+        ctx.touched(dbi, key);
+    }
+}
+
+fn getset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let key = argv.get(1);
+    let h = ctx.key_hash(key);
+    if let Got::WrongType = get_generic(ctx, key, h) {
+        return;
+    }
+    let dbi = ctx.session.db;
+    let now = ctx.now_ms;
+    store(
+        &mut ctx.srv.keyspace.dbs[dbi],
+        h,
+        key,
+        encode(argv.get(2)),
+        None,
+        now,
+    );
+    ctx.touched(dbi, key);
+}
+
+// ---- Multi-key -------------------------------------------------------------
+
+fn mget(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let dbi = ctx.session.db;
+    let now = ctx.now_ms;
+    ctx.reply.array_len(argv.len() - 1);
+    for i in 1..argv.len() {
+        let key = argv.get(i);
+        let h = ctx.key_hash(key);
+        match lookup_read(ctx.srv, dbi, h, key, now).and_then(|e| as_str(&e.value)) {
+            Some(s) => reply_str(&mut ctx.reply, s),
+            // Other types read as missing here, not as an error.
+            None => ctx.reply.null(),
+        }
+    }
+}
+
+fn mset_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, nx: bool, name: &str) {
+    if argv.len().is_multiple_of(2) {
+        return ctx.error(&format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ));
+    }
+    let dbi = ctx.session.db;
+    let now = ctx.now_ms;
+    if nx {
+        for i in (1..argv.len()).step_by(2) {
+            let key = argv.get(i);
+            let h = ctx.key_hash(key);
+            if lookup_write(&mut ctx.srv.keyspace.dbs[dbi], h, key, now).is_some() {
+                return ctx.reply.int(0);
+            }
+        }
+    }
+    for i in (1..argv.len()).step_by(2) {
+        let key = argv.get(i);
+        let h = ctx.key_hash(key);
+        let val = encode(argv.get(i + 1));
+        store(&mut ctx.srv.keyspace.dbs[dbi], h, key, val, None, now);
+        ctx.touched(dbi, key);
+    }
+    if nx {
+        ctx.reply.int(1);
+    } else {
+        ctx.reply.ok();
+    }
+}
+
+fn mset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    mset_generic(ctx, argv, false, "mset");
+}
+
+fn msetnx(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    mset_generic(ctx, argv, true, "msetnx");
+}
+
+// ---- Counters --------------------------------------------------------------
+
+/// Valkey's `incrDecrCommand`. The TTL is kept.
+fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
+    let h = ctx.key_hash(key);
+    let dbi = ctx.session.db;
+    let now = ctx.now_ms;
+    let db = &mut ctx.srv.keyspace.dbs[dbi];
+    let result = match lookup_write(db, h, key, now) {
+        None => {
+            store(db, h, key, Str::Int(incr), None, now);
+            incr
+        }
+        Some(e) => {
+            let Some(s) = as_str_mut(&mut e.value) else {
+                return ctx.error(WRONGTYPE);
+            };
+            let old = match s {
+                Str::Int(n) => *n,
+                Str::Bytes(b) => match num::parse_i64(b) {
+                    Some(n) => n,
+                    None => return ctx.error(NOT_INT),
+                },
+            };
+            let Some(v) = old.checked_add(incr) else {
+                return ctx.error("ERR increment or decrement would overflow");
+            };
+            *s = Str::Int(v);
+            v
+        }
+    };
+    ctx.touched(dbi, key);
+    ctx.reply.int(result);
+}
+
+fn incr(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    incr_decr(ctx, argv.get(1), 1);
+}
+
+fn decr(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    incr_decr(ctx, argv.get(1), -1);
+}
+
+fn incrby(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    match num::parse_i64(argv.get(2)) {
+        Some(n) => incr_decr(ctx, argv.get(1), n),
+        None => ctx.error(NOT_INT),
+    }
+}
+
+fn decrby(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    match num::parse_i64(argv.get(2)) {
+        Some(i64::MIN) => ctx.error("ERR decrement would overflow"),
+        Some(n) => incr_decr(ctx, argv.get(1), -n),
+        None => ctx.error(NOT_INT),
+    }
+}
+
+/// Valkey's `incrbyfloatCommand`: long double arithmetic, the result stored
+/// as text (not int-encoded, even when integral) and the TTL kept.
+fn incrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let key = argv.get(1);
+    let h = ctx.key_hash(key);
+    let dbi = ctx.session.db;
+    let now = ctx.now_ms;
+    let db = &mut ctx.srv.keyspace.dbs[dbi];
+    let entry = lookup_write(db, h, key, now);
+    let old = match entry.as_deref().map(|e| as_str(&e.value)) {
+        None => Some(LongDouble::ZERO),
+        Some(None) => return ctx.error(WRONGTYPE),
+        Some(Some(Str::Int(n))) => Some(LongDouble::from_i64(*n)),
+        Some(Some(Str::Bytes(b))) => LongDouble::parse(b),
+    };
+    let (Some(old), Some(incr)) = (old, LongDouble::parse(argv.get(2))) else {
+        return ctx.error(NOT_FLOAT);
+    };
+    let sum = match old.checked_add(incr) {
+        Some(v) if v.is_finite() => v,
+        _ => return ctx.error("ERR increment would produce NaN or Infinity"),
+    };
+    let text = sum.to_human();
+    ctx.reply.bulk(&text);
+    match entry.and_then(|e| as_str_mut(&mut e.value)) {
+        Some(s) => *s = Str::Bytes(text),
+        None => store(db, h, key, Str::Bytes(text), None, now),
+    }
+    ctx.touched(dbi, key);
+}
+
+// ---- Byte ranges -----------------------------------------------------------
+
+fn append(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (key, tail) = (argv.get(1), argv.get(2));
+    let h = ctx.key_hash(key);
+    let dbi = ctx.session.db;
+    let now = ctx.now_ms;
+    let max = ctx.srv.config.proto_max_bulk_len;
+    let db = &mut ctx.srv.keyspace.dbs[dbi];
+    let total = match lookup_write(db, h, key, now) {
+        None => {
+            store(db, h, key, encode(tail), None, now);
+            tail.len()
+        }
+        Some(e) => {
+            let Some(s) = as_str_mut(&mut e.value) else {
+                return ctx.error(WRONGTYPE);
+            };
+            if too_long(max, str_len(s) as u64, tail.len() as u64) {
+                return ctx.error(TOO_BIG);
+            }
+            let b = unshare(s);
+            b.extend_from_slice(tail);
+            b.len()
+        }
+    };
+    ctx.touched(dbi, key);
+    ctx.reply.int(total as i64);
+}
+
+fn strlen(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let key = argv.get(1);
+    let h = ctx.key_hash(key);
+    let dbi = ctx.session.db;
+    match lookup_read(ctx.srv, dbi, h, key, ctx.now_ms) {
+        None => ctx.reply.int(0),
+        Some(e) => match as_str(&e.value) {
+            Some(s) => ctx.reply.int(str_len(s) as i64),
+            None => ctx.error(WRONGTYPE),
+        },
+    }
+}
+
+/// GETRANGE and SUBSTR. Valkey's index rules: negative indexes count from
+/// the end, both are clamped, and an empty range replies `""`.
+fn getrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (Some(mut start), Some(mut end)) =
+        (num::parse_i64(argv.get(2)), num::parse_i64(argv.get(3)))
+    else {
+        return ctx.error(NOT_INT);
+    };
+    let key = argv.get(1);
+    let h = ctx.key_hash(key);
+    let dbi = ctx.session.db;
+    let Some(e) = lookup_read(ctx.srv, dbi, h, key, ctx.now_ms) else {
+        return ctx.reply.bulk(b"");
+    };
+    let Some(s) = as_str(&e.value) else {
+        return ctx.error(WRONGTYPE);
+    };
+    let mut buf = [0u8; resp::num::I64_MAX_LEN];
+    let b = bytes_of(s, &mut buf);
+    let len = b.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return ctx.reply.bulk(b"");
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0).min(len - 1);
+    if start > end || len == 0 {
+        ctx.reply.bulk(b"");
+    } else {
+        ctx.reply.bulk(&b[start as usize..=end as usize]);
+    }
+}
+
+fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (key, value) = (argv.get(1), argv.get(3));
+    let Some(offset) = num::parse_i64(argv.get(2)) else {
+        return ctx.error(NOT_INT);
+    };
+    if offset < 0 {
+        return ctx.error("ERR offset is out of range");
+    }
+    let offset = offset as u64;
+    let h = ctx.key_hash(key);
+    let dbi = ctx.session.db;
+    let now = ctx.now_ms;
+    let max = ctx.srv.config.proto_max_bulk_len;
+    let db = &mut ctx.srv.keyspace.dbs[dbi];
+    let existing = match lookup_write(db, h, key, now) {
+        None => None,
+        Some(e) => match as_str(&e.value) {
+            None => return ctx.error(WRONGTYPE),
+            Some(s) => Some(str_len(s)),
+        },
+    };
+    if value.is_empty() {
+        // Nothing to write: not even a missing key is created.
+        return ctx.reply.int(existing.unwrap_or(0) as i64);
+    }
+    if too_long(max, offset, value.len() as u64) {
+        return ctx.error(TOO_BIG);
+    }
+    let offset = offset as usize;
+    let end = offset + value.len();
+    let total = match lookup_write(db, h, key, now).and_then(|e| as_str_mut(&mut e.value)) {
+        Some(s) => {
+            let b = unshare(s);
+            if b.len() < end {
+                b.resize(end, 0);
+            }
+            b[offset..end].copy_from_slice(value);
+            b.len()
+        }
+        None => {
+            let mut b = vec![0u8; end];
+            b[offset..].copy_from_slice(value);
+            store(db, h, key, Str::Bytes(b), None, now);
+            end
+        }
+    };
+    ctx.touched(dbi, key);
+    ctx.reply.int(total as i64);
+}

@@ -1,0 +1,543 @@
+//! The stream half of a client: bytes in, parsed argument spans, reply bytes
+//! out. Socket-free, so both event loops share it and tests drive it with
+//! plain byte slices.
+//!
+//! Life of the input side: bytes are appended to `rbuf`; [`Connection::parse`]
+//! turns every complete command after `parsed` into spans (relative to
+//! `rbuf`); the driver hands those spans to the engine as one `Job`; then
+//! [`Connection::after_batch`] drops the executed bytes, keeping any partial
+//! command at the front of `rbuf`.
+//!
+//! The output side is double-buffered: the engine appends to `out` while
+//! `sending` is what the socket layer is writing (io_uring may read it at any
+//! moment until the send completes, so it must not move or change). When
+//! `sending` is drained the two swap; no reply byte is copied.
+
+use engine::{ClientId, CommandsView, Job};
+use resp::{Limits, Parsed, ProtocolError, Resume, Span};
+use std::os::fd::RawFd;
+
+/// How reads are sized when the parser gives no hint.
+pub(crate) const READ_CHUNK: usize = 16 * 1024;
+/// A buffer that grew past this is given back once it is idle again, so one
+/// big request or reply does not pin memory for the connection's life.
+const SHRINK_ABOVE: usize = 256 * 1024;
+
+/// Why and how a connection is going away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Closing {
+    Open,
+    /// Send what is queued, then close (QUIT, protocol error, peer EOF).
+    AfterFlush,
+    /// Close without waiting for output (CLIENT KILL, write error, limits).
+    Now,
+}
+
+pub(crate) struct Connection {
+    pub(crate) fd: RawFd,
+    pub(crate) client: ClientId,
+    /// Generation of the slot this connection occupies, so completions for
+    /// an earlier occupant are recognized.
+    pub(crate) generation: u32,
+    rbuf: Vec<u8>,
+    /// `rbuf[..parsed]` has been parsed into `args`/`argc`.
+    parsed: usize,
+    args: Vec<Span>,
+    argc: Vec<u32>,
+    resume: Resume,
+    /// Skip parsing until `rbuf` holds this many bytes (a large bulk string
+    /// is arriving).
+    need: usize,
+    /// Grow `rbuf` towards `need` at most up to this size (the client's
+    /// query-buffer limit): `need` is only what the client claims.
+    reserve_cap: usize,
+    out: Vec<u8>,
+    sending: Vec<u8>,
+    sent: usize,
+    /// A protocol error found after the commands now parsed; it is replied
+    /// to once they have run.
+    error: Option<ProtocolError>,
+    /// No further input is parsed (QUIT, protocol error, closing).
+    input_closed: bool,
+    /// The peer sent FIN (or the read side failed).
+    pub(crate) peer_eof: bool,
+    pub(crate) closing: Closing,
+    /// Queued on the driver's dirty list (dedup).
+    pub(crate) dirty: bool,
+    /// Queued on the driver's flush list (dedup).
+    pub(crate) flush_queued: bool,
+    /// Queued on the driver's closing list (dedup).
+    pub(crate) close_queued: bool,
+    // Backend state; the driver never looks at these.
+    /// io_uring: a multishot recv is armed.
+    pub(crate) recv_armed: bool,
+    /// io_uring: a send reading `sending` is in the kernel's hands.
+    /// epoll: EPOLLOUT is registered.
+    pub(crate) send_busy: bool,
+    /// `shutdown(2)` was called (io_uring: to end pending operations).
+    pub(crate) shut: bool,
+    /// epoll: the events currently registered.
+    pub(crate) interest: u32,
+}
+
+/// What [`Connection::parse`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ParseResult {
+    /// Commands parsed so far this round (including earlier calls).
+    pub commands: usize,
+    /// Parsing stopped at the command cap with bytes left to look at.
+    pub more: bool,
+}
+
+impl Connection {
+    pub(crate) fn new(fd: RawFd, client: ClientId, generation: u32) -> Connection {
+        Connection {
+            fd,
+            client,
+            generation,
+            rbuf: Vec::new(),
+            parsed: 0,
+            args: Vec::new(),
+            argc: Vec::new(),
+            resume: Resume::default(),
+            need: 0,
+            reserve_cap: 0,
+            out: Vec::new(),
+            sending: Vec::new(),
+            sent: 0,
+            error: None,
+            input_closed: false,
+            peer_eof: false,
+            closing: Closing::Open,
+            dirty: false,
+            flush_queued: false,
+            close_queued: false,
+            recv_armed: false,
+            send_busy: false,
+            shut: false,
+            interest: 0,
+        }
+    }
+
+    /// Input is being ignored (the connection is on its way out).
+    pub(crate) fn input_closed(&self) -> bool {
+        self.input_closed || self.closing != Closing::Open
+    }
+
+    /// Append received bytes. Ignored once input is closed.
+    pub(crate) fn push_input(&mut self, data: &[u8]) {
+        if self.input_closed() {
+            return;
+        }
+        let target = self.need.min(self.reserve_cap);
+        if target > self.rbuf.len() {
+            // A big bulk string is coming: size the buffer once instead of
+            // doubling (and copying) it many times.
+            self.rbuf.reserve(target - self.rbuf.len());
+        }
+        self.rbuf.extend_from_slice(data);
+    }
+
+    /// The read buffer, for a backend that reads straight into its spare
+    /// capacity; reserve with [`Connection::reserve_read`] first.
+    pub(crate) fn read_buf(&mut self) -> &mut Vec<u8> {
+        &mut self.rbuf
+    }
+
+    /// Make room for the next read and say how much to ask for: the rest of
+    /// a large argument when the parser announced one (up to `cap`), else a
+    /// regular chunk.
+    pub(crate) fn reserve_read(&mut self, cap: usize) -> usize {
+        let target = self.need.min(self.reserve_cap);
+        let want = if target > self.rbuf.len() {
+            (target - self.rbuf.len()).clamp(READ_CHUNK, cap.max(READ_CHUNK))
+        } else {
+            READ_CHUNK
+        };
+        self.rbuf.reserve(want);
+        self.rbuf.capacity() - self.rbuf.len()
+    }
+
+    /// Bytes received but not yet parsed into a complete command (what
+    /// `client-query-buffer-limit` is checked against).
+    pub(crate) fn unparsed_len(&self) -> usize {
+        self.rbuf.len() - self.parsed
+    }
+
+    /// Parse complete commands after the ones already parsed, at most
+    /// `max_commands` in total this round. Stops at the first protocol error,
+    /// which is kept for [`Connection::after_batch`]. `qbuf_limit` caps how
+    /// far the read buffer is pre-grown for an announced large argument.
+    pub(crate) fn parse(
+        &mut self,
+        limits: &Limits,
+        max_commands: usize,
+        qbuf_limit: usize,
+    ) -> ParseResult {
+        // A little over the limit, so reaching the limit is detected.
+        self.reserve_cap = qbuf_limit.saturating_add(READ_CHUNK);
+        let mut result = ParseResult {
+            commands: self.argc.len(),
+            more: false,
+        };
+        if self.input_closed() || self.error.is_some() || self.rbuf.len() < self.need {
+            return result;
+        }
+        self.need = 0;
+        while self.parsed < self.rbuf.len() {
+            if result.commands >= max_commands {
+                result.more = true;
+                break;
+            }
+            let base = self.args.len();
+            let at = self.parsed;
+            match resp::parse_command_resume(
+                &mut self.rbuf[at..],
+                limits,
+                &mut self.args,
+                &mut self.resume,
+            ) {
+                Ok(Parsed::Command { consumed, argc }) => {
+                    if argc > 0 {
+                        for span in &mut self.args[base..] {
+                            span.start += at;
+                        }
+                        self.argc.push(argc as u32);
+                        result.commands += 1;
+                    }
+                    self.parsed += consumed;
+                }
+                Ok(Parsed::Incomplete { need }) => {
+                    if let Some(n) = need {
+                        self.need = at + n;
+                    }
+                    break;
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    self.input_closed = true;
+                    break;
+                }
+            }
+        }
+        result
+    }
+
+    pub(crate) fn has_commands(&self) -> bool {
+        !self.argc.is_empty()
+    }
+
+    /// A protocol error is waiting to be answered.
+    pub(crate) fn has_error(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// This connection's share of the batch.
+    pub(crate) fn job(&mut self) -> Job<'_> {
+        Job {
+            client: self.client,
+            commands: CommandsView {
+                data: &self.rbuf,
+                args: &self.args,
+                argc: &self.argc,
+            },
+            out: &mut self.out,
+            close_after_reply: false,
+        }
+    }
+
+    /// The parsed commands have run: drop their bytes, and settle what the
+    /// engine or the parser decided. Returns the protocol error, if one is
+    /// to be reported (its reply is already queued).
+    pub(crate) fn after_batch(&mut self, close_after_reply: bool) -> Option<ProtocolError> {
+        self.args.clear();
+        self.argc.clear();
+        if self.parsed > 0 {
+            self.rbuf.drain(..self.parsed);
+            self.need = self.need.saturating_sub(self.parsed);
+            self.parsed = 0;
+        }
+        if self.rbuf.capacity() > SHRINK_ABOVE && self.rbuf.len() < READ_CHUNK && self.need == 0 {
+            self.rbuf.shrink_to(READ_CHUNK);
+        }
+        if close_after_reply {
+            // The engine stopped at the closing command; whatever followed
+            // it is never run, not even a protocol error in it.
+            self.error = None;
+            self.close_input();
+            self.close(Closing::AfterFlush);
+            return None;
+        }
+        let err = self.error.take()?;
+        self.out.extend_from_slice(&err.to_resp());
+        self.close_input();
+        self.close(Closing::AfterFlush);
+        Some(err)
+    }
+
+    /// Stop taking input and free the read side's memory.
+    pub(crate) fn close_input(&mut self) {
+        self.input_closed = true;
+        self.rbuf = Vec::new();
+        self.args = Vec::new();
+        self.argc = Vec::new();
+        self.resume.reset();
+        self.parsed = 0;
+        self.need = 0;
+    }
+
+    /// Escalate the closing state (never downgrade `Now` to `AfterFlush`).
+    pub(crate) fn close(&mut self, how: Closing) {
+        if how == Closing::Now || self.closing == Closing::Open {
+            self.closing = how;
+        }
+    }
+
+    /// Output is queued or in flight.
+    pub(crate) fn has_output(&self) -> bool {
+        self.sent < self.sending.len() || !self.out.is_empty()
+    }
+
+    /// The bytes to send next. When the previous send is complete, the
+    /// engine's buffer becomes the sending one. The slice stays valid and
+    /// unchanged until [`Connection::advance`] consumes it: the engine only
+    /// ever appends to `out`.
+    pub(crate) fn pending_send(&mut self) -> &[u8] {
+        if self.sent == self.sending.len() {
+            self.sending.clear();
+            self.sent = 0;
+            std::mem::swap(&mut self.out, &mut self.sending);
+        }
+        &self.sending[self.sent..]
+    }
+
+    /// `n` bytes of [`Connection::pending_send`] went out.
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.sent = (self.sent + n).min(self.sending.len());
+        if self.sent == self.sending.len() {
+            self.sent = 0;
+            if self.sending.capacity() > SHRINK_ABOVE {
+                self.sending = Vec::new();
+            } else {
+                self.sending.clear();
+            }
+        }
+    }
+
+    /// Hand the sending buffer over to be leaked: an operation the kernel
+    /// never completed may still read it.
+    pub(crate) fn leak_sending(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.sending));
+        self.sent = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> Connection {
+        Connection::new(-1, ClientId(1), 0)
+    }
+
+    /// Parsed commands as owned argv lists.
+    fn commands(c: &mut Connection) -> Vec<Vec<Vec<u8>>> {
+        let job = c.job();
+        job.commands
+            .iter()
+            .map(|a| (0..a.len()).map(|i| a.get(i).to_vec()).collect())
+            .collect()
+    }
+
+    fn v(items: &[&str]) -> Vec<Vec<u8>> {
+        items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    const INPUT: &[u8] =
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\nPING\r\n*1\r\n$4\r\nPING\r\nECHO \"a b\"\n";
+
+    fn expected() -> Vec<Vec<Vec<u8>>> {
+        vec![
+            v(&["SET", "k", "hello"]),
+            v(&["PING"]),
+            v(&["PING"]),
+            v(&["ECHO", "a b"]),
+        ]
+    }
+
+    /// Feed `chunks` one per round, running the batch after each, and
+    /// collect every command seen.
+    fn run(chunks: &[&[u8]]) -> Vec<Vec<Vec<u8>>> {
+        let mut c = conn();
+        let mut seen = Vec::new();
+        for chunk in chunks {
+            c.push_input(chunk);
+            c.parse(&Limits::default(), usize::MAX, usize::MAX);
+            seen.extend(commands(&mut c));
+            assert!(c.after_batch(false).is_none());
+        }
+        assert_eq!(c.unparsed_len(), 0);
+        seen
+    }
+
+    #[test]
+    fn split_at_every_byte() {
+        for cut in 0..=INPUT.len() {
+            let got = run(&[&INPUT[..cut], &INPUT[cut..]]);
+            assert_eq!(got, expected(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn split_at_every_pair_of_bytes() {
+        for a in 0..=INPUT.len() {
+            for b in a..=INPUT.len() {
+                let got = run(&[&INPUT[..a], &INPUT[a..b], &INPUT[b..]]);
+                assert_eq!(got, expected(), "cuts at {a} and {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn one_byte_at_a_time() {
+        let chunks: Vec<&[u8]> = INPUT.chunks(1).collect();
+        assert_eq!(run(&chunks), expected());
+    }
+
+    #[test]
+    fn deep_pipeline_in_one_read() {
+        let mut buf = Vec::new();
+        for i in 0..10_000 {
+            resp::encode_command(&[b"GET".as_slice(), format!("k{i}").as_bytes()], &mut buf);
+        }
+        let mut c = conn();
+        c.push_input(&buf);
+        let r = c.parse(&Limits::default(), usize::MAX, usize::MAX);
+        assert_eq!(r.commands, 10_000);
+        let cmds = commands(&mut c);
+        assert_eq!(cmds[9_999], v(&["GET", "k9999"]));
+        c.after_batch(false);
+        assert_eq!(c.unparsed_len(), 0);
+    }
+
+    #[test]
+    fn command_cap_leaves_the_rest() {
+        let mut c = conn();
+        c.push_input(b"PING\r\nPING\r\nPI");
+        let r = c.parse(&Limits::default(), 1, usize::MAX);
+        assert_eq!((r.commands, r.more), (1, true));
+        c.after_batch(false);
+        assert_eq!(c.unparsed_len(), 8);
+        let r = c.parse(&Limits::default(), 1, usize::MAX);
+        assert_eq!((r.commands, r.more), (1, true));
+        c.after_batch(false);
+        let r = c.parse(&Limits::default(), 1, usize::MAX);
+        assert_eq!((r.commands, r.more), (0, false));
+        c.push_input(b"NG\r\n");
+        assert_eq!(c.parse(&Limits::default(), 1, usize::MAX).commands, 1);
+    }
+
+    #[test]
+    fn large_bulk_waits_for_its_bytes() {
+        let len = 1 << 20;
+        let mut req = Vec::new();
+        resp::encode_command(&[b"SET".as_slice(), b"k", &vec![b'x'; len]], &mut req);
+        let mut c = conn();
+        c.push_input(&req[..100]);
+        assert_eq!(
+            c.parse(&Limits::default(), usize::MAX, usize::MAX).commands,
+            0
+        );
+        // The parser announced the size: the buffer is grown once.
+        c.after_batch(false);
+        c.push_input(&req[100..200]);
+        assert!(c.read_buf().capacity() >= req.len() - 2);
+        let mut at = 200;
+        while at < req.len() {
+            let end = (at + 7000).min(req.len());
+            c.push_input(&req[at..end]);
+            at = end;
+            let r = c.parse(&Limits::default(), usize::MAX, usize::MAX);
+            if at < req.len() {
+                assert_eq!(r.commands, 0);
+            } else {
+                assert_eq!(r.commands, 1);
+            }
+            if r.commands == 0 {
+                c.after_batch(false);
+            }
+        }
+        let cmds = commands(&mut c);
+        assert_eq!(cmds[0][2].len(), len);
+        c.after_batch(false);
+        assert!(c.read_buf().capacity() <= SHRINK_ABOVE);
+    }
+
+    #[test]
+    fn protocol_error_after_good_commands() {
+        let mut c = conn();
+        c.push_input(b"PING\r\n*1\r\n$x\r\nPING\r\n");
+        let r = c.parse(&Limits::default(), usize::MAX, usize::MAX);
+        assert_eq!(r.commands, 1);
+        assert!(c.has_error());
+        c.job().out.extend_from_slice(b"+PONG\r\n");
+        let err = c.after_batch(false).expect("error reported");
+        assert_eq!(err.message(), "invalid bulk length");
+        assert_eq!(c.closing, Closing::AfterFlush);
+        assert_eq!(
+            c.pending_send(),
+            b"+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
+        );
+        // Further input is ignored.
+        c.push_input(b"PING\r\n");
+        assert_eq!(
+            c.parse(&Limits::default(), usize::MAX, usize::MAX).commands,
+            0
+        );
+    }
+
+    #[test]
+    fn close_after_reply_drops_the_rest() {
+        let mut c = conn();
+        c.push_input(b"QUIT\r\nPING\r\n*x\r\n");
+        c.parse(&Limits::default(), usize::MAX, usize::MAX);
+        c.job().out.extend_from_slice(b"+OK\r\n");
+        assert!(c.after_batch(true).is_none());
+        assert_eq!(c.closing, Closing::AfterFlush);
+        assert_eq!(c.pending_send(), b"+OK\r\n");
+    }
+
+    #[test]
+    fn output_double_buffering() {
+        let mut c = conn();
+        c.job().out.extend_from_slice(b"abcdef");
+        assert_eq!(c.pending_send(), b"abcdef");
+        // While "abcdef" is in flight the engine appends elsewhere.
+        c.job().out.extend_from_slice(b"gh");
+        c.advance(4);
+        assert!(c.has_output());
+        assert_eq!(c.pending_send(), b"ef");
+        c.advance(2);
+        assert_eq!(c.pending_send(), b"gh");
+        c.advance(2);
+        assert!(!c.has_output());
+        assert_eq!(c.pending_send(), b"");
+    }
+
+    #[test]
+    fn empty_commands_are_consumed() {
+        let mut c = conn();
+        c.push_input(b"\r\n*0\r\n*-1\r\nPING\r\n");
+        let r = c.parse(&Limits::default(), usize::MAX, usize::MAX);
+        assert_eq!(r.commands, 1);
+        assert_eq!(commands(&mut c), vec![v(&["PING"])]);
+    }
+
+    #[test]
+    fn inline_escapes_are_rewritten() {
+        let mut c = conn();
+        c.push_input(b"SET k \"a\\nb\"\r\n");
+        c.parse(&Limits::default(), usize::MAX, usize::MAX);
+        assert_eq!(commands(&mut c), vec![v(&["SET", "k", "a\nb"])]);
+    }
+}

@@ -1,0 +1,638 @@
+//! The inline driver: everything an event loop does that is not a syscall.
+//! Both backends feed it completions (accepted fd, bytes received, bytes
+//! sent, EOF) and then call [`Driver::process`] and [`Driver::tick`] once
+//! per iteration; it answers with three lists of connection slots: parsed
+//! input to look at again, output to send, connections to tear down.
+//!
+//! One iteration, as seen from here:
+//!
+//! ```text
+//!  on_input/on_eof ──► dirty ──► parse ──► one execute_batch for all ──► flush list
+//!                                  │                                    close list
+//!                                  └─ protocol error / query limit ───►
+//!  drain_events (Close, Shutdown) ──► close list     tick: stop flag, cron, stats
+//! ```
+
+use crate::connection::{Closing, Connection};
+use crate::listener;
+use engine::log;
+use engine::{ClientId, ClientInfo, Engine, Event, Job};
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Generations are kept to 24 bits so they fit the backends' completion
+/// tags next to the slot number.
+pub(crate) const GEN_MASK: u32 = 0xFF_FFFF;
+
+/// The longest the loop sleeps: `stop` is checked at least this often.
+const MAX_WAIT: Duration = Duration::from_millis(100);
+/// How long SHUTDOWN waits for queued replies to drain.
+const SHUTDOWN_FLUSH: Duration = Duration::from_secs(3);
+
+pub(crate) struct Driver {
+    pub(crate) engine: Engine,
+    stop: &'static AtomicBool,
+    stop_seen: bool,
+    /// Connections by slot; a slot is reused with a new generation.
+    conns: Vec<Option<Connection>>,
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    live: usize,
+    by_client: HashMap<u64, u32>,
+    /// Slots with input (or EOF) not yet looked at.
+    dirty: Vec<u32>,
+    /// Slots with output to send.
+    flush: Vec<u32>,
+    /// Slots whose `closing` is set, until the backend releases them.
+    closing: Vec<u32>,
+    /// Connections taken out of `conns` for the duration of a batch.
+    batch: Vec<(u32, Connection, bool)>,
+    scratch: Vec<u32>,
+    flags: Vec<bool>,
+    events: Vec<Event>,
+    shutting_down: bool,
+    shutdown_deadline: Option<Instant>,
+    next_cron: Instant,
+    // Counters not yet reported to the engine.
+    reads: u64,
+    writes: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+}
+
+impl Driver {
+    pub(crate) fn new(engine: Engine, stop: &'static AtomicBool) -> Driver {
+        Driver {
+            engine,
+            stop,
+            stop_seen: false,
+            conns: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            by_client: HashMap::new(),
+            dirty: Vec::new(),
+            flush: Vec::new(),
+            closing: Vec::new(),
+            batch: Vec::new(),
+            scratch: Vec::new(),
+            flags: Vec::new(),
+            events: Vec::new(),
+            shutting_down: false,
+            shutdown_deadline: None,
+            next_cron: Instant::now(),
+            reads: 0,
+            writes: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+        }
+    }
+
+    pub(crate) fn conn(&mut self, slot: u32) -> Option<&mut Connection> {
+        self.conns.get_mut(slot as usize)?.as_mut()
+    }
+
+    /// The connection in `slot` if it is still the one of `generation`.
+    pub(crate) fn conn_gen(&mut self, slot: u32, generation: u32) -> Option<&mut Connection> {
+        self.conn(slot).filter(|c| c.generation == generation)
+    }
+
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+
+    /// Slots in use (for the final teardown).
+    pub(crate) fn slots(&self) -> Vec<u32> {
+        (0..self.conns.len() as u32)
+            .filter(|&s| self.conns[s as usize].is_some())
+            .collect()
+    }
+
+    /// A new socket from accept: register it with the engine, or send the
+    /// engine's refusal and close it. Returns the slot on success.
+    pub(crate) fn accept(&mut self, fd: RawFd) -> Option<u32> {
+        if self.shutting_down {
+            listener::close_fd(fd);
+            return None;
+        }
+        let (Some(peer), Some(local)) = (listener::peer_addr(fd), listener::local_addr(fd)) else {
+            // Reset before we got to it.
+            listener::close_fd(fd);
+            return None;
+        };
+        let id = match self.engine.connect(ClientInfo { peer, local, fd }) {
+            Ok(id) => id,
+            Err(reply) => {
+                listener::send_best_effort(fd, &reply);
+                listener::close_fd(fd);
+                return None;
+            }
+        };
+        listener::tune_client_socket(fd, self.engine.tcp_keepalive_s());
+        if log::enabled(log::Level::Verbose) {
+            log::verbose(&format!("Accepted {peer}"));
+        }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.conns.push(None);
+                self.generations.push(0);
+                (self.conns.len() - 1) as u32
+            }
+        };
+        let generation = self.generations[slot as usize];
+        self.conns[slot as usize] = Some(Connection::new(fd, id, generation));
+        self.by_client.insert(id.0, slot);
+        self.live += 1;
+        Some(slot)
+    }
+
+    /// Bytes received on `slot`.
+    pub(crate) fn on_input(&mut self, slot: u32, data: &[u8]) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        c.push_input(data);
+        let client = c.client;
+        self.note_read(slot, client, data.len());
+    }
+
+    /// `n` bytes were read straight into the connection's buffer.
+    pub(crate) fn note_read(&mut self, slot: u32, client: ClientId, n: usize) {
+        self.reads += 1;
+        self.bytes_in += n as u64;
+        self.engine.note_client_input(client, n as u64);
+        self.mark_dirty(slot);
+    }
+
+    /// The peer closed its side (or the read side failed).
+    pub(crate) fn on_eof(&mut self, slot: u32) {
+        if let Some(c) = self.conn(slot) {
+            c.peer_eof = true;
+            self.mark_dirty(slot);
+        }
+    }
+
+    /// `n` bytes of the connection's pending output went out. Returns
+    /// whether output remains (the backend decides when to go on: epoll
+    /// waits for EPOLLOUT, io_uring queues the next send).
+    pub(crate) fn on_sent(&mut self, slot: u32, n: usize) -> bool {
+        self.writes += 1;
+        self.bytes_out += n as u64;
+        let Some(c) = self.conn(slot) else {
+            return false;
+        };
+        c.advance(n);
+        let more = c.has_output();
+        if !more && c.closing != Closing::Open {
+            self.queue_close(slot);
+        }
+        more
+    }
+
+    /// Sending failed: the peer is gone.
+    pub(crate) fn on_send_error(&mut self, slot: u32) {
+        self.writes += 1;
+        self.close(slot, Closing::Now);
+    }
+
+    /// Close `slot` (idempotent, escalates only).
+    pub(crate) fn close(&mut self, slot: u32, how: Closing) {
+        if let Some(c) = self.conn(slot) {
+            c.close_input();
+            c.close(how);
+            self.queue_close(slot);
+        }
+    }
+
+    fn mark_dirty(&mut self, slot: u32) {
+        if let Some(c) = self.conn(slot)
+            && !c.dirty
+        {
+            c.dirty = true;
+            self.dirty.push(slot);
+        }
+    }
+
+    pub(crate) fn queue_flush(&mut self, slot: u32) {
+        if let Some(c) = self.conn(slot)
+            && !c.flush_queued
+        {
+            c.flush_queued = true;
+            self.flush.push(slot);
+        }
+    }
+
+    fn queue_close(&mut self, slot: u32) {
+        if let Some(c) = self.conn(slot)
+            && !c.close_queued
+        {
+            c.close_queued = true;
+            self.closing.push(slot);
+        }
+    }
+
+    /// Work is waiting that needs no new IO: the loop must not sleep.
+    pub(crate) fn busy(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// How long the backend may wait for IO.
+    pub(crate) fn wait_time(&self) -> Duration {
+        if self.busy() {
+            return Duration::ZERO;
+        }
+        let cron = self.next_cron.saturating_duration_since(Instant::now());
+        cron.min(MAX_WAIT)
+    }
+
+    /// Parse everything new, run one batch for all connections with
+    /// complete commands, settle errors and closes, then the engine's events.
+    pub(crate) fn process(&mut self) {
+        let mut dirty = std::mem::take(&mut self.scratch);
+        std::mem::swap(&mut dirty, &mut self.dirty);
+        for &slot in &dirty {
+            let Some(mut c) = self.conns[slot as usize].take() else {
+                continue;
+            };
+            c.dirty = false;
+            if c.closing == Closing::Now {
+                self.conns[slot as usize] = Some(c);
+                continue;
+            }
+            let limits = self.engine.parser_limits_for(c.client);
+            let qbuf_limit = self.engine.query_buffer_limit_for(c.client);
+            // Before AUTH the limits are tighter, and AUTH changes them: take
+            // one command at a time, as Valkey does.
+            let max = if limits.unauthenticated {
+                1
+            } else {
+                usize::MAX
+            };
+            let r = c.parse(&limits, max, qbuf_limit);
+            if !c.has_error() && c.unparsed_len() > qbuf_limit {
+                self.engine
+                    .note_query_buffer_limit(c.client, c.unparsed_len());
+                c.close_input();
+                c.close(Closing::Now);
+                self.conns[slot as usize] = Some(c);
+                self.queue_close(slot);
+                continue;
+            }
+            if c.has_commands() || c.has_error() || c.peer_eof {
+                self.batch.push((slot, c, r.more));
+            } else {
+                self.conns[slot as usize] = Some(c);
+            }
+        }
+        dirty.clear();
+        self.scratch = dirty;
+
+        if !self.batch.is_empty() {
+            self.run_batch();
+        }
+        self.drain_events();
+    }
+
+    fn run_batch(&mut self) {
+        let mut jobs: Vec<Job<'_>> = self
+            .batch
+            .iter_mut()
+            .filter(|(_, c, _)| c.has_commands())
+            .map(|(_, c, _)| c.job())
+            .collect();
+        if !jobs.is_empty() {
+            self.engine.execute_batch(&mut jobs);
+        }
+        let mut flags_vec = std::mem::take(&mut self.flags);
+        flags_vec.clear();
+        flags_vec.extend(jobs.iter().map(|j| j.close_after_reply));
+        drop(jobs);
+
+        let mut flags = flags_vec.iter();
+        let mut batch_vec = std::mem::take(&mut self.batch);
+        for (slot, mut c, more) in batch_vec.drain(..) {
+            let close_after_reply = if c.has_commands() {
+                flags.next().copied().unwrap_or(false)
+            } else {
+                false
+            };
+            if let Some(err) = c.after_batch(close_after_reply) {
+                self.engine.note_protocol_error(c.client, &err);
+            }
+            let more = more && !c.input_closed();
+            if c.peer_eof && !more {
+                // Disconnected, possibly mid-command: reply to what ran
+                // (best effort), then go.
+                c.close_input();
+                c.close(Closing::AfterFlush);
+            }
+            let has_output = c.has_output();
+            let closing = c.closing != Closing::Open;
+            self.conns[slot as usize] = Some(c);
+            if has_output {
+                self.queue_flush(slot);
+            }
+            if closing {
+                self.queue_close(slot);
+            }
+            if more {
+                self.mark_dirty(slot);
+            }
+        }
+        self.batch = batch_vec;
+        self.flags = flags_vec;
+    }
+
+    fn drain_events(&mut self) {
+        self.engine.drain_events(&mut self.events);
+        let mut events = std::mem::take(&mut self.events);
+        for ev in events.drain(..) {
+            match ev {
+                Event::Close { client, flush } => {
+                    if let Some(&slot) = self.by_client.get(&client.0) {
+                        let how = if flush {
+                            Closing::AfterFlush
+                        } else {
+                            Closing::Now
+                        };
+                        self.close(slot, how);
+                    }
+                }
+                Event::Shutdown => self.begin_shutdown(),
+            }
+        }
+        self.events = events;
+    }
+
+    fn begin_shutdown(&mut self) {
+        if self.shutting_down {
+            return;
+        }
+        self.shutting_down = true;
+        self.shutdown_deadline = Some(Instant::now() + SHUTDOWN_FLUSH);
+        for slot in self.slots() {
+            self.close(slot, Closing::AfterFlush);
+        }
+    }
+
+    /// Once per iteration, after [`Driver::process`]: the stop flag, cron,
+    /// stats. Returns true when the loop should end (shutdown finished or
+    /// out of time; the backend then tears down what is left).
+    pub(crate) fn tick(&mut self) -> bool {
+        if !self.stop_seen && self.stop.load(Ordering::Relaxed) {
+            self.stop_seen = true;
+            self.engine.shutdown_requested();
+        }
+        let now = Instant::now();
+        if now >= self.next_cron {
+            self.engine.cron();
+            let period =
+                Duration::from_micros(1_000_000 / u64::from(self.engine.hz().clamp(1, 500)));
+            self.next_cron += period;
+            if self.next_cron < now {
+                self.next_cron = now + period;
+            }
+        }
+        self.drain_events();
+        self.report_stats();
+        if self.shutting_down {
+            let late = self.shutdown_deadline.is_some_and(|d| now >= d);
+            if late && self.live > 0 {
+                log::warning(&format!(
+                    "{} client(s) did not take their replies in time; closing them",
+                    self.live
+                ));
+            }
+            return self.live == 0 || late;
+        }
+        false
+    }
+
+    fn report_stats(&mut self) {
+        if self.reads | self.writes | self.bytes_in | self.bytes_out == 0 {
+            return;
+        }
+        self.engine.count_io(self.reads, self.writes);
+        let net = self.engine.net_stats_mut();
+        net.total_net_input_bytes += self.bytes_in;
+        net.total_net_output_bytes += self.bytes_out;
+        self.reads = 0;
+        self.writes = 0;
+        self.bytes_in = 0;
+        self.bytes_out = 0;
+    }
+
+    /// The slots with output queued since the last call.
+    pub(crate) fn take_flush(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        std::mem::swap(out, &mut self.flush);
+        for &slot in out.iter() {
+            if let Some(c) = self.conn(slot) {
+                c.flush_queued = false;
+            }
+        }
+    }
+
+    /// The slots that are closing, for the backend to try tearing down.
+    pub(crate) fn take_closing(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        std::mem::swap(out, &mut self.closing);
+        for &slot in out.iter() {
+            if let Some(c) = self.conn(slot) {
+                c.close_queued = false;
+            }
+        }
+    }
+
+    /// Put a slot back on the closing list (its teardown must wait for an
+    /// operation to finish).
+    pub(crate) fn retry_close(&mut self, slot: u32) {
+        self.queue_close(slot);
+    }
+
+    /// The backend has finished with `slot` (fd closed, no operation in
+    /// flight): forget the connection and its Session.
+    pub(crate) fn release(&mut self, slot: u32) -> Option<Connection> {
+        let c = self.conns.get_mut(slot as usize)?.take()?;
+        self.engine.disconnect(c.client);
+        self.by_client.remove(&c.client.0);
+        self.generations[slot as usize] = (self.generations[slot as usize] + 1) & GEN_MASK;
+        self.free.push(slot);
+        self.live -= 1;
+        Some(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static NEVER: AtomicBool = AtomicBool::new(false);
+
+    /// A driver with socket-free connections: it never does IO itself
+    /// except in `accept`, so tests register clients with the engine
+    /// directly and play the backend's part by hand.
+    fn driver(cfg: engine::Config) -> Driver {
+        Driver::new(engine::Engine::new(cfg, None), &NEVER)
+    }
+
+    fn config(args: &[&str]) -> engine::Config {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        engine::Config::load(None, &args).unwrap()
+    }
+
+    fn add(d: &mut Driver) -> u32 {
+        let info = ClientInfo {
+            peer: "127.0.0.1:40000".parse().unwrap(),
+            local: "127.0.0.1:6379".parse().unwrap(),
+            fd: -1,
+        };
+        let id = d.engine.connect(info).unwrap();
+        let slot = d.conns.len() as u32;
+        d.conns.push(Some(Connection::new(-1, id, 0)));
+        d.generations.push(0);
+        d.by_client.insert(id.0, slot);
+        d.live += 1;
+        slot
+    }
+
+    /// Everything queued for `slot`, as if the socket took it all.
+    fn output(d: &mut Driver, slot: u32) -> Vec<u8> {
+        let mut list = Vec::new();
+        d.take_flush(&mut list);
+        let c = d.conn(slot).unwrap();
+        let mut out = Vec::new();
+        while c.has_output() {
+            let chunk = c.pending_send().to_vec();
+            c.advance(chunk.len());
+            out.extend(chunk);
+        }
+        out
+    }
+
+    #[test]
+    fn pipeline_split_anywhere_gives_the_same_replies() {
+        let input = b"SET k v\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*1\r\n$4\r\nPING\r\n";
+        let want = b"+OK\r\n$1\r\nv\r\n+PONG\r\n+PONG\r\n".to_vec();
+        for cut in 0..=input.len() {
+            let mut d = driver(engine::Config::default());
+            let s = add(&mut d);
+            d.on_input(s, &input[..cut]);
+            d.process();
+            d.on_input(s, &input[cut..]);
+            d.process();
+            assert_eq!(output(&mut d, s), want, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn one_batch_serves_many_connections() {
+        let mut d = driver(engine::Config::default());
+        let a = add(&mut d);
+        let b = add(&mut d);
+        d.on_input(a, b"SET x 1\r\nINCR x\r\n");
+        d.on_input(b, b"PING\r\n");
+        d.process();
+        let mut list = Vec::new();
+        d.take_flush(&mut list);
+        assert_eq!(list, vec![a, b]);
+        d.flush = list;
+        assert_eq!(output(&mut d, a), b"+OK\r\n:2\r\n");
+        assert_eq!(output(&mut d, b), b"+PONG\r\n");
+    }
+
+    #[test]
+    fn protocol_error_replies_then_closes() {
+        let mut d = driver(engine::Config::default());
+        let s = add(&mut d);
+        d.on_input(s, b"PING\r\n*1\r\n$x\r\nPING\r\n");
+        d.process();
+        assert_eq!(
+            output(&mut d, s),
+            b"+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
+        );
+        let mut closing = Vec::new();
+        d.take_closing(&mut closing);
+        assert_eq!(closing, vec![s]);
+        assert_eq!(d.conn(s).unwrap().closing, Closing::AfterFlush);
+        d.release(s).unwrap();
+        assert_eq!(d.engine.connected_clients(), 0);
+    }
+
+    #[test]
+    fn quit_closes_after_reply_and_ignores_the_rest() {
+        let mut d = driver(engine::Config::default());
+        let s = add(&mut d);
+        d.on_input(s, b"PING\r\nQUIT\r\nSET never 1\r\n");
+        d.process();
+        assert_eq!(output(&mut d, s), b"+PONG\r\n+OK\r\n");
+        assert_eq!(d.conn(s).unwrap().closing, Closing::AfterFlush);
+        let t = add(&mut d);
+        d.on_input(t, b"EXISTS never\r\n");
+        d.process();
+        assert_eq!(output(&mut d, t), b":0\r\n");
+    }
+
+    #[test]
+    fn query_buffer_limit_closes_now() {
+        let mut d = driver(config(&["--client-query-buffer-limit", "1mb"]));
+        let s = add(&mut d);
+        d.on_input(s, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n");
+        d.on_input(s, &vec![b'x'; (1 << 20) - 100]);
+        d.process();
+        assert_eq!(d.conn(s).unwrap().closing, Closing::Open);
+        d.on_input(s, &[b'x'; 200]);
+        d.process();
+        assert_eq!(d.conn(s).unwrap().closing, Closing::Now);
+    }
+
+    #[test]
+    fn eof_mid_command_closes_without_running_it() {
+        let mut d = driver(engine::Config::default());
+        let s = add(&mut d);
+        d.on_input(s, b"PING\r\n*3\r\n$3\r\nSET\r\n$4\r\nhalf\r\n$10\r\nabc");
+        d.on_eof(s);
+        d.process();
+        assert_eq!(output(&mut d, s), b"+PONG\r\n");
+        assert_eq!(d.conn(s).unwrap().closing, Closing::AfterFlush);
+        let t = add(&mut d);
+        d.on_input(t, b"EXISTS half\r\n");
+        d.process();
+        assert_eq!(output(&mut d, t), b":0\r\n");
+    }
+
+    #[test]
+    fn unauthenticated_clients_go_one_command_at_a_time() {
+        let mut d = driver(config(&["--requirepass", "pw"]));
+        let s = add(&mut d);
+        // After AUTH the second command may be larger than the pre-AUTH cap.
+        let mut input = b"AUTH pw\r\n".to_vec();
+        let big = "x".repeat(20_000);
+        resp::encode_command(&[b"SET".as_slice(), b"k", big.as_bytes()], &mut input);
+        d.on_input(s, &input);
+        d.process();
+        assert!(d.busy(), "the rest waits for the next round");
+        d.process();
+        assert_eq!(output(&mut d, s), b"+OK\r\n+OK\r\n");
+    }
+
+    #[test]
+    fn shutdown_event_closes_everyone_after_flush() {
+        let mut d = driver(engine::Config::default());
+        let a = add(&mut d);
+        let b = add(&mut d);
+        d.on_input(b, b"PING\r\n");
+        d.engine.shutdown_requested();
+        d.process();
+        assert!(d.shutting_down());
+        for s in [a, b] {
+            assert_eq!(d.conn(s).unwrap().closing, Closing::AfterFlush);
+        }
+        d.release(a);
+        d.release(b);
+        assert!(d.tick());
+    }
+}

@@ -1,0 +1,380 @@
+//! The epoll event loop: level-triggered, non-blocking sockets, `read`
+//! straight into the connection's buffer until EAGAIN (bounded per
+//! iteration), replies written right after the batch, EPOLLOUT registered
+//! only while output is pending.
+
+use crate::connection::Closing;
+use crate::driver::{Driver, GEN_MASK};
+use crate::listener::{self, Listener};
+use engine::log;
+use std::io;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+/// Marks a listener's epoll key (connection keys are slot | gen << 32,
+/// with the generation kept to 24 bits).
+const LISTENER: u64 = 1 << 63;
+const MAX_EVENTS: usize = 1024;
+/// Reads per connection per iteration, so one fast sender cannot starve
+/// the others (level-triggered epoll reports the rest next time).
+const READS_PER_WAKE: usize = 16;
+/// Largest single read when a big argument is arriving.
+const BIG_READ: usize = 4 << 20;
+/// Accepts per listener per wake-up.
+const ACCEPTS_PER_WAKE: usize = 256;
+
+pub(crate) struct Epoll {
+    epfd: RawFd,
+    /// Listeners taken out of the set after EMFILE, until this instant.
+    accept_paused_until: Option<Instant>,
+    listeners_removed: bool,
+    last_accept_error_log: Option<Instant>,
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        listener::close_fd(self.epfd);
+    }
+}
+
+fn key(slot: u32, generation: u32) -> u64 {
+    u64::from(generation & GEN_MASK) << 32 | u64::from(slot)
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+impl Epoll {
+    pub(crate) fn new(listeners: &[Listener]) -> io::Result<Epoll> {
+        // SAFETY: epoll_create1 has no memory preconditions.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let ep = Epoll {
+            epfd,
+            accept_paused_until: None,
+            listeners_removed: false,
+            last_accept_error_log: None,
+        };
+        for (i, l) in listeners.iter().enumerate() {
+            listener::set_nonblocking(l.fd)?;
+            ep.ctl(
+                libc::EPOLL_CTL_ADD,
+                l.fd,
+                libc::EPOLLIN as u32,
+                LISTENER | i as u64,
+            )?;
+        }
+        Ok(ep)
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: data };
+        // SAFETY: `ev` is a valid epoll_event for the duration of the call.
+        let r = unsafe { libc::epoll_ctl(self.epfd, op, fd, &mut ev) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn run(mut self, mut d: Driver, listeners: Vec<Listener>) -> io::Result<()> {
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
+        let mut list = Vec::new();
+        let mut listening = true;
+        loop {
+            let wait = d.wait_time();
+            // Round up so a 0.4 ms cron remainder does not spin.
+            let timeout_ms = wait.as_micros().div_ceil(1000) as libc::c_int;
+            // SAFETY: `events` has room for MAX_EVENTS entries.
+            let n = unsafe {
+                libc::epoll_wait(
+                    self.epfd,
+                    events.as_mut_ptr(),
+                    MAX_EVENTS as libc::c_int,
+                    timeout_ms,
+                )
+            };
+            if n < 0 && errno() != libc::EINTR {
+                return Err(io::Error::last_os_error());
+            }
+            for ev in &events[..n.max(0) as usize] {
+                let (flags, data) = (ev.events, ev.u64);
+                if data & LISTENER != 0 {
+                    let l = &listeners[(data & !LISTENER) as usize];
+                    self.accept(&mut d, l.fd);
+                    continue;
+                }
+                let slot = data as u32;
+                let generation = (data >> 32) as u32;
+                if d.conn_gen(slot, generation).is_none() {
+                    continue;
+                }
+                let readable = (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32;
+                if flags & readable != 0 {
+                    self.read(&mut d, slot);
+                }
+                if flags & libc::EPOLLOUT as u32 != 0 {
+                    self.write(&mut d, slot);
+                }
+            }
+            d.process();
+            let done = d.tick();
+            d.take_flush(&mut list);
+            for &slot in &list {
+                self.write(&mut d, slot);
+            }
+            d.take_closing(&mut list);
+            for &slot in &list {
+                self.try_close(&mut d, slot);
+            }
+            if done {
+                break;
+            }
+            if listening {
+                self.manage_listeners(&d, &listeners, &mut listening);
+            }
+        }
+        for slot in d.slots() {
+            if let Some(c) = d.conn(slot) {
+                listener::close_fd(c.fd);
+            }
+            d.release(slot);
+        }
+        drop(listeners);
+        Ok(())
+    }
+
+    /// Stop listening for good at shutdown; pause and resume after an
+    /// accept failure such as EMFILE.
+    fn manage_listeners(&mut self, d: &Driver, listeners: &[Listener], listening: &mut bool) {
+        let set = |ep: &Epoll, add: bool| {
+            for (i, l) in listeners.iter().enumerate() {
+                let _ = if add {
+                    ep.ctl(
+                        libc::EPOLL_CTL_ADD,
+                        l.fd,
+                        libc::EPOLLIN as u32,
+                        LISTENER | i as u64,
+                    )
+                } else {
+                    ep.ctl(libc::EPOLL_CTL_DEL, l.fd, 0, 0)
+                };
+            }
+        };
+        if d.shutting_down() {
+            *listening = false;
+            if !self.listeners_removed {
+                set(self, false);
+            }
+            return;
+        }
+        let Some(until) = self.accept_paused_until else {
+            return;
+        };
+        if !self.listeners_removed {
+            set(self, false);
+            self.listeners_removed = true;
+        } else if Instant::now() >= until {
+            set(self, true);
+            self.listeners_removed = false;
+            self.accept_paused_until = None;
+        }
+    }
+
+    fn accept(&mut self, d: &mut Driver, lfd: RawFd) {
+        for _ in 0..ACCEPTS_PER_WAKE {
+            // SAFETY: no address is requested, so null pointers are allowed.
+            let fd = unsafe {
+                libc::accept4(
+                    lfd,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                match errno() {
+                    libc::EAGAIN => return,
+                    libc::EINTR | libc::ECONNABORTED => continue,
+                    e => {
+                        self.accept_error(e);
+                        return;
+                    }
+                }
+            }
+            let Some(slot) = d.accept(fd) else { continue };
+            let c = d.conn(slot).expect("just accepted");
+            let interest = libc::EPOLLIN as u32;
+            if self
+                .ctl(libc::EPOLL_CTL_ADD, fd, interest, key(slot, c.generation))
+                .is_err()
+            {
+                d.close(slot, Closing::Now);
+            } else {
+                c.interest = interest;
+            }
+        }
+    }
+
+    /// Out of descriptors (or another accept failure): log at most once a
+    /// second and stop listening briefly instead of spinning on a listener
+    /// that stays readable.
+    fn accept_error(&mut self, e: i32) {
+        let now = Instant::now();
+        if self
+            .last_accept_error_log
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            self.last_accept_error_log = Some(now);
+            log::warning(&format!(
+                "Accepting client connection: {}",
+                io::Error::from_raw_os_error(e)
+            ));
+        }
+        if matches!(
+            e,
+            libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM
+        ) && self.accept_paused_until.is_none()
+        {
+            // The loop takes the listeners out of the set and puts them
+            // back when the pause is over.
+            self.accept_paused_until = Some(now + Duration::from_millis(100));
+        }
+    }
+
+    fn read(&mut self, d: &mut Driver, slot: u32) {
+        for _ in 0..READS_PER_WAKE {
+            let Some(c) = d.conn(slot) else { return };
+            if c.peer_eof {
+                break;
+            }
+            let fd = c.fd;
+            let client = c.client;
+            if c.input_closed() {
+                // Keep draining what the peer sends so that closing the
+                // socket later sends FIN, not RST (an RST could destroy the
+                // error reply before the client reads it).
+                let mut sink = [0u8; 4096];
+                // SAFETY: `sink` is valid for its length.
+                let n = unsafe { libc::read(fd, sink.as_mut_ptr().cast(), sink.len()) };
+                if n > 0 {
+                    continue;
+                }
+                if n < 0 && matches!(errno(), libc::EAGAIN | libc::EINTR) {
+                    break;
+                }
+                d.on_eof(slot);
+                break;
+            }
+            let room = c.reserve_read(BIG_READ);
+            let buf = c.read_buf();
+            let len = buf.len();
+            // SAFETY: `reserve_read` made `room` bytes of spare capacity
+            // after `len`; read(2) writes at most that many.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().add(len).cast(), room) };
+            if n > 0 {
+                let n = n as usize;
+                // SAFETY: the kernel initialized `n` bytes past `len`, all
+                // within the capacity.
+                unsafe { buf.set_len(len + n) };
+                d.note_read(slot, client, n);
+                if n < room {
+                    // The socket is most likely drained.
+                    break;
+                }
+            } else if n == 0 {
+                d.on_eof(slot);
+                break;
+            } else {
+                match errno() {
+                    libc::EAGAIN => break,
+                    libc::EINTR => continue,
+                    _ => {
+                        d.on_eof(slot);
+                        break;
+                    }
+                }
+            }
+        }
+        self.update_interest(d, slot);
+    }
+
+    fn write(&mut self, d: &mut Driver, slot: u32) {
+        loop {
+            let Some(c) = d.conn(slot) else { return };
+            if c.closing == Closing::Now {
+                return;
+            }
+            let fd = c.fd;
+            let chunk = c.pending_send();
+            if chunk.is_empty() {
+                break;
+            }
+            // SAFETY: `chunk` is valid for its length during the call.
+            let n =
+                unsafe { libc::send(fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                let partial = (n as usize) < chunk.len();
+                d.on_sent(slot, n as usize);
+                if partial {
+                    // The socket buffer is full; EPOLLOUT will say when to go on.
+                    break;
+                }
+            } else {
+                match errno() {
+                    libc::EAGAIN => break,
+                    libc::EINTR => continue,
+                    _ => {
+                        d.on_send_error(slot);
+                        return;
+                    }
+                }
+            }
+        }
+        self.update_interest(d, slot);
+    }
+
+    /// Read interest while the peer may still send, write interest while
+    /// output is pending.
+    fn update_interest(&mut self, d: &mut Driver, slot: u32) {
+        let Some(c) = d.conn(slot) else { return };
+        if c.closing == Closing::Now {
+            return;
+        }
+        let mut want = 0u32;
+        if !c.peer_eof {
+            want |= libc::EPOLLIN as u32;
+        }
+        if c.has_output() {
+            want |= libc::EPOLLOUT as u32;
+        }
+        if want != c.interest {
+            let (fd, k) = (c.fd, key(slot, c.generation));
+            c.interest = want;
+            if self.ctl(libc::EPOLL_CTL_MOD, fd, want, k).is_err() {
+                d.close(slot, Closing::Now);
+            }
+        }
+    }
+
+    fn try_close(&mut self, d: &mut Driver, slot: u32) {
+        let Some(c) = d.conn(slot) else { return };
+        match c.closing {
+            Closing::Open => return,
+            Closing::AfterFlush if c.has_output() => {
+                // Still draining: the write path re-queues the close.
+                self.update_interest(d, slot);
+                return;
+            }
+            _ => {}
+        }
+        let fd = c.fd;
+        let _ = self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0);
+        listener::close_fd(fd);
+        d.release(slot);
+    }
+}

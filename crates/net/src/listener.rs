@@ -1,0 +1,384 @@
+//! Listening sockets from the `bind` / `port` / `tcp-backlog` directives,
+//! and the small socket helpers both event loops use (addresses, options,
+//! best-effort writes, close).
+
+use engine::Config;
+use engine::log;
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
+use std::os::fd::RawFd;
+
+/// One bound, listening socket (blocking; the epoll loop makes its own
+/// non-blocking).
+#[derive(Debug)]
+pub(crate) struct Listener {
+    pub fd: RawFd,
+    pub addr: SocketAddr,
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        close_fd(self.fd);
+    }
+}
+
+/// A `bind` entry as Valkey reads it: a leading `-` makes it optional
+/// (skipped when the address family or address does not exist here), `*`
+/// is IPv4 any, `::*` IPv6 any.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct BindSpec {
+    pub host: String,
+    pub optional: bool,
+}
+
+pub(crate) fn parse_bind(entry: &str) -> BindSpec {
+    let (optional, rest) = match entry.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, entry),
+    };
+    let host = match rest {
+        "*" => "0.0.0.0".to_string(),
+        "::*" => "::".to_string(),
+        h => h.to_string(),
+    };
+    BindSpec { host, optional }
+}
+
+/// The errors under which an optional (`-`) address is skipped: this host
+/// has no such family or address (Valkey's list).
+fn skippable(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(
+            libc::ENOPROTOOPT
+                | libc::EPROTONOSUPPORT
+                | libc::ESOCKTNOSUPPORT
+                | libc::EPFNOSUPPORT
+                | libc::EAFNOSUPPORT
+                | libc::EADDRNOTAVAIL
+        )
+    )
+}
+
+/// Bind every configured address. `port 0` means no TCP listener at all,
+/// as in Valkey. Errors carry Valkey's start-up failure text.
+pub(crate) fn bind_all(cfg: &Config) -> io::Result<Vec<Listener>> {
+    let port = cfg.port;
+    let mut out = Vec::new();
+    if port == 0 {
+        return Ok(out);
+    }
+    let failed = |e: io::Error| {
+        io::Error::new(
+            e.kind(),
+            format!("Failed listening on port {port} (tcp), aborting."),
+        )
+    };
+    for entry in &cfg.bind {
+        let spec = parse_bind(entry);
+        let shown = entry.strip_prefix('-').unwrap_or(entry);
+        let addr = match resolve(&spec.host, port) {
+            Ok(a) => a,
+            Err(e) => {
+                log::warning(&format!(
+                    "Could not create server TCP listening socket {shown}:{port}: {}",
+                    os_text(&e)
+                ));
+                return Err(failed(e));
+            }
+        };
+        match listen_on(addr, cfg.tcp_backlog) {
+            Ok(l) => out.push(l),
+            Err(e) if spec.optional && skippable(&e.1) => {
+                log::verbose(&format!("Skipping optional bind address {entry}: {e}"));
+            }
+            Err(e) => {
+                log::warning(&format!(
+                    "Warning: Could not create server TCP listening socket {shown}:{port}: {e}"
+                ));
+                return Err(failed(e.1));
+            }
+        }
+    }
+    if out.is_empty() {
+        log::warning("Configured to not listen anywhere, exiting.");
+        return Err(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            format!("Failed listening on port {port} (tcp), aborting."),
+        ));
+    }
+    Ok(out)
+}
+
+fn resolve(host: &str, port: u16) -> io::Result<SocketAddr> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address for host"))
+}
+
+/// Turn a libc return value into a `Result` carrying errno.
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// A failed step of setting up a listener: its name (for the log line,
+/// Valkey style "bind: Address already in use") and errno.
+#[derive(Debug)]
+struct StepError(&'static str, io::Error);
+
+impl std::fmt::Display for StepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.0, os_text(&self.1))
+    }
+}
+
+/// The error text without Rust's " (os error N)" suffix, as Valkey prints
+/// `strerror`.
+fn os_text(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+fn step<T>(what: &'static str, r: io::Result<T>) -> Result<T, StepError> {
+    r.map_err(|e| StepError(what, e))
+}
+
+fn listen_on(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: socket(2) has no memory preconditions.
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    let fd = step("socket", check(fd))?;
+    // From here on the fd is owned by the Listener and closed on error.
+    let mut l = Listener { fd, addr };
+    step(
+        "setsockopt SO_REUSEADDR",
+        set_int_opt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1),
+    )?;
+    if family == libc::AF_INET6 {
+        // So `*` and `::*` can share the port, as Valkey does.
+        step(
+            "setsockopt IPV6_V6ONLY",
+            set_int_opt(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1),
+        )?;
+    }
+    let (storage, len) = to_sockaddr(&addr);
+    // SAFETY: `storage` is a valid sockaddr of `len` bytes for this family.
+    let r = unsafe { libc::bind(fd, (&raw const storage).cast(), len) };
+    step("bind", check(r))?;
+    let backlog = backlog.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: listen(2) on a socket we own.
+    let r = unsafe { libc::listen(fd, backlog) };
+    step("listen", check(r))?;
+    l.addr = local_addr(fd).unwrap_or(addr);
+    Ok(l)
+}
+
+fn set_int_opt(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: the option value is a valid c_int of the size passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&raw const val).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    check(r).map(drop)
+}
+
+/// Per-connection options: no Nagle delay (replies are already batched per
+/// loop iteration), and keepalive probes as `tcp-keepalive` asks (Valkey's
+/// `anetKeepAlive`: idle = interval, probe every interval/3, 3 probes).
+pub(crate) fn tune_client_socket(fd: RawFd, keepalive_s: u64) {
+    let _ = set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    if keepalive_s > 0 {
+        let idle = keepalive_s.min(i32::MAX as u64) as libc::c_int;
+        let _ = set_int_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+        let _ = set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle);
+        let _ = set_int_opt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPINTVL,
+            (idle / 3).max(1),
+        );
+        let _ = set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+    }
+}
+
+pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl(2) flag queries/updates on an fd we own.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
+}
+
+/// Write `data` without blocking and ignore the outcome (rejection
+/// messages to a client that is closed right after).
+pub(crate) fn send_best_effort(fd: RawFd, data: &[u8]) {
+    // SAFETY: `data` is valid for `data.len()` bytes for the whole call.
+    unsafe {
+        libc::send(
+            fd,
+            data.as_ptr().cast(),
+            data.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        );
+    }
+}
+
+pub(crate) fn close_fd(fd: RawFd) {
+    if fd >= 0 {
+        // SAFETY: the caller owns `fd` and never uses it again.
+        unsafe {
+            libc::close(fd);
+        }
+    }
+}
+
+/// End both directions, waking any operation blocked on the socket.
+pub(crate) fn shutdown_fd(fd: RawFd) {
+    // SAFETY: shutdown(2) on an fd we own; no memory is involved.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
+pub(crate) fn peer_addr(fd: RawFd) -> Option<SocketAddr> {
+    sock_name(fd, true)
+}
+
+pub(crate) fn local_addr(fd: RawFd) -> Option<SocketAddr> {
+    sock_name(fd, false)
+}
+
+fn sock_name(fd: RawFd, peer: bool) -> Option<SocketAddr> {
+    // SAFETY: an all-zero sockaddr_storage is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let p = (&raw mut storage).cast::<libc::sockaddr>();
+    // SAFETY: `storage` has room for `len` bytes; the kernel writes at most
+    // that and updates `len`.
+    let r = unsafe {
+        if peer {
+            libc::getpeername(fd, p, &mut len)
+        } else {
+            libc::getsockname(fd, p, &mut len)
+        }
+    };
+    if r < 0 {
+        return None;
+    }
+    from_sockaddr(&storage)
+}
+
+fn from_sockaddr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match s.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in, which
+            // is smaller than sockaddr_storage and has a compatible alignment.
+            let a = unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let a = unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn to_sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for any
+            // sockaddr type; we write a sockaddr_in into it.
+            let sin = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr = libc::in_addr {
+                s_addr: u32::from(*a.ip()).to_be(),
+            };
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe { &mut *(&raw mut storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr = libc::in6_addr {
+                s6_addr: a.ip().octets(),
+            };
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_scope_id = a.scope_id();
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_entries() {
+        assert_eq!(
+            parse_bind("-::*"),
+            BindSpec {
+                host: "::".into(),
+                optional: true
+            }
+        );
+        assert_eq!(parse_bind("*").host, "0.0.0.0");
+        assert!(!parse_bind("127.0.0.1").optional);
+        assert_eq!(parse_bind("-::1").host, "::1");
+    }
+
+    #[test]
+    fn sockaddr_round_trip() {
+        for a in ["127.0.0.1:6379", "[::1]:7000", "[fe80::1%2]:1"] {
+            let addr: SocketAddr = a.parse().unwrap();
+            let (s, _) = to_sockaddr(&addr);
+            assert_eq!(from_sockaddr(&s), Some(addr));
+        }
+    }
+
+    #[test]
+    fn listen_on_ephemeral_port() {
+        let l = listen_on("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        assert_ne!(l.addr.port(), 0);
+        assert_eq!(local_addr(l.fd), Some(l.addr));
+    }
+}

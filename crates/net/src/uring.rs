@@ -1,0 +1,631 @@
+//! The io_uring event loop, hand-rolled on the `io-uring` crate.
+//!
+//! * Ring set up with `SINGLE_ISSUER | DEFER_TASKRUN` (completions are
+//!   produced only when this thread enters the kernel, so no interrupting
+//!   task work), falling back to a plain ring on kernels that refuse them.
+//! * One multishot accept per listener; one multishot recv per connection
+//!   drawing from a provided-buffer ring: bytes are copied into the
+//!   connection's read buffer and the buffer goes straight back to the ring.
+//!   A recv that ends (ENOBUFS when the ring ran dry, or any final
+//!   completion) is re-armed.
+//! * Sends: at most one in flight per connection, from the connection's
+//!   sending buffer, which is not touched until its completion. All sends
+//!   queued during an iteration go to the kernel with the next wait, in
+//!   one `io_uring_enter`; partial sends continue from where they stopped.
+//! * Completions carry kind + slot + generation, so one that outlives its
+//!   connection is recognized and ignored.
+//! * Closing: `shutdown(2)` wakes any recv or send still pending; the fd is
+//!   closed and the slot freed only after their last completions, so the
+//!   kernel never writes into or reads from memory that was given back.
+//! * The wait carries a timeout (`submit_with_args`) so cron runs and the
+//!   stop flag is checked. No SQPOLL, no forced IOSQE_ASYNC.
+
+use crate::connection::Closing;
+use crate::driver::{Driver, GEN_MASK};
+use crate::listener::{self, Listener};
+use crate::probe;
+use engine::log;
+use io_uring::{IoUring, cqueue, opcode, register, squeue, types};
+use std::io;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+const SQ_ENTRIES: u32 = 1024;
+const CQ_ENTRIES: u32 = 16384;
+/// Provided-buffer group for all recvs.
+const BGID: u16 = 0;
+const BUF_COUNT: u16 = 512;
+const BUF_SIZE: usize = 16 * 1024;
+
+const KIND_ACCEPT: u64 = 1;
+const KIND_RECV: u64 = 2;
+const KIND_SEND: u64 = 3;
+/// Completions of cancel requests: nothing to do.
+const KIND_CANCEL: u64 = 4;
+
+fn tag(kind: u64, slot: u32, generation: u32) -> u64 {
+    kind << 56 | u64::from(generation & GEN_MASK) << 32 | u64::from(slot)
+}
+
+fn untag(data: u64) -> (u64, u32, u32) {
+    (data >> 56, data as u32, (data >> 32) as u32 & GEN_MASK)
+}
+
+/// One entry of the provided-buffer ring, as the kernel lays it out
+/// (`struct io_uring_buf`); the ring's tail lives in entry 0's `resv`.
+#[repr(C)]
+struct RawBuf {
+    addr: u64,
+    len: u32,
+    bid: u16,
+    resv: u16,
+}
+
+/// Anonymous, page-aligned memory shared with the kernel.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+    /// An operation the kernel never completed may still use it: never
+    /// unmap.
+    leak: bool,
+}
+
+impl Mapping {
+    fn new(len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // affected.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+            leak: false,
+        })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if !self.leak {
+            // SAFETY: `ptr`/`len` are exactly what mmap returned, and no
+            // kernel operation refers to the memory any more (see `leak`).
+            unsafe {
+                libc::munmap(self.ptr.cast(), self.len);
+            }
+        }
+    }
+}
+
+/// The provided-buffer ring and its buffers.
+struct BufRing {
+    ring: Mapping,
+    data: Mapping,
+    /// Our copy of the tail: entries up to it are owned by the kernel once
+    /// published.
+    tail: u16,
+    published: u16,
+}
+
+impl BufRing {
+    fn new() -> io::Result<BufRing> {
+        let ring = Mapping::new(usize::from(BUF_COUNT) * size_of::<RawBuf>())?;
+        let data = Mapping::new(usize::from(BUF_COUNT) * BUF_SIZE)?;
+        let mut br = BufRing {
+            ring,
+            data,
+            tail: 0,
+            published: 0,
+        };
+        for bid in 0..BUF_COUNT {
+            br.recycle(bid);
+        }
+        br.publish();
+        Ok(br)
+    }
+
+    /// Give buffer `bid` back (visible to the kernel after `publish`).
+    fn recycle(&mut self, bid: u16) {
+        let idx = usize::from(self.tail & (BUF_COUNT - 1));
+        let entry = self.ring.ptr.cast::<RawBuf>();
+        // SAFETY: `idx` < BUF_COUNT, so the entry is inside the mapping. The
+        // slot at our unpublished tail is not read by the kernel until the
+        // tail moves past it. Fields are written through the raw pointer so
+        // entry 0's `resv` (the tail, which the kernel reads) is not touched.
+        unsafe {
+            let e = entry.add(idx);
+            (*e).addr = self.data.ptr.add(usize::from(bid) * BUF_SIZE) as u64;
+            (*e).len = BUF_SIZE as u32;
+            (*e).bid = bid;
+        }
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Publish recycled buffers to the kernel.
+    fn publish(&mut self) {
+        if self.published == self.tail {
+            return;
+        }
+        // SAFETY: the tail is the `resv` field of entry 0, a naturally
+        // aligned u16 inside the mapping; the kernel only reads it, and
+        // AtomicU16 has the same layout as u16.
+        let tail = unsafe {
+            let p = std::ptr::addr_of_mut!((*self.ring.ptr.cast::<RawBuf>()).resv);
+            AtomicU16::from_ptr(p)
+        };
+        // Release: the entries written above are visible before the tail.
+        tail.store(self.tail, Ordering::Release);
+        self.published = self.tail;
+    }
+
+    /// The `len` bytes the kernel put in buffer `bid`.
+    fn get(&self, bid: u16, len: usize) -> &[u8] {
+        assert!(bid < BUF_COUNT && len <= BUF_SIZE);
+        // SAFETY: bounds checked above; the kernel finished writing this
+        // buffer before posting the completion we are handling, and it will
+        // not reuse it until we recycle it.
+        unsafe { std::slice::from_raw_parts(self.data.ptr.add(usize::from(bid) * BUF_SIZE), len) }
+    }
+}
+
+pub(crate) struct Uring {
+    // Field order matters: the ring is dropped (closed) before the
+    // buffers it may have referenced.
+    ring: IoUring,
+    bufs: BufRing,
+    optimized_setup: bool,
+    /// Per listener: its multishot accept is armed.
+    accept_armed: Vec<bool>,
+    accept_paused_until: Option<Instant>,
+    last_accept_error_log: Option<Instant>,
+    /// Connections whose multishot recv ended and must be re-armed.
+    rearm: Vec<u32>,
+    cqes: Vec<(u64, i32, u32)>,
+}
+
+fn build_ring() -> Result<(IoUring, bool), String> {
+    let optimized = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_submit_all()
+        .setup_cqsize(CQ_ENTRIES)
+        .build(SQ_ENTRIES);
+    match optimized {
+        Ok(r) => return Ok((r, true)),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+        Err(e) => return Err(probe::explain_setup_error(&e)),
+    }
+    // Kernels before 6.1 refuse DEFER_TASKRUN: a plain ring works too.
+    IoUring::builder()
+        .setup_cqsize(CQ_ENTRIES)
+        .build(SQ_ENTRIES)
+        .map(|r| (r, false))
+        .map_err(|e| probe::explain_setup_error(&e))
+}
+
+fn explain_enter_error(what: &str, e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => {
+            format!("{what} refused with EPERM, by a seccomp filter or container policy")
+        }
+        Some(libc::EACCES) => {
+            format!("{what} refused with EACCES, by a seccomp filter or LSM policy")
+        }
+        Some(libc::ENOSYS) => format!("the kernel lacks {what} (ENOSYS)"),
+        Some(libc::EINVAL) => format!("the kernel does not support {what} (EINVAL)"),
+        _ => format!("{what}: {e}"),
+    }
+}
+
+impl Uring {
+    /// Set up the ring and everything the loop needs, or say why io_uring
+    /// cannot be used here.
+    pub(crate) fn new(listeners: &[Listener]) -> Result<Uring, String> {
+        probe::precheck()?;
+        let (ring, optimized_setup) = build_ring()?;
+        if !ring.params().is_feature_ext_arg() {
+            return Err("the kernel lacks IORING_FEAT_EXT_ARG (wait timeouts)".into());
+        }
+        let mut p = register::Probe::new();
+        ring.submitter()
+            .register_probe(&mut p)
+            .map_err(|e| explain_enter_error("io_uring_register", &e))?;
+        for (code, name) in [
+            (opcode::AcceptMulti::CODE, "accept"),
+            (opcode::RecvMulti::CODE, "recv"),
+            (opcode::Send::CODE, "send"),
+            (opcode::AsyncCancel::CODE, "async cancel"),
+        ] {
+            if !p.is_supported(code) {
+                return Err(format!("the kernel's io_uring lacks the {name} opcode"));
+            }
+        }
+        let bufs = BufRing::new().map_err(|e| format!("provided buffers: {e}"))?;
+        // SAFETY: the ring memory is a live mapping of BUF_COUNT entries,
+        // owned by `bufs`, which outlives the ring (field order, and leaked
+        // if an operation could still use it).
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(bufs.ring.ptr as u64, BUF_COUNT, BGID, 0)
+        }
+        .map_err(|e| explain_enter_error("provided buffer rings", &e))?;
+        let u = Uring {
+            ring,
+            bufs,
+            optimized_setup,
+            accept_armed: vec![false; listeners.len()],
+            accept_paused_until: None,
+            last_accept_error_log: None,
+            rearm: Vec::new(),
+            cqes: Vec::new(),
+        };
+        // One round trip proves io_uring_enter itself is allowed (seccomp
+        // can refuse it while allowing setup).
+        u.ring
+            .submitter()
+            .submit_with_args(0, &types::SubmitArgs::new())
+            .map_err(|e| explain_enter_error("io_uring_enter", &e))?;
+        Ok(u)
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        let setup = if self.optimized_setup {
+            "single issuer, deferred task run"
+        } else {
+            "plain setup (the kernel refused SINGLE_ISSUER|DEFER_TASKRUN)"
+        };
+        format!(
+            "{setup}, multishot accept and recv, {BUF_COUNT} x {} KiB provided buffers",
+            BUF_SIZE / 1024
+        )
+    }
+
+    /// Queue an SQE, handing the queue to the kernel first if it is full.
+    fn push(&mut self, entry: squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: every entry built in this module refers only to fds
+            // and to memory that stays valid and unchanged until its
+            // completion is reaped: a connection's sending buffer (kept while
+            // `send_busy`, the connection not released until the send
+            // completes) or the provided-buffer ring (kept for the ring's
+            // life).
+            if unsafe { self.ring.submission().push(&entry) }.is_ok() {
+                return Ok(());
+            }
+            self.ring.submit()?;
+        }
+    }
+
+    fn arm_accept(&mut self, i: usize, fd: i32) -> io::Result<()> {
+        let e = opcode::AcceptMulti::new(types::Fd(fd))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(tag(KIND_ACCEPT, i as u32, 0));
+        self.push(e)?;
+        self.accept_armed[i] = true;
+        Ok(())
+    }
+
+    fn arm_recv(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
+        let Some(c) = d.conn(slot) else { return Ok(()) };
+        if c.recv_armed || c.shut || c.peer_eof || c.closing == Closing::Now {
+            return Ok(());
+        }
+        c.recv_armed = true;
+        let e = opcode::RecvMulti::new(types::Fd(c.fd), BGID)
+            .build()
+            .user_data(tag(KIND_RECV, slot, c.generation));
+        self.push(e)
+    }
+
+    fn send(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
+        let Some(c) = d.conn(slot) else { return Ok(()) };
+        if c.send_busy || c.shut || c.closing == Closing::Now {
+            return Ok(());
+        }
+        let (fd, generation) = (c.fd, c.generation);
+        let (ptr, len) = {
+            let chunk = c.pending_send();
+            (chunk.as_ptr(), chunk.len().min(u32::MAX as usize) as u32)
+        };
+        if len == 0 {
+            return Ok(());
+        }
+        c.send_busy = true;
+        let e = opcode::Send::new(types::Fd(fd), ptr, len)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(tag(KIND_SEND, slot, generation));
+        self.push(e)
+    }
+
+    pub(crate) fn run(mut self, mut d: Driver, listeners: Vec<Listener>) -> io::Result<()> {
+        for (i, l) in listeners.iter().enumerate() {
+            self.arm_accept(i, l.fd)?;
+        }
+        let mut list = Vec::new();
+        loop {
+            self.wait(d.wait_time())?;
+            self.reap(&mut d)?;
+            self.bufs.publish();
+            let rearm = std::mem::take(&mut self.rearm);
+            for &slot in &rearm {
+                self.arm_recv(&mut d, slot)?;
+            }
+            self.rearm = rearm;
+            self.rearm.clear();
+
+            d.process();
+            let done = d.tick();
+            d.take_flush(&mut list);
+            for &slot in &list {
+                self.send(&mut d, slot)?;
+            }
+            d.take_closing(&mut list);
+            for &slot in &list {
+                self.try_close(&mut d, slot)?;
+            }
+            if done {
+                break;
+            }
+            self.manage_accepts(&d, &listeners)?;
+        }
+        self.teardown(d, listeners)
+    }
+
+    /// Submit everything queued and wait for at least one completion or
+    /// the timeout, in one `io_uring_enter`.
+    fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        let ts = types::Timespec::new()
+            .sec(timeout.as_secs())
+            .nsec(timeout.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => Ok(()),
+            Err(e) => match e.raw_os_error() {
+                // Timed out, interrupted by a signal, or the completion
+                // queue must be drained first.
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {
+                    Ok(())
+                }
+                _ => Err(e),
+            },
+        }
+    }
+
+    fn reap(&mut self, d: &mut Driver) -> io::Result<()> {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        cqes.extend(
+            self.ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags())),
+        );
+        for &(data, res, flags) in &cqes {
+            let (kind, slot, generation) = untag(data);
+            match kind {
+                KIND_ACCEPT => self.on_accept(d, slot as usize, res, flags)?,
+                KIND_RECV => self.on_recv(d, slot, generation, res, flags),
+                KIND_SEND => self.on_send(d, slot, generation, res),
+                _ => {}
+            }
+        }
+        self.cqes = cqes;
+        Ok(())
+    }
+
+    fn on_accept(&mut self, d: &mut Driver, i: usize, res: i32, flags: u32) -> io::Result<()> {
+        if !cqueue::more(flags) {
+            self.accept_armed[i] = false;
+        }
+        if res >= 0 {
+            if let Some(slot) = d.accept(res) {
+                self.arm_recv(d, slot)?;
+            }
+            return Ok(());
+        }
+        let e = -res;
+        if matches!(e, libc::ECONNABORTED | libc::EINTR | libc::ECANCELED) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if self
+            .last_accept_error_log
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            self.last_accept_error_log = Some(now);
+            log::warning(&format!(
+                "Accepting client connection: {}",
+                io::Error::from_raw_os_error(e)
+            ));
+        }
+        // Out of descriptors: retry a little later rather than spin.
+        self.accept_paused_until = Some(now + Duration::from_millis(100));
+        Ok(())
+    }
+
+    fn manage_accepts(&mut self, d: &Driver, listeners: &[Listener]) -> io::Result<()> {
+        if d.shutting_down() {
+            return Ok(());
+        }
+        if let Some(t) = self.accept_paused_until {
+            if Instant::now() < t {
+                return Ok(());
+            }
+            self.accept_paused_until = None;
+        }
+        for (i, l) in listeners.iter().enumerate() {
+            if !self.accept_armed[i] {
+                self.arm_accept(i, l.fd)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn on_recv(&mut self, d: &mut Driver, slot: u32, generation: u32, res: i32, flags: u32) {
+        let bid = cqueue::buffer_select(flags);
+        let Some(c) = d.conn_gen(slot, generation) else {
+            if let Some(bid) = bid {
+                self.bufs.recycle(bid);
+            }
+            return;
+        };
+        let more = cqueue::more(flags);
+        if !more {
+            c.recv_armed = false;
+        }
+        let closing = c.closing != Closing::Open;
+        if res > 0 {
+            if let Some(bid) = bid {
+                d.on_input(slot, self.bufs.get(bid, res as usize));
+                self.bufs.recycle(bid);
+            }
+            if !more && !closing {
+                self.rearm.push(slot);
+            }
+        } else if res == 0 {
+            d.on_eof(slot);
+        } else if -res == libc::ENOBUFS {
+            // The ring ran dry; the data waits in the socket.
+            if !closing {
+                self.rearm.push(slot);
+            }
+        } else if !closing {
+            // ECONNRESET and the like: the read side is gone.
+            d.on_eof(slot);
+        }
+        if closing && !more {
+            d.retry_close(slot);
+        }
+    }
+
+    fn on_send(&mut self, d: &mut Driver, slot: u32, generation: u32, res: i32) {
+        let Some(c) = d.conn_gen(slot, generation) else {
+            return;
+        };
+        c.send_busy = false;
+        let closing = c.closing != Closing::Open;
+        if res >= 0 {
+            if d.on_sent(slot, res as usize) {
+                d.queue_flush(slot);
+            }
+        } else {
+            d.on_send_error(slot);
+        }
+        if closing {
+            d.retry_close(slot);
+        }
+    }
+
+    fn try_close(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
+        let Some(c) = d.conn(slot) else { return Ok(()) };
+        match c.closing {
+            Closing::Open => return Ok(()),
+            Closing::AfterFlush if c.has_output() => {
+                // The send completion re-queues the close.
+                return self.send(d, slot);
+            }
+            _ => {}
+        }
+        if c.recv_armed || c.send_busy {
+            if !c.shut {
+                c.shut = true;
+                // Ends both directions: a pending recv completes with 0, a
+                // send waiting for buffer space with EPIPE. The cancels cover
+                // a kernel that would not wake them.
+                listener::shutdown_fd(c.fd);
+                let g = c.generation;
+                let (recv, send) = (c.recv_armed, c.send_busy);
+                if recv {
+                    self.cancel(tag(KIND_RECV, slot, g))?;
+                }
+                if send {
+                    self.cancel(tag(KIND_SEND, slot, g))?;
+                }
+            }
+            // The last completion calls retry_close.
+            return Ok(());
+        }
+        listener::close_fd(c.fd);
+        d.release(slot);
+        Ok(())
+    }
+
+    fn cancel(&mut self, target: u64) -> io::Result<()> {
+        let e = opcode::AsyncCancel::new(target)
+            .build()
+            .user_data(tag(KIND_CANCEL, 0, 0));
+        self.push(e)
+    }
+
+    /// Close whatever is left. Connections whose operations were answered
+    /// are freed normally; if any was not, the memory it may still touch is
+    /// leaked rather than freed (the process is about to exit anyway).
+    fn teardown(mut self, mut d: Driver, listeners: Vec<Listener>) -> io::Result<()> {
+        let slots = d.slots();
+        for &slot in &slots {
+            if let Some(c) = d.conn(slot)
+                && !c.shut
+            {
+                c.shut = true;
+                listener::shutdown_fd(c.fd);
+            }
+        }
+        // Give the kernel a moment to answer the pending operations.
+        let deadline = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < deadline
+            && d.slots()
+                .iter()
+                .any(|&s| d.conn(s).is_some_and(|c| c.recv_armed || c.send_busy))
+        {
+            self.wait(Duration::from_millis(20))?;
+            self.reap(&mut d)?;
+            self.bufs.publish();
+        }
+        let mut leaked = false;
+        for slot in d.slots() {
+            if let Some(c) = d.conn(slot) {
+                if c.send_busy {
+                    c.leak_sending();
+                    leaked = true;
+                }
+                leaked |= c.recv_armed;
+                listener::close_fd(c.fd);
+            }
+            d.release(slot);
+        }
+        if leaked {
+            self.bufs.ring.leak = true;
+            self.bufs.data.leak = true;
+        }
+        drop(self);
+        drop(listeners);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip() {
+        for (k, s, g) in [
+            (KIND_RECV, 0, 0),
+            (KIND_SEND, u32::MAX, GEN_MASK),
+            (KIND_ACCEPT, 7, 12345),
+        ] {
+            assert_eq!(untag(tag(k, s, g)), (k, s, g));
+        }
+    }
+}

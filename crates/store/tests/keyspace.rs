@@ -1,0 +1,195 @@
+//! Db expiry bookkeeping through the public API only.
+
+use std::time::Instant;
+
+use ringkv_store::{Db, Entry, Str, Value, hash_key};
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn entry(i: i64, ttl_at: Option<i64>) -> Entry {
+    let mut e = Entry::new(Value::Str(Str::Int(i)));
+    e.expire_at_ms = ttl_at;
+    e
+}
+
+fn put(db: &mut Db, k: &str, at: Option<i64>) {
+    db.insert(hash_key(k.as_bytes()), k.as_bytes(), entry(0, at));
+}
+
+fn has(db: &Db, k: &str) -> bool {
+    db.peek(hash_key(k.as_bytes()), k.as_bytes()).is_some()
+}
+
+#[test]
+fn expires_count_is_exact() {
+    let mut db = Db::default();
+    put(&mut db, "a", Some(NOW + 1000));
+    put(&mut db, "b", None);
+    assert_eq!((db.len(), db.expires_len()), (2, 1));
+    // Overwrite a volatile key with a persistent one (SET without KEEPTTL).
+    put(&mut db, "a", None);
+    assert_eq!(db.expires_len(), 0);
+    put(&mut db, "a", Some(NOW + 5));
+    put(&mut db, "a", Some(NOW + 6));
+    assert_eq!(db.expires_len(), 1);
+    let hb = hash_key(b"b");
+    assert!(db.set_expire(hb, b"b", Some(NOW + 10)));
+    assert!(db.set_expire(hb, b"b", Some(NOW + 20)));
+    assert_eq!(db.expires_len(), 2);
+    assert!(db.set_expire(hb, b"b", None));
+    assert_eq!(db.expires_len(), 1);
+    assert!(!db.set_expire(hash_key(b"zz"), b"zz", Some(1)));
+    // Lazy expiry on get.
+    let ha = hash_key(b"a");
+    assert!(db.get(ha, b"a", NOW).is_some());
+    assert!(db.get(ha, b"a", NOW + 6).is_none());
+    assert_eq!((db.len(), db.expires_len()), (1, 0));
+    assert_eq!(db.stats.expired_keys, 1);
+    put(&mut db, "c", Some(NOW));
+    assert!(db.remove(hash_key(b"c"), b"c").is_some());
+    assert_eq!(db.expires_len(), 0);
+    put(&mut db, "d", Some(NOW));
+    db.clear();
+    assert_eq!((db.len(), db.expires_len()), (0, 0));
+}
+
+#[test]
+fn get_updates_access_clock() {
+    let mut db = Db::default();
+    put(&mut db, "k", None);
+    let h = hash_key(b"k");
+    assert_eq!(db.get(h, b"k", 42_999).unwrap().access_s, 42);
+    assert_eq!(db.peek(h, b"k").unwrap().access_s, 42);
+    // New entries take the last clock seen instead of 0.
+    put(&mut db, "j", None);
+    assert_eq!(db.peek(hash_key(b"j"), b"j").unwrap().access_s, 42);
+}
+
+#[test]
+fn scan_and_random_skip_expired() {
+    let mut db = Db::default();
+    for i in 0..50 {
+        put(&mut db, &format!("dead{i}"), Some(NOW - 1));
+    }
+    put(&mut db, "live", None);
+    let mut seen = vec![];
+    let mut c = 0;
+    loop {
+        c = db.scan(c, NOW, |k, _| seen.push(k.to_vec()));
+        if c == 0 {
+            break;
+        }
+    }
+    assert_eq!(seen, vec![b"live".to_vec()]);
+    for s in 0..20 {
+        if let Some(k) = db.random_key(s, NOW) {
+            assert_eq!(k, b"live");
+        }
+    }
+    // Picks of expired keys deleted them, so it now always succeeds.
+    while db.len() > 10 {
+        db.random_key(db.len() as u64, NOW);
+    }
+    assert_eq!(db.random_key(7, NOW).as_deref(), Some(&b"live"[..]));
+    assert_eq!(db.expires_len(), db.len() - 1);
+    let mut empty = Db::default();
+    assert!(empty.random_key(1, NOW).is_none());
+}
+
+#[test]
+fn active_expire_removes_untouched_expired_keys() {
+    let mut db = Db::default();
+    for i in 0..3000 {
+        put(&mut db, &format!("gone{i}"), Some(NOW + (i % 100)));
+        put(&mut db, &format!("stay{i}"), Some(NOW + 1_000_000));
+        put(&mut db, &format!("persist{i}"), None);
+    }
+    assert_eq!(db.expires_len(), 6000);
+    // Nothing is due yet.
+    assert_eq!(db.active_expire(NOW - 1, 10_000), 0);
+    assert_eq!(db.stats.expired_stale_perc, 0.0);
+    let mut removed = 0;
+    for _ in 0..1000 {
+        removed += db.active_expire(NOW + 100, 100_000);
+        if db.expires_len() <= 3000 + 300 {
+            break;
+        }
+    }
+    // The cycle stops once under ~10% of a sample is stale, so a few expired
+    // keys may remain; they are a small fraction.
+    assert!(db.expires_len() <= 3300, "{}", db.expires_len());
+    assert_eq!(db.len(), 6000 + 3000 - removed);
+    assert_eq!(db.stats.expired_keys, removed as u64);
+    assert!(db.stats.expired_stale_perc > 0.0);
+    for i in 0..3000 {
+        assert!(has(&db, &format!("stay{i}")));
+        assert!(has(&db, &format!("persist{i}")));
+    }
+    // With only expired keys left to sample, one cycle gets them all.
+    let mut db = Db::default();
+    for i in 0..5000 {
+        put(&mut db, &format!("k{i}"), Some(NOW));
+    }
+    assert_eq!(db.active_expire(NOW, 1_000_000), 5000);
+    assert_eq!((db.len(), db.expires_len()), (0, 0));
+    assert_eq!(db.stats.expired_time_cap_reached_count, 0);
+}
+
+#[test]
+fn active_expire_respects_budget() {
+    let mut db = Db::default();
+    let n = 300_000;
+    for i in 0..n {
+        put(&mut db, &format!("key:{i:08}"), Some(NOW - 1));
+    }
+    let t = Instant::now();
+    let removed = db.active_expire(NOW, 1_000);
+    let took = t.elapsed();
+    assert!(removed > 0 && removed < n, "{removed}");
+    // 1 ms budget; allow slack for one sample and a loaded 2-core box.
+    assert!(took.as_millis() < 50, "{took:?}");
+    assert_eq!(db.stats.expired_time_cap_reached_count, 1);
+    assert_eq!(db.len(), n - removed);
+    assert_eq!(db.expires_len(), n - removed);
+}
+
+#[test]
+fn expiry_index_survives_resizes() {
+    // Grow and shrink both tables with interleaved TTL changes; the count
+    // must stay exact and each volatile key must stay expirable.
+    let mut db = Db::default();
+    let mut volatile = 0;
+    for i in 0..20_000 {
+        let at = (i % 3 == 0).then_some(NOW + i as i64);
+        volatile += at.is_some() as usize;
+        put(&mut db, &format!("k{i}"), at);
+        if i % 5 == 0 {
+            let k = format!("k{}", i / 2);
+            let h = hash_key(k.as_bytes());
+            let was = db.peek(h, k.as_bytes()).unwrap().expire_at_ms.is_some();
+            db.set_expire(h, k.as_bytes(), None);
+            volatile -= was as usize;
+        }
+    }
+    assert_eq!(db.expires_len(), volatile);
+    for i in 0..20_000 {
+        if i % 4 != 0 {
+            let k = format!("k{i}");
+            let h = hash_key(k.as_bytes());
+            if db.remove(h, k.as_bytes()).unwrap().expire_at_ms.is_some() {
+                volatile -= 1;
+            }
+        }
+    }
+    assert_eq!(db.expires_len(), volatile);
+    let mut removed = 0;
+    for _ in 0..10_000 {
+        removed += db.active_expire(i64::MAX, 1_000_000);
+        if db.expires_len() == 0 {
+            break;
+        }
+    }
+    assert_eq!(removed, volatile);
+    assert_eq!(db.expires_len(), 0);
+    assert!(db.memory_usage() > 0);
+}
