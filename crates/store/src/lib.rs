@@ -7,9 +7,19 @@
 //!                                  └─ Entry { value: Value, expire_at_ms, access clock }
 //! ```
 //!
-//! This crate owns memory layout and expiry bookkeeping. It knows nothing of
-//! commands, replies, sessions or sockets. It is the only crate besides `net`
-//! allowed `unsafe`, and only inside the table.
+//! ```text
+//!  Db ── table:    Table<Entry>  every key
+//!     └─ volatile: Table<i64>    keys with a TTL → expire time (exact
+//!                                `expires`, sampled by the active cycle)
+//! ```
+//!
+//! This crate owns memory layout, the key hash ([`hash_key`], seeded per
+//! process) and expiry bookkeeping (lazy expiry in [`Db::get`], Valkey's
+//! adaptive cycle in [`Db::active_expire`]). It knows nothing of commands,
+//! replies, sessions or sockets, and never reads the clock for expiry
+//! decisions: the engine passes `now_ms` in. It is the only crate besides
+//! `net` allowed `unsafe`, and only inside the table (prefetch and the bucket
+//! array allocation).
 
 pub mod hash;
 pub mod keyspace;
@@ -17,6 +27,6 @@ pub mod table;
 pub mod value;
 
 pub use hash::hash_key;
-pub use keyspace::{Db, Entry, Keyspace};
+pub use keyspace::{Db, Entry, ExpireStats, Keyspace};
 pub use table::Table;
 pub use value::{Str, Value};
