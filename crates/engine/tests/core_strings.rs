@@ -412,10 +412,10 @@ fn incr_decr_family() {
         assert_eq!(cmd(&mut e, c, &["incrby", "n", bad]), NOT_INT, "{bad:?}");
         assert_eq!(cmd(&mut e, c, &["decrby", "n", bad]), NOT_INT, "{bad:?}");
     }
-    // A text value that is an integer counts (APPEND leaves text).
+    // A text value that is an integer counts (APPEND leaves raw text, as Valkey).
     assert_eq!(cmd(&mut e, c, &["set", "t", "4"]), OK);
     assert_eq!(cmd(&mut e, c, &["append", "t", "2"]), int(2));
-    assert_eq!(value(&e, "t"), Some(store::Str::Bytes(b"42".to_vec())));
+    assert_eq!(value(&e, "t"), Some(store::Str::Raw(b"42".to_vec())));
     assert_eq!(cmd(&mut e, c, &["incr", "t"]), int(43));
     assert_eq!(value(&e, "t"), Some(store::Str::Int(43)));
     // The TTL survives.

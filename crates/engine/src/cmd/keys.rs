@@ -383,7 +383,7 @@ pub fn encoding_name(v: &Value) -> &'static str {
     match v {
         Value::Str(Str::Int(_)) => "int",
         Value::Str(Str::Bytes(b)) if b.len() <= 44 => "embstr",
-        Value::Str(Str::Bytes(_)) => "raw",
+        Value::Str(Str::Bytes(_) | Str::Raw(_)) => "raw",
     }
 }
 

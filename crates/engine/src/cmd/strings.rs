@@ -300,7 +300,7 @@ pub fn encode(b: &[u8]) -> Str {
 fn bytes_of<'a>(s: &'a Str, buf: &'a mut [u8; resp::num::I64_MAX_LEN]) -> &'a [u8] {
     match s {
         Str::Int(n) => resp::num::fmt_i64(*n, buf),
-        Str::Bytes(b) => b,
+        Str::Bytes(b) | Str::Raw(b) => b,
     }
 }
 
@@ -312,19 +312,20 @@ fn str_len(s: &Str) -> usize {
 fn reply_str(r: &mut ReplyWriter<'_>, s: &Str) {
     match s {
         Str::Int(n) => r.bulk_from_int(*n),
-        Str::Bytes(b) => r.bulk(b),
+        Str::Bytes(b) | Str::Raw(b) => r.bulk(b),
     }
 }
 
-/// Make an integer-encoded string bytes, for in-place edits (Valkey's
-/// `dbUnshareStringValue`).
+/// Make a string editable in place (Valkey's `dbUnshareStringValue`): the
+/// result is always `raw`, as in Valkey.
 fn unshare(s: &mut Str) -> &mut Vec<u8> {
-    if let Str::Int(n) = *s {
-        *s = Str::Bytes(n.to_string().into_bytes());
-    }
+    *s = match std::mem::replace(s, Str::Int(0)) {
+        Str::Int(n) => Str::Raw(n.to_string().into_bytes()),
+        Str::Bytes(b) | Str::Raw(b) => Str::Raw(b),
+    };
     match s {
-        Str::Bytes(b) => b,
-        Str::Int(_) => unreachable!("converted above"),
+        Str::Raw(b) => b,
+        Str::Int(_) | Str::Bytes(_) => unreachable!("converted above"),
     }
 }
 
@@ -763,7 +764,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
             };
             let old = match s {
                 Str::Int(n) => *n,
-                Str::Bytes(b) => match num::parse_i64(b) {
+                Str::Bytes(b) | Str::Raw(b) => match num::parse_i64(b) {
                     Some(n) => n,
                     None => return ctx.error(NOT_INT),
                 },
@@ -815,7 +816,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         None => Some(LongDouble::ZERO),
         Some(None) => return ctx.error(WRONGTYPE),
         Some(Some(Str::Int(n))) => Some(LongDouble::from_i64(*n)),
-        Some(Some(Str::Bytes(b))) => LongDouble::parse(b),
+        Some(Some(Str::Bytes(b) | Str::Raw(b))) => LongDouble::parse(b),
     };
     let (Some(old), Some(incr)) = (old, LongDouble::parse(argv.get(2))) else {
         return ctx.error(NOT_FLOAT);
@@ -956,7 +957,7 @@ fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         None => {
             let mut b = vec![0u8; end];
             b[offset..].copy_from_slice(value);
-            store(db, h, key, Str::Bytes(b), None, now);
+            store(db, h, key, Str::Raw(b), None, now);
             end
         }
     };
