@@ -325,6 +325,12 @@ impl Engine {
                 }
             }
         }
+        // Valkey's `activerehashing`: up to 1 ms per cron finishes resizes
+        // of databases that see no writes (writes move buckets themselves).
+        let until = Instant::now() + std::time::Duration::from_millis(1);
+        for db in srv.keyspace.dbs.iter_mut() {
+            while db.rehash_step(100) && Instant::now() < until {}
+        }
         let timeout_ms = srv.config.timeout.saturating_mul(1000) as i64;
         if timeout_ms > 0 {
             for slot in srv.clients.map.values_mut() {
