@@ -85,6 +85,9 @@ pub struct CommandSpec {
     pub func: Option<CommandFn>,
     /// Subcommands (CONFIG GET, CLIENT LIST, ...), empty otherwise.
     pub subcommands: &'static [CommandSpec],
+    /// Argument specs as COMMAND DOCS reports them (Valkey's command JSON);
+    /// empty for argument-less commands and containers.
+    pub args: &'static [ArgSpec],
 }
 
 impl CommandSpec {
@@ -104,7 +107,168 @@ impl CommandSpec {
         complexity: "O(1)",
         func: None,
         subcommands: &[],
+        args: &[],
     };
+}
+
+/// An argument's type, as COMMAND DOCS names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    String,
+    Integer,
+    Double,
+    /// A key; the index is into the command's key specs.
+    Key {
+        key_spec_index: u32,
+    },
+    Pattern,
+    UnixTime,
+    PureToken,
+    /// Exactly one of the sub-arguments.
+    Oneof,
+    /// All the sub-arguments, in order.
+    Block,
+}
+
+impl ArgKind {
+    /// The name COMMAND DOCS prints (Valkey's `ARG_TYPE_STR`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ArgKind::String => "string",
+            ArgKind::Integer => "integer",
+            ArgKind::Double => "double",
+            ArgKind::Key { .. } => "key",
+            ArgKind::Pattern => "pattern",
+            ArgKind::UnixTime => "unix-time",
+            ArgKind::PureToken => "pure-token",
+            ArgKind::Oneof => "oneof",
+            ArgKind::Block => "block",
+        }
+    }
+}
+
+/// Argument flags, as COMMAND DOCS reports them.
+pub mod arg_flags {
+    pub const OPTIONAL: u8 = 1 << 0;
+    pub const MULTIPLE: u8 = 1 << 1;
+    pub const MULTIPLE_TOKEN: u8 = 1 << 2;
+
+    /// Names in Valkey's order.
+    pub const NAMES: &[(u8, &str)] = &[
+        (OPTIONAL, "optional"),
+        (MULTIPLE, "multiple"),
+        (MULTIPLE_TOKEN, "multiple_token"),
+    ];
+}
+
+/// One argument of a command (Valkey's `serverCommandArg`). Built in
+/// `const` tables with the constructors and chained modifiers:
+/// `ArgSpec::integer("count").token("COUNT").optional()`.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgSpec {
+    pub name: &'static str,
+    pub kind: ArgKind,
+    pub token: Option<&'static str>,
+    /// [`arg_flags`] bits.
+    pub flags: u8,
+    pub since: Option<&'static str>,
+    pub deprecated_since: Option<&'static str>,
+    /// How the syntax shows the argument; COMMAND DOCS falls back to the
+    /// name (not printed for oneof/block).
+    pub display_text: Option<&'static str>,
+    /// Sub-arguments of a oneof or block.
+    pub subargs: &'static [ArgSpec],
+}
+
+impl ArgSpec {
+    pub const fn new(name: &'static str, kind: ArgKind) -> ArgSpec {
+        ArgSpec {
+            name,
+            kind,
+            token: None,
+            flags: 0,
+            since: None,
+            deprecated_since: None,
+            display_text: None,
+            subargs: &[],
+        }
+    }
+    pub const fn key(name: &'static str, key_spec_index: u32) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::Key { key_spec_index })
+    }
+    pub const fn string(name: &'static str) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::String)
+    }
+    pub const fn integer(name: &'static str) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::Integer)
+    }
+    pub const fn double(name: &'static str) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::Double)
+    }
+    pub const fn pattern(name: &'static str) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::Pattern)
+    }
+    pub const fn unix_time(name: &'static str) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::UnixTime)
+    }
+    /// A bare keyword, e.g. `pure_token("nx", "NX")`.
+    pub const fn pure_token(name: &'static str, token: &'static str) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::PureToken).token(token)
+    }
+    pub const fn oneof(name: &'static str, subargs: &'static [ArgSpec]) -> ArgSpec {
+        ArgSpec {
+            subargs,
+            ..ArgSpec::new(name, ArgKind::Oneof)
+        }
+    }
+    pub const fn block(name: &'static str, subargs: &'static [ArgSpec]) -> ArgSpec {
+        ArgSpec {
+            subargs,
+            ..ArgSpec::new(name, ArgKind::Block)
+        }
+    }
+    pub const fn token(self, token: &'static str) -> ArgSpec {
+        ArgSpec {
+            token: Some(token),
+            ..self
+        }
+    }
+    pub const fn optional(self) -> ArgSpec {
+        ArgSpec {
+            flags: self.flags | arg_flags::OPTIONAL,
+            ..self
+        }
+    }
+    pub const fn multiple(self) -> ArgSpec {
+        ArgSpec {
+            flags: self.flags | arg_flags::MULTIPLE,
+            ..self
+        }
+    }
+    pub const fn multiple_token(self) -> ArgSpec {
+        ArgSpec {
+            flags: self.flags | arg_flags::MULTIPLE_TOKEN,
+            ..self
+        }
+    }
+    pub const fn since(self, version: &'static str) -> ArgSpec {
+        ArgSpec {
+            since: Some(version),
+            ..self
+        }
+    }
+    pub const fn deprecated_since(self, version: &'static str) -> ArgSpec {
+        ArgSpec {
+            deprecated_since: Some(version),
+            ..self
+        }
+    }
+    pub const fn display(self, text: &'static str) -> ArgSpec {
+        ArgSpec {
+            display_text: Some(text),
+            ..self
+        }
+    }
 }
 
 /// What a command can see and change while it runs.

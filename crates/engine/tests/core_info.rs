@@ -212,7 +212,8 @@ fn command_count_info_docs_list_getkeys() {
     let r = cmd(&mut e, c, &["command", "docs", "echo"]);
     assert_eq!(
         r,
-        "*2\r\n$4\r\necho\r\n*8\r\n$7\r\nsummary\r\n$25\r\nReturns the given string.\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"
+        "*2\r\n$4\r\necho\r\n*10\r\n$7\r\nsummary\r\n$25\r\nReturns the given string.\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n\
+         $9\r\narguments\r\n*1\r\n*6\r\n$4\r\nname\r\n$7\r\nmessage\r\n$4\r\ntype\r\n$6\r\nstring\r\n$12\r\ndisplay_text\r\n$7\r\nmessage\r\n"
     );
     let r = cmd(&mut e, c, &["command", "list"]);
     assert!(

@@ -3,7 +3,7 @@
 use super::SYNTAX_ERR;
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::session::{ReplyMode, Session};
 use crate::table::table;
 use crate::{ClientId, Event};
@@ -35,6 +35,104 @@ const fn sub(
 const CONN: &[&str] = &["slow", "connection"];
 const ADMIN_CONN: &[&str] = &["admin", "slow", "dangerous", "connection"];
 
+// Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
+const ON_OFF: &[ArgSpec] = &[ArgSpec::oneof(
+    "enabled",
+    &[
+        ArgSpec::pure_token("on", "ON"),
+        ArgSpec::pure_token("off", "OFF"),
+    ],
+)];
+const CLIENT_REPLY_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "action",
+    &[
+        ArgSpec::pure_token("on", "ON"),
+        ArgSpec::pure_token("off", "OFF"),
+        ArgSpec::pure_token("skip", "SKIP"),
+    ],
+)];
+const CLIENT_SETINFO_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "attr",
+    &[
+        ArgSpec::string("libname").token("LIB-NAME"),
+        ArgSpec::string("libver").token("LIB-VER"),
+    ],
+)];
+const CLIENT_LIST_ARGS: &[ArgSpec] = &[
+    ArgSpec::oneof(
+        "client-type",
+        &[
+            ArgSpec::pure_token("normal", "normal"),
+            ArgSpec::pure_token("master", "master"),
+            ArgSpec::pure_token("replica", "replica"),
+            ArgSpec::pure_token("pubsub", "pubsub"),
+        ],
+    )
+    .token("TYPE")
+    .since("5.0.0")
+    .optional(),
+    ArgSpec::integer("client-id")
+        .token("ID")
+        .since("6.2.0")
+        .optional()
+        .multiple(),
+];
+const CLIENT_KILL_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "filter",
+    &[
+        ArgSpec::string("old-format")
+            .display("ip:port")
+            .deprecated_since("2.8.12"),
+        ArgSpec::oneof(
+            "new-format",
+            &[
+                ArgSpec::integer("client-id")
+                    .token("ID")
+                    .since("2.8.12")
+                    .optional(),
+                ArgSpec::oneof(
+                    "client-type",
+                    &[
+                        ArgSpec::pure_token("normal", "normal"),
+                        ArgSpec::pure_token("master", "master").since("3.2.0"),
+                        ArgSpec::pure_token("primary", "primary").since("8.0.0"),
+                        ArgSpec::pure_token("slave", "slave"),
+                        ArgSpec::pure_token("replica", "replica").since("5.0.0"),
+                        ArgSpec::pure_token("pubsub", "pubsub"),
+                    ],
+                )
+                .token("TYPE")
+                .since("2.8.12")
+                .optional(),
+                ArgSpec::string("username").token("USER").optional(),
+                ArgSpec::string("addr")
+                    .display("ip:port")
+                    .token("ADDR")
+                    .optional(),
+                ArgSpec::string("laddr")
+                    .display("ip:port")
+                    .token("LADDR")
+                    .since("6.2.0")
+                    .optional(),
+                ArgSpec::oneof(
+                    "skipme",
+                    &[
+                        ArgSpec::pure_token("yes", "YES"),
+                        ArgSpec::pure_token("no", "NO"),
+                    ],
+                )
+                .token("SKIPME")
+                .optional(),
+                ArgSpec::integer("maxage")
+                    .token("MAXAGE")
+                    .since("8.0.0")
+                    .optional(),
+            ],
+        )
+        .multiple(),
+    ],
+)];
+
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     name: "client",
     arity: -2,
@@ -55,15 +153,18 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             "Returns the unique client ID of the connection.",
             id,
         ),
-        sub(
-            "setname",
-            3,
-            NOSCRIPT | LOADING | STALE,
-            CONN,
-            "2.6.9",
-            "Sets the connection name.",
-            setname,
-        ),
+        CommandSpec {
+            args: &[ArgSpec::string("connection-name")],
+            ..sub(
+                "setname",
+                3,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "2.6.9",
+                "Sets the connection name.",
+                setname,
+            )
+        },
         sub(
             "getname",
             2,
@@ -73,15 +174,18 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             "Returns the name of the connection.",
             getname,
         ),
-        sub(
-            "list",
-            -2,
-            ADMIN | NOSCRIPT | LOADING | STALE,
-            ADMIN_CONN,
-            "2.4.0",
-            "Lists open connections.",
-            list,
-        ),
+        CommandSpec {
+            args: CLIENT_LIST_ARGS,
+            ..sub(
+                "list",
+                -2,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_CONN,
+                "2.4.0",
+                "Lists open connections.",
+                list,
+            )
+        },
         sub(
             "info",
             2,
@@ -91,51 +195,66 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             "Returns information about the connection.",
             info,
         ),
-        sub(
-            "kill",
-            -3,
-            ADMIN | NOSCRIPT | LOADING | STALE,
-            ADMIN_CONN,
-            "2.4.0",
-            "Terminates open connections.",
-            kill,
-        ),
-        sub(
-            "setinfo",
-            4,
-            NOSCRIPT | LOADING | STALE,
-            CONN,
-            "7.2.0",
-            "Sets information specific to the client or connection.",
-            setinfo,
-        ),
-        sub(
-            "no-evict",
-            3,
-            ADMIN | NOSCRIPT | LOADING | STALE,
-            ADMIN_CONN,
-            "7.0.0",
-            "Sets the client eviction mode of the connection.",
-            no_evict,
-        ),
-        sub(
-            "no-touch",
-            3,
-            NOSCRIPT | LOADING | STALE,
-            CONN,
-            "7.2.0",
-            "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
-            no_touch,
-        ),
-        sub(
-            "reply",
-            3,
-            NOSCRIPT | LOADING | STALE,
-            CONN,
-            "3.2.0",
-            "Instructs the server whether to reply to commands.",
-            reply,
-        ),
+        CommandSpec {
+            args: CLIENT_KILL_ARGS,
+            ..sub(
+                "kill",
+                -3,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_CONN,
+                "2.4.0",
+                "Terminates open connections.",
+                kill,
+            )
+        },
+        CommandSpec {
+            args: CLIENT_SETINFO_ARGS,
+            ..sub(
+                "setinfo",
+                4,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "7.2.0",
+                "Sets information specific to the client or connection.",
+                setinfo,
+            )
+        },
+        CommandSpec {
+            args: ON_OFF,
+            ..sub(
+                "no-evict",
+                3,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_CONN,
+                "7.0.0",
+                "Sets the client eviction mode of the connection.",
+                no_evict,
+            )
+        },
+        CommandSpec {
+            args: ON_OFF,
+            ..sub(
+                "no-touch",
+                3,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "7.2.0",
+                "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+                no_touch,
+            )
+        },
+        CommandSpec {
+            args: CLIENT_REPLY_ARGS,
+            ..sub(
+                "reply",
+                3,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "3.2.0",
+                "Instructs the server whether to reply to commands.",
+                reply,
+            )
+        },
         sub(
             "help",
             2,

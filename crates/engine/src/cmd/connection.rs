@@ -3,9 +3,29 @@
 use super::NOT_INT;
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::config::REDIS_COMPAT_VERSION;
 use resp::Protocol;
+
+// Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
+const HELLO_ARGS: &[ArgSpec] = &[ArgSpec::block(
+    "arguments",
+    &[
+        ArgSpec::integer("protover"),
+        ArgSpec::block(
+            "auth",
+            &[ArgSpec::string("username"), ArgSpec::string("password")],
+        )
+        .token("AUTH")
+        .optional(),
+        ArgSpec::string("clientname").token("SETNAME").optional(),
+    ],
+)
+.optional()];
+const AUTH_ARGS: &[ArgSpec] = &[
+    ArgSpec::string("username").since("6.0.0").optional(),
+    ArgSpec::string("password"),
+];
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -17,6 +37,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         since: "1.0.0",
         summary: "Returns the server's liveliness response.",
         func: Some(ping),
+        args: &[ArgSpec::string("message").optional()],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -28,6 +49,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         since: "1.0.0",
         summary: "Returns the given string.",
         func: Some(echo),
+        args: &[ArgSpec::string("message")],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -39,6 +61,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         since: "6.0.0",
         summary: "Handshakes with the server.",
         func: Some(hello),
+        args: HELLO_ARGS,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -51,6 +74,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Authenticates the connection.",
         complexity: "O(N) where N is the number of passwords defined for the user",
         func: Some(auth),
+        args: AUTH_ARGS,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -62,6 +86,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         since: "1.0.0",
         summary: "Changes the selected database.",
         func: Some(select),
+        args: &[ArgSpec::integer("index")],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -74,6 +99,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Swaps two databases.",
         complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
         func: Some(swapdb),
+        args: &[ArgSpec::integer("index1"), ArgSpec::integer("index2")],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {

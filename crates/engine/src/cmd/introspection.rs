@@ -3,7 +3,7 @@
 
 use crate::batch::ArgvRef;
 use crate::command::flags::{self, *};
-use crate::command::{CommandSpec, Ctx};
+use crate::command::{ArgKind, ArgSpec, CommandSpec, Ctx, arg_flags};
 use crate::table::{Table, table};
 
 const fn sub(
@@ -27,6 +27,19 @@ const fn sub(
     }
 }
 
+// Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
+const COMMAND_NAMES_ARG: &[ArgSpec] = &[ArgSpec::string("command-name").optional().multiple()];
+const COMMAND_LIST_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "filterby",
+    &[
+        ArgSpec::string("module-name").token("MODULE"),
+        ArgSpec::string("category").token("ACLCAT"),
+        ArgSpec::pattern("pattern").token("PATTERN"),
+    ],
+)
+.token("FILTERBY")
+.optional()];
+
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     name: "command",
     arity: -1,
@@ -44,6 +57,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
         },
         CommandSpec {
             since: "2.8.13",
+            args: COMMAND_NAMES_ARG,
             ..sub(
                 "info",
                 -2,
@@ -52,22 +66,32 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
                 info,
             )
         },
-        sub(
-            "docs",
-            -2,
-            "Returns documentary information about one, multiple or all commands.",
-            "O(N) where N is the number of commands to look up",
-            docs,
-        ),
-        sub(
-            "list",
-            -2,
-            "Returns a list of command names.",
-            "O(N) where N is the total number of commands",
-            list,
-        ),
+        CommandSpec {
+            args: COMMAND_NAMES_ARG,
+            ..sub(
+                "docs",
+                -2,
+                "Returns documentary information about one, multiple or all commands.",
+                "O(N) where N is the number of commands to look up",
+                docs,
+            )
+        },
+        CommandSpec {
+            args: COMMAND_LIST_ARGS,
+            ..sub(
+                "list",
+                -2,
+                "Returns a list of command names.",
+                "O(N) where N is the total number of commands",
+                list,
+            )
+        },
         CommandSpec {
             since: "2.8.13",
+            args: &[
+                ArgSpec::string("command"),
+                ArgSpec::string("arg").optional().multiple(),
+            ],
             ..sub(
                 "getkeys",
                 -3,
@@ -191,7 +215,9 @@ fn reply_docs(ctx: &mut Ctx<'_>, t: &Table, idx: usize) {
     let e = &t.entries[idx];
     let s = e.spec;
     let has_subs = !e.subs.is_empty();
-    ctx.reply.map_len(if has_subs { 5 } else { 4 });
+    let has_args = !s.args.is_empty();
+    ctx.reply
+        .map_len(4 + usize::from(has_args) + usize::from(has_subs));
     ctx.reply.bulk(b"summary");
     ctx.reply.bulk(s.summary.as_bytes());
     ctx.reply.bulk(b"since");
@@ -200,6 +226,10 @@ fn reply_docs(ctx: &mut Ctx<'_>, t: &Table, idx: usize) {
     ctx.reply.bulk(s.group.as_bytes());
     ctx.reply.bulk(b"complexity");
     ctx.reply.bulk(s.complexity.as_bytes());
+    if has_args {
+        ctx.reply.bulk(b"arguments");
+        reply_args(&mut ctx.reply, s.args);
+    }
     if has_subs {
         ctx.reply.bulk(b"subcommands");
         let subs = e.subs.clone();
@@ -207,6 +237,61 @@ fn reply_docs(ctx: &mut Ctx<'_>, t: &Table, idx: usize) {
         for sidx in subs {
             ctx.reply.bulk(t.entries[sidx].fullname.as_bytes());
             reply_docs(ctx, t, sidx);
+        }
+    }
+}
+
+/// Valkey's `addReplyCommandArgList`: name, type, display_text (not for
+/// oneof/block, defaulting to the name), key_spec_index, token, since,
+/// deprecated_since, flags, arguments (oneof/block).
+fn reply_args(r: &mut resp::ReplyWriter<'_>, args: &[ArgSpec]) {
+    r.array_len(args.len());
+    for a in args {
+        let nested = matches!(a.kind, ArgKind::Oneof | ArgKind::Block);
+        let len = 2
+            + usize::from(!nested)
+            + usize::from(matches!(a.kind, ArgKind::Key { .. }))
+            + usize::from(a.token.is_some())
+            + usize::from(a.since.is_some())
+            + usize::from(a.deprecated_since.is_some())
+            + usize::from(a.flags != 0)
+            + usize::from(nested);
+        r.map_len(len);
+        r.bulk(b"name");
+        r.bulk(a.name.as_bytes());
+        r.bulk(b"type");
+        r.bulk(a.kind.as_str().as_bytes());
+        if !nested {
+            r.bulk(b"display_text");
+            r.bulk(a.display_text.unwrap_or(a.name).as_bytes());
+        }
+        if let ArgKind::Key { key_spec_index } = a.kind {
+            r.bulk(b"key_spec_index");
+            r.int(key_spec_index as i64);
+        }
+        if let Some(t) = a.token {
+            r.bulk(b"token");
+            r.bulk(t.as_bytes());
+        }
+        if let Some(v) = a.since {
+            r.bulk(b"since");
+            r.bulk(v.as_bytes());
+        }
+        if let Some(v) = a.deprecated_since {
+            r.bulk(b"deprecated_since");
+            r.bulk(v.as_bytes());
+        }
+        if a.flags != 0 {
+            r.bulk(b"flags");
+            let names = arg_flags::NAMES.iter().filter(|(f, _)| a.flags & f != 0);
+            r.set_len(names.clone().count());
+            for (_, n) in names {
+                r.simple(n);
+            }
+        }
+        if nested {
+            r.bulk(b"arguments");
+            reply_args(r, a.subargs);
         }
     }
 }

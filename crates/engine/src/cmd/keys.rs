@@ -10,7 +10,7 @@
 use super::{NOT_INT, SYNTAX_ERR, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::glob;
 use crate::num::parse_i64;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +34,7 @@ const fn key_cmd(
     summary: &'static str,
     complexity: &'static str,
     func: crate::command::CommandFn,
+    args: &'static [ArgSpec],
 ) -> CommandSpec {
     CommandSpec {
         name,
@@ -49,6 +50,7 @@ const fn key_cmd(
         complexity,
         func: Some(func),
         subcommands: &[],
+        args,
     }
 }
 
@@ -57,6 +59,60 @@ const ALL_KEYS: (i32, i32, i32) = (1, -1, 1);
 const TWO_KEYS: (i32, i32, i32) = (1, 2, 1);
 const NO_KEYS: (i32, i32, i32) = (0, 0, 0);
 const OBJECT_KEY: (i32, i32, i32) = (2, 2, 1);
+
+// Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
+const KEY_ARG: &[ArgSpec] = &[ArgSpec::key("key", 0)];
+const KEYS_ARG: &[ArgSpec] = &[ArgSpec::key("key", 0).multiple()];
+const KEYS_PATTERN_ARG: &[ArgSpec] = &[ArgSpec::pattern("pattern")];
+const COPY_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("source", 0),
+    ArgSpec::key("destination", 1),
+    ArgSpec::integer("destination-db").token("DB").optional(),
+    ArgSpec::pure_token("replace", "REPLACE").optional(),
+];
+/// EXPIRE's `NX | XX | GT | LT`.
+const EXPIRE_CONDITION: ArgSpec = ArgSpec::oneof(
+    "condition",
+    &[
+        ArgSpec::pure_token("nx", "NX"),
+        ArgSpec::pure_token("xx", "XX"),
+        ArgSpec::pure_token("gt", "GT"),
+        ArgSpec::pure_token("lt", "LT"),
+    ],
+)
+.since("7.0.0")
+.optional();
+const EXPIRE_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::integer("seconds"),
+    EXPIRE_CONDITION,
+];
+const EXPIREAT_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::unix_time("unix-time-seconds"),
+    EXPIRE_CONDITION,
+];
+const PEXPIRE_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::integer("milliseconds"),
+    EXPIRE_CONDITION,
+];
+const PEXPIREAT_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::unix_time("unix-time-milliseconds"),
+    EXPIRE_CONDITION,
+];
+const MOVE_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), ArgSpec::integer("db")];
+const RENAME_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), ArgSpec::key("newkey", 1)];
+const SCAN_ARGS: &[ArgSpec] = &[
+    ArgSpec::integer("cursor"),
+    ArgSpec::pattern("pattern").token("MATCH").optional(),
+    ArgSpec::integer("count").token("COUNT").optional(),
+    ArgSpec::string("type")
+        .token("TYPE")
+        .since("6.0.0")
+        .optional(),
+];
 
 pub const COMMANDS: &[CommandSpec] = &[
     key_cmd(
@@ -69,6 +125,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Copies the value of a key to a new key.",
         "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
         copy,
+        COPY_ARGS,
     ),
     key_cmd(
         "del",
@@ -80,6 +137,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Deletes one or more keys.",
         "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
         del,
+        KEYS_ARG,
     ),
     key_cmd(
         "exists",
@@ -91,6 +149,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Determines whether one or more keys exist.",
         "O(N) where N is the number of keys to check.",
         exists,
+        KEYS_ARG,
     ),
     key_cmd(
         "expire",
@@ -102,6 +161,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Sets the expiration time of a key in seconds.",
         "O(1)",
         expire,
+        EXPIRE_ARGS,
     ),
     key_cmd(
         "expireat",
@@ -113,6 +173,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Sets the expiration time of a key to a Unix timestamp.",
         "O(1)",
         expireat,
+        EXPIREAT_ARGS,
     ),
     key_cmd(
         "expiretime",
@@ -124,6 +185,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns the expiration time of a key as a Unix timestamp.",
         "O(1)",
         expiretime,
+        KEY_ARG,
     ),
     key_cmd(
         "keys",
@@ -135,6 +197,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns all key names that match a pattern.",
         "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
         keys,
+        KEYS_PATTERN_ARG,
     ),
     key_cmd(
         "move",
@@ -146,6 +209,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Moves a key to another database.",
         "O(1)",
         move_key,
+        MOVE_ARGS,
     ),
     CommandSpec {
         name: "object",
@@ -168,6 +232,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "Returns the internal encoding of an object.",
                 "O(1)",
                 object_encoding,
+                KEY_ARG,
             ),
             key_cmd(
                 "freq",
@@ -179,6 +244,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "Returns the logarithmic access frequency counter of an object.",
                 "O(1)",
                 object_freq,
+                KEY_ARG,
             ),
             key_cmd(
                 "help",
@@ -190,6 +256,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "Returns helpful text about the different subcommands.",
                 "O(1)",
                 object_help,
+                &[],
             ),
             key_cmd(
                 "idletime",
@@ -201,6 +268,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "Returns the time since the last access to an object.",
                 "O(1)",
                 object_idletime,
+                KEY_ARG,
             ),
             key_cmd(
                 "refcount",
@@ -212,6 +280,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "Returns the reference count of a value of a key.",
                 "O(1)",
                 object_refcount,
+                KEY_ARG,
             ),
         ],
         ..CommandSpec::DEFAULT
@@ -226,6 +295,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Removes the expiration time of a key.",
         "O(1)",
         persist,
+        KEY_ARG,
     ),
     key_cmd(
         "pexpire",
@@ -237,6 +307,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Sets the expiration time of a key in milliseconds.",
         "O(1)",
         pexpire,
+        PEXPIRE_ARGS,
     ),
     key_cmd(
         "pexpireat",
@@ -248,6 +319,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Sets the expiration time of a key to a Unix milliseconds timestamp.",
         "O(1)",
         pexpireat,
+        PEXPIREAT_ARGS,
     ),
     key_cmd(
         "pexpiretime",
@@ -259,6 +331,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns the expiration time of a key as a Unix milliseconds timestamp.",
         "O(1)",
         pexpiretime,
+        KEY_ARG,
     ),
     key_cmd(
         "pttl",
@@ -270,6 +343,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns the expiration time in milliseconds of a key.",
         "O(1)",
         pttl,
+        KEY_ARG,
     ),
     key_cmd(
         "randomkey",
@@ -281,6 +355,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns a random key name from the database.",
         "O(1)",
         randomkey,
+        &[],
     ),
     key_cmd(
         "rename",
@@ -292,6 +367,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Renames a key and overwrites the destination.",
         "O(1)",
         rename,
+        RENAME_ARGS,
     ),
     key_cmd(
         "renamenx",
@@ -303,6 +379,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Renames a key only when the target key name doesn't exist.",
         "O(1)",
         renamenx,
+        RENAME_ARGS,
     ),
     key_cmd(
         "scan",
@@ -314,6 +391,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Iterates over the key names in the database.",
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
         scan,
+        SCAN_ARGS,
     ),
     key_cmd(
         "touch",
@@ -325,6 +403,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
         "O(N) where N is the number of keys that will be touched.",
         touch,
+        KEYS_ARG,
     ),
     key_cmd(
         "ttl",
@@ -336,6 +415,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Returns the expiration time in seconds of a key.",
         "O(1)",
         ttl,
+        KEY_ARG,
     ),
     key_cmd(
         "type",
@@ -347,6 +427,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Determines the type of value stored at a key.",
         "O(1)",
         type_cmd,
+        KEY_ARG,
     ),
     key_cmd(
         "unlink",
@@ -358,6 +439,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "Asynchronously deletes one or more keys.",
         "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
         del,
+        KEYS_ARG,
     ),
 ];
 

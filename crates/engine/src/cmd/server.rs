@@ -5,7 +5,7 @@
 use super::SYNTAX_ERR;
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::config::Allowed;
 use crate::{Event, log};
 
@@ -33,6 +33,38 @@ const fn cfg_sub(
 
 const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
 
+// Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
+const FLUSH_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "flush-type",
+    &[
+        ArgSpec::pure_token("async", "ASYNC").since("4.0.0"),
+        ArgSpec::pure_token("sync", "SYNC").since("6.2.0"),
+    ],
+)
+.optional()];
+const SHUTDOWN_ARGS: &[ArgSpec] = &[
+    ArgSpec::oneof(
+        "save-selector",
+        &[
+            ArgSpec::pure_token("nosave", "NOSAVE"),
+            ArgSpec::pure_token("save", "SAVE"),
+        ],
+    )
+    .optional(),
+    ArgSpec::pure_token("now", "NOW").since("7.0.0").optional(),
+    ArgSpec::pure_token("force", "FORCE")
+        .since("7.0.0")
+        .optional(),
+    ArgSpec::pure_token("abort", "ABORT")
+        .since("7.0.0")
+        .optional(),
+];
+const CONFIG_SET_ARGS: &[ArgSpec] = &[ArgSpec::block(
+    "data",
+    &[ArgSpec::string("parameter"), ArgSpec::string("value")],
+)
+.multiple()];
+
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "dbsize",
@@ -55,6 +87,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Remove all keys from the current database.",
         complexity: "O(N) where N is the number of keys in the selected database",
         func: Some(flushdb),
+        args: FLUSH_ARGS,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -67,6 +100,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Removes all keys from all databases.",
         complexity: "O(N) where N is the total number of keys in all databases",
         func: Some(flushall),
+        args: FLUSH_ARGS,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -100,6 +134,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         since: "1.0.0",
         summary: "Returns information and statistics about the server.",
         func: Some(info),
+        args: &[ArgSpec::string("section").optional().multiple()],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -112,6 +147,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Synchronously saves the database(s) to disk and shuts down the server.",
         complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
         func: Some(shutdown),
+        args: SHUTDOWN_ARGS,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -148,15 +184,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "Depends on subcommand.",
         func: None,
         subcommands: &[
-            cfg_sub(
-                "get",
-                -2,
-                ADMIN | LOADING | STALE,
-                ADMIN_ACL,
-                "2.2.12",
-                "Returns the slow log's entries.",
-                slowlog_get,
-            ),
+            CommandSpec {
+                args: &[ArgSpec::integer("count").optional()],
+                ..cfg_sub(
+                    "get",
+                    -2,
+                    ADMIN | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.2.12",
+                    "Returns the slow log's entries.",
+                    slowlog_get,
+                )
+            },
             cfg_sub(
                 "len",
                 2,
@@ -207,24 +246,30 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "Returns the latest latency samples for all events.",
                 empty_array,
             ),
-            cfg_sub(
-                "history",
-                3,
-                ADMIN | NOSCRIPT | LOADING | STALE,
-                ADMIN_ACL,
-                "2.8.13",
-                "Returns timestamp-latency samples for an event.",
-                empty_array,
-            ),
-            cfg_sub(
-                "reset",
-                -2,
-                ADMIN | NOSCRIPT | LOADING | STALE,
-                ADMIN_ACL,
-                "2.8.13",
-                "Resets the latency data for one or more events.",
-                zero_reply,
-            ),
+            CommandSpec {
+                args: &[ArgSpec::string("event")],
+                ..cfg_sub(
+                    "history",
+                    3,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.8.13",
+                    "Returns timestamp-latency samples for an event.",
+                    empty_array,
+                )
+            },
+            CommandSpec {
+                args: &[ArgSpec::string("event").optional().multiple()],
+                ..cfg_sub(
+                    "reset",
+                    -2,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.8.13",
+                    "Resets the latency data for one or more events.",
+                    zero_reply,
+                )
+            },
             cfg_sub(
                 "help",
                 2,
@@ -248,24 +293,30 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "Depends on subcommand.",
         func: None,
         subcommands: &[
-            cfg_sub(
-                "get",
-                -3,
-                ADMIN | NOSCRIPT | LOADING | STALE,
-                ADMIN_ACL,
-                "2.0.0",
-                "Returns the effective values of configuration parameters.",
-                config_get,
-            ),
-            cfg_sub(
-                "set",
-                -4,
-                ADMIN | NOSCRIPT | LOADING | STALE,
-                ADMIN_ACL,
-                "2.0.0",
-                "Sets configuration parameters in-flight.",
-                config_set,
-            ),
+            CommandSpec {
+                args: &[ArgSpec::string("parameter").multiple()],
+                ..cfg_sub(
+                    "get",
+                    -3,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.0.0",
+                    "Returns the effective values of configuration parameters.",
+                    config_get,
+                )
+            },
+            CommandSpec {
+                args: CONFIG_SET_ARGS,
+                ..cfg_sub(
+                    "set",
+                    -4,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.0.0",
+                    "Sets configuration parameters in-flight.",
+                    config_set,
+                )
+            },
             cfg_sub(
                 "resetstat",
                 2,

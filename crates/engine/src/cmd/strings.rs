@@ -6,7 +6,7 @@
 use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::num::{self, LongDouble};
 use crate::server::Server;
 use resp::ReplyWriter;
@@ -17,6 +17,81 @@ const NOT_FLOAT: &str = "ERR value is not a valid float";
 const TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 const RANGE_COMPLEXITY: &str = "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.";
 
+// Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
+const KEY_ARG: &[ArgSpec] = &[ArgSpec::key("key", 0)];
+const KEY_VALUE_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), ArgSpec::string("value")];
+const SET_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::string("value"),
+    ArgSpec::oneof(
+        "condition",
+        &[
+            ArgSpec::pure_token("nx", "NX"),
+            ArgSpec::pure_token("xx", "XX"),
+        ],
+    )
+    .since("2.6.12")
+    .optional(),
+    ArgSpec::pure_token("get", "GET").since("6.2.0").optional(),
+    ArgSpec::oneof(
+        "expiration",
+        &[
+            ArgSpec::integer("seconds").token("EX").since("2.6.12"),
+            ArgSpec::integer("milliseconds").token("PX").since("2.6.12"),
+            ArgSpec::unix_time("unix-time-seconds")
+                .token("EXAT")
+                .since("6.2.0"),
+            ArgSpec::unix_time("unix-time-milliseconds")
+                .token("PXAT")
+                .since("6.2.0"),
+            ArgSpec::pure_token("keepttl", "KEEPTTL").since("6.0.0"),
+        ],
+    )
+    .optional(),
+];
+const SETEX_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::integer("seconds"),
+    ArgSpec::string("value"),
+];
+const PSETEX_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::integer("milliseconds"),
+    ArgSpec::string("value"),
+];
+const GETEX_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::oneof(
+        "expiration",
+        &[
+            ArgSpec::integer("seconds").token("EX"),
+            ArgSpec::integer("milliseconds").token("PX"),
+            ArgSpec::unix_time("unix-time-seconds").token("EXAT"),
+            ArgSpec::unix_time("unix-time-milliseconds").token("PXAT"),
+            ArgSpec::pure_token("persist", "PERSIST"),
+        ],
+    )
+    .optional(),
+];
+const MGET_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0).multiple()];
+const MSET_ARGS: &[ArgSpec] =
+    &[ArgSpec::block("data", &[ArgSpec::key("key", 0), ArgSpec::string("value")]).multiple()];
+const INCRBY_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), ArgSpec::integer("increment")];
+const DECRBY_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), ArgSpec::integer("decrement")];
+const INCRBYFLOAT_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), ArgSpec::double("increment")];
+const RANGE_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::integer("start"),
+    ArgSpec::integer("end"),
+];
+const SETRANGE_ARGS: &[ArgSpec] = &[
+    ArgSpec::key("key", 0),
+    ArgSpec::integer("offset"),
+    ArgSpec::string("value"),
+];
+
+// One spec per row, like Valkey's command table.
+#[allow(clippy::too_many_arguments)]
 const fn spec(
     name: &'static str,
     arity: i32,
@@ -25,6 +100,7 @@ const fn spec(
     since: &'static str,
     summary: &'static str,
     func: crate::command::CommandFn,
+    args: &'static [ArgSpec],
 ) -> CommandSpec {
     CommandSpec {
         name,
@@ -38,6 +114,7 @@ const fn spec(
         since,
         summary,
         func: Some(func),
+        args,
         ..CommandSpec::DEFAULT
     }
 }
@@ -58,6 +135,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Returns the string value of a key.",
         get,
+        KEY_ARG,
     ),
     spec(
         "set",
@@ -67,6 +145,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
         set,
+        SET_ARGS,
     ),
     spec(
         "setnx",
@@ -76,6 +155,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Set the string value of a key only when the key doesn't exist.",
         setnx,
+        KEY_VALUE_ARGS,
     ),
     spec(
         "setex",
@@ -85,6 +165,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.0.0",
         "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
         setex,
+        SETEX_ARGS,
     ),
     spec(
         "psetex",
@@ -94,6 +175,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.6.0",
         "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
         psetex,
+        PSETEX_ARGS,
     ),
     spec(
         "getex",
@@ -103,6 +185,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "6.2.0",
         "Returns the string value of a key after setting its expiration time.",
         getex,
+        GETEX_ARGS,
     ),
     spec(
         "getdel",
@@ -112,6 +195,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "6.2.0",
         "Returns the string value of a key after deleting the key.",
         getdel,
+        KEY_ARG,
     ),
     spec(
         "getset",
@@ -121,6 +205,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Returns the previous string value of a key after setting it to a new value.",
         getset,
+        KEY_VALUE_ARGS,
     ),
     CommandSpec {
         last_key: -1,
@@ -133,6 +218,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "1.0.0",
             "Atomically returns the string values of one or more keys.",
             mget,
+            MGET_ARGS,
         )
     },
     CommandSpec {
@@ -147,6 +233,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "1.0.1",
             "Atomically creates or modifies the string values of one or more keys.",
             mset,
+            MSET_ARGS,
         )
     },
     CommandSpec {
@@ -161,6 +248,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "1.0.1",
             "Atomically modifies the string values of one or more keys only when all keys don't exist.",
             msetnx,
+            MSET_ARGS,
         )
     },
     spec(
@@ -171,6 +259,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
         incr,
+        KEY_ARG,
     ),
     spec(
         "decr",
@@ -180,6 +269,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
         decr,
+        KEY_ARG,
     ),
     spec(
         "incrby",
@@ -189,6 +279,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
         incrby,
+        INCRBY_ARGS,
     ),
     spec(
         "decrby",
@@ -198,6 +289,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
         decrby,
+        DECRBY_ARGS,
     ),
     spec(
         "incrbyfloat",
@@ -207,6 +299,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.6.0",
         "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
         incrbyfloat,
+        INCRBYFLOAT_ARGS,
     ),
     CommandSpec {
         complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by the server will double the free space available on every reallocation.",
@@ -218,6 +311,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "2.0.0",
             "Appends a string to the value of a key. Creates the key if it doesn't exist.",
             append,
+            KEY_VALUE_ARGS,
         )
     },
     spec(
@@ -228,6 +322,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         "2.2.0",
         "Returns the length of a string value.",
         strlen,
+        KEY_ARG,
     ),
     CommandSpec {
         complexity: RANGE_COMPLEXITY,
@@ -239,6 +334,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "2.4.0",
             "Returns a substring of the string stored at a key.",
             getrange,
+            RANGE_ARGS,
         )
     },
     CommandSpec {
@@ -251,6 +347,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "1.0.0",
             "Returns a substring from a string value.",
             getrange,
+            RANGE_ARGS,
         )
     },
     CommandSpec {
@@ -263,6 +360,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             "2.2.0",
             "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
             setrange,
+            SETRANGE_ARGS,
         )
     },
 ];
