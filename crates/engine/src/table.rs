@@ -54,10 +54,16 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 6] {
+fn groups() -> [&'static [CommandSpec]; 12] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
+        cmd::lists::COMMANDS,
+        cmd::hashes::COMMANDS,
+        cmd::sets::COMMANDS,
+        cmd::zsets::COMMANDS,
+        cmd::bitmaps::COMMANDS,
+        cmd::hyperloglog::COMMANDS,
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,

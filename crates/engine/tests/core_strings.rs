@@ -49,8 +49,9 @@ fn value(e: &engine::Engine, key: &str) -> Option<store::Str> {
     let h = store::hash_key(key.as_bytes());
     e.server().keyspace.dbs[0]
         .peek(h, key.as_bytes())
-        .map(|x| match &x.value {
-            store::Value::Str(s) => s.clone(),
+        .and_then(|x| match &x.value {
+            store::Value::Str(s) => Some(s.clone()),
+            _ => None,
         })
 }
 

@@ -24,9 +24,10 @@
 pub mod hash;
 pub mod keyspace;
 pub mod table;
+pub mod types;
 pub mod value;
 
 pub use hash::hash_key;
 pub use keyspace::{Db, Entry, ExpireStats, Keyspace};
 pub use table::Table;
-pub use value::{Str, Value};
+pub use value::{EncodingLimits, Str, Value};

@@ -1,5 +1,6 @@
-//! Value types. Strings for now; lists, hashes, sets and sorted sets come with
-//! their own issue.
+//! Value types: strings here, collections in [`crate::types`].
+
+use crate::types::{Hash, List, Set, ZSet};
 
 /// A string value. The variant is also what OBJECT ENCODING reports, so it
 /// follows how Valkey created the value, not only what it holds.
@@ -31,4 +32,67 @@ impl Str {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Str(Str),
+    List(List),
+    Hash(Hash),
+    Set(Set),
+    ZSet(ZSet),
+}
+
+impl Value {
+    /// TYPE's answer (and what SCAN TYPE compares against).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+        }
+    }
+    /// OBJECT ENCODING, with Valkey's names. Strings follow Valkey's
+    /// `tryObjectEncoding`: `int` for a canonical integer, else `embstr` up
+    /// to 44 bytes (one allocation with the object header), else `raw`.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(Str::Int(_)) => "int",
+            Value::Str(Str::Bytes(b)) if b.len() <= 44 => "embstr",
+            Value::Str(Str::Bytes(_) | Str::Raw(_)) => "raw",
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
+        }
+    }
+}
+
+/// The `*-max-listpack-*` / `set-max-intset-entries` directives: past these,
+/// a small collection converts to its large encoding (and never back, as in
+/// Valkey).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodingLimits {
+    /// Negative: -1..-5 = 4..64 KiB per node; positive: entries per node.
+    pub list_max_listpack_size: i64,
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
+    pub set_max_listpack_entries: usize,
+    pub set_max_listpack_value: usize,
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+}
+
+impl Default for EncodingLimits {
+    /// Valkey 8's defaults.
+    fn default() -> Self {
+        EncodingLimits {
+            list_max_listpack_size: -2,
+            hash_max_listpack_entries: 512,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+        }
+    }
 }

@@ -449,24 +449,16 @@ const NO_SUCH_KEY: &str = "ERR no such key";
 
 /// TYPE's answer and what SCAN TYPE compares against.
 pub fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Str(_) => "string",
-    }
+    v.type_name()
 }
 
 /// Every name SCAN TYPE accepts (Valkey's `obj_type_name`), whether or not
 /// we store that type yet: an unsupported one just matches nothing.
 const TYPE_NAMES: &[&str] = &["string", "list", "set", "zset", "hash", "stream"];
 
-/// OBJECT ENCODING. Strings follow Valkey's `tryObjectEncoding`: an `int`
-/// when the value is a canonical integer, else `embstr` up to 44 bytes
-/// (what fits one allocation with the object header), else `raw`.
+/// OBJECT ENCODING, with Valkey's names (see [`Value::encoding`]).
 pub fn encoding_name(v: &Value) -> &'static str {
-    match v {
-        Value::Str(Str::Int(_)) => "int",
-        Value::Str(Str::Bytes(b)) if b.len() <= 44 => "embstr",
-        Value::Str(Str::Bytes(_) | Str::Raw(_)) => "raw",
-    }
+    v.encoding()
 }
 
 /// The access clock `Entry::access_s` holds (seconds; wraps like Valkey's

@@ -1,12 +1,18 @@
 //! Command groups. Each module exports `pub const COMMANDS: &[CommandSpec]`;
 //! [`crate::table`] concatenates them.
 
+pub mod bitmaps;
 pub mod client;
 pub mod connection;
+pub mod hashes;
+pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
+pub mod lists;
 pub mod server;
+pub mod sets;
 pub mod strings;
+pub mod zsets;
 
 use crate::command::Ctx;
 

@@ -1,0 +1,5 @@
+//! The hyperloglog commands (issue 4; being built).
+
+use crate::command::CommandSpec;
+
+pub const COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,12 @@
+//! Collection value types, each in its own module with its compact
+//! (listpack/intset-like) and large encodings.
+
+pub mod hash;
+pub mod list;
+pub mod set;
+pub mod zset;
+
+pub use hash::Hash;
+pub use list::List;
+pub use set::Set;
+pub use zset::ZSet;
