@@ -60,4 +60,24 @@ pub struct Job<'a> {
     /// AUTH failures under protected mode, ...). Commands after the one that
     /// set it are not executed.
     pub close_after_reply: bool,
+    /// Set by the engine: the client blocked (BLPOP, ...) on the last
+    /// command counted in `executed`. Keep its later commands, unconsumed,
+    /// and feed it nothing until [`crate::Event::Unblocked`].
+    pub blocked: bool,
+    /// Set by the engine: how many of `commands` were consumed. Less than
+    /// all only when `blocked` (or closing, where the rest is dropped).
+    pub executed: usize,
+}
+
+impl<'a> Job<'a> {
+    pub fn new(client: ClientId, commands: CommandsView<'a>, out: &'a mut Vec<u8>) -> Job<'a> {
+        Job {
+            client,
+            commands,
+            out,
+            close_after_reply: false,
+            blocked: false,
+            executed: 0,
+        }
+    }
 }

@@ -303,8 +303,43 @@ impl Ctx<'_> {
             store::hash_key(key)
         }
     }
-    /// A key was modified (WATCH invalidation, keyspace notifications later).
+    /// A key was modified: call on every write, after the change (WATCH
+    /// invalidation; wakes clients blocked on the key).
     pub fn touched(&mut self, db: usize, key: &[u8]) {
         let _ = (db, key);
     }
+    /// A keyspace event in the session's database (`notify-keyspace-events`):
+    /// `class` is one of [`notify`]'s flags, `event` Valkey's event name
+    /// (`"hset"`, `"lpush"`, `"del"`, `"expire"`, ...).
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.session.db;
+        self.notify_db(class, event, db, key);
+    }
+    /// As [`Ctx::notify`], for a key in another database (MOVE, COPY DB).
+    pub fn notify_db(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        let _ = (class, event, db, key);
+    }
+}
+
+/// Keyspace-notification classes, Valkey's `NOTIFY_*` (the letters of
+/// `notify-keyspace-events`).
+pub mod notify {
+    /// `g`: DEL, EXPIRE, RENAME, ... on any type.
+    pub const GENERIC: u32 = 1 << 2;
+    /// `$`
+    pub const STRING: u32 = 1 << 3;
+    /// `l`
+    pub const LIST: u32 = 1 << 4;
+    /// `s`
+    pub const SET: u32 = 1 << 5;
+    /// `h`
+    pub const HASH: u32 = 1 << 6;
+    /// `z`
+    pub const ZSET: u32 = 1 << 7;
+    /// `x`
+    pub const EXPIRED: u32 = 1 << 8;
+    /// `e`
+    pub const EVICTED: u32 = 1 << 9;
+    /// `n`
+    pub const NEW: u32 = 1 << 14;
 }

@@ -266,6 +266,7 @@ impl Engine {
                 continue;
             };
             let start_len = job.out.len();
+            job.executed = 0;
             for (k, argv) in job.commands.iter().enumerate() {
                 if job.close_after_reply
                     || sess.close_after_reply
@@ -274,6 +275,7 @@ impl Engine {
                 {
                     break;
                 }
+                job.executed = k + 1;
                 if argv.is_empty() {
                     continue;
                 }

@@ -57,6 +57,8 @@ fn batch_cost_per_command() {
                         },
                         out,
                         close_after_reply: false,
+                        blocked: false,
+                        executed: 0,
                     }
                 })
                 .collect();

@@ -349,6 +349,8 @@ fn several_clients_in_one_batch_keep_their_own_state() {
             },
             out: &mut out_a,
             close_after_reply: false,
+            blocked: false,
+            executed: 0,
         },
         Job {
             client: b,
@@ -359,6 +361,8 @@ fn several_clients_in_one_batch_keep_their_own_state() {
             },
             out: &mut out_b,
             close_after_reply: false,
+            blocked: false,
+            executed: 0,
         },
     ];
     e.execute_batch(&mut jobs);

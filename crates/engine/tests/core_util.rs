@@ -57,6 +57,8 @@ pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool
         },
         out: &mut out,
         close_after_reply: false,
+        blocked: false,
+        executed: 0,
     }];
     e.execute_batch(&mut jobs);
     let close = jobs[0].close_after_reply;

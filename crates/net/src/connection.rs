@@ -243,6 +243,8 @@ impl Connection {
             },
             out: &mut self.out,
             close_after_reply: false,
+            blocked: false,
+            executed: 0,
         }
     }
 

@@ -29,6 +29,10 @@ impl Str {
     }
 }
 
+/// Every key pays for the largest variant: collections keep their large
+/// encodings behind a pointer so the enum stays this small.
+const _: () = assert!(std::mem::size_of::<Value>() <= 32);
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Str(Str),
