@@ -306,7 +306,7 @@ impl Ctx<'_> {
     /// A key was modified: call on every write, after the change (WATCH
     /// invalidation; wakes clients blocked on the key).
     pub fn touched(&mut self, db: usize, key: &[u8]) {
-        let _ = (db, key);
+        self.srv.blocking.signal(db, key);
     }
     /// A keyspace event in the session's database (`notify-keyspace-events`):
     /// `class` is one of [`notify`]'s flags, `event` Valkey's event name

@@ -195,13 +195,13 @@ fn clients(srv: &Server, out: &mut String) {
     field!(out, "maxclients:{}", srv.config.maxclients);
     field!(out, "client_recent_max_input_buffer:0");
     field!(out, "client_recent_max_output_buffer:0");
-    field!(out, "blocked_clients:0");
+    field!(out, "blocked_clients:{}", srv.blocking.clients);
     field!(out, "tracking_clients:0");
     field!(out, "pubsub_clients:0");
     field!(out, "watching_clients:0");
     field!(out, "clients_in_timeout_table:0");
     field!(out, "total_watched_keys:0");
-    field!(out, "total_blocking_keys:0");
+    field!(out, "total_blocking_keys:{}", srv.blocking.keys());
     field!(out, "total_blocking_keys_on_nokey:0");
 }
 

@@ -42,6 +42,7 @@
 //!   `proto-max-bulk-len`, `tcp-keepalive` ([`Engine::tcp_keepalive_s`]).
 
 pub mod batch;
+pub mod blocking;
 pub mod cmd;
 pub mod command;
 pub mod config;
@@ -86,6 +87,9 @@ pub enum Event {
     /// Stop the server (SHUTDOWN, or a signal relayed through
     /// [`Engine::shutdown_requested`]). Replies are flushed first.
     Shutdown,
+    /// A client that blocked ([`Job::blocked`]) may run commands again; its
+    /// unblocking reply comes through [`Engine::drain_output`] first.
+    Unblocked { client: ClientId },
 }
 
 /// Everything the IO layer reports for INFO (stats the engine cannot see).
@@ -203,7 +207,43 @@ impl Engine {
 
     /// The connection is gone; drop its Session.
     pub fn disconnect(&mut self, id: ClientId) {
-        self.srv.clients.map.remove(&id.0);
+        if let Some(Some(mut sess)) = self.srv.clients.map.remove(&id.0) {
+            blocking::forget(&mut self.srv, &mut sess);
+        }
+    }
+
+    /// Hand over output produced for clients outside their own batches
+    /// (pub/sub messages, unblocked replies): `f(client, bytes)` appends
+    /// the bytes to that client's output. Call after every
+    /// [`Engine::execute_batch`] and [`Engine::cron`], before sending.
+    pub fn drain_output(&mut self, mut f: impl FnMut(ClientId, &[u8])) {
+        let srv = &mut self.srv;
+        for id in srv.outbox.drain(..) {
+            let Some(sess) = srv.clients.get_mut(id) else {
+                continue;
+            };
+            sess.pending_queued = false;
+            if !sess.pending.is_empty() {
+                sess.net_output_bytes += sess.pending.len() as u64;
+                f(id, &sess.pending);
+                sess.pending.clear();
+            }
+        }
+    }
+
+    /// Unix ms of the next blocked-client timeout, so the IO layer can
+    /// wake for it (cron also checks).
+    pub fn next_timeout_ms(&self) -> Option<i64> {
+        self.srv.blocking.next_deadline()
+    }
+
+    /// Unblock the clients whose timeouts have passed (cheap when none
+    /// has: one peek). The IO layer may call it every iteration.
+    pub fn expire_blocked(&mut self) {
+        if self.srv.blocking.next_deadline().is_some() {
+            let now = self.srv.now_ms();
+            blocking::expire_timeouts(&mut self.srv, now);
+        }
     }
 
     /// Run a batch: prefetch every key of every command, then execute each
@@ -265,6 +305,13 @@ impl Engine {
             else {
                 continue;
             };
+            // Output queued for it before this batch goes ahead of its
+            // replies, in the order it was produced.
+            if !sess.pending.is_empty() {
+                job.out.extend_from_slice(&sess.pending);
+                sess.net_output_bytes += sess.pending.len() as u64;
+                sess.pending.clear();
+            }
             let start_len = job.out.len();
             job.executed = 0;
             for (k, argv) in job.commands.iter().enumerate() {
@@ -291,6 +338,10 @@ impl Engine {
                 if sess.close_after_reply {
                     job.close_after_reply = true;
                 }
+                if sess.blocked.is_some() {
+                    job.blocked = true;
+                    break;
+                }
             }
             if sess.close_after_reply || sess.close_asap || srv.shutting_down {
                 job.close_after_reply = true;
@@ -314,6 +365,7 @@ impl Engine {
     pub fn cron(&mut self) {
         let srv = &mut self.srv;
         let now = srv.now_ms();
+        blocking::expire_timeouts(srv, now);
         if srv.active_expire_enabled {
             // Valkey's slow cycle: 25% of a cron period, more with effort.
             let hz = srv.config.hz.max(1) as u64;
@@ -549,11 +601,16 @@ fn execute_one(
         };
         f(&mut ctx, argv);
     }
+    let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
+    if srv.blocking.has_ready() {
+        blocking::serve_ready(srv, now_ms);
+    }
     let t = Instant::now();
     let us = t.duration_since(*t_prev).as_micros() as u64;
     *t_prev = t;
     let st: &mut CmdStat = &mut srv.stats.commands[i];
-    st.calls += 1;
+    // A blocked command is counted when it is served.
+    st.calls += u64::from(!blocked);
     st.usec += us;
     if out.len() > reply_start && out[reply_start] == b'-' {
         st.failed_calls += 1;

@@ -156,6 +156,10 @@ pub struct Server {
     pub run_id: String,
     pub executable: String,
     pub key_hint: KeyHint,
+    /// Clients blocked on keys.
+    pub blocking: crate::blocking::Blocking,
+    /// Clients with [`Session::pending`] output for the IO layer.
+    pub outbox: Vec<ClientId>,
 }
 
 impl Server {
@@ -187,6 +191,8 @@ impl Server {
             run_id: make_run_id(start_ms),
             executable: exe,
             key_hint: KeyHint::default(),
+            blocking: Default::default(),
+            outbox: Vec::new(),
         }
     }
 
@@ -205,6 +211,28 @@ impl Server {
     /// Does a client still need AUTH before running commands?
     pub fn auth_required(&self) -> bool {
         self.config.requirepass.is_some()
+    }
+
+    /// Write to another client outside its own replies (pub/sub messages):
+    /// `f` gets a writer in that client's protocol; the bytes reach it
+    /// through [`crate::Engine::drain_output`], or ahead of its next batch's
+    /// replies. False if there is no such client, or it is the one whose
+    /// command is running now (write to `ctx.reply` instead).
+    pub fn write_to(
+        &mut self,
+        client: ClientId,
+        f: impl FnOnce(&mut resp::ReplyWriter<'_>),
+    ) -> bool {
+        let Some(sess) = self.clients.get_mut(client) else {
+            return false;
+        };
+        let mut w = resp::ReplyWriter::new(&mut sess.pending, sess.proto);
+        f(&mut w);
+        if !sess.pending_queued && !sess.pending.is_empty() {
+            sess.pending_queued = true;
+            self.outbox.push(client);
+        }
+        true
     }
 
     pub fn memory(&self) -> MemoryStats {

@@ -49,6 +49,17 @@ pub struct Session {
     pub commands_processed: u64,
     pub net_output_bytes: u64,
     pub net_input_bytes: u64,
+    /// Output produced outside this client's own batch (pub/sub messages,
+    /// the reply that unblocks it), waiting for [`crate::Engine::drain_output`].
+    pub pending: Vec<u8>,
+    /// Listed in the server's outbox.
+    pub pending_queued: bool,
+    /// Set by [`crate::command::Ctx::block`] while a command runs.
+    pub block_request: Option<crate::blocking::BlockRequest>,
+    /// Blocked on keys (BLPOP ...): runs nothing until unblocked.
+    pub blocked: Option<Box<crate::blocking::Blocked>>,
+    /// EXEC is running this client's queued commands: nothing may block.
+    pub in_exec: bool,
 }
 
 impl Session {
@@ -76,6 +87,11 @@ impl Session {
             commands_processed: 0,
             net_output_bytes: 0,
             net_input_bytes: 0,
+            pending: Vec::new(),
+            pending_queued: false,
+            block_request: None,
+            blocked: None,
+            in_exec: false,
         }
     }
 

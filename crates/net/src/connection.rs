@@ -44,6 +44,12 @@ pub(crate) struct Connection {
     parsed: usize,
     args: Vec<Span>,
     argc: Vec<u32>,
+    /// Where each parsed command ends in `rbuf`, so a client that blocks
+    /// mid-batch keeps the commands after it.
+    ends: Vec<usize>,
+    /// The engine blocked this client (BLPOP ...): parse nothing until it
+    /// is unblocked.
+    pub(crate) blocked: bool,
     resume: Resume,
     /// Skip parsing until `rbuf` holds this many bytes (a large bulk string
     /// is arriving).
@@ -99,6 +105,8 @@ impl Connection {
             parsed: 0,
             args: Vec::new(),
             argc: Vec::new(),
+            ends: Vec::new(),
+            blocked: false,
             resume: Resume::default(),
             need: 0,
             reserve_cap: 0,
@@ -180,7 +188,11 @@ impl Connection {
             commands: self.argc.len(),
             more: false,
         };
-        if self.input_closed() || self.error.is_some() || self.rbuf.len() < self.need {
+        if self.input_closed()
+            || self.blocked
+            || self.error.is_some()
+            || self.rbuf.len() < self.need
+        {
             return result;
         }
         self.need = 0;
@@ -203,6 +215,7 @@ impl Connection {
                             span.start += at;
                         }
                         self.argc.push(argc as u32);
+                        self.ends.push(at + consumed);
                         result.commands += 1;
                     }
                     self.parsed += consumed;
@@ -251,9 +264,28 @@ impl Connection {
     /// The parsed commands have run: drop their bytes, and settle what the
     /// engine or the parser decided. Returns the protocol error, if one is
     /// to be reported (its reply is already queued).
-    pub(crate) fn after_batch(&mut self, close_after_reply: bool) -> Option<ProtocolError> {
+    pub(crate) fn after_batch(
+        &mut self,
+        close_after_reply: bool,
+        blocked_after: Option<usize>,
+    ) -> Option<ProtocolError> {
+        if let Some(executed) = blocked_after {
+            // Keep the commands after the blocking one, unparsed: they run
+            // once the client is unblocked (and a protocol error after them
+            // is found again then).
+            self.blocked = true;
+            let keep_from = executed
+                .checked_sub(1)
+                .and_then(|i| self.ends.get(i).copied())
+                .unwrap_or(0);
+            self.parsed = keep_from;
+            self.resume.reset();
+            self.error = None;
+            self.input_closed = false;
+        }
         self.args.clear();
         self.argc.clear();
+        self.ends.clear();
         if self.parsed > 0 {
             self.rbuf.drain(..self.parsed);
             self.need = self.need.saturating_sub(self.parsed);
@@ -283,6 +315,7 @@ impl Connection {
         self.rbuf = Vec::new();
         self.args = Vec::new();
         self.argc = Vec::new();
+        self.ends = Vec::new();
         self.resume.reset();
         self.parsed = 0;
         self.need = 0;
@@ -292,6 +325,14 @@ impl Connection {
     pub(crate) fn close(&mut self, how: Closing) {
         if how == Closing::Now || self.closing == Closing::Open {
             self.closing = how;
+        }
+    }
+
+    /// Append output the engine produced outside this client's batch
+    /// (pub/sub messages, the reply that unblocks it).
+    pub(crate) fn push_output(&mut self, bytes: &[u8]) {
+        if self.closing != Closing::Now {
+            self.out.extend_from_slice(bytes);
         }
     }
 
@@ -376,7 +417,7 @@ mod tests {
             c.push_input(chunk);
             c.parse(&Limits::default(), usize::MAX, usize::MAX);
             seen.extend(commands(&mut c));
-            assert!(c.after_batch(false).is_none());
+            assert!(c.after_batch(false, None).is_none());
         }
         assert_eq!(c.unparsed_len(), 0);
         seen
@@ -418,7 +459,7 @@ mod tests {
         assert_eq!(r.commands, 10_000);
         let cmds = commands(&mut c);
         assert_eq!(cmds[9_999], v(&["GET", "k9999"]));
-        c.after_batch(false);
+        c.after_batch(false, None);
         assert_eq!(c.unparsed_len(), 0);
     }
 
@@ -428,11 +469,11 @@ mod tests {
         c.push_input(b"PING\r\nPING\r\nPI");
         let r = c.parse(&Limits::default(), 1, usize::MAX);
         assert_eq!((r.commands, r.more), (1, true));
-        c.after_batch(false);
+        c.after_batch(false, None);
         assert_eq!(c.unparsed_len(), 8);
         let r = c.parse(&Limits::default(), 1, usize::MAX);
         assert_eq!((r.commands, r.more), (1, true));
-        c.after_batch(false);
+        c.after_batch(false, None);
         let r = c.parse(&Limits::default(), 1, usize::MAX);
         assert_eq!((r.commands, r.more), (0, false));
         c.push_input(b"NG\r\n");
@@ -451,7 +492,7 @@ mod tests {
             0
         );
         // The parser announced the size: the buffer is grown once.
-        c.after_batch(false);
+        c.after_batch(false, None);
         c.push_input(&req[100..200]);
         assert!(c.read_buf().capacity() >= req.len() - 2);
         let mut at = 200;
@@ -466,12 +507,12 @@ mod tests {
                 assert_eq!(r.commands, 1);
             }
             if r.commands == 0 {
-                c.after_batch(false);
+                c.after_batch(false, None);
             }
         }
         let cmds = commands(&mut c);
         assert_eq!(cmds[0][2].len(), len);
-        c.after_batch(false);
+        c.after_batch(false, None);
         assert!(c.read_buf().capacity() <= SHRINK_ABOVE);
     }
 
@@ -483,7 +524,7 @@ mod tests {
         assert_eq!(r.commands, 1);
         assert!(c.has_error());
         c.job().out.extend_from_slice(b"+PONG\r\n");
-        let err = c.after_batch(false).expect("error reported");
+        let err = c.after_batch(false, None).expect("error reported");
         assert_eq!(err.message(), "invalid bulk length");
         assert_eq!(c.closing, Closing::AfterFlush);
         assert_eq!(
@@ -504,9 +545,32 @@ mod tests {
         c.push_input(b"QUIT\r\nPING\r\n*x\r\n");
         c.parse(&Limits::default(), usize::MAX, usize::MAX);
         c.job().out.extend_from_slice(b"+OK\r\n");
-        assert!(c.after_batch(true).is_none());
+        assert!(c.after_batch(true, None).is_none());
         assert_eq!(c.closing, Closing::AfterFlush);
         assert_eq!(c.pending_send(), b"+OK\r\n");
+    }
+
+    #[test]
+    fn blocked_client_keeps_later_commands_until_unblocked() {
+        let mut c = conn();
+        // A protocol error after the commands must wait its turn too.
+        c.push_input(b"BLPOP k 0\r\nPING\r\n*1\r\n$4\r\nECHO\r\n*x\r\n");
+        c.parse(&Limits::default(), usize::MAX, usize::MAX);
+        assert_eq!(commands(&mut c).len(), 3);
+        assert!(c.after_batch(false, Some(1)).is_none());
+        assert!(c.blocked);
+        assert!(!c.has_output());
+        // Nothing is parsed while blocked, even as more arrives.
+        c.push_input(b"PING\r\n");
+        assert_eq!(
+            c.parse(&Limits::default(), usize::MAX, usize::MAX).commands,
+            0
+        );
+        c.blocked = false;
+        c.parse(&Limits::default(), usize::MAX, usize::MAX);
+        assert_eq!(commands(&mut c), vec![v(&["PING"]), v(&["ECHO"])]);
+        let err = c.after_batch(false, None).expect("error found again");
+        assert!(err.message().contains("invalid multibulk length"), "{err:?}");
     }
 
     #[test]

@@ -50,7 +50,9 @@ pub(crate) struct Driver {
     /// Connections taken out of `conns` for the duration of a batch.
     batch: Vec<(u32, Connection, bool)>,
     scratch: Vec<u32>,
-    flags: Vec<bool>,
+    /// Per job of the running batch: close after reply, blocked after
+    /// this many commands.
+    flags: Vec<(bool, Option<usize>)>,
     events: Vec<Event>,
     shutting_down: bool,
     shutdown_deadline: Option<Instant>,
@@ -245,7 +247,12 @@ impl Driver {
             return Duration::ZERO;
         }
         let cron = self.next_cron.saturating_duration_since(Instant::now());
-        cron.min(MAX_WAIT)
+        let mut wait = cron.min(MAX_WAIT);
+        if let Some(t) = self.engine.next_timeout_ms() {
+            let now = engine::server::wall_ms();
+            wait = wait.min(Duration::from_millis(t.saturating_sub(now).max(0) as u64));
+        }
+        wait
     }
 
     /// Parse everything new, run one batch for all connections with
@@ -293,7 +300,31 @@ impl Driver {
         if !self.batch.is_empty() {
             self.run_batch();
         }
+        self.drain_output();
         self.drain_events();
+    }
+
+    /// Output the engine produced for clients outside their batches.
+    fn drain_output(&mut self) {
+        let Driver {
+            engine,
+            conns,
+            by_client,
+            flush,
+            ..
+        } = self;
+        engine.drain_output(|client, bytes| {
+            let Some(&slot) = by_client.get(&client.0) else {
+                return;
+            };
+            if let Some(c) = conns[slot as usize].as_mut() {
+                c.push_output(bytes);
+                if !c.flush_queued {
+                    c.flush_queued = true;
+                    flush.push(slot);
+                }
+            }
+        });
     }
 
     fn run_batch(&mut self) {
@@ -308,18 +339,21 @@ impl Driver {
         }
         let mut flags_vec = std::mem::take(&mut self.flags);
         flags_vec.clear();
-        flags_vec.extend(jobs.iter().map(|j| j.close_after_reply));
+        flags_vec.extend(
+            jobs.iter()
+                .map(|j| (j.close_after_reply, j.blocked.then_some(j.executed))),
+        );
         drop(jobs);
 
         let mut flags = flags_vec.iter();
         let mut batch_vec = std::mem::take(&mut self.batch);
         for (slot, mut c, more) in batch_vec.drain(..) {
-            let close_after_reply = if c.has_commands() {
-                flags.next().copied().unwrap_or(false)
+            let (close_after_reply, blocked_after) = if c.has_commands() {
+                flags.next().copied().unwrap_or((false, None))
             } else {
-                false
+                (false, None)
             };
-            if let Some(err) = c.after_batch(close_after_reply) {
+            if let Some(err) = c.after_batch(close_after_reply, blocked_after) {
                 self.engine.note_protocol_error(c.client, &err);
             }
             let more = more && !c.input_closed();
@@ -362,6 +396,15 @@ impl Driver {
                     }
                 }
                 Event::Shutdown => self.begin_shutdown(),
+                Event::Unblocked { client } => {
+                    if let Some(&slot) = self.by_client.get(&client.0) {
+                        if let Some(c) = self.conn(slot) {
+                            c.blocked = false;
+                        }
+                        // Its queued commands run next iteration.
+                        self.mark_dirty(slot);
+                    }
+                }
             }
         }
         self.events = events;
@@ -396,6 +439,8 @@ impl Driver {
                 self.next_cron = now + period;
             }
         }
+        self.engine.expire_blocked();
+        self.drain_output();
         self.drain_events();
         self.report_stats();
         if self.shutting_down {

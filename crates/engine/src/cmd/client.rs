@@ -133,6 +133,18 @@ const CLIENT_KILL_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
     ],
 )];
 
+const CLIENT_UNBLOCK_ARGS: &[ArgSpec] = &[
+    ArgSpec::integer("client-id"),
+    ArgSpec::oneof(
+        "unblock-type",
+        &[
+            ArgSpec::pure_token("timeout", "TIMEOUT"),
+            ArgSpec::pure_token("error", "ERROR"),
+        ],
+    )
+    .optional(),
+];
+
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     name: "client",
     arity: -2,
@@ -255,6 +267,18 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
                 reply,
             )
         },
+        CommandSpec {
+            args: CLIENT_UNBLOCK_ARGS,
+            ..sub(
+                "unblock",
+                -3,
+                ADMIN | NOSCRIPT | LOADING | STALE,
+                ADMIN_CONN,
+                "5.0.0",
+                "Unblocks a client blocked by a blocking command from a different connection.",
+                unblock,
+            )
+        },
         sub(
             "help",
             2,
@@ -267,6 +291,22 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     ],
     ..CommandSpec::DEFAULT
 }];
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked.
+fn unblock(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some(id) = crate::num::parse_i64(argv.get(2)) else {
+        return ctx.error("ERR value is not an integer or out of range");
+    };
+    let error = match argv.len() {
+        3 => false,
+        4 if argv.get(3).eq_ignore_ascii_case(b"timeout") => false,
+        4 if argv.get(3).eq_ignore_ascii_case(b"error") => true,
+        4 => return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        _ => return ctx.error(SYNTAX_ERR),
+    };
+    let done = id >= 0 && crate::blocking::unblock(ctx.srv, ClientId(id as u64), error);
+    ctx.reply.int(i64::from(done));
+}
 
 fn id(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.int(ctx.session.id.0 as i64);
@@ -312,6 +352,9 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
     }
     if s.close_asap {
         flags.push('A');
+    }
+    if s.blocked.is_some() {
+        flags.push('b');
     }
     if s.no_evict {
         flags.push('e');
