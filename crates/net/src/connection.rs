@@ -570,7 +570,10 @@ mod tests {
         c.parse(&Limits::default(), usize::MAX, usize::MAX);
         assert_eq!(commands(&mut c), vec![v(&["PING"]), v(&["ECHO"])]);
         let err = c.after_batch(false, None).expect("error found again");
-        assert!(err.message().contains("invalid multibulk length"), "{err:?}");
+        assert!(
+            err.message().contains("invalid multibulk length"),
+            "{err:?}"
+        );
     }
 
     #[test]
