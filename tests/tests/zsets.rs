@@ -268,3 +268,43 @@ e2e!(
         );
     }
 );
+
+e2e!(
+    fn bzpopmin_is_woken_by_a_zadd_from_another_client(b) {
+        let srv = b.server();
+        let mut waiter = srv.client();
+        let c = &mut srv.client();
+        let t = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let r = q(&mut waiter, "BZPOPMIN z 10");
+            // The same connection goes on working after it was served.
+            let after = q(&mut waiter, "PING");
+            (r, after, started.elapsed())
+        });
+        // Wait until the server has it blocked, then write.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !ringkv_e2e::v::text(&q(c, "INFO clients")).contains("blocked_clients:1") {
+            assert!(std::time::Instant::now() < deadline, "client never blocked");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(q(c, "ZADD z 2 b 1 a"), int(2));
+        let (r, after, took) = t.join().unwrap();
+        assert_eq!(strings(&r), sv(&["z", "a", "1"]));
+        assert_eq!(after, ringkv_e2e::v::status("PONG"));
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+        assert_eq!(strings(&q(c, "ZRANGE z 0 -1")), sv(&["b"]));
+    }
+);
+
+e2e!(
+    fn bzmpop_times_out_with_nil(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        let started = std::time::Instant::now();
+        assert_eq!(q(c, "BZMPOP 0.2 2 z1 z2 MIN"), nil());
+        let took = started.elapsed();
+        assert!(took >= std::time::Duration::from_millis(200), "{took:?}");
+        assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+        assert_eq!(q(c, "BZPOPMAX z -1"), err("ERR timeout is negative"));
+    }
+);

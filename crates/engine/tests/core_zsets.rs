@@ -915,3 +915,173 @@ fn command_docs_know_zsets() {
     assert!(r.contains("sorted-set"), "{r}");
     assert!(r.contains("BYSCORE"), "{r}");
 }
+
+// ---- blocking pops ----------------------------------------------------------
+
+/// Output delivered out of band (unblocked replies), per client.
+fn delivered(e: &mut engine::Engine) -> Vec<(engine::ClientId, String)> {
+    let mut v = Vec::new();
+    e.drain_output(|id, b| v.push((id, String::from_utf8_lossy(b).into_owned())));
+    v
+}
+
+#[test]
+fn bzpop_serves_at_once_when_a_key_has_members() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["ZADD", "z2", "1", "a", "2", "b"]);
+    // The first non-empty key in argument order is served.
+    assert_eq!(
+        cmd(&mut e, c, &["BZPOPMIN", "z1", "z2", "0"]),
+        arr(&["z2", "a", "1"])
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["BZPOPMAX", "z2", "0"]),
+        arr(&["z2", "b", "2"])
+    );
+    assert_eq!(cmd(&mut e, c, &["EXISTS", "z2"]), int(0));
+    cmd(&mut e, c, &["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["BZMPOP", "0", "2", "none", "z", "MAX", "COUNT", "2"]
+        ),
+        "*2\r\n$1\r\nz\r\n*2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n"
+    );
+}
+
+#[test]
+fn bzpop_blocks_until_a_write_and_serves_first_blocked_first() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    let b = connect(&mut e);
+    let w = connect(&mut e);
+    // Nothing to pop: no reply now, the clients are blocked.
+    assert_eq!(cmd(&mut e, a, &["BZPOPMIN", "z", "other", "0"]), "");
+    assert_eq!(cmd(&mut e, b, &["BZPOPMIN", "z", "0"]), "");
+    assert!(cmd(&mut e, w, &["INFO", "clients"]).contains("blocked_clients:2"));
+    // A write that is not an add to the key wakes nobody.
+    cmd(&mut e, w, &["SET", "unrelated", "1"]);
+    assert!(delivered(&mut e).is_empty());
+    // One member: the first blocked client gets it, the second waits on.
+    assert_eq!(cmd(&mut e, w, &["ZADD", "z", "5", "x"]), int(1));
+    assert_eq!(delivered(&mut e), vec![(a, arr(&["z", "x", "5"]))]);
+    let ev = events(&mut e);
+    assert!(
+        ev.contains(&engine::Event::Unblocked { client: a }),
+        "{ev:?}"
+    );
+    assert_eq!(cmd(&mut e, w, &["EXISTS", "z"]), int(0));
+    assert_eq!(cmd(&mut e, w, &["ZADD", "z", "7", "y"]), int(1));
+    assert_eq!(delivered(&mut e), vec![(b, arr(&["z", "y", "7"]))]);
+    assert!(cmd(&mut e, w, &["INFO", "clients"]).contains("blocked_clients:0"));
+}
+
+#[test]
+fn bzmpop_wakes_with_count_and_bzpopmax_on_the_written_key() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    let b = connect(&mut e);
+    let w = connect(&mut e);
+    assert_eq!(
+        cmd(
+            &mut e,
+            a,
+            &["BZMPOP", "0", "2", "z1", "z2", "MIN", "COUNT", "5"]
+        ),
+        ""
+    );
+    assert_eq!(cmd(&mut e, b, &["BZPOPMAX", "z2", "0"]), "");
+    cmd(&mut e, w, &["ZADD", "z2", "1", "a", "2", "b"]);
+    // a blocked first and takes both members; b finds nothing and waits.
+    assert_eq!(
+        delivered(&mut e),
+        vec![(
+            a,
+            "*2\r\n$2\r\nz2\r\n*2\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n"
+                .to_string()
+        )]
+    );
+    assert!(cmd(&mut e, w, &["INFO", "clients"]).contains("blocked_clients:1"));
+    cmd(&mut e, w, &["ZADD", "z2", "1e100", "big"]);
+    assert_eq!(delivered(&mut e), vec![(b, arr(&["z2", "big", "1e+100"]))]);
+}
+
+#[test]
+fn bzpop_times_out_with_a_null_array() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    assert_eq!(cmd(&mut e, a, &["BZPOPMIN", "z", "0.01"]), "");
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    e.expire_blocked();
+    assert_eq!(delivered(&mut e), vec![(a, "*-1\r\n".to_string())]);
+    // RESP3: the null type.
+    cmd(&mut e, a, &["HELLO", "3"]);
+    assert_eq!(cmd(&mut e, a, &["BZMPOP", "0.01", "1", "z", "MIN"]), "");
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    e.expire_blocked();
+    assert_eq!(delivered(&mut e), vec![(a, NULL3.to_string())]);
+}
+
+#[test]
+fn bzpop_client_unblock_and_disconnect() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    let b = connect(&mut e);
+    let w = connect(&mut e);
+    assert_eq!(cmd(&mut e, a, &["BZPOPMIN", "z", "0"]), "");
+    assert_eq!(cmd(&mut e, b, &["BZPOPMIN", "z", "0"]), "");
+    e.disconnect(a);
+    // The vanished client is forgotten: b, the next in line, is served.
+    cmd(&mut e, w, &["ZADD", "z", "1", "m"]);
+    assert_eq!(delivered(&mut e), vec![(b, arr(&["z", "m", "1"]))]);
+    assert_eq!(cmd(&mut e, b, &["BZPOPMIN", "z", "0"]), "");
+    let id_b = cmd(&mut e, b, &["CLIENT", "ID"]);
+    let id_b = id_b.trim_start_matches(':').trim_end();
+    assert_eq!(
+        cmd(&mut e, w, &["CLIENT", "UNBLOCK", id_b, "ERROR"]),
+        int(1)
+    );
+    assert_eq!(
+        delivered(&mut e),
+        vec![(
+            b,
+            "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_string()
+        )]
+    );
+}
+
+#[test]
+fn bzpop_errors() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["SET", "s", "x"]);
+    assert_eq!(
+        cmd(&mut e, c, &["BZPOPMIN", "z", "-1"]),
+        "-ERR timeout is negative\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["BZPOPMIN", "z", "abc"]),
+        "-ERR timeout is not a float or out of range\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["BZPOPMAX", "nokey", "s", "0"]), WRONGTYPE);
+    // BZMPOP checks numkeys, MIN|MAX and COUNT before the timeout.
+    assert_eq!(
+        cmd(&mut e, c, &["BZMPOP", "abc", "0", "z", "MIN"]),
+        "-ERR numkeys should be greater than 0\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["BZMPOP", "abc", "1", "z", "SIDEWAYS"]),
+        SYNTAX
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["BZMPOP", "0", "1", "z", "MIN", "COUNT", "0"]),
+        "-ERR count should be greater than 0\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["BZMPOP", "abc", "1", "z", "MIN"]),
+        "-ERR timeout is not a float or out of range\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["BZMPOP", "0", "1", "s", "MIN"]), WRONGTYPE);
+}

@@ -3,7 +3,8 @@
 //! ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZRANGESTORE),
 //! ZPOPMIN ZPOPMAX ZMPOP, ZREMRANGEBYRANK/SCORE/LEX, the set algebra
 //! (ZUNION ZINTER ZDIFF, their STORE forms, ZINTERCARD), ZRANDMEMBER and
-//! ZSCAN, with Valkey 8's replies and errors (`t_zset.c`).
+//! ZSCAN, and the blocking pops BZPOPMIN BZPOPMAX BZMPOP, with Valkey 8's
+//! replies and errors (`t_zset.c`).
 //!
 //! Every range is turned into a span of ascending ranks by the store
 //! ([`ZSet::score_span`], [`ZSet::lex_span`]); reverse order, LIMIT offsets
@@ -17,6 +18,7 @@
 
 use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
+use crate::blocking::OnTimeout;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
@@ -186,6 +188,20 @@ const ZMPOP_ARGS: &[ArgSpec] = &[
     ),
     ArgSpec::integer("count").token("COUNT").optional(),
 ];
+const BZPOP_ARGS: &[ArgSpec] = &[KEYS, ArgSpec::double("timeout")];
+const BZMPOP_ARGS: &[ArgSpec] = &[
+    ArgSpec::double("timeout"),
+    NUMKEYS,
+    KEYS,
+    ArgSpec::oneof(
+        "where",
+        &[
+            ArgSpec::pure_token("min", "MIN"),
+            ArgSpec::pure_token("max", "MAX"),
+        ],
+    ),
+    ArgSpec::integer("count").token("COUNT").optional(),
+];
 const ZUNION_ARGS: &[ArgSpec] = &[NUMKEYS, KEYS, WEIGHTS, AGGREGATE, WITHSCORES];
 const ZSTORE_ARGS: &[ArgSpec] = &[
     ArgSpec::key("destination", 0),
@@ -267,6 +283,8 @@ const READ_FAST: &[&str] = &["read", "sortedset", "fast"];
 const READ_SLOW: &[&str] = &["read", "sortedset", "slow"];
 const WRITE_FAST: &[&str] = &["write", "sortedset", "fast"];
 const WRITE_SLOW: &[&str] = &["write", "sortedset", "slow"];
+const BLOCK_FAST: &[&str] = &["write", "sortedset", "fast", "blocking"];
+const BLOCK_SLOW: &[&str] = &["write", "sortedset", "slow", "blocking"];
 
 const LOG_N: &str = "O(log(N))";
 const RANGE_CX: &str = "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.";
@@ -512,6 +530,42 @@ pub const COMMANDS: &[CommandSpec] = &[
         "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
         zmpop,
         ZMPOP_ARGS,
+    ),
+    spec(
+        "bzpopmin",
+        -3,
+        WRITE | FAST | BLOCKING,
+        (1, -2, 1),
+        BLOCK_FAST,
+        "5.0.0",
+        "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        "O(log(N)) with N being the number of elements in the sorted set.",
+        bzpopmin,
+        BZPOP_ARGS,
+    ),
+    spec(
+        "bzpopmax",
+        -3,
+        WRITE | FAST | BLOCKING,
+        (1, -2, 1),
+        BLOCK_FAST,
+        "5.0.0",
+        "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
+        "O(log(N)) with N being the number of elements in the sorted set.",
+        bzpopmax,
+        BZPOP_ARGS,
+    ),
+    spec(
+        "bzmpop",
+        -5,
+        WRITE | BLOCKING,
+        MOVABLE,
+        BLOCK_SLOW,
+        "7.0.0",
+        "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+        bzmpop,
+        BZMPOP_ARGS,
     ),
     spec(
         "zremrangebyrank",
@@ -1378,7 +1432,6 @@ pub(crate) enum PopShape {
     /// `[[m1, s1], ...]`: ZPOPMIN/ZPOPMAX with COUNT in RESP3.
     Nested,
     /// `[key, m1, s1, ...]`: BZPOPMIN/BZPOPMAX (both protocols).
-    #[allow(dead_code)] // for the blocking forms
     KeyFlat,
     /// `[key, [[m1, s1], ...]]`: ZMPOP/BZMPOP (both protocols).
     KeyNested,
@@ -1559,18 +1612,83 @@ fn zmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(a) => a,
         Err(e) => return ctx.error(e),
     };
-    for i in a.first_key..a.first_key + a.numkeys {
-        let key = argv.get(i);
+    let keys = (a.first_key..a.first_key + a.numkeys).map(|i| argv.get(i));
+    match first_poppable(ctx, keys) {
+        Err(()) => ctx.error(WRONGTYPE),
+        Ok(Some(key)) => {
+            pop_reply(ctx, key, a.max, a.count, PopShape::KeyNested);
+        }
+        Ok(None) => ctx.reply.null_array(),
+    }
+}
+
+/// The first key, in argument order, holding a sorted set to pop from;
+/// `Err` on a key of another type (Valkey checks them in order and stops
+/// at the first one that is not missing).
+fn first_poppable<'a>(
+    ctx: &mut Ctx<'_>,
+    keys: impl Iterator<Item = &'a [u8]>,
+) -> Result<Option<&'a [u8]>, ()> {
+    for key in keys {
         match key_state(ctx, key) {
             KeyState::Missing => {}
-            KeyState::WrongType => return ctx.error(WRONGTYPE),
-            KeyState::ZSet => {
-                pop_reply(ctx, key, a.max, a.count, PopShape::KeyNested);
-                return;
-            }
+            KeyState::WrongType => return Err(()),
+            KeyState::ZSet => return Ok(Some(key)),
         }
     }
-    ctx.reply.null_array();
+    Ok(None)
+}
+
+/// BZPOPMIN/BZPOPMAX: pop one member from the first non-empty key, or
+/// block on all of them. The engine runs this again when one is written.
+fn bzpop_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, max: bool) {
+    let last = argv.len() - 1;
+    let deadline = match crate::blocking::parse_timeout(argv.get(last), ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    let keys = (1..last).map(|i| argv.get(i));
+    match first_poppable(ctx, keys.clone()) {
+        Err(()) => ctx.error(WRONGTYPE),
+        Ok(Some(key)) => {
+            pop_reply(ctx, key, max, 1, PopShape::KeyFlat);
+        }
+        Ok(None) => {
+            let keys: Vec<&[u8]> = keys.collect();
+            ctx.block(&keys, deadline, OnTimeout::NullArray);
+        }
+    }
+}
+
+fn bzpopmin(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    bzpop_generic(ctx, argv, false);
+}
+
+fn bzpopmax(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    bzpop_generic(ctx, argv, true);
+}
+
+fn bzmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    // Valkey checks numkeys, MIN|MAX and COUNT before the timeout.
+    let a = match parse_mpop(argv, 2) {
+        Ok(a) => a,
+        Err(e) => return ctx.error(e),
+    };
+    let deadline = match crate::blocking::parse_timeout(argv.get(1), ctx.now_ms) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    let keys = (a.first_key..a.first_key + a.numkeys).map(|i| argv.get(i));
+    match first_poppable(ctx, keys.clone()) {
+        Err(()) => ctx.error(WRONGTYPE),
+        Ok(Some(key)) => {
+            pop_reply(ctx, key, a.max, a.count, PopShape::KeyNested);
+        }
+        Ok(None) => {
+            let keys: Vec<&[u8]> = keys.collect();
+            ctx.block(&keys, deadline, OnTimeout::NullArray);
+        }
+    }
 }
 
 // ---- ZUNION / ZINTER / ZDIFF ------------------------------------------------
