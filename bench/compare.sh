@@ -11,6 +11,7 @@
 # Prints a Markdown table of medians with the ringkv/redis ratio per test.
 #
 # Usage: bench/compare.sh [backend ...]      (default: io_uring epoll)
+#        io_uring-bwN runs io_uring with --io-uring-batch-wait-us N
 # Env:   N_P1 (300000)  N_P16 (2000000)  ROUNDS (3)  PORT (17379)
 #        RINGKV_BIN (default: <target dir>/release/ringkv-server; skips the build)
 #        REDIS_BIN (/usr/bin/redis-server)  SERVER_CPU (0)  CLIENT_CPU (1)
@@ -87,9 +88,12 @@ start_server() { # name
       ;;
     io_uring) taskset -c "$SERVER_CPU" "$RINGKV_BIN" "${common[@]}" --io-uring yes >"$WORK/$name.log" 2>&1 &
       ;;
+    io_uring-bw*) taskset -c "$SERVER_CPU" "$RINGKV_BIN" "${common[@]}" --io-uring yes \
+        --io-uring-batch-wait-us "${name#io_uring-bw}" >"$WORK/$name.log" 2>&1 &
+      ;;
     epoll) taskset -c "$SERVER_CPU" "$RINGKV_BIN" "${common[@]}" --io-uring no >"$WORK/$name.log" 2>&1 &
       ;;
-    *) echo "compare.sh: unknown backend $name (io_uring|epoll)" >&2; exit 1 ;;
+    *) echo "compare.sh: unknown backend $name (io_uring|io_uring-bwN|epoll)" >&2; exit 1 ;;
   esac
   SERVER_PID=$!
   for _ in $(seq 1 200); do

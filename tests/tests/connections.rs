@@ -136,3 +136,41 @@ e2e!(
         assert_eq!(fourth.cmd(&["PING"]), Reply::status("PONG"));
     }
 );
+
+e2e!(
+    ringkv_only fn batch_wait_serves_many_pipelined_clients_exactly(b) {
+        // With io-uring-batch-wait-us the loop waits for more completions
+        // under load; every client must still get every reply, in order.
+        let srv = b.start(Opts::new().arg("io-uring-batch-wait-us", "200"));
+        let port = srv.port;
+        let workers: Vec<_> = (0..20)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    for i in 0..200 {
+                        let (k, v) = (format!("k{t}"), format!("{t}-{i}"));
+                        let req = format!(
+                            "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n*2\r\n$3\r\nGET\r\n${}\r\n{k}\r\n",
+                            k.len(),
+                            v.len(),
+                            k.len()
+                        );
+                        s.write_all(req.as_bytes()).unwrap();
+                        assert_eq!(read_line(&mut s), "+OK");
+                        assert_eq!(read_line(&mut s), format!("${}", v.len()));
+                        assert_eq!(read_line(&mut s), v);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        let c = &mut srv.client();
+        assert_eq!(
+            ringkv_e2e::query(c, &["CONFIG", "GET", "io-uring-batch-wait-us"]),
+            ringkv_e2e::v::arr(vec![ringkv_e2e::v::bulk("io-uring-batch-wait-us"), ringkv_e2e::v::bulk("200")])
+        );
+    }
+);

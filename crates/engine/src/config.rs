@@ -138,6 +138,9 @@ static DEFS: &[Def] = &[
     i("tcp-keepalive", 0, INT_MAX, "300", SUP),
     i("tcp-backlog", 0, INT_MAX, "511", SUP | IMM),
     e("io-uring", &["auto", "yes", "no"], "auto", SUP | IMM),
+    // ringkv's own: how long (µs) a loaded io_uring loop may wait to batch
+    // completions (see net's `Uring::wait`); 0 = wake on the first one.
+    i("io-uring-batch-wait-us", 0, 10_000, "0", SUP | IMM),
     i("io-threads", 1, 128, "1", SUP | IMM),
     s("logfile", "", SUP | IMM),
     e("loglevel", LOGLEVELS, "notice", SUP),
@@ -378,6 +381,8 @@ pub struct Config {
     pub tcp_keepalive: u64,
     pub tcp_backlog: u32,
     pub io_uring: IoUringMode,
+    /// `io-uring-batch-wait-us`.
+    pub io_uring_batch_wait_us: u32,
     pub io_threads: usize,
     /// Empty = stdout.
     pub logfile: String,
@@ -416,6 +421,7 @@ impl Default for Config {
             tcp_keepalive: 300,
             tcp_backlog: 511,
             io_uring: IoUringMode::Auto,
+            io_uring_batch_wait_us: 0,
             io_threads: 1,
             logfile: String::new(),
             loglevel: Level::Notice,
@@ -772,6 +778,7 @@ impl Config {
                     _ => IoUringMode::Auto,
                 }
             }
+            "io-uring-batch-wait-us" => self.io_uring_batch_wait_us = num() as u32,
             "io-threads" => self.io_threads = num() as usize,
             "logfile" => self.logfile = v.to_string(),
             "loglevel" => self.loglevel = Level::from_name(v).unwrap_or(Level::Notice),

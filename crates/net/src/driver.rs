@@ -101,6 +101,11 @@ impl Driver {
         self.conn(slot).filter(|c| c.generation == generation)
     }
 
+    /// Open connections.
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
     pub(crate) fn shutting_down(&self) -> bool {
         self.shutting_down
     }

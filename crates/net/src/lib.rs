@@ -61,24 +61,28 @@ pub fn serve(mut engine: Engine, stop: &'static AtomicBool) -> io::Result<()> {
 
     let ring = match mode {
         IoUringMode::No => None,
-        IoUringMode::Yes => match uring::Uring::new(&listeners) {
-            Ok(r) => Some(r),
-            Err(reason) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    format!("io-uring is set to yes but io_uring cannot be used: {reason}"),
-                ));
+        IoUringMode::Yes => {
+            match uring::Uring::new(&listeners, engine.config().io_uring_batch_wait_us) {
+                Ok(r) => Some(r),
+                Err(reason) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        format!("io-uring is set to yes but io_uring cannot be used: {reason}"),
+                    ));
+                }
             }
-        },
-        IoUringMode::Auto => match uring::Uring::new(&listeners) {
-            Ok(r) => Some(r),
-            Err(reason) => {
-                log::notice(&format!(
-                    "io_uring unavailable: {reason}; falling back to epoll"
-                ));
-                None
+        }
+        IoUringMode::Auto => {
+            match uring::Uring::new(&listeners, engine.config().io_uring_batch_wait_us) {
+                Ok(r) => Some(r),
+                Err(reason) => {
+                    log::notice(&format!(
+                        "io_uring unavailable: {reason}; falling back to epoll"
+                    ));
+                    None
+                }
             }
-        },
+        }
     };
     let mut driver = driver::Driver::new(engine, stop);
     match ring {
