@@ -307,6 +307,7 @@ impl Ctx<'_> {
     /// invalidation; wakes clients blocked on the key).
     pub fn touched(&mut self, db: usize, key: &[u8]) {
         self.srv.blocking.signal(db, key);
+        self.srv.watches.touch(db, key);
     }
     /// A keyspace event in the session's database (`notify-keyspace-events`):
     /// `class` is one of [`notify`]'s flags, `event` Valkey's event name
@@ -317,13 +318,33 @@ impl Ctx<'_> {
     }
     /// As [`Ctx::notify`], for a key in another database (MOVE, COPY DB).
     pub fn notify_db(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
-        let _ = (class, event, db, key);
+        if self.srv.config.notify_keyspace_events & class == 0 {
+            return;
+        }
+        // Keys expired earlier in this command fire first, as in Valkey
+        // (where the deletion publishes on the spot).
+        if self.srv.expiry_logging {
+            let me = crate::pubsub::Me {
+                id: self.session.id,
+                reply: &mut self.reply,
+            };
+            crate::pubsub::drain_expired(self.srv, Some(me));
+        }
+        let me = crate::pubsub::Me {
+            id: self.session.id,
+            reply: &mut self.reply,
+        };
+        crate::pubsub::keyspace_event(self.srv, Some(me), class, event, db, key);
     }
 }
 
 /// Keyspace-notification classes, Valkey's `NOTIFY_*` (the letters of
 /// `notify-keyspace-events`).
 pub mod notify {
+    /// `K`: publish to `__keyspace@<db>__:<key>`.
+    pub const KEYSPACE: u32 = 1 << 0;
+    /// `E`: publish to `__keyevent@<db>__:<event>`.
+    pub const KEYEVENT: u32 = 1 << 1;
     /// `g`: DEL, EXPIRE, RENAME, ... on any type.
     pub const GENERIC: u32 = 1 << 2;
     /// `$`
@@ -340,6 +361,75 @@ pub mod notify {
     pub const EXPIRED: u32 = 1 << 8;
     /// `e`
     pub const EVICTED: u32 = 1 << 9;
+    /// `t`
+    pub const STREAM: u32 = 1 << 10;
+    /// `m`
+    pub const KEY_MISS: u32 = 1 << 11;
+    /// `d`
+    pub const MODULE: u32 = 1 << 13;
     /// `n`
     pub const NEW: u32 = 1 << 14;
+    /// `A`: every class but `m` and `n`.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+    /// Valkey's `keyspaceEventsStringToFlags`; `None` on an unknown letter.
+    pub fn parse(s: &[u8]) -> Option<u32> {
+        let mut f = 0;
+        for &c in s {
+            f |= match c {
+                b'A' => ALL,
+                b'g' => GENERIC,
+                b'$' => STRING,
+                b'l' => LIST,
+                b's' => SET,
+                b'h' => HASH,
+                b'z' => ZSET,
+                b'x' => EXPIRED,
+                b'e' => EVICTED,
+                b'K' => KEYSPACE,
+                b'E' => KEYEVENT,
+                b't' => STREAM,
+                b'm' => KEY_MISS,
+                b'd' => MODULE,
+                b'n' => NEW,
+                _ => return None,
+            };
+        }
+        Some(f)
+    }
+
+    /// Valkey's `keyspaceEventsFlagsToString`: `A` when every class of
+    /// `A` is on (and then, as in Valkey, `n` is not shown), then `K`,
+    /// `E`, `m`.
+    pub fn to_string(f: u32) -> String {
+        let mut s = String::new();
+        if f & ALL == ALL {
+            s.push('A');
+        } else {
+            for (bit, c) in [
+                (GENERIC, 'g'),
+                (STRING, '$'),
+                (LIST, 'l'),
+                (SET, 's'),
+                (HASH, 'h'),
+                (ZSET, 'z'),
+                (EXPIRED, 'x'),
+                (EVICTED, 'e'),
+                (STREAM, 't'),
+                (MODULE, 'd'),
+                (NEW, 'n'),
+            ] {
+                if f & bit != 0 {
+                    s.push(c);
+                }
+            }
+        }
+        for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
+            if f & bit != 0 {
+                s.push(c);
+            }
+        }
+        s
+    }
 }

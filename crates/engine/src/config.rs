@@ -324,7 +324,7 @@ static DEFS: &[Def] = &[
     sp("save", "3600 1 300 100 60 10000", 0),
     sp("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", 0),
     sp("oom-score-adj-values", "0 200 800", 0),
-    def("notify-keyspace-events", Kind::Special, 0, ""),
+    def("notify-keyspace-events", Kind::Special, SUP, ""),
     al(sp("replicaof", "", IMM), "slaveof"),
     sp("latency-tracking-info-percentiles", "50 99 99.9", 0),
 ];
@@ -401,6 +401,8 @@ pub struct Config {
     pub encoding: store::EncodingLimits,
     pub enable_debug_command: Allowed,
     pub enable_protected_configs: Allowed,
+    /// `notify-keyspace-events` as `crate::command::notify` flags.
+    pub notify_keyspace_events: u32,
     /// One line per directive given a non-default value that ringkv does
     /// not act on yet; the server logs them once logging is set up.
     pub warnings: Vec<String>,
@@ -436,6 +438,7 @@ impl Default for Config {
             encoding: store::EncodingLimits::default(),
             enable_debug_command: Allowed::No,
             enable_protected_configs: Allowed::No,
+            notify_keyspace_events: 0,
             warnings: Vec::new(),
             values: DEFS.iter().map(|d| d.default.to_string()).collect(),
         };
@@ -800,6 +803,10 @@ impl Config {
             "zset-max-listpack-value" => self.encoding.zset_max_listpack_value = num() as usize,
             "enable-debug-command" => self.enable_debug_command = allowed(v),
             "enable-protected-configs" => self.enable_protected_configs = allowed(v),
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events =
+                    crate::command::notify::parse(v.as_bytes()).unwrap_or(0)
+            }
             _ => {}
         }
     }
@@ -1250,28 +1257,8 @@ fn validate_special(name: &str, args: &[String], cur: &str) -> SetResult {
 /// Valkey's notify-keyspace-events flags in canonical order (`AKE`, not
 /// `KEA`); `None` on an unknown class character.
 fn keyspace_events_canonical(v: &str) -> Option<String> {
-    // Classes covered by `A`, in output order.
-    const ALL: &[u8] = b"g$lshzxetd";
-    let mut set: Vec<u8> = Vec::new();
-    for c in v.bytes() {
-        match c {
-            b'A' => set.extend_from_slice(ALL),
-            c if b"g$lshzxetdnKEm".contains(&c) => set.push(c),
-            _ => return None,
-        }
-    }
-    let mut out = String::new();
-    if ALL.iter().all(|c| set.contains(c)) {
-        out.push('A');
-    } else {
-        out.extend(ALL.iter().filter(|c| set.contains(c)).map(|&c| c as char));
-    }
-    for c in [b'n', b'K', b'E', b'm'] {
-        if set.contains(&c) {
-            out.push(c as char);
-        }
-    }
-    Some(out)
+    use crate::command::notify;
+    notify::parse(v.as_bytes()).map(notify::to_string)
 }
 
 #[cfg(test)]

@@ -197,10 +197,10 @@ fn clients(srv: &Server, out: &mut String) {
     field!(out, "client_recent_max_output_buffer:0");
     field!(out, "blocked_clients:{}", srv.blocking.clients);
     field!(out, "tracking_clients:0");
-    field!(out, "pubsub_clients:0");
-    field!(out, "watching_clients:0");
+    field!(out, "pubsub_clients:{}", srv.pubsub.clients);
+    field!(out, "watching_clients:{}", srv.watches.clients());
     field!(out, "clients_in_timeout_table:0");
-    field!(out, "total_watched_keys:0");
+    field!(out, "total_watched_keys:{}", srv.watches.keys());
     field!(out, "total_blocking_keys:{}", srv.blocking.keys());
     field!(out, "total_blocking_keys_on_nokey:0");
 }
@@ -434,9 +434,21 @@ fn stats(srv: &Server, out: &mut String) {
     field!(out, "current_eviction_exceeded_time:0");
     field!(out, "keyspace_hits:{}", st.keyspace_hits);
     field!(out, "keyspace_misses:{}", st.keyspace_misses);
-    field!(out, "pubsub_channels:0");
-    field!(out, "pubsub_patterns:0");
-    field!(out, "pubsubshard_channels:0");
+    field!(
+        out,
+        "pubsub_channels:{}",
+        srv.pubsub.len(crate::pubsub::Kind::Channel)
+    );
+    field!(
+        out,
+        "pubsub_patterns:{}",
+        srv.pubsub.len(crate::pubsub::Kind::Pattern)
+    );
+    field!(
+        out,
+        "pubsubshard_channels:{}",
+        srv.pubsub.len(crate::pubsub::Kind::Shard)
+    );
     field!(out, "latest_fork_usec:0");
     field!(out, "total_forks:0");
     field!(out, "migrate_cached_sockets:0");

@@ -50,9 +50,11 @@ pub mod glob;
 pub mod info;
 pub mod log;
 pub mod num;
+pub mod pubsub;
 pub mod server;
 pub mod session;
 pub mod table;
+pub mod watch;
 
 pub use batch::{ArgvRef, CommandsView, Job};
 pub use config::{Config, ConfigError, IoUringMode};
@@ -209,6 +211,8 @@ impl Engine {
     pub fn disconnect(&mut self, id: ClientId) {
         if let Some(Some(mut sess)) = self.srv.clients.map.remove(&id.0) {
             blocking::forget(&mut self.srv, &mut sess);
+            watch::unwatch_all(&mut self.srv, &mut sess);
+            pubsub::forget(&mut self.srv, &mut sess);
         }
     }
 
@@ -378,6 +382,8 @@ impl Engine {
                     srv.stats.expired_keys_active += n as u64;
                 }
             }
+            // WATCH invalidation and `expired` events for what it removed.
+            pubsub::drain_expired(srv, None);
         }
         // Valkey's `activerehashing`: up to 1 ms per cron finishes resizes
         // of databases that see no writes (writes move buckets themselves).
@@ -566,6 +572,11 @@ fn execute_one(
     let i = match outcome {
         Ok(i) => i,
         Err(rejected) => {
+            // A command refused while queueing dooms the transaction
+            // (Valkey's flagTransaction): EXEC will reply EXECABORT.
+            if let Some(m) = sess.multi.as_deref_mut() {
+                m.dirty = true;
+            }
             let mut w = ReplyWriter::new(out, proto);
             w.error(&rejected.msg);
             if let Some(i) = rejected.cmd {
@@ -576,6 +587,18 @@ fn execute_one(
             return;
         }
     };
+    // Inside MULTI, everything but EXEC DISCARD MULTI WATCH QUIT RESET is
+    // queued rather than run (the tail of Valkey's processCommand).
+    if let Some(m) = sess.multi.as_deref_mut()
+        && !cmd::transactions::runs_in_multi(i)
+    {
+        m.queue(i, argv);
+        ReplyWriter::new(out, proto).simple("QUEUED");
+        sess.last_cmd = Some(i);
+        finish_reply(srv, sess, out, reply_start);
+        *t_prev = Instant::now();
+        return;
+    }
     let spec = table.entries[i].spec;
     let fk = table.entries[idx as usize].spec.first_key;
     // Always overwritten: a hint left from an earlier command could match
@@ -602,6 +625,15 @@ fn execute_one(
         f(&mut ctx, argv);
     }
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
+    // Keys the command expired: WATCH invalidation, `expired` events.
+    if srv.expiry_logging {
+        let mut w = ReplyWriter::new(&mut *out, sess.proto);
+        let me = pubsub::Me {
+            id: sess.id,
+            reply: &mut w,
+        };
+        pubsub::drain_expired(srv, Some(me));
+    }
     if srv.blocking.has_ready() {
         blocking::serve_ready(srv, now_ms);
     }
@@ -687,6 +719,21 @@ fn resolve(
     if !sess.authenticated && srv.auth_required() && e.spec.flags & command::flags::NO_AUTH == 0 {
         return Err(Rejected {
             msg: "NOAUTH Authentication required.".into(),
+            cmd: Some(i),
+        });
+    }
+    if sess.multi.is_some() && e.spec.flags & command::flags::NO_MULTI != 0 {
+        return Err(Rejected {
+            msg: "ERR Command not allowed inside a transaction".into(),
+            cmd: Some(i),
+        });
+    }
+    if sess.in_resp2_pubsub() && !cmd::pubsub::allowed_in_subscribed_mode(&e.fullname) {
+        return Err(Rejected {
+            msg: format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                e.fullname
+            ),
             cmd: Some(i),
         });
     }

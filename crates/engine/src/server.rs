@@ -160,6 +160,13 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// Clients with [`Session::pending`] output for the IO layer.
     pub outbox: Vec<ClientId>,
+    /// Pub/Sub subscribers.
+    pub pubsub: crate::pubsub::PubSub,
+    /// WATCHed keys.
+    pub watches: crate::watch::Watches,
+    /// The store logs keys deleted by expiry (someone WATCHes, or
+    /// `expired` keyspace events are on); see [`Server::sync_expiry_logging`].
+    pub expiry_logging: bool,
 }
 
 impl Server {
@@ -170,7 +177,7 @@ impl Server {
         let exe = std::env::current_exe()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
-        Server {
+        let mut srv = Server {
             keyspace: Keyspace::new(config.databases),
             config,
             stats: Stats {
@@ -193,6 +200,29 @@ impl Server {
             key_hint: KeyHint::default(),
             blocking: Default::default(),
             outbox: Vec::new(),
+            pubsub: Default::default(),
+            watches: Default::default(),
+            expiry_logging: false,
+        };
+        srv.sync_expiry_logging();
+        srv
+    }
+
+    /// Turn the store's expired-key log on while WATCH or `expired`
+    /// notifications need it, off otherwise (it costs a copy per key).
+    /// Call after WATCH/UNWATCH and CONFIG SET.
+    pub fn sync_expiry_logging(&mut self) {
+        use crate::command::notify::{EXPIRED, KEYEVENT, KEYSPACE};
+        let n = self.config.notify_keyspace_events;
+        let want = !self.watches.is_empty() || (n & EXPIRED != 0 && n & (KEYSPACE | KEYEVENT) != 0);
+        if want != self.expiry_logging {
+            self.expiry_logging = want;
+            for db in self.keyspace.dbs.iter_mut() {
+                db.log_expired = want;
+                if !want {
+                    db.take_expired();
+                }
+            }
         }
     }
 

@@ -60,6 +60,13 @@ pub struct Session {
     pub blocked: Option<Box<crate::blocking::Blocked>>,
     /// EXEC is running this client's queued commands: nothing may block.
     pub in_exec: bool,
+    /// Inside MULTI: the queued commands (`None` outside a transaction).
+    pub multi: Option<Box<crate::cmd::transactions::Multi>>,
+    /// Keys this client WATCHes (CLIENT LIST `watch=`); the keys and the
+    /// dirty flag live in `Server::watches`.
+    pub watched: usize,
+    /// Pub/Sub subscriptions; `None` while there are none.
+    pub subs: Option<Box<crate::pubsub::ClientSubs>>,
 }
 
 impl Session {
@@ -92,11 +99,15 @@ impl Session {
             block_request: None,
             blocked: None,
             in_exec: false,
+            multi: None,
+            watched: 0,
+            subs: None,
         }
     }
 
     /// RESET: back to a just-connected state, keeping the library info
-    /// (as Valkey's `clearClientConnectionState` does).
+    /// (as Valkey's `clearClientConnectionState` does). Transaction, watches
+    /// and subscriptions need the server: RESET clears them first.
     pub fn reset(&mut self, auth_required: bool) {
         self.db = 0;
         self.proto = Protocol::Resp2;
@@ -113,6 +124,11 @@ impl Session {
             Some(a) => a.to_string(),
             None => "?:0".to_string(),
         }
+    }
+    /// RESP2 with a subscription: only (P|S)(UN)SUBSCRIBE, PING, QUIT and
+    /// RESET may run.
+    pub fn in_resp2_pubsub(&self) -> bool {
+        self.subs.is_some() && self.proto == Protocol::Resp2
     }
     pub fn laddr_string(&self) -> String {
         match self.local {

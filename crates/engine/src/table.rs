@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 12] {
+fn groups() -> [&'static [CommandSpec]; 14] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -64,6 +64,8 @@ fn groups() -> [&'static [CommandSpec]; 12] {
         cmd::zsets::COMMANDS,
         cmd::bitmaps::COMMANDS,
         cmd::hyperloglog::COMMANDS,
+        cmd::pubsub::COMMANDS,
+        cmd::transactions::COMMANDS,
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,

@@ -1085,3 +1085,23 @@ fn bzpop_errors() {
     );
     assert_eq!(cmd(&mut e, c, &["BZMPOP", "0", "1", "s", "MIN"]), WRONGTYPE);
 }
+
+#[test]
+fn bzpop_in_multi_replies_at_once_and_exec_wakes_after_it_ends() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    let w = connect(&mut e);
+    // Inside EXEC a blocking pop cannot block: it replies as a timeout.
+    cmd(&mut e, a, &["MULTI"]);
+    cmd(&mut e, a, &["BZPOPMIN", "z", "0"]);
+    assert_eq!(cmd(&mut e, a, &["EXEC"]), "*1\r\n*-1\r\n");
+    // A waiter woken by a transaction sees its final state: the ZADD and
+    // the ZREM of the same EXEC leave only "b".
+    assert_eq!(cmd(&mut e, a, &["BZPOPMIN", "z", "0"]), "");
+    cmd(&mut e, w, &["MULTI"]);
+    cmd(&mut e, w, &["ZADD", "z", "1", "a", "2", "b"]);
+    cmd(&mut e, w, &["ZREM", "z", "a"]);
+    assert!(delivered(&mut e).is_empty());
+    assert_eq!(cmd(&mut e, w, &["EXEC"]), "*2\r\n:2\r\n:1\r\n");
+    assert_eq!(delivered(&mut e), vec![(a, arr(&["z", "b", "2"]))]);
+}

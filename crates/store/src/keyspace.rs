@@ -69,6 +69,11 @@ pub struct Db {
     /// Reused buffer of expired keys found by one sample.
     doomed: Vec<(u64, Box<[u8]>)>,
     pub stats: ExpireStats,
+    /// Record the keys expiry deletes (lazily or actively) for the engine,
+    /// which turns them into `expired` keyspace events and WATCH
+    /// invalidations. Off unless someone listens: it costs a copy per key.
+    pub log_expired: bool,
+    expired_log: Vec<Box<[u8]>>,
 }
 
 impl Db {
@@ -132,7 +137,18 @@ impl Db {
     fn expire_key(&mut self, hash: u64, key: &[u8]) -> bool {
         let gone = self.remove(hash, key).is_some();
         self.stats.expired_keys += gone as u64;
+        if gone && self.log_expired {
+            self.expired_log.push(key.into());
+        }
         gone
+    }
+    /// Keys deleted by expiry since the last call, oldest first (only
+    /// while [`Db::log_expired`] is set).
+    pub fn take_expired(&mut self) -> Vec<Box<[u8]>> {
+        std::mem::take(&mut self.expired_log)
+    }
+    pub fn has_expired_log(&self) -> bool {
+        !self.expired_log.is_empty()
     }
     /// Set or clear a live key's expiry. Returns false if the key is absent.
     pub fn set_expire(&mut self, hash: u64, key: &[u8], at_ms: Option<i64>) -> bool {

@@ -347,6 +347,13 @@ fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 /// One CLIENT LIST line (without the newline), Valkey 8's field order.
 pub fn client_line(s: &Session, now_ms: i64) -> String {
     let mut flags = String::new();
+    // Valkey prints P (pub/sub) and x (MULTI) first.
+    if s.subs.is_some() {
+        flags.push('P');
+    }
+    if s.multi.is_some() {
+        flags.push('x');
+    }
     if s.close_after_reply {
         flags.push('c');
     }
@@ -383,12 +390,13 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         .as_deref()
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
+    let (sub, psub, ssub) = crate::pubsub::counts(s);
     let tot_mem = std::mem::size_of::<Session>() + 1024 + s.name.as_ref().map_or(0, Vec::len);
     let mut o = String::with_capacity(400);
     let _ = write!(
         o,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub=0 psub=0 ssub=0 \
-         multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub={} psub={} ssub={} \
+         multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
          tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
         s.id.0,
@@ -400,6 +408,12 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         (now_ms / 1000 - s.last_interaction_ms / 1000).max(0),
         flags,
         s.db,
+        sub,
+        psub,
+        ssub,
+        s.multi.as_ref().map_or(-1, |m| m.len() as i64),
+        s.watched,
+        s.multi.as_ref().map_or(0, |m| m.mem()),
         tot_mem,
         cmd,
         if s.proto == Protocol::Resp3 { 3 } else { 2 },
@@ -425,22 +439,42 @@ fn for_each_client(ctx: &mut Ctx<'_>, mut f: impl FnMut(&Session, bool)) {
     }
 }
 
-/// `normal`, `master`, `replica`, `pubsub`: every ringkv client is normal.
-fn client_type_ok(name: &[u8]) -> Option<bool> {
+/// A `TYPE` filter: ringkv has no replication links, so a client is
+/// `pubsub` while it holds a subscription (Valkey's getClientType) and
+/// `normal` otherwise.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ClientType {
+    Normal,
+    PubSub,
+    /// master/primary/replica/slave: nobody.
+    Link,
+}
+
+fn client_type(name: &[u8]) -> Option<ClientType> {
     let n = name.to_ascii_lowercase();
     match n.as_slice() {
-        b"normal" => Some(true),
-        b"slave" | b"replica" | b"master" | b"primary" | b"pubsub" => Some(false),
+        b"normal" => Some(ClientType::Normal),
+        b"pubsub" => Some(ClientType::PubSub),
+        b"slave" | b"replica" | b"master" | b"primary" => Some(ClientType::Link),
         _ => None,
+    }
+}
+
+fn type_matches(t: Option<ClientType>, s: &Session) -> bool {
+    match t {
+        None => true,
+        Some(ClientType::Normal) => s.subs.is_none(),
+        Some(ClientType::PubSub) => s.subs.is_some(),
+        Some(ClientType::Link) => false,
     }
 }
 
 fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut ids: Option<Vec<u64>> = None;
-    let mut type_ok = true;
+    let mut ctype = None;
     if argv.len() == 4 && argv.get(2).eq_ignore_ascii_case(b"type") {
-        match client_type_ok(argv.get(3)) {
-            Some(ok) => type_ok = ok,
+        match client_type(argv.get(3)) {
+            Some(t) => ctype = Some(t),
             None => {
                 ctx.error(&format!(
                     "ERR Unknown client type '{}'",
@@ -467,14 +501,12 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let now = ctx.now_ms;
     let mut text = String::new();
-    if type_ok {
-        for_each_client(ctx, |s, _| {
-            if ids.as_ref().is_none_or(|v| v.contains(&s.id.0)) {
-                text.push_str(&client_line(s, now));
-                text.push('\n');
-            }
-        });
-    }
+    for_each_client(ctx, |s, _| {
+        if ids.as_ref().is_none_or(|v| v.contains(&s.id.0)) && type_matches(ctype, s) {
+            text.push_str(&client_line(s, now));
+            text.push('\n');
+        }
+    });
     ctx.reply.verbatim("txt", text.as_bytes());
 }
 
@@ -490,7 +522,7 @@ struct KillFilter {
     addr: Option<Vec<u8>>,
     laddr: Option<Vec<u8>>,
     user: Option<Vec<u8>>,
-    type_ok: Option<bool>,
+    ctype: Option<ClientType>,
     skipme: bool,
     maxage: Option<i64>,
 }
@@ -547,8 +579,8 @@ fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
                 j = k;
                 continue;
             }
-            b"type" => match client_type_ok(val) {
-                Some(ok) => f.type_ok = Some(ok),
+            b"type" => match client_type(val) {
+                Some(t) => f.ctype = Some(t),
                 None => {
                     ctx.error(&format!(
                         "ERR Unknown client type '{}'",
@@ -608,7 +640,7 @@ fn matches(f: &KillFilter, s: &Session, is_me: bool, now_ms: i64) -> bool {
     if !f.ids.is_empty() && !f.ids.contains(&s.id.0) {
         return false;
     }
-    if f.type_ok == Some(false) {
+    if !type_matches(f.ctype, s) {
         return false;
     }
     if let Some(a) = &f.addr

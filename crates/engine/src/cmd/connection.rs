@@ -127,6 +127,14 @@ pub const COMMANDS: &[CommandSpec] = &[
 ];
 
 fn ping(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    // RESP2 subscribed mode: a pub/sub-shaped reply (["pong", msg]).
+    if ctx.session.in_resp2_pubsub() && argv.len() <= 2 {
+        ctx.reply.array_len(2);
+        ctx.reply.bulk(b"pong");
+        ctx.reply
+            .bulk(if argv.len() == 2 { argv.get(1) } else { b"" });
+        return;
+    }
     match argv.len() {
         1 => ctx.reply.simple("PONG"),
         2 => ctx.reply.bulk(argv.get(1)),
@@ -300,6 +308,12 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         ctx.error("ERR DB index is out of range");
         return;
     }
+    if a != b {
+        // WATCHers of either database see the swap (checked before it).
+        let now = ctx.now_ms;
+        crate::watch::touch_db(ctx.srv, a as usize, Some(b as usize), now);
+        crate::watch::touch_db(ctx.srv, b as usize, Some(a as usize), now);
+    }
     ctx.srv.keyspace.swap(a as usize, b as usize);
     ctx.reply.ok();
 }
@@ -311,6 +325,9 @@ fn quit(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 
 fn reset(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let auth_required = ctx.srv.auth_required();
+    // Transaction, watches and subscriptions live partly in the server.
+    crate::cmd::transactions::discard_transaction(ctx);
+    crate::pubsub::forget(ctx.srv, ctx.session);
     ctx.session.reset(auth_required);
     ctx.reply.proto = ctx.session.proto;
     ctx.reply.simple("RESET");

@@ -10,7 +10,7 @@
 use super::{NOT_INT, SYNTAX_ERR, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
 use crate::glob;
 use crate::num::parse_i64;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -544,6 +544,7 @@ fn del(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         if d.get(hash, key, now).is_some() {
             d.remove(hash, key);
             ctx.touched(db, key);
+            ctx.notify(notify::GENERIC, "del", key);
             n += 1;
         }
     }
@@ -654,12 +655,17 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
         }
     }
     let hash = ctx.key_hash(key);
-    if when <= now {
+    // A time already past deletes the key (Valkey replicates a DEL and
+    // fires `del`, not `expire`).
+    let event = if when <= now {
         ctx.db().remove(hash, key);
+        "del"
     } else {
         ctx.db().set_expire(hash, key, Some(when));
-    }
+        "expire"
+    };
     ctx.touched(db, key);
+    ctx.notify(notify::GENERIC, event, key);
     ctx.reply.int(1);
 }
 
@@ -719,6 +725,7 @@ fn persist(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         ctx.db().set_expire(hash, key, None);
         let db = ctx.session.db;
         ctx.touched(db, key);
+        ctx.notify(notify::GENERIC, "persist", key);
     }
     ctx.reply.int(had_ttl as i64);
 }
@@ -745,6 +752,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, nx: bool) {
     }
     ctx.touched(db, src);
     ctx.touched(db, dst);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
     if nx { ctx.reply.int(1) } else { ctx.reply.ok() }
 }
 
@@ -806,6 +815,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.srv.keyspace.dbs[dst_db].insert(hd, dst, copied);
     ctx.touched(dst_db, dst);
+    ctx.notify_db(notify::GENERIC, "copy_to", dst_db, dst);
     ctx.reply.int(1);
 }
 
@@ -830,6 +840,8 @@ fn move_key(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.touched(src_db, key);
     ctx.touched(dst_db, key);
+    ctx.notify_db(notify::GENERIC, "move_from", src_db, key);
+    ctx.notify_db(notify::GENERIC, "move_to", dst_db, key);
     ctx.reply.int(1);
 }
 

@@ -9,9 +9,11 @@ pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod transactions;
 pub mod zsets;
 
 use crate::command::Ctx;

@@ -376,6 +376,9 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !flush_mode_ok(ctx, argv) {
         return;
     }
+    // WATCHers of keys that existed see the flush (before it, to know).
+    let db = ctx.session.db;
+    crate::watch::touch_db(ctx.srv, db, None, ctx.now_ms);
     ctx.db().clear();
     ctx.reply.ok();
 }
@@ -384,8 +387,10 @@ fn flushall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !flush_mode_ok(ctx, argv) {
         return;
     }
-    for db in ctx.srv.keyspace.dbs.iter_mut() {
-        db.clear();
+    for db in 0..ctx.srv.keyspace.dbs.len() {
+        // WATCHers of keys that existed see the flush (before it, to know).
+        crate::watch::touch_db(ctx.srv, db, None, ctx.now_ms);
+        ctx.srv.keyspace.dbs[db].clear();
     }
     ctx.reply.ok();
 }
@@ -548,6 +553,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .collect();
     match ctx.srv.config.set_many(&pairs) {
         Ok(()) => {
+            ctx.srv.sync_expiry_logging();
             let c = &ctx.srv.config;
             log::set_level(c.loglevel);
             if ctx.srv.keyspace.dbs.len() != c.databases {

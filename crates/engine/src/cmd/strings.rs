@@ -6,7 +6,7 @@
 use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
 use crate::num::{self, LongDouble};
 use crate::server::Server;
 use resp::ReplyWriter;
@@ -468,11 +468,23 @@ fn lookup_write<'a>(db: &'a mut Db, h: u64, key: &[u8], now_ms: i64) -> Option<&
 }
 
 /// Store a string, replacing whatever was there, with the given expiry.
-fn store(db: &mut Db, h: u64, key: &[u8], s: Str, expire_at_ms: Option<i64>, now_ms: i64) {
+/// True if the key is new (nothing live was there: a `new` event).
+fn store(db: &mut Db, h: u64, key: &[u8], s: Str, expire_at_ms: Option<i64>, now_ms: i64) -> bool {
     let mut e = Entry::new(Value::Str(s));
     e.expire_at_ms = expire_at_ms;
     touch(&mut e, now_ms);
-    db.insert(h, key, e);
+    db.insert(h, key, e)
+        .is_none_or(|old| old.is_expired(now_ms))
+}
+
+/// Keyspace events of a string write: `new` first when the key was
+/// created, then `event` (Valkey's order: dbAdd notifies before the
+/// command does).
+fn notify_write(ctx: &mut Ctx<'_>, created: bool, event: &str, key: &[u8]) {
+    if created {
+        ctx.notify(notify::NEW, "new", key);
+    }
+    ctx.notify(notify::STRING, event, key);
 }
 
 /// Outcome of Valkey's `getGenericCommand`, which SET GET, GETSET and
@@ -640,6 +652,7 @@ fn set_generic(
         if found {
             db.remove(h, key);
             ctx.touched(dbi, key);
+            ctx.notify(notify::GENERIC, "del", key);
         }
         if !with_get {
             ctx.reply.ok();
@@ -653,6 +666,10 @@ fn set_generic(
     };
     store(db, h, key, encode(val), ttl, now);
     ctx.touched(dbi, key);
+    notify_write(ctx, !found, "set", key);
+    if when.is_some() {
+        ctx.notify(notify::GENERIC, "expire", key);
+    }
     if !with_get {
         match replies {
             SetReplies::OkNull => ctx.reply.ok(),
@@ -746,16 +763,21 @@ fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         // Only an absolute time can be in the past already.
         Some(t) if flags & (opt::EXAT | opt::PXAT) != 0 && t <= now => {
             db.remove(h, key);
+            ctx.touched(dbi, key);
+            ctx.notify(notify::GENERIC, "del", key);
         }
         Some(t) => {
             db.set_expire(h, key, Some(t));
+            ctx.touched(dbi, key);
+            ctx.notify(notify::GENERIC, "expire", key);
         }
         None if flags & opt::PERSIST != 0 && had_ttl => {
             db.set_expire(h, key, None);
+            ctx.touched(dbi, key);
+            ctx.notify(notify::GENERIC, "persist", key);
         }
-        None => return,
+        None => {}
     }
-    ctx.touched(dbi, key);
 }
 
 fn getdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -765,6 +787,7 @@ fn getdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         let dbi = ctx.session.db;
         ctx.srv.keyspace.dbs[dbi].remove(h, key);
         ctx.touched(dbi, key);
+        ctx.notify(notify::GENERIC, "del", key);
     }
 }
 
@@ -776,7 +799,7 @@ fn getset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let dbi = ctx.session.db;
     let now = ctx.now_ms;
-    store(
+    let created = store(
         &mut ctx.srv.keyspace.dbs[dbi],
         h,
         key,
@@ -785,6 +808,7 @@ fn getset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         now,
     );
     ctx.touched(dbi, key);
+    notify_write(ctx, created, "set", key);
 }
 
 // ---- Multi-key -------------------------------------------------------------
@@ -825,8 +849,9 @@ fn mset_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, nx: bool, name: &str) {
         let key = argv.get(i);
         let h = ctx.key_hash(key);
         let val = encode(argv.get(i + 1));
-        store(&mut ctx.srv.keyspace.dbs[dbi], h, key, val, None, now);
+        let created = store(&mut ctx.srv.keyspace.dbs[dbi], h, key, val, None, now);
         ctx.touched(dbi, key);
+        notify_write(ctx, created, "set", key);
     }
     if nx {
         ctx.reply.int(1);
@@ -851,9 +876,10 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
     let dbi = ctx.session.db;
     let now = ctx.now_ms;
     let db = &mut ctx.srv.keyspace.dbs[dbi];
+    let mut created = false;
     let result = match lookup_write(db, h, key, now) {
         None => {
-            store(db, h, key, Str::Int(incr), None, now);
+            created = store(db, h, key, Str::Int(incr), None, now);
             incr
         }
         Some(e) => {
@@ -875,6 +901,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
         }
     };
     ctx.touched(dbi, key);
+    notify_write(ctx, created, "incrby", key);
     ctx.reply.int(result);
 }
 
@@ -925,11 +952,15 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     };
     let text = sum.to_human();
     ctx.reply.bulk(&text);
-    match entry.and_then(|e| as_str_mut(&mut e.value)) {
-        Some(s) => *s = Str::Bytes(text),
+    let created = match entry.and_then(|e| as_str_mut(&mut e.value)) {
+        Some(s) => {
+            *s = Str::Bytes(text);
+            false
+        }
         None => store(db, h, key, Str::Bytes(text), None, now),
-    }
+    };
     ctx.touched(dbi, key);
+    notify_write(ctx, created, "incrbyfloat", key);
 }
 
 // ---- Byte ranges -----------------------------------------------------------
@@ -941,9 +972,10 @@ fn append(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let now = ctx.now_ms;
     let max = ctx.srv.config.proto_max_bulk_len;
     let db = &mut ctx.srv.keyspace.dbs[dbi];
+    let mut created = false;
     let total = match lookup_write(db, h, key, now) {
         None => {
-            store(db, h, key, encode(tail), None, now);
+            created = store(db, h, key, encode(tail), None, now);
             tail.len()
         }
         Some(e) => {
@@ -959,6 +991,7 @@ fn append(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
     };
     ctx.touched(dbi, key);
+    notify_write(ctx, created, "append", key);
     ctx.reply.int(total as i64);
 }
 
@@ -1043,6 +1076,7 @@ fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let offset = offset as usize;
     let end = offset + value.len();
+    let mut created = false;
     let total = match lookup_write(db, h, key, now).and_then(|e| as_str_mut(&mut e.value)) {
         Some(s) => {
             let b = unshare(s);
@@ -1055,10 +1089,11 @@ fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         None => {
             let mut b = vec![0u8; end];
             b[offset..].copy_from_slice(value);
-            store(db, h, key, Str::Raw(b), None, now);
+            created = store(db, h, key, Str::Raw(b), None, now);
             end
         }
     };
     ctx.touched(dbi, key);
+    notify_write(ctx, created, "setrange", key);
     ctx.reply.int(total as i64);
 }

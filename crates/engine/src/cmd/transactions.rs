@@ -1,0 +1,242 @@
+//! Transactions: MULTI EXEC DISCARD WATCH UNWATCH, with Valkey 8's
+//! semantics (`multi.c`).
+//!
+//! ```text
+//!   MULTI ──► Session.multi = Some(empty)
+//!   SET k v ─ engine (lib.rs execute_one): in MULTI and not one of
+//!             EXEC DISCARD MULTI WATCH QUIT RESET → copied into Multi, +QUEUED
+//!             (rejected at queue time: unknown, arity, ... → Multi.dirty)
+//!   EXEC ──► dirty → -EXECABORT; watched key touched/expired → null array;
+//!            else unwatch, run each queued command (in_exec: no blocking),
+//!            one array of their replies. Blocked clients are served after
+//!            EXEC as a whole (the engine serves them after each top-level
+//!            command), so they see the transaction's final state.
+//! ```
+
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::server::KeyHint;
+use crate::table::table;
+use crate::watch;
+use resp::Span;
+use std::time::Instant;
+
+/// The queued commands of one MULTI, all arguments in one buffer.
+#[derive(Default, Debug)]
+pub struct Multi {
+    data: Vec<u8>,
+    spans: Vec<Span>,
+    /// Per command: its table index (subcommand resolved) and where its
+    /// spans end.
+    cmds: Vec<(u32, u32)>,
+    /// A command was rejected while queueing: EXEC must abort.
+    pub dirty: bool,
+}
+
+impl Multi {
+    /// Copy `argv` into the queue; `idx` is the resolved table index.
+    pub fn queue(&mut self, idx: usize, argv: ArgvRef<'_>) {
+        for i in 0..argv.len() {
+            let a = argv.get(i);
+            self.spans.push(Span {
+                start: self.data.len(),
+                len: a.len(),
+            });
+            self.data.extend_from_slice(a);
+        }
+        self.cmds.push((idx as u32, self.spans.len() as u32));
+    }
+    /// Queued commands (CLIENT LIST `multi=`).
+    pub fn len(&self) -> usize {
+        self.cmds.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.cmds.is_empty()
+    }
+    /// Bytes held for the queue (CLIENT LIST `multi-mem=`).
+    pub fn mem(&self) -> usize {
+        self.data.capacity()
+            + self.spans.capacity() * std::mem::size_of::<Span>()
+            + self.cmds.capacity() * 8
+    }
+    fn iter(&self) -> impl Iterator<Item = (usize, ArgvRef<'_>)> {
+        let mut at = 0usize;
+        self.cmds.iter().map(move |&(idx, end)| {
+            let spans = &self.spans[at..end as usize];
+            at = end as usize;
+            (
+                idx as usize,
+                ArgvRef {
+                    data: &self.data,
+                    spans,
+                },
+            )
+        })
+    }
+}
+
+/// Commands that run at once inside MULTI instead of being queued
+/// (Valkey's `processCommand`: EXEC DISCARD MULTI WATCH QUIT RESET).
+pub fn runs_in_multi(idx: usize) -> bool {
+    matches!(
+        table().entries[idx].fullname.as_str(),
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+const TX: &[&str] = &["fast", "transaction"];
+const TX_FLAGS: u32 = NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY;
+
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "multi",
+        arity: 1,
+        flags: TX_FLAGS,
+        acl_categories: TX,
+        group: "transactions",
+        since: "1.2.0",
+        summary: "Starts a transaction.",
+        func: Some(multi),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "exec",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
+        acl_categories: &["slow", "transaction"],
+        group: "transactions",
+        since: "1.2.0",
+        summary: "Executes all commands in a transaction.",
+        complexity: "Depends on commands in the transaction",
+        func: Some(exec),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "discard",
+        arity: 1,
+        flags: TX_FLAGS,
+        acl_categories: TX,
+        group: "transactions",
+        since: "2.0.0",
+        summary: "Discards a transaction.",
+        complexity: "O(N), when N is the number of queued commands",
+        func: Some(discard),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "watch",
+        arity: -2,
+        flags: TX_FLAGS,
+        first_key: 1,
+        last_key: -1,
+        key_step: 1,
+        acl_categories: TX,
+        group: "transactions",
+        since: "2.2.0",
+        summary: "Monitors changes to keys to determine the execution of a transaction.",
+        complexity: "O(1) for every key.",
+        func: Some(watch_cmd),
+        args: &[ArgSpec::key("key", 0).multiple()],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "unwatch",
+        arity: 1,
+        flags: TX_FLAGS,
+        acl_categories: TX,
+        group: "transactions",
+        since: "2.2.0",
+        summary: "Forgets about watched keys of a transaction.",
+        func: Some(unwatch),
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn multi(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    if ctx.session.multi.is_some() {
+        return ctx.error("ERR MULTI calls can not be nested");
+    }
+    ctx.session.multi = Some(Box::default());
+    ctx.reply.ok();
+}
+
+/// Leave MULTI (if in it) and forget the watched keys: DISCARD, the end
+/// of EXEC, RESET.
+pub fn discard_transaction(ctx: &mut Ctx<'_>) {
+    ctx.session.multi = None;
+    watch::unwatch_all(ctx.srv, ctx.session);
+}
+
+fn discard(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    if ctx.session.multi.is_none() {
+        return ctx.error("ERR DISCARD without MULTI");
+    }
+    discard_transaction(ctx);
+    ctx.reply.ok();
+}
+
+fn watch_cmd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if ctx.session.multi.is_some() {
+        return ctx.error("ERR WATCH inside MULTI is not allowed");
+    }
+    let db = ctx.session.db;
+    for i in 1..argv.len() {
+        watch::watch(ctx.srv, ctx.session, db, argv.get(i), ctx.now_ms);
+    }
+    ctx.reply.ok();
+}
+
+fn unwatch(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    watch::unwatch_all(ctx.srv, ctx.session);
+    ctx.reply.ok();
+}
+
+fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let Some(m) = ctx.session.multi.take() else {
+        return ctx.error("ERR EXEC without MULTI");
+    };
+    // Expiry deletions logged so far may dirty the watch.
+    crate::pubsub::drain_expired(ctx.srv, None);
+    let id = ctx.session.id;
+    let aborted_by_watch =
+        ctx.srv.watches.is_dirty(id) || watch::any_expired_since_watch(ctx.srv, id, ctx.now_ms);
+    if m.dirty || aborted_by_watch {
+        watch::unwatch_all(ctx.srv, ctx.session);
+        if m.dirty {
+            ctx.error("EXECABORT Transaction discarded because of previous errors.");
+        } else {
+            ctx.reply.null_array();
+        }
+        return;
+    }
+    // Nothing the transaction does can dirty its own watch.
+    watch::unwatch_all(ctx.srv, ctx.session);
+    ctx.session.in_exec = true;
+    ctx.reply.array_len(m.len());
+    let entries = &table().entries;
+    let mut t_prev = Instant::now();
+    for (idx, argv) in m.iter() {
+        // The engine's first-key hint belongs to EXEC's own arguments.
+        ctx.srv.key_hint = KeyHint::default();
+        let start = ctx.reply.out.len();
+        if let Some(f) = entries[idx].spec.func {
+            f(ctx, argv);
+        }
+        // Each command counts on its own, as Valkey's call() does.
+        let t = Instant::now();
+        let st = &mut ctx.srv.stats.commands[idx];
+        st.calls += 1;
+        st.usec += t.duration_since(t_prev).as_micros() as u64;
+        t_prev = t;
+        ctx.srv.stats.total_commands_processed += 1;
+        let out = &ctx.reply.out[start..];
+        if out.first() == Some(&b'-') {
+            ctx.srv.stats.commands[idx].failed_calls += 1;
+            let end = out.iter().position(|&b| b == b'\r').unwrap_or(out.len());
+            let text = String::from_utf8_lossy(&out[1..end]).into_owned();
+            ctx.srv.stats.record_error(&text);
+        }
+    }
+    ctx.session.in_exec = false;
+}
