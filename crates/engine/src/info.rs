@@ -329,8 +329,8 @@ fn memory(srv: &Server, out: &mut String) {
         }
     );
     field!(out, "active_defrag_running:0");
-    field!(out, "lazyfree_pending_objects:0");
-    field!(out, "lazyfreed_objects:0");
+    field!(out, "lazyfree_pending_objects:{}", srv.lazyfree.pending());
+    field!(out, "lazyfreed_objects:{}", srv.lazyfree.freed());
 }
 
 fn persistence(srv: &Server, out: &mut String) {

@@ -48,6 +48,7 @@ pub mod command;
 pub mod config;
 pub mod glob;
 pub mod info;
+pub mod lazyfree;
 pub mod log;
 pub mod num;
 pub mod pubsub;

@@ -167,6 +167,8 @@ pub struct Server {
     /// The store logs keys deleted by expiry (someone WATCHes, or
     /// `expired` keyspace events are on); see [`Server::sync_expiry_logging`].
     pub expiry_logging: bool,
+    /// Large values freed off this thread.
+    pub lazyfree: crate::lazyfree::LazyFree,
 }
 
 impl Server {
@@ -203,6 +205,7 @@ impl Server {
             pubsub: Default::default(),
             watches: Default::default(),
             expiry_logging: false,
+            lazyfree: Default::default(),
         };
         srv.sync_expiry_logging();
         srv

@@ -200,6 +200,15 @@ impl Db {
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.table.iter()
     }
+    /// Move every key out into a new database (to be freed elsewhere:
+    /// FLUSHDB ASYNC), leaving this one empty.
+    pub fn take_contents(&mut self) -> Db {
+        let mut out = Db::default();
+        std::mem::swap(&mut out.table, &mut self.table);
+        std::mem::swap(&mut out.volatile, &mut self.volatile);
+        self.expire_cursor = 0;
+        out
+    }
     pub fn clear(&mut self) {
         self.table.clear();
         self.volatile.clear();

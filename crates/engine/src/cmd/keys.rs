@@ -532,9 +532,12 @@ fn lookup_in<'c>(
     found
 }
 
+/// DEL and UNLINK: UNLINK (and DEL with `lazyfree-lazy-user-del`, on by
+/// default as in Valkey 8) frees large values on the lazyfree thread.
 fn del(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let db = ctx.session.db;
     let now = ctx.now_ms;
+    let lazy = ctx.srv.config.lazyfree_lazy_user_del || argv.get(0).eq_ignore_ascii_case(b"unlink");
     let mut n = 0;
     for i in 1..argv.len() {
         let key = argv.get(i);
@@ -542,7 +545,11 @@ fn del(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         let d = ctx.db();
         // `get` first so an expired key is dropped as expired, not counted.
         if d.get(hash, key, now).is_some() {
-            d.remove(hash, key);
+            if let Some(old) = d.remove(hash, key)
+                && lazy
+            {
+                ctx.srv.lazyfree.free(old.value);
+            }
             ctx.touched(db, key);
             ctx.notify(notify::GENERIC, "del", key);
             n += 1;

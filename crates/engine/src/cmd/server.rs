@@ -372,14 +372,36 @@ fn flush_mode_ok(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) -> bool {
     }
 }
 
+/// Empty database `db`: ASYNC (or no flag with `lazyfree-lazy-user-flush`,
+/// on by default as in Valkey 8) hands the old contents to the lazyfree
+/// thread.
+fn flush_one(ctx: &mut Ctx<'_>, db: usize, lazy: bool) {
+    // WATCHers of keys that existed see the flush (before it, to know).
+    crate::watch::touch_db(ctx.srv, db, None, ctx.now_ms);
+    let srv = &mut *ctx.srv;
+    if lazy {
+        let old = srv.keyspace.dbs[db].take_contents();
+        srv.lazyfree.free_db(old);
+    } else {
+        srv.keyspace.dbs[db].clear();
+    }
+}
+
+/// Whether a FLUSHDB/FLUSHALL frees lazily (its flag was checked).
+fn flush_lazy(ctx: &Ctx<'_>, argv: ArgvRef<'_>) -> bool {
+    if argv.len() == 2 {
+        argv.get(1).eq_ignore_ascii_case(b"async")
+    } else {
+        ctx.srv.config.lazyfree_lazy_user_flush
+    }
+}
+
 fn flushdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !flush_mode_ok(ctx, argv) {
         return;
     }
-    // WATCHers of keys that existed see the flush (before it, to know).
-    let db = ctx.session.db;
-    crate::watch::touch_db(ctx.srv, db, None, ctx.now_ms);
-    ctx.db().clear();
+    let lazy = flush_lazy(ctx, argv);
+    flush_one(ctx, ctx.session.db, lazy);
     ctx.reply.ok();
 }
 
@@ -387,10 +409,9 @@ fn flushall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !flush_mode_ok(ctx, argv) {
         return;
     }
+    let lazy = flush_lazy(ctx, argv);
     for db in 0..ctx.srv.keyspace.dbs.len() {
-        // WATCHers of keys that existed see the flush (before it, to know).
-        crate::watch::touch_db(ctx.srv, db, None, ctx.now_ms);
-        ctx.srv.keyspace.dbs[db].clear();
+        flush_one(ctx, db, lazy);
     }
     ctx.reply.ok();
 }
