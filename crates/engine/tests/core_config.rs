@@ -385,12 +385,12 @@ repl-diskless-load disabled
 repl-disable-tcp-nodelay no
 replica-priority 100
 acllog-max-len 128
-lazyfree-lazy-eviction no
-lazyfree-lazy-expire no
-lazyfree-lazy-server-del no
+lazyfree-lazy-eviction yes
+lazyfree-lazy-expire yes
+lazyfree-lazy-server-del yes
 replica-lazy-flush no
-lazyfree-lazy-user-del no
-lazyfree-lazy-user-flush no
+lazyfree-lazy-user-del yes
+lazyfree-lazy-user-flush yes
 oom-score-adj no
 oom-score-adj-values 0 200 800
 disable-thp yes
