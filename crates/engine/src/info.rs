@@ -588,7 +588,7 @@ fn avg_ttl(db: &store::Db, now_ms: i64) -> i64 {
     }
     let (mut sum, mut n) = (0i64, 0i64);
     for (_, e) in db.iter().take(4096) {
-        if let Some(t) = e.expire_at_ms
+        if let Some(t) = e.expire_at_ms()
             && t > now_ms
         {
             sum += t - now_ms;

@@ -508,7 +508,7 @@ fn move_command() {
     assert_eq!(cmd(&mut e, c, &["move", "k", "1"]), ":1\r\n");
     assert!(entry(&e, 0, "k").is_none());
     assert_eq!(
-        entry(&e, 1, "k").and_then(|x| x.expire_at_ms),
+        entry(&e, 1, "k").and_then(|x| x.expire_at_ms()),
         Some(T0 + 100_000)
     );
     assert_eq!(e.server().keyspace.dbs[0].expires_len(), 0);

@@ -26,7 +26,10 @@ fn wait_freed(e: &mut ringkv_engine::Engine, c: ringkv_engine::ClientId, n: u64)
             return;
         }
         assert!(freed < n, "freed {freed} > {n}");
-        assert!(std::time::Instant::now() < deadline, "only {freed} of {n} freed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {freed} of {n} freed"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
@@ -54,12 +57,19 @@ fn unlink_and_del_free_large_values_on_the_lazyfree_thread() {
     zset(&mut e, c, "big2", 1000);
     zset(&mut e, c, "small", 10);
     cmd(&mut e, c, &["SET", "s", "x"]);
-    assert_eq!(cmd(&mut e, c, &["UNLINK", "big1", "small", "s", "nokey"]), ":3\r\n");
+    assert_eq!(
+        cmd(&mut e, c, &["UNLINK", "big1", "small", "s", "nokey"]),
+        ":3\r\n"
+    );
     wait_freed(&mut e, c, 1);
     assert_eq!(cmd(&mut e, c, &["DEL", "big2"]), ":1\r\n");
     wait_freed(&mut e, c, 2);
     // With lazy user-del off, DEL frees here; UNLINK still does not.
-    cmd(&mut e, c, &["CONFIG", "SET", "lazyfree-lazy-user-del", "no"]);
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "lazyfree-lazy-user-del", "no"],
+    );
     zset(&mut e, c, "big3", 1000);
     zset(&mut e, c, "big4", 1000);
     assert_eq!(cmd(&mut e, c, &["DEL", "big3"]), ":1\r\n");

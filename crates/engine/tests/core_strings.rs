@@ -42,7 +42,7 @@ fn entry_ttl(e: &engine::Engine, key: &str) -> Option<Option<i64>> {
     let h = store::hash_key(key.as_bytes());
     e.server().keyspace.dbs[0]
         .peek(h, key.as_bytes())
-        .map(|x| x.expire_at_ms)
+        .map(|x| x.expire_at_ms())
 }
 
 fn value(e: &engine::Engine, key: &str) -> Option<store::Str> {

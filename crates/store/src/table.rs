@@ -723,16 +723,16 @@ impl<V> Table<V> {
     /// One SCAN step: calls `f` for some entries and returns the next cursor
     /// (0 when done). Every key present for the whole scan is visited at
     /// least once, across resizes.
-    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &V)) -> u64 {
+    pub fn scan<'a>(&'a self, cursor: u64, mut f: impl FnMut(&'a [u8], &'a V)) -> u64 {
         self.scan_hashed(cursor, |_, k, v| f(k, v))
     }
 
     /// [`Table::scan`], also passing each entry's hash.
-    pub fn scan_hashed(&self, cursor: u64, mut f: impl FnMut(u64, &[u8], &V)) -> u64 {
+    pub fn scan_hashed<'a>(&'a self, cursor: u64, mut f: impl FnMut(u64, &'a [u8], &'a V)) -> u64 {
         if self.len == 0 {
             return 0;
         }
-        let mut emit = |b: &Bucket<V>| {
+        let mut emit = |b: &'a Bucket<V>| {
             for n in b.nodes() {
                 f(n.hash, n.key.as_slice(), &n.value)
             }

@@ -8,7 +8,7 @@ const NOW: i64 = 1_700_000_000_000;
 
 fn entry(i: i64, ttl_at: Option<i64>) -> Entry {
     let mut e = Entry::new(Value::Str(Str::Int(i)));
-    e.expire_at_ms = ttl_at;
+    e.set_expire_at_ms(ttl_at);
     e
 }
 
@@ -166,7 +166,7 @@ fn expiry_index_survives_resizes() {
         if i % 5 == 0 {
             let k = format!("k{}", i / 2);
             let h = hash_key(k.as_bytes());
-            let was = db.peek(h, k.as_bytes()).unwrap().expire_at_ms.is_some();
+            let was = db.peek(h, k.as_bytes()).unwrap().expire_at_ms().is_some();
             db.set_expire(h, k.as_bytes(), None);
             volatile -= was as usize;
         }
@@ -176,7 +176,7 @@ fn expiry_index_survives_resizes() {
         if i % 4 != 0 {
             let k = format!("k{i}");
             let h = hash_key(k.as_bytes());
-            if db.remove(h, k.as_bytes()).unwrap().expire_at_ms.is_some() {
+            if db.remove(h, k.as_bytes()).unwrap().expire_at_ms().is_some() {
                 volatile -= 1;
             }
         }

@@ -7,7 +7,7 @@
 //! NOTOUCH ones (EXISTS, TTL, TYPE, OBJECT) and except for a
 //! CLIENT NO-TOUCH client, unless the command is TOUCH itself.
 
-use super::{NOT_INT, SYNTAX_ERR, reply_help};
+use super::{NOT_INT, SYNTAX_ERR, parse_cursor, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
@@ -471,7 +471,7 @@ fn clock_s(now_ms: i64) -> u32 {
 /// Not past its expire time (the store drops such keys only lazily).
 #[inline]
 fn live(e: &Entry, now_ms: i64) -> bool {
-    e.expire_at_ms.is_none_or(|t| t > now_ms)
+    e.expire_at_ms().is_none_or(|t| t > now_ms)
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -651,7 +651,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
         return ctx.reply.int(0);
     };
     if flags != 0 {
-        let current = e.expire_at_ms;
+        let current = e.expire_at_ms();
         let refused = (flags & EXPIRE_NX != 0 && current.is_some())
             || (flags & EXPIRE_XX != 0 && current.is_none())
             // No TTL counts as infinite: GT never beats it, LT always does.
@@ -700,7 +700,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ms: bool, absolute: bool) {
     let Some(e) = lookup(ctx, argv.get(1), Lookup::ReadNoTouch) else {
         return ctx.reply.int(-2);
     };
-    let Some(at) = e.expire_at_ms else {
+    let Some(at) = e.expire_at_ms() else {
         return ctx.reply.int(-1);
     };
     let t = if absolute { at } else { at - now }.max(0);
@@ -726,7 +726,7 @@ fn pexpiretime(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn persist(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
-    let had_ttl = lookup(ctx, key, Lookup::Write).is_some_and(|e| e.expire_at_ms.is_some());
+    let had_ttl = lookup(ctx, key, Lookup::Write).is_some_and(|e| e.expire_at_ms().is_some());
     if had_ttl {
         let hash = ctx.key_hash(key);
         ctx.db().set_expire(hash, key, None);
@@ -814,7 +814,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return ctx.reply.int(0);
     };
     let mut copied = Entry::new(e.value.clone());
-    copied.expire_at_ms = e.expire_at_ms;
+    copied.set_expire_at_ms(e.expire_at_ms());
     copied.access_s = clock_s(now);
     let hd = ctx.key_hash(dst);
     if lookup_in(ctx, dst_db, hd, dst, Lookup::Write).is_some() && !replace {
@@ -868,35 +868,6 @@ fn keys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     for k in found {
         ctx.reply.bulk(k);
     }
-}
-
-/// Valkey's `string2ull`: a strict `string2ll` that is not negative, else
-/// whatever C's `strtoull` accepts whole (leading spaces, a sign, a value
-/// up to u64::MAX; a `-` wraps). The argument is read as a C string.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let s = arg.split(|&b| b == 0).next().unwrap_or(&[]);
-    if let Some(n) = parse_i64(s) {
-        return u64::try_from(n).ok();
-    }
-    // C's isspace, which (unlike trim_ascii) includes vertical tab.
-    let lead = s
-        .iter()
-        .take_while(|&&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
-        .count();
-    let s = &s[lead..];
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 fn scan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {

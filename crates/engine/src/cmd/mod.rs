@@ -36,3 +36,208 @@ pub fn reply_help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {
     ctx.reply.simple("HELP");
     ctx.reply.simple("    Prints this help.");
 }
+
+/// Valkey's `string2ull`: a strict `string2ll` that is not negative, else
+/// whatever C's `strtoull` accepts whole (leading spaces, a sign, a value
+/// up to u64::MAX; a `-` wraps). The argument is read as a C string.
+pub(crate) fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    let s = arg.split(|&b| b == 0).next().unwrap_or(&[]);
+    if let Some(n) = crate::num::parse_i64(s) {
+        return u64::try_from(n).ok();
+    }
+    // C's isspace, which (unlike trim_ascii) includes vertical tab.
+    let lead = s
+        .iter()
+        .take_while(|&&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+        .count();
+    let s = &s[lead..];
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// A process-wide splitmix64 stream, seeded from the store's random seed
+/// (HRANDFIELD, SRANDMEMBER, SPOP, ZRANDMEMBER).
+pub(crate) fn rand_u64() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let mut s = STATE.load(Ordering::Relaxed);
+    if s == 0 {
+        s = store::hash::seed() | 1;
+    }
+    s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    STATE.store(s, Ordering::Relaxed);
+    let mut z = s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Uniform in `0..n` (n > 0).
+pub(crate) fn rand_below(n: usize) -> usize {
+    (rand_u64() % n as u64) as usize
+}
+
+/// A key holds a value of another type than the command works on.
+#[derive(Debug)]
+pub(crate) struct WrongType;
+
+/// Look `key` up for a command on one value type: `Ok(None)` when missing
+/// (or expired: lazy expiry), `Err(WrongType)` when it holds another type.
+/// `read` counts a keyspace hit or miss, as Valkey's `lookupKeyRead` does.
+pub(crate) fn lookup_typed<'s, T>(
+    srv: &'s mut crate::server::Server,
+    db: usize,
+    key: &[u8],
+    hash: u64,
+    now_ms: i64,
+    read: bool,
+    pick: fn(&mut store::Value) -> Option<&mut T>,
+) -> Result<Option<&'s mut T>, WrongType> {
+    let found = srv.keyspace.dbs[db].get(hash, key, now_ms);
+    if read {
+        if found.is_some() {
+            srv.stats.keyspace_hits += 1;
+        } else {
+            srv.stats.keyspace_misses += 1;
+        }
+    }
+    match found {
+        None => Ok(None),
+        Some(e) => pick(&mut e.value).map(Some).ok_or(WrongType),
+    }
+}
+
+/// After a command removed elements from `key` (of class `class`): fire
+/// `event`, delete the key if it is now empty (firing `del`), and signal
+/// WATCH and blocked clients.
+pub(crate) fn after_removal(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    class: u32,
+    event: &str,
+    is_empty: fn(&store::Value) -> bool,
+) {
+    let db = ctx.session.db;
+    let h = ctx.key_hash(key);
+    let emptied = ctx.srv.keyspace.dbs[db]
+        .peek(h, key)
+        .is_some_and(|e| is_empty(&e.value));
+    ctx.notify(class, event, key);
+    if emptied {
+        ctx.srv.keyspace.dbs[db].remove(h, key);
+        ctx.notify(crate::command::notify::GENERIC, "del", key);
+    }
+    ctx.touched(db, key);
+}
+
+/// HSCAN/SSCAN options after the cursor: COUNT, MATCH and (HSCAN only)
+/// NOVALUES, with Valkey's errors.
+pub(crate) struct ScanOpts<'a> {
+    pub count: usize,
+    pub pattern: Option<&'a [u8]>,
+    pub novalues: bool,
+}
+
+pub(crate) fn parse_scan_opts<'a>(
+    argv: crate::batch::ArgvRef<'a>,
+    from: usize,
+    allow_novalues: bool,
+) -> Result<ScanOpts<'a>, &'static str> {
+    let mut o = ScanOpts {
+        count: 10,
+        pattern: None,
+        novalues: false,
+    };
+    let mut i = from;
+    while i < argv.len() {
+        let a = argv.get(i);
+        let has_value = i + 1 < argv.len();
+        if a.eq_ignore_ascii_case(b"count") && has_value {
+            match crate::num::parse_i64(argv.get(i + 1)) {
+                None => return Err(NOT_INT),
+                Some(n) if n < 1 => return Err(SYNTAX_ERR),
+                Some(n) => o.count = n as usize,
+            }
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"match") && has_value {
+            let p = argv.get(i + 1);
+            o.pattern = (p != b"*").then_some(p);
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"novalues") {
+            if !allow_novalues {
+                return Err("ERR NOVALUES option can only be used in HSCAN");
+            }
+            o.novalues = true;
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"noscores") {
+            return Err("ERR NOSCORES option can only be used in ZSCAN");
+        } else {
+            return Err(SYNTAX_ERR);
+        }
+    }
+    Ok(o)
+}
+
+/// HRANDFIELD/ZRANDMEMBER's count and values flag (WITHVALUES or
+/// WITHSCORES), checked in Valkey's order: the count (i64::MIN refused,
+/// it could not be negated), then the flag, then — with the flag — that
+/// the doubled reply length fits.
+pub(crate) fn parse_rand_args(
+    argv: crate::batch::ArgvRef<'_>,
+    flag: &[u8],
+) -> Result<(i64, bool), String> {
+    let count = match crate::num::parse_i64(argv.get(2)) {
+        None => return Err(NOT_INT.into()),
+        Some(i64::MIN) => {
+            return Err(format!(
+                "ERR value is out of range, value must between {} and {}",
+                -i64::MAX,
+                i64::MAX
+            ));
+        }
+        Some(n) => n,
+    };
+    let with = match argv.len() {
+        3 => false,
+        4 if argv.get(3).eq_ignore_ascii_case(flag) => true,
+        _ => return Err(SYNTAX_ERR.into()),
+    };
+    if with && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err("ERR value is out of range".into());
+    }
+    Ok((count, with))
+}
+
+/// `count` distinct indexes of `0..size` in random order (count < size):
+/// Valkey's HRANDFIELD/SRANDMEMBER cases 3 and 4.
+pub(crate) fn distinct_indexes(count: usize, size: usize) -> Vec<usize> {
+    let mut picks: Vec<usize> = if count * 3 > size {
+        let mut all: Vec<usize> = (0..size).collect();
+        while all.len() > count {
+            let i = rand_below(all.len());
+            all.swap_remove(i);
+        }
+        all
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        while seen.len() < count {
+            seen.insert(rand_below(size));
+        }
+        seen.into_iter().collect()
+    };
+    for i in (1..picks.len()).rev() {
+        picks.swap(i, rand_below(i + 1));
+    }
+    picks
+}

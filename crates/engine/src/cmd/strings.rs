@@ -471,7 +471,7 @@ fn lookup_write<'a>(db: &'a mut Db, h: u64, key: &[u8], now_ms: i64) -> Option<&
 /// True if the key is new (nothing live was there: a `new` event).
 fn store(db: &mut Db, h: u64, key: &[u8], s: Str, expire_at_ms: Option<i64>, now_ms: i64) -> bool {
     let mut e = Entry::new(Value::Str(s));
-    e.expire_at_ms = expire_at_ms;
+    e.set_expire_at_ms(expire_at_ms);
     touch(&mut e, now_ms);
     db.insert(h, key, e)
         .is_none_or(|old| old.is_expired(now_ms))
@@ -633,7 +633,7 @@ fn set_generic(
     }
     let dbi = ctx.session.db;
     let db = &mut ctx.srv.keyspace.dbs[dbi];
-    let old_ttl = lookup_write(db, h, key, now).map(|e| e.expire_at_ms);
+    let old_ttl = lookup_write(db, h, key, now).map(|e| e.expire_at_ms());
     let found = old_ttl.is_some();
     if (flags & opt::NX != 0 && found) || (flags & opt::XX != 0 && !found) {
         if !with_get {
@@ -745,7 +745,7 @@ fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         None => return ctx.reply.null(),
         Some(e) => match as_str(&e.value) {
             None => return ctx.error(WRONGTYPE),
-            Some(_) => e.expire_at_ms.is_some(),
+            Some(_) => e.expire_at_ms().is_some(),
         },
     };
     let when = match expire

@@ -16,7 +16,7 @@
 //! [`pop_reply`] and [`parse_mpop`]: choose the key, then pop with the
 //! reply shape ([`PopShape::KeyFlat`] / [`PopShape::KeyNested`]).
 
-use super::{NOT_INT, SYNTAX_ERR};
+use super::{NOT_INT, SYNTAX_ERR, distinct_indexes, parse_cursor, parse_rand_args, rand_below};
 use crate::batch::ArgvRef;
 use crate::blocking::OnTimeout;
 use crate::cmd::strings::WRONGTYPE;
@@ -27,7 +27,6 @@ use crate::num::{parse_f64, parse_i64};
 use crate::server::Server;
 use resp::{Protocol, ReplyWriter};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use store::types::zset::{LexBound, LexRange, ScoreRange};
 use store::types::{Set, ZSet};
 use store::{EncodingLimits, Entry, Value};
@@ -1986,25 +1985,6 @@ fn zintercard(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 // ---- ZRANDMEMBER -------------------------------------------------------------
 
-/// A process-wide splitmix64 stream, seeded from the store's random seed.
-fn rand_u64() -> u64 {
-    static STATE: AtomicU64 = AtomicU64::new(0);
-    let mut s = STATE.load(Ordering::Relaxed);
-    if s == 0 {
-        s = store::hash::seed() | 1;
-    }
-    s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    STATE.store(s, Ordering::Relaxed);
-    let mut z = s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn rand_below(n: usize) -> usize {
-    (rand_u64() % n as u64) as usize
-}
-
 fn zrandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     if argv.len() == 2 {
@@ -2014,26 +1994,9 @@ fn zrandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         let (m, _) = z.get(rand_below(z.len())).expect("non-empty set");
         return ctx.reply.bulk(m);
     }
-    let count = match parse_i64(argv.get(2)) {
-        None => return ctx.error(NOT_INT),
-        Some(i64::MIN) => {
-            return ctx.error(&format!(
-                "ERR value is out of range, value must between {} and {}",
-                -i64::MAX,
-                i64::MAX
-            ));
-        }
-        Some(n) => n,
-    };
-    let withscores = match argv.len() {
-        3 => false,
-        4 if argv.get(3).eq_ignore_ascii_case(b"withscores") => {
-            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-                return ctx.error("ERR value is out of range");
-            }
-            true
-        }
-        _ => return ctx.error(SYNTAX_ERR),
+    let (count, withscores) = match parse_rand_args(argv, b"withscores") {
+        Ok(x) => x,
+        Err(e) => return ctx.error(&e),
     };
     let Some(z) = read_or_reply!(ctx, key) else {
         return ctx.reply.array_len(0);
@@ -2055,56 +2018,12 @@ fn zrandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         // the tail.
         return reply_pairs(r, size, z.range(0, size, true), withscores);
     }
-    let mut ranks: Vec<usize> = if count * 3 > size {
-        // Most of the set: drop random ranks until `count` remain.
-        let mut all: Vec<usize> = (0..size).collect();
-        while all.len() > count {
-            let i = rand_below(all.len());
-            all.swap_remove(i);
-        }
-        all
-    } else {
-        let mut seen = std::collections::HashSet::with_capacity(count);
-        while seen.len() < count {
-            seen.insert(rand_below(size));
-        }
-        seen.into_iter().collect()
-    };
-    // Valkey's order here is its hash table's; ours is shuffled too.
-    for i in (1..ranks.len()).rev() {
-        ranks.swap(i, rand_below(i + 1));
-    }
+    let ranks = distinct_indexes(count, size);
     let picks = ranks.iter().map(|&k| z.get(k).expect("in range"));
     reply_pairs(r, count, picks, withscores);
 }
 
 // ---- ZSCAN -------------------------------------------------------------------
-
-/// Valkey's `string2ull` cursor: a plain non-negative integer, else what
-/// C's `strtoull` accepts whole.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    if let Some(n) = parse_i64(arg) {
-        return u64::try_from(n).ok();
-    }
-    let lead = arg
-        .iter()
-        .take_while(|&&b| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
-        .count();
-    let s = &arg[lead..];
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if neg { v.wrapping_neg() } else { v })
-}
 
 /// C's `%.17g`, which Valkey's ZSCAN uses for scores of the large encoding
 /// (`ld2string` with `LD_STR_AUTO`).

@@ -4,6 +4,7 @@
 pub mod hash;
 pub mod list;
 pub mod set;
+pub(crate) mod strpack;
 pub mod zset;
 
 pub use hash::Hash;
