@@ -27,8 +27,8 @@ use crate::num::{parse_f64, parse_i64};
 use crate::server::Server;
 use resp::{Protocol, ReplyWriter};
 use std::collections::HashMap;
+use store::types::ZSet;
 use store::types::zset::{LexBound, LexRange, ScoreRange};
-use store::types::{Set, ZSet};
 use store::{EncodingLimits, Entry, Value};
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -1734,7 +1734,6 @@ fn aggregate(target: &mut f64, v: f64, agg: Agg) {
 enum Src<'a> {
     Missing,
     Z(&'a ZSet),
-    S(&'a Set),
 }
 
 impl<'a> Src<'a> {
@@ -1742,37 +1741,20 @@ impl<'a> Src<'a> {
         match self {
             Src::Missing => 0,
             Src::Z(z) => z.len(),
-            Src::S(s) => s.len(),
         }
     }
     fn score(&self, m: &[u8]) -> Option<f64> {
         match self {
             Src::Missing => None,
             Src::Z(z) => z.score(m),
-            Src::S(s) => set_contains(s, m).then_some(1.0),
         }
     }
     fn pairs(&self) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
         match *self {
             Src::Missing => Box::new(std::iter::empty()),
             Src::Z(z) => Box::new(z.iter()),
-            Src::S(s) => Box::new(set_members(s).map(|m| (m, 1.0))),
         }
     }
-}
-
-// The set type's member API is being built in parallel (store::types::set);
-// until it lands, a set reads as empty here. These two are the only seam.
-
-/// Members of a plain set, for the set algebra.
-fn set_members(s: &Set) -> impl Iterator<Item = &[u8]> {
-    let _ = s;
-    std::iter::empty()
-}
-
-fn set_contains(s: &Set, m: &[u8]) -> bool {
-    let _ = (s, m);
-    false
 }
 
 /// Valkey's `zunionInterDiffGenericCommand`. `numkeys_at` indexes numkeys;
@@ -1865,13 +1847,26 @@ fn setop_generic(
         }
     }
 
-    // Pass 2: borrow every input at once (read-only).
+    // Pass 2: borrow every input at once (read-only). A plain set is an
+    // input whose members all score 1: read it as such a sorted set.
     let d = &ctx.srv.keyspace.dbs[db];
+    let limits = ctx.srv.config.encoding;
+    let as_zsets: Vec<Option<ZSet>> = (0..setnum)
+        .map(
+            |k| match d.peek(hashes[k], argv.get(first + k)).map(|e| &e.value) {
+                Some(Value::Set(s)) => Some(ZSet::from_pairs(
+                    crate::cmd::sets::members(s).map(|m| (m, 1.0)).collect(),
+                    &limits,
+                )),
+                _ => None,
+            },
+        )
+        .collect();
     let mut srcs: Vec<(Src<'_>, f64)> = (0..setnum)
         .map(|k| {
             let src = match d.peek(hashes[k], argv.get(first + k)).map(|e| &e.value) {
                 Some(Value::ZSet(z)) => Src::Z(z),
-                Some(Value::Set(s)) => Src::S(s),
+                Some(Value::Set(_)) => Src::Z(as_zsets[k].as_ref().expect("materialized")),
                 _ => Src::Missing,
             };
             (src, weights[k])

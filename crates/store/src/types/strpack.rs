@@ -49,7 +49,8 @@ pub(crate) fn varint_len(mut v: u64) -> usize {
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct StrPack {
-    buf: Vec<u8>,
+    /// A boxed slice, not a Vec: 16 bytes, and always exact-size.
+    buf: Box<[u8]>,
 }
 
 /// One entry and the byte span it occupies.
@@ -116,7 +117,7 @@ impl StrPack {
 
     /// Bytes held (for MEMORY USAGE-like accounting).
     pub fn bytes(&self) -> usize {
-        self.buf.capacity()
+        self.buf.len()
     }
 
     /// Append entries at the end.
@@ -133,7 +134,7 @@ impl StrPack {
         let end = end.max(head);
         let n = (self.len() - removed + items.len()) as u64;
         if n == 0 {
-            self.buf = Vec::new();
+            self.buf = Box::default();
             return;
         }
         let extra: usize = items
@@ -148,11 +149,10 @@ impl StrPack {
             encode(&mut out, s);
         }
         out.extend_from_slice(&self.buf[end..]);
-        self.buf = out;
+        self.buf = out.into_boxed_slice();
     }
 
     /// Build from entries.
-    #[allow(dead_code)] // the set type (next) builds its results with it
     pub fn from_items<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> StrPack {
         let mut body = Vec::new();
         let mut n = 0u64;
@@ -166,7 +166,9 @@ impl StrPack {
         let mut buf = Vec::with_capacity(varint_len(n) + body.len());
         put_varint(&mut buf, n);
         buf.extend_from_slice(&body);
-        StrPack { buf }
+        StrPack {
+            buf: buf.into_boxed_slice(),
+        }
     }
 }
 
