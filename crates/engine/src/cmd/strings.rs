@@ -378,7 +378,7 @@ pub fn as_str(v: &Value) -> Option<&Str> {
 }
 
 #[allow(unreachable_patterns)]
-fn as_str_mut(v: &mut Value) -> Option<&mut Str> {
+pub(crate) fn as_str_mut(v: &mut Value) -> Option<&mut Str> {
     match v {
         Value::Str(s) => Some(s),
         _ => None,
@@ -395,7 +395,7 @@ pub fn encode(b: &[u8]) -> Str {
 }
 
 /// The bytes of a string; integers are formatted into `buf`.
-fn bytes_of<'a>(s: &'a Str, buf: &'a mut [u8; resp::num::I64_MAX_LEN]) -> &'a [u8] {
+pub(crate) fn bytes_of<'a>(s: &'a Str, buf: &'a mut [u8; resp::num::I64_MAX_LEN]) -> &'a [u8] {
     match s {
         Str::Int(n) => resp::num::fmt_i64(*n, buf),
         Str::Bytes(b) | Str::Raw(b) => b,
@@ -416,7 +416,7 @@ fn reply_str(r: &mut ReplyWriter<'_>, s: &Str) {
 
 /// Make a string editable in place (Valkey's `dbUnshareStringValue`): the
 /// result is always `raw`, as in Valkey.
-fn unshare(s: &mut Str) -> &mut Vec<u8> {
+pub(crate) fn unshare(s: &mut Str) -> &mut Vec<u8> {
     *s = match std::mem::replace(s, Str::Int(0)) {
         Str::Int(n) => Str::Raw(n.to_string().into_bytes()),
         Str::Bytes(b) | Str::Raw(b) => Str::Raw(b),
@@ -429,7 +429,7 @@ fn unshare(s: &mut Str) -> &mut Vec<u8> {
 
 /// Valkey's `checkStringLength`: would `size + append` bytes pass
 /// `proto-max-bulk-len`?
-fn too_long(max: usize, size: u64, append: u64) -> bool {
+pub(crate) fn too_long(max: usize, size: u64, append: u64) -> bool {
     size.checked_add(append).is_none_or(|t| t > max as u64)
 }
 
@@ -440,7 +440,7 @@ fn touch(e: &mut Entry, now_ms: i64) {
 }
 
 /// `lookupKeyRead`: lazy expiry, access time, hit/miss statistics.
-fn lookup_read<'a>(
+pub(crate) fn lookup_read<'a>(
     srv: &'a mut Server,
     dbi: usize,
     h: u64,
@@ -461,7 +461,12 @@ fn lookup_read<'a>(
 }
 
 /// `lookupKeyWrite`: lazy expiry and access time, no statistics.
-fn lookup_write<'a>(db: &'a mut Db, h: u64, key: &[u8], now_ms: i64) -> Option<&'a mut Entry> {
+pub(crate) fn lookup_write<'a>(
+    db: &'a mut Db,
+    h: u64,
+    key: &[u8],
+    now_ms: i64,
+) -> Option<&'a mut Entry> {
     let e = db.get(h, key, now_ms)?;
     touch(e, now_ms);
     Some(e)
@@ -469,7 +474,14 @@ fn lookup_write<'a>(db: &'a mut Db, h: u64, key: &[u8], now_ms: i64) -> Option<&
 
 /// Store a string, replacing whatever was there, with the given expiry.
 /// True if the key is new (nothing live was there: a `new` event).
-fn store(db: &mut Db, h: u64, key: &[u8], s: Str, expire_at_ms: Option<i64>, now_ms: i64) -> bool {
+pub(crate) fn store(
+    db: &mut Db,
+    h: u64,
+    key: &[u8],
+    s: Str,
+    expire_at_ms: Option<i64>,
+    now_ms: i64,
+) -> bool {
     let mut e = Entry::new(Value::Str(s));
     e.set_expire_at_ms(expire_at_ms);
     touch(&mut e, now_ms);
@@ -480,7 +492,7 @@ fn store(db: &mut Db, h: u64, key: &[u8], s: Str, expire_at_ms: Option<i64>, now
 /// Keyspace events of a string write: `new` first when the key was
 /// created, then `event` (Valkey's order: dbAdd notifies before the
 /// command does).
-fn notify_write(ctx: &mut Ctx<'_>, created: bool, event: &str, key: &[u8]) {
+pub(crate) fn notify_write(ctx: &mut Ctx<'_>, created: bool, event: &str, key: &[u8]) {
     if created {
         ctx.notify(notify::NEW, "new", key);
     }
