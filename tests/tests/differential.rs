@@ -1,4 +1,4 @@
-//! Differential test: the same seeded-random string/key/hash/set/list command sequences go to
+//! Differential test: the same seeded-random string/key/hash/set/list/bitmap/HLL command sequences go to
 //! ringkv and to Debian's redis-server 7.0, and the raw replies must match.
 //!
 //! Needs redis-server installed. On the redis target it compares two
@@ -474,7 +474,8 @@ fn gen_list_command(r: &mut Rng) -> Vec<String> {
     }
 }
 
-/// Bitmap commands. Arguments are valid numbers where Redis 7.0 and
+/// Bitmap and HyperLogLog commands (the keyspace comparison at the end
+/// of each seed checks HLL strings byte for byte). Arguments are valid numbers where Redis 7.0 and
 /// Valkey 8 order their checks differently (7.2 moved BITCOUNT/BITPOS
 /// argument errors before the key lookup).
 fn gen_bit_command(r: &mut Rng) -> Vec<String> {

@@ -297,7 +297,7 @@ static DEFS: &[Def] = &[
     al(m("hash-max-listpack-value", 0, LMAX, "64", SUP), "hash-max-ziplist-value"),
     m("stream-node-max-bytes", 0, LMAX, "4096", 0),
     al(m("zset-max-listpack-value", 0, LMAX, "64", SUP), "zset-max-ziplist-value"),
-    m("hll-sparse-max-bytes", 0, LMAX, "3000", 0),
+    m("hll-sparse-max-bytes", 0, LMAX, "3000", SUP),
     i("tracking-table-max-keys", 0, LMAX, "1000000", 0),
     def("maxmemory-clients", Kind::Mem { min: -100, max: LMAX, percent: true }, 0, "0"),
     i("repl-backlog-ttl", 0, LMAX, "3600", 0),
@@ -386,6 +386,8 @@ pub struct Config {
     pub io_uring_batch_wait_us: u32,
     pub io_threads: usize,
     pub lazyfree_lazy_user_del: bool,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog past this becomes dense.
+    pub hll_sparse_max_bytes: u64,
     pub lazyfree_lazy_user_flush: bool,
     /// Empty = stdout.
     pub logfile: String,
@@ -429,6 +431,7 @@ impl Default for Config {
             io_uring_batch_wait_us: 0,
             io_threads: 1,
             lazyfree_lazy_user_del: true,
+            hll_sparse_max_bytes: 3000,
             lazyfree_lazy_user_flush: true,
             logfile: String::new(),
             loglevel: Level::Notice,
@@ -789,6 +792,7 @@ impl Config {
             "io-uring-batch-wait-us" => self.io_uring_batch_wait_us = num() as u32,
             "io-threads" => self.io_threads = num() as usize,
             "lazyfree-lazy-user-del" => self.lazyfree_lazy_user_del = v == "yes",
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num() as u64,
             "lazyfree-lazy-user-flush" => self.lazyfree_lazy_user_flush = v == "yes",
             "logfile" => self.logfile = v.to_string(),
             "loglevel" => self.loglevel = Level::from_name(v).unwrap_or(Level::Notice),
