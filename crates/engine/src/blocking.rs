@@ -317,7 +317,9 @@ pub(crate) fn unblock(srv: &mut Server, id: ClientId, error: bool) -> bool {
 /// Unblock every client whose deadline has passed.
 pub(crate) fn expire_timeouts(srv: &mut Server, now_ms: i64) {
     while let Some(&(t, id)) = srv.blocking.timeouts.first() {
-        if t > now_ms {
+        // Strictly past, as Valkey checks it: the clock is in whole ms, so
+        // `t == now` can still be up to 1 ms before the deadline.
+        if t >= now_ms {
             break;
         }
         if !unblock(srv, ClientId(id), false) {

@@ -62,6 +62,40 @@ pub mod flags {
     ];
 }
 
+/// A top-level command of `group` with keys at `keys` = (first, last,
+/// step): what every cmd/*.rs table is made of.
+#[allow(clippy::too_many_arguments)]
+pub const fn spec(
+    group: &'static str,
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: (i32, i32, i32),
+    acl_categories: &'static [&'static str],
+    since: &'static str,
+    summary: &'static str,
+    complexity: &'static str,
+    func: CommandFn,
+    args: &'static [ArgSpec],
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key: keys.0,
+        last_key: keys.1,
+        key_step: keys.2,
+        acl_categories,
+        group,
+        since,
+        summary,
+        complexity,
+        func: Some(func),
+        subcommands: &[],
+        args,
+    }
+}
+
 /// One command (or one subcommand of a container like CONFIG or CLIENT).
 pub struct CommandSpec {
     /// Lower-case name, e.g. "get" or, for a subcommand, "get" under "config".

@@ -6,19 +6,7 @@ mod util;
 
 use util::*;
 
-const WRONGTYPE: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-
-fn bulk(s: &str) -> String {
-    format!("${}\r\n{s}\r\n", s.len())
-}
-
-fn arr(items: &[&str]) -> String {
-    let mut s = format!("*{}\r\n", items.len());
-    for i in items {
-        s.push_str(&bulk(i));
-    }
-    s
-}
+const WRONGTYPE: &str = WRONGTYPE_ERR;
 
 #[test]
 fn hset_hget_hmget_hdel_and_the_key_goes_away_when_empty() {

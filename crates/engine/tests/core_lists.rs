@@ -7,19 +7,7 @@ mod util;
 use ringkv_engine as engine;
 use util::*;
 
-const WRONGTYPE: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-
-fn bulk(s: &str) -> String {
-    format!("${}\r\n{s}\r\n", s.len())
-}
-
-fn arr(items: &[&str]) -> String {
-    let mut s = format!("*{}\r\n", items.len());
-    for i in items {
-        s.push_str(&bulk(i));
-    }
-    s
-}
+const WRONGTYPE: &str = WRONGTYPE_ERR;
 
 fn delivered(e: &mut engine::Engine) -> Vec<(engine::ClientId, String)> {
     let mut v = Vec::new();

@@ -91,3 +91,21 @@ pub fn bulk_text(reply: &str) -> String {
     let body = rest.strip_suffix("\r\n").expect("trailer");
     body.strip_prefix("txt:").unwrap_or(body).to_string()
 }
+
+/// A RESP2 bulk string reply.
+pub fn bulk(s: &str) -> String {
+    format!("${}\r\n{s}\r\n", s.len())
+}
+
+/// A RESP2 array of bulk strings.
+pub fn arr(items: &[&str]) -> String {
+    let mut s = format!("*{}\r\n", items.len());
+    for i in items {
+        s.push_str(&bulk(i));
+    }
+    s
+}
+
+/// Valkey's WRONGTYPE error line.
+pub const WRONGTYPE_ERR: &str =
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";

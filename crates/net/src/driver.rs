@@ -255,7 +255,10 @@ impl Driver {
         let mut wait = cron.min(MAX_WAIT);
         if let Some(t) = self.engine.next_timeout_ms() {
             let now = engine::server::wall_ms();
-            wait = wait.min(Duration::from_millis(t.saturating_sub(now).max(0) as u64));
+            // A timeout fires once the clock is past it (see
+            // engine::blocking::expire_timeouts): wake at t + 1.
+            let ms = t.saturating_add(1).saturating_sub(now).max(0);
+            wait = wait.min(Duration::from_millis(ms as u64));
         }
         wait
     }

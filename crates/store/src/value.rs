@@ -43,6 +43,35 @@ pub enum Value {
 }
 
 impl Value {
+    pub fn as_list_mut(&mut self) -> Option<&mut List> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+    pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+    pub fn as_set_mut(&mut self) -> Option<&mut Set> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// A collection with no elements (Valkey never keeps one: commands
+    /// delete the key). Strings are never "empty" here.
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::List(l) => l.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+        }
+    }
     /// TYPE's answer (and what SCAN TYPE compares against).
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -13,40 +13,11 @@ use crate::cmd::strings::{
     unshare,
 };
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
+use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
 use crate::num::parse_i64;
 use store::Str;
 
-#[allow(clippy::too_many_arguments)]
-const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: (i32, i32, i32),
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    func: crate::command::CommandFn,
-    args: &'static [ArgSpec],
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: keys.0,
-        last_key: keys.1,
-        key_step: keys.2,
-        acl_categories: acl,
-        group: "bitmap",
-        since,
-        summary,
-        complexity,
-        func: Some(func),
-        subcommands: &[],
-        args,
-    }
-}
+const GROUP: &str = "bitmap";
 
 const KEY: ArgSpec = ArgSpec::key("key", 0);
 const UNIT: ArgSpec = ArgSpec::oneof(
@@ -106,6 +77,7 @@ const BITFIELD_RO_ARGS: &[ArgSpec] = &[
 
 pub const COMMANDS: &[CommandSpec] = &[
     spec(
+        GROUP,
         "setbit",
         4,
         WRITE | DENYOOM,
@@ -118,6 +90,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         SETBIT_ARGS,
     ),
     spec(
+        GROUP,
         "getbit",
         3,
         READONLY | FAST,
@@ -130,6 +103,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         GETBIT_ARGS,
     ),
     spec(
+        GROUP,
         "bitcount",
         -2,
         READONLY,
@@ -142,6 +116,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BITCOUNT_ARGS,
     ),
     spec(
+        GROUP,
         "bitpos",
         -3,
         READONLY,
@@ -154,6 +129,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BITPOS_ARGS,
     ),
     spec(
+        GROUP,
         "bitop",
         -4,
         WRITE | DENYOOM,
@@ -166,6 +142,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BITOP_ARGS,
     ),
     spec(
+        GROUP,
         "bitfield",
         -2,
         WRITE | DENYOOM,
@@ -178,6 +155,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BITFIELD_ARGS,
     ),
     spec(
+        GROUP,
         "bitfield_ro",
         -2,
         READONLY | FAST,

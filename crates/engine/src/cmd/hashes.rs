@@ -11,41 +11,13 @@ use super::{
 use crate::batch::ArgvRef;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
+use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
 use crate::glob;
 use crate::num::{LongDouble, parse_i64};
 use store::types::Hash;
 use store::{Entry, Value};
 
-#[allow(clippy::too_many_arguments)]
-const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    func: crate::command::CommandFn,
-    args: &'static [ArgSpec],
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: 1,
-        last_key: 1,
-        key_step: 1,
-        acl_categories: acl,
-        group: "hash",
-        since,
-        summary,
-        complexity,
-        func: Some(func),
-        subcommands: &[],
-        args,
-    }
-}
+const GROUP: &str = "hash";
 
 const READ_FAST: &[&str] = &["read", "hash", "fast"];
 const READ_SLOW: &[&str] = &["read", "hash", "slow"];
@@ -85,9 +57,11 @@ const HSCAN_ARGS: &[ArgSpec] = &[
 
 pub const COMMANDS: &[CommandSpec] = &[
     spec(
+        GROUP,
         "hset",
         -4,
         WRITE | DENYOOM | FAST,
+        (1, 1, 1),
         WRITE_FAST,
         "2.0.0",
         "Creates or modifies the value of a field in a hash.",
@@ -96,9 +70,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         PAIRS,
     ),
     spec(
+        GROUP,
         "hsetnx",
         4,
         WRITE | DENYOOM | FAST,
+        (1, 1, 1),
         WRITE_FAST,
         "2.0.0",
         "Sets the value of a field in a hash only when the field doesn't exist.",
@@ -107,9 +83,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         HSETNX_ARGS,
     ),
     spec(
+        GROUP,
         "hmset",
         -4,
         WRITE | DENYOOM | FAST,
+        (1, 1, 1),
         WRITE_FAST,
         "2.0.0",
         "Sets the values of multiple fields.",
@@ -118,9 +96,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         PAIRS,
     ),
     spec(
+        GROUP,
         "hget",
         3,
         READONLY | FAST,
+        (1, 1, 1),
         READ_FAST,
         "2.0.0",
         "Returns the value of a field in a hash.",
@@ -129,9 +109,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_FIELD,
     ),
     spec(
+        GROUP,
         "hmget",
         -3,
         READONLY | FAST,
+        (1, 1, 1),
         READ_FAST,
         "2.0.0",
         "Returns the values of all fields in a hash.",
@@ -140,9 +122,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_FIELDS,
     ),
     spec(
+        GROUP,
         "hdel",
         -3,
         WRITE | FAST,
+        (1, 1, 1),
         WRITE_FAST,
         "2.0.0",
         "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.",
@@ -151,9 +135,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_FIELDS,
     ),
     spec(
+        GROUP,
         "hlen",
         2,
         READONLY | FAST,
+        (1, 1, 1),
         READ_FAST,
         "2.0.0",
         "Returns the number of fields in a hash.",
@@ -162,9 +148,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ONLY,
     ),
     spec(
+        GROUP,
         "hstrlen",
         3,
         READONLY | FAST,
+        (1, 1, 1),
         READ_FAST,
         "3.2.0",
         "Returns the length of the value of a field.",
@@ -173,9 +161,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_FIELD,
     ),
     spec(
+        GROUP,
         "hexists",
         3,
         READONLY | FAST,
+        (1, 1, 1),
         READ_FAST,
         "2.0.0",
         "Determines whether a field exists in a hash.",
@@ -184,9 +174,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_FIELD,
     ),
     spec(
+        GROUP,
         "hkeys",
         2,
         READONLY,
+        (1, 1, 1),
         READ_SLOW,
         "2.0.0",
         "Returns all fields in a hash.",
@@ -195,9 +187,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ONLY,
     ),
     spec(
+        GROUP,
         "hvals",
         2,
         READONLY,
+        (1, 1, 1),
         READ_SLOW,
         "2.0.0",
         "Returns all values in a hash.",
@@ -206,9 +200,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ONLY,
     ),
     spec(
+        GROUP,
         "hgetall",
         2,
         READONLY,
+        (1, 1, 1),
         READ_SLOW,
         "2.0.0",
         "Returns all fields and values in a hash.",
@@ -217,9 +213,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ONLY,
     ),
     spec(
+        GROUP,
         "hincrby",
         4,
         WRITE | DENYOOM | FAST,
+        (1, 1, 1),
         WRITE_FAST,
         "2.0.0",
         "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.",
@@ -228,9 +226,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         HINCRBY_ARGS,
     ),
     spec(
+        GROUP,
         "hincrbyfloat",
         4,
         WRITE | DENYOOM | FAST,
+        (1, 1, 1),
         WRITE_FAST,
         "2.6.0",
         "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.",
@@ -239,9 +239,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         HINCRBYFLOAT_ARGS,
     ),
     spec(
+        GROUP,
         "hrandfield",
         -2,
         READONLY,
+        (1, 1, 1),
         READ_SLOW,
         "6.2.0",
         "Returns one or more random fields from a hash.",
@@ -250,9 +252,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         HRANDFIELD_ARGS,
     ),
     spec(
+        GROUP,
         "hscan",
         -3,
         READONLY,
+        (1, 1, 1),
         READ_SLOW,
         "2.8.0",
         "Iterates over fields and values of a hash.",
@@ -262,37 +266,13 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-fn pick(v: &mut Value) -> Option<&mut Hash> {
-    match v {
-        Value::Hash(h) => Some(h),
-        _ => None,
-    }
-}
-
-fn is_empty(v: &Value) -> bool {
-    matches!(v, Value::Hash(h) if h.is_empty())
-}
-
-/// Look the command's key up; replies WRONGTYPE and returns from the
-/// command on a key of another type.
-macro_rules! hash_or_reply {
-    ($ctx:expr, $key:expr, $read:expr) => {{
-        let db = $ctx.session.db;
-        let h = $ctx.key_hash($key);
-        match lookup_typed($ctx.srv, db, $key, h, $ctx.now_ms, $read, pick) {
-            Ok(x) => x,
-            Err(WrongType) => return $ctx.reply.error(WRONGTYPE),
-        }
-    }};
-}
-
 /// The hash at `key` for writing, created empty if missing; `None` after
 /// replying WRONGTYPE.
 fn hash_for_write<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Hash> {
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
     let now = ctx.now_ms;
-    match lookup_typed(ctx.srv, db, key, h, now, false, pick) {
+    match lookup_typed(ctx.srv, db, key, h, now, false, Value::as_hash_mut) {
         Err(WrongType) => {
             ctx.reply.error(WRONGTYPE);
             return None;
@@ -346,7 +326,7 @@ fn hset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn hsetnx(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let (key, field) = (argv.get(1), argv.get(2));
-    if let Some(h) = hash_or_reply!(ctx, key, false)
+    if let Some(h) = typed_or_reply!(ctx, key, false, Value::as_hash_mut)
         && h.contains(field)
     {
         return ctx.reply.int(0);
@@ -361,14 +341,16 @@ fn hsetnx(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn hget(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    match hash_or_reply!(ctx, argv.get(1), true).and_then(|h| h.get(argv.get(2))) {
+    match typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut)
+        .and_then(|h| h.get(argv.get(2)))
+    {
         Some(v) => ctx.reply.bulk(v),
         None => ctx.reply.null(),
     }
 }
 
 fn hmget(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let h = hash_or_reply!(ctx, argv.get(1), true);
+    let h = typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut);
     let r = &mut ctx.reply;
     r.array_len(argv.len() - 2);
     for i in 2..argv.len() {
@@ -381,7 +363,7 @@ fn hmget(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn hdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
-    let Some(h) = hash_or_reply!(ctx, key, false) else {
+    let Some(h) = typed_or_reply!(ctx, key, false, Value::as_hash_mut) else {
         return ctx.reply.int(0);
     };
     let mut n = 0;
@@ -395,30 +377,31 @@ fn hdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.reply.int(n);
     if n > 0 {
-        after_removal(ctx, key, notify::HASH, "hdel", is_empty);
+        after_removal(ctx, key, notify::HASH, "hdel", Value::is_empty_collection);
     }
 }
 
 fn hlen(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let n = hash_or_reply!(ctx, argv.get(1), true).map_or(0, |h| h.len());
+    let n = typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut).map_or(0, |h| h.len());
     ctx.reply.int(n as i64);
 }
 
 fn hstrlen(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let n = hash_or_reply!(ctx, argv.get(1), true)
+    let n = typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut)
         .and_then(|h| h.get(argv.get(2)))
         .map_or(0, <[u8]>::len);
     ctx.reply.int(n as i64);
 }
 
 fn hexists(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let found = hash_or_reply!(ctx, argv.get(1), true).is_some_and(|h| h.contains(argv.get(2)));
+    let found = typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut)
+        .is_some_and(|h| h.contains(argv.get(2)));
     ctx.reply.int(i64::from(found));
 }
 
 /// HKEYS / HVALS / HGETALL.
 fn getall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, fields: bool, values: bool) {
-    let Some(h) = hash_or_reply!(ctx, argv.get(1), true) else {
+    let Some(h) = typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut) else {
         if fields && values {
             return ctx.reply.map_len(0);
         }
@@ -457,7 +440,8 @@ fn hincrby(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(incr) = parse_i64(argv.get(3)) else {
         return ctx.error(NOT_INT);
     };
-    let old = match hash_or_reply!(ctx, key, false).and_then(|h| h.get(field)) {
+    let old = match typed_or_reply!(ctx, key, false, Value::as_hash_mut).and_then(|h| h.get(field))
+    {
         None => 0,
         Some(v) => match parse_i64(v) {
             Some(n) => n,
@@ -485,7 +469,8 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !incr.is_finite() {
         return ctx.error("ERR value is NaN or Infinity");
     }
-    let old = match hash_or_reply!(ctx, key, false).and_then(|h| h.get(field)) {
+    let old = match typed_or_reply!(ctx, key, false, Value::as_hash_mut).and_then(|h| h.get(field))
+    {
         None => LongDouble::ZERO,
         Some(v) => match LongDouble::parse(v) {
             Some(n) => n,
@@ -509,7 +494,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn hrandfield(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     if argv.len() == 2 {
-        let Some(h) = hash_or_reply!(ctx, key, true) else {
+        let Some(h) = typed_or_reply!(ctx, key, true, Value::as_hash_mut) else {
             return ctx.reply.null();
         };
         let (f, _) = h.nth(rand_below(h.len())).expect("non-empty hash");
@@ -519,7 +504,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(x) => x,
         Err(e) => return ctx.error(&e),
     };
-    let Some(h) = hash_or_reply!(ctx, key, true) else {
+    let Some(h) = typed_or_reply!(ctx, key, true, Value::as_hash_mut) else {
         return ctx.reply.array_len(0);
     };
     if count == 0 {
@@ -563,7 +548,7 @@ fn hscan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };
-    let Some(h) = hash_or_reply!(ctx, argv.get(1), true) else {
+    let Some(h) = typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut) else {
         ctx.reply.array_len(2);
         ctx.reply.bulk(b"0");
         return ctx.reply.array_len(0);

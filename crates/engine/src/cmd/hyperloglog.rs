@@ -26,39 +26,10 @@ use crate::cmd::strings::{
     unshare,
 };
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx, spec};
 use store::Str;
 
-#[allow(clippy::too_many_arguments)]
-const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: (i32, i32, i32),
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    func: crate::command::CommandFn,
-    args: &'static [ArgSpec],
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: keys.0,
-        last_key: keys.1,
-        key_step: keys.2,
-        acl_categories: acl,
-        group: "hyperloglog",
-        since,
-        summary,
-        complexity,
-        func: Some(func),
-        subcommands: &[],
-        args,
-    }
-}
+const GROUP: &str = "hyperloglog";
 
 const PFADD_ARGS: &[ArgSpec] = &[
     ArgSpec::key("key", 0),
@@ -72,6 +43,7 @@ const PFMERGE_ARGS: &[ArgSpec] = &[
 
 pub const COMMANDS: &[CommandSpec] = &[
     spec(
+        GROUP,
         "pfadd",
         -2,
         WRITE | DENYOOM | FAST,
@@ -84,6 +56,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         PFADD_ARGS,
     ),
     spec(
+        GROUP,
         "pfcount",
         -2,
         READONLY | MAY_REPLICATE,
@@ -96,6 +69,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         PFCOUNT_ARGS,
     ),
     spec(
+        GROUP,
         "pfmerge",
         -2,
         WRITE | DENYOOM,

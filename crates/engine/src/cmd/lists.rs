@@ -7,47 +7,18 @@
 //! nothing" ([`Ctx::block`]): the engine runs it again when a waited key
 //! is written, first blocked first served (see `crate::blocking`).
 
-use super::{NOT_INT, SYNTAX_ERR, WrongType, after_removal, lookup_typed};
+use super::{NOT_INT, SYNTAX_ERR, WrongType, after_removal, lookup_typed, parse_mpop};
 use crate::batch::ArgvRef;
 use crate::blocking::{OnTimeout, parse_timeout};
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
+use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
 use crate::num::parse_i64;
 use store::types::List;
 use store::types::list::End;
 use store::{Entry, Value};
 
-#[allow(clippy::too_many_arguments)]
-const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: (i32, i32, i32),
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    func: crate::command::CommandFn,
-    args: &'static [ArgSpec],
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: keys.0,
-        last_key: keys.1,
-        key_step: keys.2,
-        acl_categories: acl,
-        group: "list",
-        since,
-        summary,
-        complexity,
-        func: Some(func),
-        subcommands: &[],
-        args,
-    }
-}
+const GROUP: &str = "list";
 
 const ONE: (i32, i32, i32) = (1, 1, 1);
 const TWO: (i32, i32, i32) = (1, 2, 1);
@@ -129,6 +100,7 @@ const BLMPOP_ARGS: &[ArgSpec] = &[
 
 pub const COMMANDS: &[CommandSpec] = &[
     spec(
+        GROUP,
         "lpush",
         -3,
         WRITE | DENYOOM | FAST,
@@ -141,6 +113,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         PUSH_ARGS,
     ),
     spec(
+        GROUP,
         "rpush",
         -3,
         WRITE | DENYOOM | FAST,
@@ -153,6 +126,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         PUSH_ARGS,
     ),
     spec(
+        GROUP,
         "lpushx",
         -3,
         WRITE | DENYOOM | FAST,
@@ -165,6 +139,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         PUSH_ARGS,
     ),
     spec(
+        GROUP,
         "rpushx",
         -3,
         WRITE | DENYOOM | FAST,
@@ -177,6 +152,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         PUSH_ARGS,
     ),
     spec(
+        GROUP,
         "lpop",
         -2,
         WRITE | FAST,
@@ -189,6 +165,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         POP_ARGS,
     ),
     spec(
+        GROUP,
         "rpop",
         -2,
         WRITE | FAST,
@@ -201,6 +178,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         POP_ARGS,
     ),
     spec(
+        GROUP,
         "llen",
         2,
         READONLY | FAST,
@@ -213,6 +191,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ONLY,
     ),
     spec(
+        GROUP,
         "lrange",
         4,
         READONLY,
@@ -225,6 +204,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         RANGE_ARGS,
     ),
     spec(
+        GROUP,
         "lindex",
         3,
         READONLY,
@@ -237,6 +217,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LINDEX_ARGS,
     ),
     spec(
+        GROUP,
         "lset",
         4,
         WRITE | DENYOOM,
@@ -249,6 +230,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LSET_ARGS,
     ),
     spec(
+        GROUP,
         "linsert",
         5,
         WRITE | DENYOOM,
@@ -261,6 +243,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LINSERT_ARGS,
     ),
     spec(
+        GROUP,
         "lrem",
         4,
         WRITE,
@@ -273,6 +256,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LREM_ARGS,
     ),
     spec(
+        GROUP,
         "ltrim",
         4,
         WRITE,
@@ -285,6 +269,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         RANGE_ARGS,
     ),
     spec(
+        GROUP,
         "lpos",
         -3,
         READONLY,
@@ -297,6 +282,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LPOS_ARGS,
     ),
     spec(
+        GROUP,
         "lmove",
         5,
         WRITE | DENYOOM,
@@ -309,6 +295,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LMOVE_ARGS,
     ),
     spec(
+        GROUP,
         "rpoplpush",
         3,
         WRITE | DENYOOM,
@@ -321,6 +308,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         RPOPLPUSH_ARGS,
     ),
     spec(
+        GROUP,
         "lmpop",
         -4,
         WRITE,
@@ -333,6 +321,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LMPOP_ARGS,
     ),
     spec(
+        GROUP,
         "blpop",
         -3,
         WRITE | BLOCKING,
@@ -345,6 +334,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BPOP_ARGS,
     ),
     spec(
+        GROUP,
         "brpop",
         -3,
         WRITE | BLOCKING,
@@ -357,6 +347,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BPOP_ARGS,
     ),
     spec(
+        GROUP,
         "blmove",
         6,
         WRITE | DENYOOM | BLOCKING,
@@ -369,6 +360,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BLMOVE_ARGS,
     ),
     spec(
+        GROUP,
         "brpoplpush",
         4,
         WRITE | DENYOOM | BLOCKING,
@@ -381,6 +373,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BRPOPLPUSH_ARGS,
     ),
     spec(
+        GROUP,
         "blmpop",
         -5,
         WRITE | BLOCKING,
@@ -394,28 +387,6 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-fn pick(v: &mut Value) -> Option<&mut List> {
-    match v {
-        Value::List(l) => Some(l),
-        _ => None,
-    }
-}
-
-fn is_empty(v: &Value) -> bool {
-    matches!(v, Value::List(l) if l.is_empty())
-}
-
-macro_rules! list_or_reply {
-    ($ctx:expr, $key:expr, $read:expr) => {{
-        let db = $ctx.session.db;
-        let h = $ctx.key_hash($key);
-        match lookup_typed($ctx.srv, db, $key, h, $ctx.now_ms, $read, pick) {
-            Ok(x) => x,
-            Err(WrongType) => return $ctx.reply.error(WRONGTYPE),
-        }
-    }};
-}
-
 /// What a key holds, for the pops that choose among keys.
 enum KeyState {
     Missing,
@@ -426,7 +397,7 @@ enum KeyState {
 fn key_state(ctx: &mut Ctx<'_>, key: &[u8]) -> KeyState {
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
-    match lookup_typed(ctx.srv, db, key, h, ctx.now_ms, false, pick) {
+    match lookup_typed(ctx.srv, db, key, h, ctx.now_ms, false, Value::as_list_mut) {
         Ok(Some(_)) => KeyState::List,
         Ok(None) => KeyState::Missing,
         Err(WrongType) => KeyState::WrongType,
@@ -503,7 +474,13 @@ fn pop_from(ctx: &mut Ctx<'_>, key: &[u8], end: End, n: usize) -> Vec<Vec<u8>> {
         None => Vec::new(),
     };
     if !popped.is_empty() {
-        after_removal(ctx, key, notify::LIST, end_event(end, false), is_empty);
+        after_removal(
+            ctx,
+            key,
+            notify::LIST,
+            end_event(end, false),
+            Value::is_empty_collection,
+        );
     }
     popped
 }
@@ -513,7 +490,7 @@ fn list_for<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut List> {
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
     let now = ctx.now_ms;
-    lookup_typed(ctx.srv, db, key, h, now, false, pick)
+    lookup_typed(ctx.srv, db, key, h, now, false, Value::as_list_mut)
         .ok()
         .flatten()
 }
@@ -568,7 +545,7 @@ fn rpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn llen(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let n = list_or_reply!(ctx, argv.get(1), true).map_or(0, |l| l.len());
+    let n = typed_or_reply!(ctx, argv.get(1), true, Value::as_list_mut).map_or(0, |l| l.len());
     ctx.reply.int(n as i64);
 }
 
@@ -581,7 +558,7 @@ fn lrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let (Some(start), Some(stop)) = (parse_i64(argv.get(2)), parse_i64(argv.get(3))) else {
         return ctx.error(NOT_INT);
     };
-    let Some(l) = list_or_reply!(ctx, argv.get(1), true) else {
+    let Some(l) = typed_or_reply!(ctx, argv.get(1), true, Value::as_list_mut) else {
         return ctx.reply.array_len(0);
     };
     let len = l.len();
@@ -600,7 +577,7 @@ fn lrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn lindex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     // Valkey looks the key up before parsing the index.
-    let Some(l) = list_or_reply!(ctx, argv.get(1), true) else {
+    let Some(l) = typed_or_reply!(ctx, argv.get(1), true, Value::as_list_mut) else {
         return ctx.reply.null();
     };
     let Some(i) = parse_i64(argv.get(2)) else {
@@ -617,7 +594,7 @@ fn lset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     let limits = ctx.srv.config.encoding;
     // Valkey looks the key up before parsing the index.
-    let Some(l) = list_or_reply!(ctx, key, false) else {
+    let Some(l) = typed_or_reply!(ctx, key, false, Value::as_list_mut) else {
         return ctx.error("ERR no such key");
     };
     let Some(i) = parse_i64(argv.get(2)) else {
@@ -644,7 +621,7 @@ fn linsert(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return ctx.error(SYNTAX_ERR);
     };
     let limits = ctx.srv.config.encoding;
-    let Some(l) = list_or_reply!(ctx, key, false) else {
+    let Some(l) = typed_or_reply!(ctx, key, false, Value::as_list_mut) else {
         return ctx.reply.int(0);
     };
     let (pivot, elem) = (argv.get(3), argv.get(4));
@@ -667,7 +644,7 @@ fn lrem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return ctx.error(NOT_INT);
     };
     let limits = ctx.srv.config.encoding;
-    let Some(l) = list_or_reply!(ctx, key, false) else {
+    let Some(l) = typed_or_reply!(ctx, key, false, Value::as_list_mut) else {
         return ctx.reply.int(0);
     };
     let elem = argv.get(3);
@@ -704,7 +681,7 @@ fn lrem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.reply.int(removed as i64);
     if removed > 0 {
-        after_removal(ctx, key, notify::LIST, "lrem", is_empty);
+        after_removal(ctx, key, notify::LIST, "lrem", Value::is_empty_collection);
     }
 }
 
@@ -714,7 +691,7 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return ctx.error(NOT_INT);
     };
     let limits = ctx.srv.config.encoding;
-    let Some(l) = list_or_reply!(ctx, key, false) else {
+    let Some(l) = typed_or_reply!(ctx, key, false, Value::as_list_mut) else {
         return ctx.reply.ok();
     };
     let len = l.len();
@@ -732,7 +709,7 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         l.replace_all(keep, &limits);
     }
     ctx.reply.ok();
-    after_removal(ctx, key, notify::LIST, "ltrim", is_empty);
+    after_removal(ctx, key, notify::LIST, "ltrim", Value::is_empty_collection);
 }
 
 fn lpos(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -775,7 +752,7 @@ fn lpos(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
         j += 2;
     }
-    let Some(l) = list_or_reply!(ctx, argv.get(1), true) else {
+    let Some(l) = typed_or_reply!(ctx, argv.get(1), true, Value::as_list_mut) else {
         return match count {
             Some(_) => ctx.reply.array_len(0),
             None => ctx.reply.null(),
@@ -840,7 +817,13 @@ fn do_move(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
     };
     push_to(ctx, dst, to, &[&elem], false);
     ctx.reply.bulk(&elem);
-    after_removal(ctx, src, notify::LIST, end_event(from, false), is_empty);
+    after_removal(
+        ctx,
+        src,
+        notify::LIST,
+        end_event(from, false),
+        Value::is_empty_collection,
+    );
 }
 
 /// Type checks of LMOVE: `Ok(false)` when the source is missing.
@@ -874,48 +857,6 @@ fn rpoplpush(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     lmove_generic(ctx, argv.get(1), argv.get(2), End::Right, End::Left);
 }
 
-/// Parsed LMPOP/BLMPOP arguments.
-struct Mpop {
-    first_key: usize,
-    numkeys: usize,
-    end: End,
-    count: usize,
-}
-
-fn parse_mpop(argv: ArgvRef<'_>, numkeys_at: usize) -> Result<Mpop, &'static str> {
-    let numkeys = match parse_i64(argv.get(numkeys_at)) {
-        Some(n) if n >= 1 => n as usize,
-        _ => return Err("ERR numkeys should be greater than 0"),
-    };
-    let where_at = numkeys_at as u64 + numkeys as u64 + 1;
-    if where_at >= argv.len() as u64 {
-        return Err(SYNTAX_ERR);
-    }
-    let where_at = where_at as usize;
-    let Some(end) = parse_end(argv.get(where_at)) else {
-        return Err(SYNTAX_ERR);
-    };
-    let mut count = None;
-    let mut j = where_at + 1;
-    while j < argv.len() {
-        if count.is_none() && argv.get(j).eq_ignore_ascii_case(b"count") && j + 1 < argv.len() {
-            match parse_i64(argv.get(j + 1)) {
-                Some(n) if n >= 1 => count = Some(n as usize),
-                _ => return Err("ERR count should be greater than 0"),
-            }
-            j += 2;
-        } else {
-            return Err(SYNTAX_ERR);
-        }
-    }
-    Ok(Mpop {
-        first_key: numkeys_at + 1,
-        numkeys,
-        end,
-        count: count.unwrap_or(1),
-    })
-}
-
 /// The first key, in order, holding a list; `Err` at a key of another
 /// type before it.
 fn first_list<'a>(
@@ -944,7 +885,7 @@ fn reply_key_elems(ctx: &mut Ctx<'_>, key: &[u8], elems: &[Vec<u8>]) {
 }
 
 fn lmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let a = match parse_mpop(argv, 1) {
+    let a = match parse_mpop(argv, 1, parse_end) {
         Ok(a) => a,
         Err(e) => return ctx.error(e),
     };
@@ -953,7 +894,7 @@ fn lmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(None) => ctx.reply.null_array(),
         Ok(Some(key)) => {
-            let popped = pop_from(ctx, key, a.end, a.count);
+            let popped = pop_from(ctx, key, a.side, a.count);
             reply_key_elems(ctx, key, &popped);
         }
     }
@@ -1018,7 +959,7 @@ fn brpoplpush(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn blmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     // Valkey checks numkeys, LEFT|RIGHT and COUNT before the timeout.
-    let a = match parse_mpop(argv, 2) {
+    let a = match parse_mpop(argv, 2, parse_end) {
         Ok(a) => a,
         Err(e) => return ctx.error(e),
     };
@@ -1030,7 +971,7 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match first_list(ctx, keys.clone()) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(Some(key)) => {
-            let popped = pop_from(ctx, key, a.end, a.count);
+            let popped = pop_from(ctx, key, a.side, a.count);
             reply_key_elems(ctx, key, &popped);
         }
         Ok(None) => {

@@ -1,6 +1,22 @@
 //! Command groups. Each module exports `pub const COMMANDS: &[CommandSpec]`;
 //! [`crate::table`] concatenates them.
 
+/// Look a command's key up as one value type (`$pick`, e.g.
+/// `Value::as_hash_mut`): `Option` of the value, or — on a key of another
+/// type — reply WRONGTYPE and return from the command.
+macro_rules! typed_or_reply {
+    ($ctx:expr, $key:expr, $read:expr, $pick:expr) => {{
+        let db = $ctx.session.db;
+        let h = $ctx.key_hash($key);
+        match crate::cmd::lookup_typed($ctx.srv, db, $key, h, $ctx.now_ms, $read, $pick) {
+            Ok(x) => x,
+            Err(crate::cmd::WrongType) => {
+                return $ctx.reply.error(crate::cmd::strings::WRONGTYPE);
+            }
+        }
+    }};
+}
+
 pub mod bitmaps;
 pub mod client;
 pub mod connection;
@@ -240,4 +256,54 @@ pub(crate) fn distinct_indexes(count: usize, size: usize) -> Vec<usize> {
         picks.swap(i, rand_below(i + 1));
     }
     picks
+}
+
+/// Parsed ZMPOP/BZMPOP/LMPOP/BLMPOP arguments: `numkeys` keys from
+/// `first_key`, the side (MIN|MAX, LEFT|RIGHT) and COUNT.
+pub(crate) struct Mpop<T> {
+    pub first_key: usize,
+    pub numkeys: usize,
+    pub side: T,
+    pub count: usize,
+}
+
+/// Parse the *MPOP arguments after `numkeys_at` (Valkey's
+/// `zmpopGenericCommand`/`lmpopGenericCommand`); `side` reads MIN|MAX or
+/// LEFT|RIGHT. `Err` carries the error reply.
+pub(crate) fn parse_mpop<T>(
+    argv: crate::batch::ArgvRef<'_>,
+    numkeys_at: usize,
+    side: fn(&[u8]) -> Option<T>,
+) -> Result<Mpop<T>, &'static str> {
+    let numkeys = match crate::num::parse_i64(argv.get(numkeys_at)) {
+        Some(n) if n >= 1 => n as usize,
+        _ => return Err("ERR numkeys should be greater than 0"),
+    };
+    let where_at = numkeys_at as u64 + numkeys as u64 + 1;
+    if where_at >= argv.len() as u64 {
+        return Err(SYNTAX_ERR);
+    }
+    let where_at = where_at as usize;
+    let Some(side) = side(argv.get(where_at)) else {
+        return Err(SYNTAX_ERR);
+    };
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < argv.len() {
+        if count.is_none() && argv.get(j).eq_ignore_ascii_case(b"count") && j + 1 < argv.len() {
+            match crate::num::parse_i64(argv.get(j + 1)) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Err("ERR count should be greater than 0"),
+            }
+            j += 2;
+        } else {
+            return Err(SYNTAX_ERR);
+        }
+    }
+    Ok(Mpop {
+        first_key: numkeys_at + 1,
+        numkeys,
+        side,
+        count: count.unwrap_or(1),
+    })
 }

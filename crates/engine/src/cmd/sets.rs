@@ -10,7 +10,7 @@ use super::{
 use crate::batch::ArgvRef;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
+use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
 use crate::glob;
 use crate::num::parse_i64;
 use resp::ReplyWriter;
@@ -18,36 +18,7 @@ use store::types::Set;
 use store::types::set::Member;
 use store::{Entry, Value};
 
-#[allow(clippy::too_many_arguments)]
-const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: (i32, i32, i32),
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    func: crate::command::CommandFn,
-    args: &'static [ArgSpec],
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: keys.0,
-        last_key: keys.1,
-        key_step: keys.2,
-        acl_categories: acl,
-        group: "set",
-        since,
-        summary,
-        complexity,
-        func: Some(func),
-        subcommands: &[],
-        args,
-    }
-}
+const GROUP: &str = "set";
 
 const ONE: (i32, i32, i32) = (1, 1, 1);
 const ALL: (i32, i32, i32) = (1, -1, 1);
@@ -90,6 +61,7 @@ const SSCAN_ARGS: &[ArgSpec] = &[
 
 pub const COMMANDS: &[CommandSpec] = &[
     spec(
+        GROUP,
         "sadd",
         -3,
         WRITE | DENYOOM | FAST,
@@ -102,6 +74,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_MEMBERS,
     ),
     spec(
+        GROUP,
         "srem",
         -3,
         WRITE | FAST,
@@ -114,6 +87,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_MEMBERS,
     ),
     spec(
+        GROUP,
         "smembers",
         2,
         READONLY,
@@ -126,6 +100,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ONLY,
     ),
     spec(
+        GROUP,
         "sismember",
         3,
         READONLY | FAST,
@@ -138,6 +113,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_MEMBER,
     ),
     spec(
+        GROUP,
         "smismember",
         -3,
         READONLY | FAST,
@@ -150,6 +126,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_MEMBERS,
     ),
     spec(
+        GROUP,
         "scard",
         2,
         READONLY | FAST,
@@ -162,6 +139,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ONLY,
     ),
     spec(
+        GROUP,
         "spop",
         -2,
         WRITE | FAST,
@@ -174,6 +152,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         COUNT_OPT,
     ),
     spec(
+        GROUP,
         "srandmember",
         -2,
         READONLY,
@@ -186,6 +165,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         COUNT_OPT,
     ),
     spec(
+        GROUP,
         "smove",
         4,
         WRITE | FAST,
@@ -198,6 +178,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         SMOVE_ARGS,
     ),
     spec(
+        GROUP,
         "sinter",
         -2,
         READONLY,
@@ -210,6 +191,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEYS_ONLY,
     ),
     spec(
+        GROUP,
         "sintercard",
         -3,
         READONLY,
@@ -222,6 +204,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         SINTERCARD_ARGS,
     ),
     spec(
+        GROUP,
         "sinterstore",
         -3,
         WRITE | DENYOOM,
@@ -234,6 +217,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         STORE_ARGS,
     ),
     spec(
+        GROUP,
         "sunion",
         -2,
         READONLY,
@@ -246,6 +230,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEYS_ONLY,
     ),
     spec(
+        GROUP,
         "sunionstore",
         -3,
         WRITE | DENYOOM,
@@ -258,6 +243,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         STORE_ARGS,
     ),
     spec(
+        GROUP,
         "sdiff",
         -2,
         READONLY,
@@ -270,6 +256,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEYS_ONLY,
     ),
     spec(
+        GROUP,
         "sdiffstore",
         -3,
         WRITE | DENYOOM,
@@ -282,6 +269,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         STORE_ARGS,
     ),
     spec(
+        GROUP,
         "sscan",
         -3,
         READONLY,
@@ -295,28 +283,6 @@ pub const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-fn pick(v: &mut Value) -> Option<&mut Set> {
-    match v {
-        Value::Set(s) => Some(s),
-        _ => None,
-    }
-}
-
-fn is_empty(v: &Value) -> bool {
-    matches!(v, Value::Set(s) if s.is_empty())
-}
-
-macro_rules! set_or_reply {
-    ($ctx:expr, $key:expr, $read:expr) => {{
-        let db = $ctx.session.db;
-        let h = $ctx.key_hash($key);
-        match lookup_typed($ctx.srv, db, $key, h, $ctx.now_ms, $read, pick) {
-            Ok(x) => x,
-            Err(WrongType) => return $ctx.reply.error(WRONGTYPE),
-        }
-    }};
-}
-
 fn member(r: &mut ReplyWriter<'_>, m: Member<'_>) {
     match m {
         Member::Bytes(b) => r.bulk(b),
@@ -329,11 +295,11 @@ fn sadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
     let limits = ctx.srv.config.encoding;
-    if set_or_reply!(ctx, key, false).is_none() {
+    if typed_or_reply!(ctx, key, false, Value::as_set_mut).is_none() {
         let s = Set::new_for(argv.get(2), argv.len() - 2, &limits);
         ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::Set(s)));
     }
-    let s = set_or_reply!(ctx, key, false).expect("just created");
+    let s = typed_or_reply!(ctx, key, false, Value::as_set_mut).expect("just created");
     let mut added = 0;
     for i in 2..argv.len() {
         if s.add(argv.get(i), &limits) {
@@ -344,7 +310,7 @@ fn sadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if added > 0 {
         ctx.notify(notify::SET, "sadd", key);
         ctx.touched(db, key);
-    } else if set_or_reply!(ctx, key, false).is_some_and(|s| s.is_empty()) {
+    } else if typed_or_reply!(ctx, key, false, Value::as_set_mut).is_some_and(|s| s.is_empty()) {
         // A new set that got nothing cannot happen (SADD has members), but
         // never leave an empty one behind.
         ctx.srv.keyspace.dbs[db].remove(h, key);
@@ -353,7 +319,7 @@ fn sadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn srem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
-    let Some(s) = set_or_reply!(ctx, key, false) else {
+    let Some(s) = typed_or_reply!(ctx, key, false, Value::as_set_mut) else {
         return ctx.reply.int(0);
     };
     let mut n = 0;
@@ -367,12 +333,12 @@ fn srem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.reply.int(n);
     if n > 0 {
-        after_removal(ctx, key, notify::SET, "srem", is_empty);
+        after_removal(ctx, key, notify::SET, "srem", Value::is_empty_collection);
     }
 }
 
 fn smembers(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let Some(s) = set_or_reply!(ctx, argv.get(1), true) else {
+    let Some(s) = typed_or_reply!(ctx, argv.get(1), true, Value::as_set_mut) else {
         return ctx.reply.set_len(0);
     };
     let r = &mut ctx.reply;
@@ -383,12 +349,13 @@ fn smembers(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn sismember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let found = set_or_reply!(ctx, argv.get(1), true).is_some_and(|s| s.contains(argv.get(2)));
+    let found = typed_or_reply!(ctx, argv.get(1), true, Value::as_set_mut)
+        .is_some_and(|s| s.contains(argv.get(2)));
     ctx.reply.int(i64::from(found));
 }
 
 fn smismember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let s = set_or_reply!(ctx, argv.get(1), true);
+    let s = typed_or_reply!(ctx, argv.get(1), true, Value::as_set_mut);
     let r = &mut ctx.reply;
     r.array_len(argv.len() - 2);
     for i in 2..argv.len() {
@@ -399,7 +366,7 @@ fn smismember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn scard(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let n = set_or_reply!(ctx, argv.get(1), true).map_or(0, |s| s.len());
+    let n = typed_or_reply!(ctx, argv.get(1), true, Value::as_set_mut).map_or(0, |s| s.len());
     ctx.reply.int(n as i64);
 }
 
@@ -414,7 +381,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         },
         _ => return ctx.error(SYNTAX_ERR),
     };
-    let Some(s) = set_or_reply!(ctx, key, false) else {
+    let Some(s) = typed_or_reply!(ctx, key, false, Value::as_set_mut) else {
         return match count {
             None => ctx.reply.null(),
             Some(_) => ctx.reply.set_len(0),
@@ -437,13 +404,13 @@ fn spop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     for m in &popped {
         r.bulk(m);
     }
-    after_removal(ctx, key, notify::SET, "spop", is_empty);
+    after_removal(ctx, key, notify::SET, "spop", Value::is_empty_collection);
 }
 
 fn srandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     if argv.len() == 2 {
-        let Some(s) = set_or_reply!(ctx, key, true) else {
+        let Some(s) = typed_or_reply!(ctx, key, true, Value::as_set_mut) else {
             return ctx.reply.null();
         };
         let m = s.random(rand_u64()).expect("non-empty");
@@ -463,7 +430,7 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
         Some(n) => n,
     };
-    let Some(s) = set_or_reply!(ctx, key, true) else {
+    let Some(s) = typed_or_reply!(ctx, key, true, Value::as_set_mut) else {
         return ctx.reply.array_len(0);
     };
     if count == 0 {
@@ -500,22 +467,25 @@ fn smove(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let db = ctx.session.db;
     // A missing source replies 0 before the destination's type is looked
     // at (Valkey's order).
-    let Some(has) = set_or_reply!(ctx, src, false).map(|s| s.contains(m)) else {
+    let Some(has) = typed_or_reply!(ctx, src, false, Value::as_set_mut).map(|s| s.contains(m))
+    else {
         return ctx.reply.int(0);
     };
-    let dst_exists = set_or_reply!(ctx, dst, false).is_some();
+    let dst_exists = typed_or_reply!(ctx, dst, false, Value::as_set_mut).is_some();
     if src == dst || !has {
         return ctx.reply.int(i64::from(has));
     }
-    set_or_reply!(ctx, src, false).expect("exists").remove(m);
-    after_removal(ctx, src, notify::SET, "srem", is_empty);
+    typed_or_reply!(ctx, src, false, Value::as_set_mut)
+        .expect("exists")
+        .remove(m);
+    after_removal(ctx, src, notify::SET, "srem", Value::is_empty_collection);
     let limits = ctx.srv.config.encoding;
     if !dst_exists {
         let h = ctx.key_hash(dst);
         let s = Set::new_for(m, 1, &limits);
         ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::Set(s)));
     }
-    set_or_reply!(ctx, dst, false)
+    typed_or_reply!(ctx, dst, false, Value::as_set_mut)
         .expect("exists")
         .add(m, &limits);
     ctx.notify(notify::SET, "sadd", dst);
@@ -537,7 +507,7 @@ fn load_sets(ctx: &mut Ctx<'_>, keys: &[&[u8]]) -> Result<Vec<Option<Set>>, ()> 
     for k in keys {
         let db = ctx.session.db;
         let h = ctx.key_hash(k);
-        match lookup_typed(ctx.srv, db, k, h, ctx.now_ms, true, pick) {
+        match lookup_typed(ctx.srv, db, k, h, ctx.now_ms, true, Value::as_set_mut) {
             Ok(s) => out.push(s.map(|s| s.clone())),
             Err(WrongType) => {
                 ctx.reply.error(WRONGTYPE);
@@ -701,7 +671,7 @@ fn sscan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };
-    let Some(s) = set_or_reply!(ctx, argv.get(1), true) else {
+    let Some(s) = typed_or_reply!(ctx, argv.get(1), true, Value::as_set_mut) else {
         ctx.reply.array_len(2);
         ctx.reply.bulk(b"0");
         return ctx.reply.array_len(0);

@@ -13,15 +13,17 @@
 //! pairs in RESP3, as Valkey's `zrangeResultEmit*` writes them.
 //!
 //! The blocking pops (BZPOPMIN BZPOPMAX BZMPOP) build on [`key_state`],
-//! [`pop_reply`] and [`parse_mpop`]: choose the key, then pop with the
+//! [`pop_reply`] and `cmd::parse_mpop`: choose the key, then pop with the
 //! reply shape ([`PopShape::KeyFlat`] / [`PopShape::KeyNested`]).
 
-use super::{NOT_INT, SYNTAX_ERR, distinct_indexes, parse_cursor, parse_rand_args, rand_below};
+use super::{
+    NOT_INT, SYNTAX_ERR, distinct_indexes, parse_cursor, parse_mpop, parse_rand_args, rand_below,
+};
 use crate::batch::ArgvRef;
 use crate::blocking::OnTimeout;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
+use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
 use crate::glob;
 use crate::num::{parse_f64, parse_i64};
 use crate::server::Server;
@@ -242,36 +244,7 @@ const ZSCAN_ARGS: &[ArgSpec] = &[
 ];
 
 // One spec per row, like Valkey's command table.
-#[allow(clippy::too_many_arguments)]
-const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: (i32, i32, i32),
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    func: crate::command::CommandFn,
-    args: &'static [ArgSpec],
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: keys.0,
-        last_key: keys.1,
-        key_step: keys.2,
-        acl_categories: acl,
-        group: "sorted-set",
-        since,
-        summary,
-        complexity,
-        func: Some(func),
-        subcommands: &[],
-        args,
-    }
-}
+const GROUP: &str = "sorted-set";
 
 const ONE: (i32, i32, i32) = (1, 1, 1);
 const TWO: (i32, i32, i32) = (1, 2, 1);
@@ -291,6 +264,7 @@ const REM_RANGE_CX: &str = "O(log(N)+M) with N being the number of elements in t
 
 pub const COMMANDS: &[CommandSpec] = &[
     spec(
+        GROUP,
         "zadd",
         -4,
         WRITE | DENYOOM | FAST,
@@ -303,6 +277,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZADD_ARGS,
     ),
     spec(
+        GROUP,
         "zincrby",
         4,
         WRITE | DENYOOM | FAST,
@@ -315,6 +290,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZINCRBY_ARGS,
     ),
     spec(
+        GROUP,
         "zrem",
         -3,
         WRITE | FAST,
@@ -327,6 +303,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_MEMBERS,
     ),
     spec(
+        GROUP,
         "zcard",
         2,
         READONLY | FAST,
@@ -339,6 +316,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_ARG,
     ),
     spec(
+        GROUP,
         "zscore",
         3,
         READONLY | FAST,
@@ -351,6 +329,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_MEMBER,
     ),
     spec(
+        GROUP,
         "zmscore",
         -3,
         READONLY | FAST,
@@ -363,6 +342,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         KEY_MEMBERS,
     ),
     spec(
+        GROUP,
         "zrank",
         -3,
         READONLY | FAST,
@@ -375,6 +355,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         RANK_ARGS,
     ),
     spec(
+        GROUP,
         "zrevrank",
         -3,
         READONLY | FAST,
@@ -387,6 +368,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         RANK_ARGS,
     ),
     spec(
+        GROUP,
         "zcount",
         4,
         READONLY | FAST,
@@ -399,6 +381,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         SCORE_RANGE_ARGS,
     ),
     spec(
+        GROUP,
         "zlexcount",
         4,
         READONLY | FAST,
@@ -411,6 +394,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LEX_RANGE_ARGS,
     ),
     spec(
+        GROUP,
         "zrange",
         -4,
         READONLY,
@@ -423,6 +407,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZRANGE_ARGS,
     ),
     spec(
+        GROUP,
         "zrangestore",
         -5,
         WRITE | DENYOOM,
@@ -435,6 +420,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZRANGESTORE_ARGS,
     ),
     spec(
+        GROUP,
         "zrevrange",
         -4,
         READONLY,
@@ -447,6 +433,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZREVRANGE_ARGS,
     ),
     spec(
+        GROUP,
         "zrangebyscore",
         -4,
         READONLY,
@@ -459,6 +446,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZRANGEBYSCORE_ARGS,
     ),
     spec(
+        GROUP,
         "zrevrangebyscore",
         -4,
         READONLY,
@@ -471,6 +459,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZREVRANGEBYSCORE_ARGS,
     ),
     spec(
+        GROUP,
         "zrangebylex",
         -4,
         READONLY,
@@ -483,6 +472,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZRANGEBYLEX_ARGS,
     ),
     spec(
+        GROUP,
         "zrevrangebylex",
         -4,
         READONLY,
@@ -495,6 +485,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZREVRANGEBYLEX_ARGS,
     ),
     spec(
+        GROUP,
         "zpopmin",
         -2,
         WRITE | FAST,
@@ -507,6 +498,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         POP_ARGS,
     ),
     spec(
+        GROUP,
         "zpopmax",
         -2,
         WRITE | FAST,
@@ -519,6 +511,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         POP_ARGS,
     ),
     spec(
+        GROUP,
         "zmpop",
         -4,
         WRITE,
@@ -531,6 +524,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZMPOP_ARGS,
     ),
     spec(
+        GROUP,
         "bzpopmin",
         -3,
         WRITE | FAST | BLOCKING,
@@ -543,6 +537,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BZPOP_ARGS,
     ),
     spec(
+        GROUP,
         "bzpopmax",
         -3,
         WRITE | FAST | BLOCKING,
@@ -555,6 +550,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BZPOP_ARGS,
     ),
     spec(
+        GROUP,
         "bzmpop",
         -5,
         WRITE | BLOCKING,
@@ -567,6 +563,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         BZMPOP_ARGS,
     ),
     spec(
+        GROUP,
         "zremrangebyrank",
         4,
         WRITE,
@@ -579,6 +576,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         RANK_RANGE_ARGS,
     ),
     spec(
+        GROUP,
         "zremrangebyscore",
         4,
         WRITE,
@@ -591,6 +589,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         SCORE_RANGE_ARGS,
     ),
     spec(
+        GROUP,
         "zremrangebylex",
         4,
         WRITE,
@@ -603,6 +602,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         LEX_RANGE_ARGS,
     ),
     spec(
+        GROUP,
         "zunion",
         -3,
         READONLY,
@@ -615,6 +615,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZUNION_ARGS,
     ),
     spec(
+        GROUP,
         "zinter",
         -3,
         READONLY,
@@ -627,6 +628,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZUNION_ARGS,
     ),
     spec(
+        GROUP,
         "zdiff",
         -3,
         READONLY,
@@ -639,6 +641,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZDIFF_ARGS,
     ),
     spec(
+        GROUP,
         "zunionstore",
         -4,
         WRITE | DENYOOM,
@@ -651,6 +654,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZSTORE_ARGS,
     ),
     spec(
+        GROUP,
         "zinterstore",
         -4,
         WRITE | DENYOOM,
@@ -663,6 +667,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZSTORE_ARGS,
     ),
     spec(
+        GROUP,
         "zdiffstore",
         -4,
         WRITE | DENYOOM,
@@ -675,6 +680,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZDIFFSTORE_ARGS,
     ),
     spec(
+        GROUP,
         "zintercard",
         -3,
         READONLY,
@@ -687,6 +693,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZINTERCARD_ARGS,
     ),
     spec(
+        GROUP,
         "zrandmember",
         -2,
         READONLY,
@@ -699,6 +706,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ZRANDMEMBER_ARGS,
     ),
     spec(
+        GROUP,
         "zscan",
         -3,
         READONLY,
@@ -1551,63 +1559,19 @@ fn zpopmax(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     zpop_generic(ctx, argv, true);
 }
 
-/// A numkeys argument in 1..=i64::MAX, with Valkey's error text.
-fn parse_numkeys(b: &[u8]) -> Result<usize, &'static str> {
-    match parse_i64(b) {
-        Some(n) if n >= 1 => Ok(n as usize),
-        _ => Err("ERR numkeys should be greater than 0"),
-    }
-}
-
-/// Parsed `ZMPOP`/`BZMPOP` arguments after numkeys: keys, MIN/MAX and
-/// COUNT. `numkeys_at` is numkeys' index (1 for ZMPOP, 2 for BZMPOP).
-pub(crate) struct MpopArgs {
-    pub first_key: usize,
-    pub numkeys: usize,
-    pub max: bool,
-    pub count: usize,
-}
-
-/// Parse ZMPOP/BZMPOP's arguments (Valkey's `zmpopGenericCommand`);
-/// `Err` carries the error reply.
-pub(crate) fn parse_mpop(argv: ArgvRef<'_>, numkeys_at: usize) -> Result<MpopArgs, &'static str> {
-    let numkeys = parse_numkeys(argv.get(numkeys_at))?;
-    let where_at = numkeys_at as u64 + numkeys as u64 + 1;
-    if where_at >= argv.len() as u64 {
-        return Err(SYNTAX_ERR);
-    }
-    let where_at = where_at as usize;
-    let w = argv.get(where_at);
-    let max = if w.eq_ignore_ascii_case(b"min") {
-        false
-    } else if w.eq_ignore_ascii_case(b"max") {
-        true
+/// MIN or MAX: true for MAX.
+fn parse_min_max(b: &[u8]) -> Option<bool> {
+    if b.eq_ignore_ascii_case(b"min") {
+        Some(false)
+    } else if b.eq_ignore_ascii_case(b"max") {
+        Some(true)
     } else {
-        return Err(SYNTAX_ERR);
-    };
-    let mut count = None;
-    let mut j = where_at + 1;
-    while j < argv.len() {
-        if count.is_none() && argv.get(j).eq_ignore_ascii_case(b"count") && j + 1 < argv.len() {
-            match parse_i64(argv.get(j + 1)) {
-                Some(n) if n >= 1 => count = Some(n as usize),
-                _ => return Err("ERR count should be greater than 0"),
-            }
-            j += 2;
-        } else {
-            return Err(SYNTAX_ERR);
-        }
+        None
     }
-    Ok(MpopArgs {
-        first_key: numkeys_at + 1,
-        numkeys,
-        max,
-        count: count.unwrap_or(1),
-    })
 }
 
 fn zmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let a = match parse_mpop(argv, 1) {
+    let a = match parse_mpop(argv, 1, parse_min_max) {
         Ok(a) => a,
         Err(e) => return ctx.error(e),
     };
@@ -1615,7 +1579,7 @@ fn zmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match first_poppable(ctx, keys) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(Some(key)) => {
-            pop_reply(ctx, key, a.max, a.count, PopShape::KeyNested);
+            pop_reply(ctx, key, a.side, a.count, PopShape::KeyNested);
         }
         Ok(None) => ctx.reply.null_array(),
     }
@@ -1669,7 +1633,7 @@ fn bzpopmax(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn bzmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     // Valkey checks numkeys, MIN|MAX and COUNT before the timeout.
-    let a = match parse_mpop(argv, 2) {
+    let a = match parse_mpop(argv, 2, parse_min_max) {
         Ok(a) => a,
         Err(e) => return ctx.error(e),
     };
@@ -1681,7 +1645,7 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match first_poppable(ctx, keys.clone()) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(Some(key)) => {
-            pop_reply(ctx, key, a.max, a.count, PopShape::KeyNested);
+            pop_reply(ctx, key, a.side, a.count, PopShape::KeyNested);
         }
         Ok(None) => {
             let keys: Vec<&[u8]> = keys.collect();
