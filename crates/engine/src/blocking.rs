@@ -252,7 +252,11 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 };
                 f(&mut ctx, st.argv());
             }
-            if sess.block_request.take().is_some() {
+            // A waited key that now holds another type does not serve the
+            // client (Valkey only serves waiters of the key's type): it
+            // stays blocked instead of getting WRONGTYPE.
+            let wrong_type = out[before..].starts_with(b"-WRONGTYPE");
+            if sess.block_request.take().is_some() || wrong_type {
                 // Still nothing for it (another waiter took it, or the
                 // write was not a push): keep its place in the queues.
                 out.truncate(before);

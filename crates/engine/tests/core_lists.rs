@@ -314,3 +314,16 @@ fn unblock_and_disconnect() {
     assert_eq!(delivered(&mut e), vec![(b, "*-1\r\n".to_string())]);
     assert_eq!(cmd(&mut e, w, &["CLIENT", "UNBLOCK", id]), ":0\r\n");
 }
+
+#[test]
+fn a_waited_key_that_changes_type_keeps_the_client_blocked() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    let w = connect(&mut e);
+    assert_eq!(cmd(&mut e, a, &["BLPOP", "k", "0"]), "");
+    assert_eq!(cmd(&mut e, w, &["SET", "k", "string"]), "+OK\r\n");
+    assert!(delivered(&mut e).is_empty());
+    assert_eq!(cmd(&mut e, w, &["DEL", "k"]), ":1\r\n");
+    assert_eq!(cmd(&mut e, w, &["RPUSH", "k", "v"]), ":1\r\n");
+    assert_eq!(delivered(&mut e), vec![(a, arr(&["k", "v"]))]);
+}
