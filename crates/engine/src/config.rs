@@ -276,7 +276,7 @@ static DEFS: &[Def] = &[
     i("socket-mark-id", 0, UINT_MAX, "0", IMM),
     i("max-new-connections-per-cycle", 1, 1000, "10", 0),
     i("max-new-tls-connections-per-cycle", 1, 1000, "1", 0),
-    i("prefetch-batch-max-size", 0, 128, "16", 0),
+    i("prefetch-batch-max-size", 0, 128, "16", SUP),
     i("active-defrag-max-scan-fields", 1, LMAX, "1000", 0),
     i("slowlog-max-len", 0, LMAX, "128", 0),
     i("acllog-max-len", 0, LMAX, "128", 0),
@@ -385,6 +385,9 @@ pub struct Config {
     /// `io-uring-batch-wait-us`.
     pub io_uring_batch_wait_us: u32,
     pub io_threads: usize,
+    /// `prefetch-batch-max-size`: keys prefetched ahead of execution, per
+    /// window of a batch; 0 turns prefetching off.
+    pub prefetch_batch_max_size: usize,
     pub lazyfree_lazy_user_del: bool,
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog past this becomes dense.
     pub hll_sparse_max_bytes: u64,
@@ -430,6 +433,7 @@ impl Default for Config {
             io_uring: IoUringMode::Auto,
             io_uring_batch_wait_us: 0,
             io_threads: 1,
+            prefetch_batch_max_size: 16,
             lazyfree_lazy_user_del: true,
             hll_sparse_max_bytes: 3000,
             lazyfree_lazy_user_flush: true,
@@ -792,6 +796,7 @@ impl Config {
             "io-uring-batch-wait-us" => self.io_uring_batch_wait_us = num() as u32,
             "io-threads" => self.io_threads = num() as usize,
             "lazyfree-lazy-user-del" => self.lazyfree_lazy_user_del = v == "yes",
+            "prefetch-batch-max-size" => self.prefetch_batch_max_size = num() as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num() as u64,
             "lazyfree-lazy-user-flush" => self.lazyfree_lazy_user_flush = v == "yes",
             "logfile" => self.logfile = v.to_string(),

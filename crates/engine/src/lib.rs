@@ -135,6 +135,24 @@ pub struct Engine {
 
 const UNKNOWN: u32 = u32::MAX;
 
+/// Prefetch the keys of `window` (grouped per database, two passes: see
+/// `store::Db::prefetch_batch`).
+fn prefetch_window(srv: &mut Server, hashes: &mut [Vec<u64>], window: &[Found]) {
+    for f in window {
+        if f.key_hash != 0
+            && let Some(h) = hashes.get_mut(f.db as usize)
+        {
+            h.push(f.key_hash);
+        }
+    }
+    for (db, h) in hashes.iter_mut().enumerate() {
+        if !h.is_empty() {
+            srv.keyspace.dbs[db].prefetch_batch(h);
+            h.clear();
+        }
+    }
+}
+
 /// A command as pass 1 saw it.
 #[derive(Clone, Copy)]
 struct Found {
@@ -143,6 +161,8 @@ struct Found {
     /// Hash of its first key (0 if it has none), so commands need not hash
     /// it again ([`command::Ctx::key_hash`]).
     key_hash: u64,
+    /// The database the key is prefetched in (the session's at batch start).
+    db: u32,
 }
 
 impl Engine {
@@ -277,25 +297,22 @@ impl Engine {
                     let fk = table.entries[i].spec.first_key;
                     if fk > 0 && (fk as usize) < argv.len() {
                         hash = store::hash_key(argv.get(fk as usize));
-                        if let Some(h) = hashes.get_mut(db) {
-                            h.push(hash);
-                        }
                     }
                 }
                 found.push(Found {
                     idx: idx.map_or(UNKNOWN, |i| i as u32),
                     key_hash: hash,
+                    db: db as u32,
                 });
             }
         }
-        for (db, h) in hashes.iter_mut().enumerate() {
-            if !h.is_empty() {
-                srv.keyspace.dbs[db].prefetch_batch(h);
-                h.clear();
-            }
-        }
 
-        // Pass 2: execute in order.
+        // Pass 2: execute in order. Every `window` commands, prefetch the
+        // keys of the next `window` (buckets first, then the entries their
+        // tags point at): close enough ahead that the lines are in flight
+        // together, near enough that they are still in cache when used.
+        let window = srv.config.prefetch_batch_max_size;
+        let mut next_prefetch = 0;
         let mut at = 0;
         let mut t_prev = Instant::now();
         for job in jobs.iter_mut() {
@@ -320,6 +337,11 @@ impl Engine {
             let start_len = job.out.len();
             job.executed = 0;
             for (k, argv) in job.commands.iter().enumerate() {
+                let g = at - n + k;
+                if window > 0 && g >= next_prefetch {
+                    next_prefetch = (g + window).min(found.len());
+                    prefetch_window(srv, hashes, &found[g..next_prefetch]);
+                }
                 if job.close_after_reply
                     || sess.close_after_reply
                     || sess.close_asap

@@ -1,0 +1,192 @@
+//! The execution thread alone (issue 5): `Engine::execute_batch` on
+//! pre-parsed batches, no sockets.
+//!
+//! ```text
+//! cargo bench -p ringkv-engine --bench exec_batch -- --warm-up-time 2 --measurement-time 5
+//! RINGKV_BENCH_KEYS=1000000 cargo bench -p ringkv-engine --bench exec_batch   # smaller table
+//! ```
+//!
+//! The keyspace holds RINGKV_BENCH_KEYS (default 10,000,000) keys of
+//! 512-byte values, loaded through the batch path. Each measured batch is
+//! what an IO loop hands over at `-P 16` with 50 connections: 50 jobs of 16
+//! pipelined GETs (or SETs) of uniformly random keys, so nearly every
+//! lookup misses the CPU caches. 64 different batches are cycled so no
+//! batch's keys are warm. Variants: `prefetch-batch-max-size` 16 (default)
+//! and 0 (no prefetching). Throughput is commands per second.
+
+use criterion::{Criterion, Throughput};
+use resp::{Limits, Parsed, Span};
+use ringkv_engine::{ClientId, ClientInfo, CommandsView, Config, Engine, Job};
+use std::hint::black_box;
+
+const CLIENTS: usize = 50;
+const PIPELINE: usize = 16;
+const BATCHES: usize = 64;
+
+/// One connection's parsed input: bytes, argument spans, argc per command.
+struct Input {
+    data: Vec<u8>,
+    args: Vec<Span>,
+    argc: Vec<u32>,
+}
+
+fn parse(data: Vec<u8>) -> Input {
+    let mut args = Vec::new();
+    let mut argc = Vec::new();
+    let mut at = 0;
+    while at < data.len() {
+        let before = args.len();
+        match resp::parse_command(&data[at..], &Limits::default(), &mut args) {
+            Ok(Parsed::Command { consumed, argc: n }) => {
+                for s in &mut args[before..] {
+                    s.start += at;
+                }
+                argc.push(n as u32);
+                at += consumed;
+            }
+            _ => panic!("bad input"),
+        }
+    }
+    Input { data, args, argc }
+}
+
+fn key(i: u64) -> String {
+    format!("key:{i:012}")
+}
+
+fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Vec<u8>]) {
+    let mut jobs: Vec<Job<'_>> = clients
+        .iter()
+        .zip(inputs)
+        .zip(outs.iter_mut())
+        .map(|((&client, inp), out)| {
+            out.clear();
+            Job::new(
+                client,
+                CommandsView {
+                    data: &inp.data,
+                    args: &inp.args,
+                    argc: &inp.argc,
+                },
+                out,
+            )
+        })
+        .collect();
+    e.execute_batch(&mut jobs);
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn batches(rng: &mut Rng, keys: u64, set: bool, value: &str) -> Vec<Vec<Input>> {
+    (0..BATCHES)
+        .map(|_| {
+            (0..CLIENTS)
+                .map(|_| {
+                    let mut data = Vec::new();
+                    for _ in 0..PIPELINE {
+                        let k = key(rng.below(keys));
+                        if set {
+                            resp::encode_command(&["SET", &k, value], &mut data);
+                        } else {
+                            resp::encode_command(&["GET", &k], &mut data);
+                        }
+                    }
+                    parse(data)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn main() {
+    let keys: u64 = std::env::var("RINGKV_BENCH_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    let value = "v".repeat(512);
+    let mut e = Engine::new(Config::default(), None);
+    let info = ClientInfo {
+        peer: "127.0.0.1:40000".parse().unwrap(),
+        local: "127.0.0.1:6379".parse().unwrap(),
+        fd: 7,
+    };
+    let clients: Vec<ClientId> = (0..CLIENTS)
+        .map(|_| e.connect(info.clone()).unwrap())
+        .collect();
+    let mut outs: Vec<Vec<u8>> = vec![Vec::with_capacity(1 << 16); CLIENTS];
+
+    // Load every key once, in batches of the same shape.
+    let t = std::time::Instant::now();
+    let per_batch = (CLIENTS * PIPELINE) as u64;
+    let mut next = 0u64;
+    while next < keys {
+        let inputs: Vec<Input> = (0..CLIENTS)
+            .map(|_| {
+                let mut data = Vec::new();
+                for _ in 0..PIPELINE {
+                    if next < keys {
+                        resp::encode_command(&["SET", &key(next), &value], &mut data);
+                        next += 1;
+                    } else {
+                        resp::encode_command(&["PING"], &mut data);
+                    }
+                }
+                parse(data)
+            })
+            .collect();
+        run(&mut e, &clients, &inputs, &mut outs);
+    }
+    eprintln!(
+        "loaded {keys} keys of 512 bytes in {:.1} s ({per_batch} commands per batch)",
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let gets = batches(&mut rng, keys, false, &value);
+    let sets = batches(&mut rng, keys, true, &value);
+    let mut c = Criterion::default().configure_from_args();
+    let mut g = c.benchmark_group(format!("exec_batch/{keys}"));
+    g.throughput(Throughput::Elements(per_batch));
+    for prefetch in [16, 0] {
+        let cfg = parse({
+            let mut d = Vec::new();
+            resp::encode_command(
+                &[
+                    "CONFIG",
+                    "SET",
+                    "prefetch-batch-max-size",
+                    &prefetch.to_string(),
+                ],
+                &mut d,
+            );
+            d
+        });
+        run(
+            &mut e,
+            &clients[..1],
+            std::slice::from_ref(&cfg),
+            &mut outs[..1],
+        );
+        assert_eq!(outs[0], b"+OK\r\n");
+        for (name, set) in [("get", &gets), ("set", &sets)] {
+            let mut i = 0;
+            g.bench_function(format!("{name}/prefetch{prefetch}"), |b| {
+                b.iter(|| {
+                    run(&mut e, &clients, &set[i % BATCHES], &mut outs);
+                    i += 1;
+                    black_box(&outs);
+                })
+            });
+        }
+    }
+    g.finish();
+    c.final_summary();
+}
