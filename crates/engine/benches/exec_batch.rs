@@ -121,7 +121,7 @@ fn main() {
     let clients: Vec<ClientId> = (0..CLIENTS)
         .map(|_| e.connect(info.clone()).unwrap())
         .collect();
-    let mut outs: Vec<Vec<u8>> = vec![Vec::with_capacity(1 << 16); CLIENTS];
+    let mut outs: Vec<Vec<u8>> = (0..CLIENTS).map(|_| Vec::with_capacity(1 << 16)).collect();
 
     // Load every key once, in batches of the same shape.
     let t = std::time::Instant::now();
