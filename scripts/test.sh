@@ -24,3 +24,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # The end-to-end tests start the real binary; build it first.
 cargo build --workspace --bins --locked
 cargo test --workspace --locked
+# The whole end-to-end suite again in threaded mode (3 IO threads and the
+# execution thread), on both event loops like the first run: once as
+# configured by default (an IO thread runs the execution step while the
+# execution thread sleeps), once with every batch on the execution thread.
+RINGKV_E2E_IO_THREADS=4 cargo test -p ringkv-e2e --locked
+RINGKV_E2E_IO_THREADS=4 RINGKV_E2E_EXTRA_ARGS="--io-threads-idle-exec no" \
+  cargo test -p ringkv-e2e --locked
+# The IO-thread hand-off (rings, doorbell) under the loom model checker.
+crates/rings/loom.sh

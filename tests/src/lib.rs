@@ -59,6 +59,31 @@ macro_rules! e2e {
     };
 }
 
+/// A plain TCP client socket to the server on `port` (30 s read timeout,
+/// Nagle off), for tests that write and read raw bytes from many threads.
+pub fn tcp(port: u16) -> std::net::TcpStream {
+    let s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+/// Lifts the soft fd limit to the hard one, so thousands of sockets fit.
+pub fn raise_nofile() {
+    // SAFETY: getrlimit/setrlimit with a valid, owned struct.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
 /// A deterministic xorshift generator, so failing seeds can be replayed without
 /// pulling in a rand crate.
 #[derive(Debug, Clone)]

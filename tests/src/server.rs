@@ -25,6 +25,17 @@ pub fn target() -> Target {
     }
 }
 
+/// `RINGKV_E2E_IO_THREADS=N` runs every ringkv server of the suite with
+/// `--io-threads N` (N - 1 IO threads and the execution thread), so the
+/// whole suite checks threaded mode exactly as it checks inline mode.
+pub fn io_threads() -> Option<u32> {
+    let v = std::env::var("RINGKV_E2E_IO_THREADS").ok()?;
+    Some(
+        v.parse()
+            .unwrap_or_else(|_| panic!("RINGKV_E2E_IO_THREADS must be a number, not {v:?}")),
+    )
+}
+
 /// One way of running the server: a ringkv event loop, or redis-server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -245,6 +256,16 @@ impl Server {
                 cmd.args(["--io-uring", "no"]);
             }
             _ => {}
+        }
+        if !backend.is_redis() && !opts.no_backend_args {
+            if let Some(n) = io_threads() {
+                cmd.args(["--io-threads", &n.to_string()]);
+            }
+            // RINGKV_E2E_EXTRA_ARGS: more directives for every ringkv
+            // server of the suite (e.g. `--io-threads-idle-exec no`).
+            if let Ok(extra) = std::env::var("RINGKV_E2E_EXTRA_ARGS") {
+                cmd.args(extra.split_whitespace());
+            }
         }
         cmd.args(&opts.args);
         cmd.stdin(Stdio::null())

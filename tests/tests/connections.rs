@@ -4,22 +4,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use ringkv_e2e::{Opts, Reply, e2e};
-
-/// Lifts the soft fd limit to the hard one so 2,000 sockets fit.
-fn raise_nofile() {
-    // SAFETY: getrlimit/setrlimit with a valid, owned struct.
-    unsafe {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
-            r.rlim_cur = r.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
-}
+use ringkv_e2e::{Opts, Reply, e2e, raise_nofile};
 
 fn read_line(s: &mut TcpStream) -> String {
     let mut out = Vec::new();

@@ -141,6 +141,8 @@ static DEFS: &[Def] = &[
     // ringkv's own: how long (µs) a loaded io_uring loop may wait to batch
     // completions (see net's `Uring::wait`); 0 = wake on the first one.
     i("io-uring-batch-wait-us", 0, 10_000, "0", SUP | IMM),
+    i("io-threads-ring-size", 2, 1 << 20, "4096", SUP | IMM),
+    b("io-threads-idle-exec", true, SUP | IMM),
     i("io-threads", 1, 128, "1", SUP | IMM),
     s("logfile", "", SUP | IMM),
     e("loglevel", LOGLEVELS, "notice", SUP),
@@ -384,6 +386,12 @@ pub struct Config {
     pub io_uring: IoUringMode,
     /// `io-uring-batch-wait-us`.
     pub io_uring_batch_wait_us: u32,
+    /// `io-threads-ring-size` (ringkv's own): messages each hand-off ring
+    /// holds, per IO thread and direction.
+    pub io_threads_ring_size: usize,
+    /// `io-threads-idle-exec` (ringkv's own): an IO thread runs the
+    /// execution step itself when the execution thread is asleep.
+    pub io_threads_idle_exec: bool,
     pub io_threads: usize,
     /// `prefetch-batch-max-size`: keys prefetched ahead of execution, per
     /// window of a batch; 0 turns prefetching off.
@@ -432,6 +440,8 @@ impl Default for Config {
             tcp_backlog: 511,
             io_uring: IoUringMode::Auto,
             io_uring_batch_wait_us: 0,
+            io_threads_ring_size: 4096,
+            io_threads_idle_exec: true,
             io_threads: 1,
             prefetch_batch_max_size: 16,
             lazyfree_lazy_user_del: true,
@@ -742,12 +752,6 @@ impl Config {
                 validate(d, args, &self.values[idx])
             };
             let value = value.map_err(err)?;
-            if d.name == "io-threads" && value != "1" {
-                return Err(err(
-                    "ringkv runs one thread for now: io-threads must be 1 (IO threads are not implemented yet)"
-                        .into(),
-                ));
-            }
             seen_multi.push(idx);
             self.store(idx, value);
         }
@@ -794,6 +798,8 @@ impl Config {
                 }
             }
             "io-uring-batch-wait-us" => self.io_uring_batch_wait_us = num() as u32,
+            "io-threads-ring-size" => self.io_threads_ring_size = num() as usize,
+            "io-threads-idle-exec" => self.io_threads_idle_exec = v == "yes",
             "io-threads" => self.io_threads = num() as usize,
             "lazyfree-lazy-user-del" => self.lazyfree_lazy_user_del = v == "yes",
             "prefetch-batch-max-size" => self.prefetch_batch_max_size = num() as usize,
@@ -1342,8 +1348,10 @@ mod tests {
         assert_eq!(e.reason, "argument must be between 0 and 65535 inclusive");
         let e = Config::parse_file_text("protected-mode maybe\n", "x.conf").unwrap_err();
         assert_eq!(e.reason, "argument must be 'yes' or 'no'");
-        let e = Config::parse_file_text("io-threads 4\n", "x.conf").unwrap_err();
-        assert!(e.reason.contains("io-threads must be 1"));
+        let e = Config::parse_file_text("io-threads 0\n", "x.conf").unwrap_err();
+        assert_eq!(e.reason, "argument must be between 1 and 128 inclusive");
+        let c = Config::parse_file_text("io-threads 4\n", "x.conf").unwrap();
+        assert_eq!(c.io_threads, 4);
     }
 
     #[test]

@@ -33,6 +33,7 @@ const ORDER: &[&str] = &[
     "errorstats",
     "cluster",
     "keyspace",
+    "threads",
 ];
 
 /// Which sections `args` ask for (none = default).
@@ -82,6 +83,7 @@ pub fn render(srv: &Server, sections: &[&[u8]], now_ms: i64) -> String {
             "errorstats" => errorstats(&srv.stats, &mut out),
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => keyspace(srv, &mut out, now_ms),
+            "threads" => threads(srv, &mut out),
             _ => {}
         }
     }
@@ -179,7 +181,10 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     );
-    field!(out, "io_threads_active:0");
+    let io = srv.net.io_threads.len();
+    field!(out, "io_threads_active:{}", u8::from(io > 0));
+    field!(out, "io_threads_active_num:{}", io + 1);
+    field!(out, "io_threads_maximum_num:{}", c.io_threads);
     let mut listener = String::from("listener0:name=tcp");
     for b in &c.bind {
         let _ = write!(listener, ",bind={b}");
@@ -399,8 +404,16 @@ fn stats(srv: &Server, out: &mut String) {
         "instantaneous_ops_per_sec:{}",
         Stats::instantaneous(&st.ops_samples)
     );
-    field!(out, "total_net_input_bytes:{}", net.total_net_input_bytes);
-    field!(out, "total_net_output_bytes:{}", net.total_net_output_bytes);
+    field!(
+        out,
+        "total_net_input_bytes:{}",
+        net.total_net_input_bytes + net.io_sum(|t| &t.bytes_in)
+    );
+    field!(
+        out,
+        "total_net_output_bytes:{}",
+        net.total_net_output_bytes + net.io_sum(|t| &t.bytes_out)
+    );
     field!(out, "total_net_repl_input_bytes:0");
     field!(out, "total_net_repl_output_bytes:0");
     field!(
@@ -469,10 +482,19 @@ fn stats(srv: &Server, out: &mut String) {
     );
     field!(out, "total_error_replies:{}", st.total_error_replies);
     field!(out, "dump_payload_sanitizations:0");
-    field!(out, "total_reads_processed:{}", st.total_reads_processed);
-    field!(out, "total_writes_processed:{}", st.total_writes_processed);
-    field!(out, "io_threaded_reads_processed:0");
-    field!(out, "io_threaded_writes_processed:0");
+    let (io_reads, io_writes) = (net.io_sum(|t| &t.reads), net.io_sum(|t| &t.writes));
+    field!(
+        out,
+        "total_reads_processed:{}",
+        st.total_reads_processed + io_reads
+    );
+    field!(
+        out,
+        "total_writes_processed:{}",
+        st.total_writes_processed + io_writes
+    );
+    field!(out, "io_threaded_reads_processed:{io_reads}");
+    field!(out, "io_threaded_writes_processed:{io_writes}");
     field!(
         out,
         "client_query_buffer_limit_disconnections:{}",
@@ -596,4 +618,40 @@ fn avg_ttl(db: &store::Db, now_ms: i64) -> i64 {
         }
     }
     if n == 0 { 0 } else { sum / n }
+}
+
+/// ringkv's own section (in `all`, or asked for by name): per IO thread
+/// counters and the execution thread's busy fraction.
+fn threads(srv: &Server, out: &mut String) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let net = &srv.net;
+    out.push_str("# Threads\r\n");
+    field!(out, "io_threads:{}", net.io_threads.len());
+    for (i, t) in net.io_threads.iter().enumerate() {
+        field!(
+            out,
+            "io_thread_{}:clients={},reads={},writes={},commands={},net_input_bytes={},net_output_bytes={}",
+            i + 1,
+            t.clients.load(Relaxed),
+            t.reads.load(Relaxed),
+            t.writes.load(Relaxed),
+            t.commands.load(Relaxed),
+            t.bytes_in.load(Relaxed),
+            t.bytes_out.load(Relaxed)
+        );
+    }
+    let busy = if net.exec_total_ns > 0 {
+        net.exec_busy_ns as f64 / net.exec_total_ns as f64
+    } else {
+        0.0
+    };
+    field!(out, "exec_thread_busy:{busy:.4}");
+    field!(out, "exec_thread_batches:{}", net.exec_batches);
+    field!(out, "exec_batches_on_io_threads:{}", net.exec_batches_on_io);
+    field!(out, "exec_thread_sleeps:{}", net.exec_sleeps);
+    field!(
+        out,
+        "prefetch_batch_max_size:{}",
+        srv.config.prefetch_batch_max_size
+    );
 }

@@ -13,6 +13,7 @@
 //! moment until the send completes, so it must not move or change). When
 //! `sending` is drained the two swap; no reply byte is copied.
 
+use crate::handoff::Request;
 use engine::{ClientId, CommandsView, Job};
 use resp::{Limits, Parsed, ProtocolError, Resume, Span};
 use std::os::fd::RawFd;
@@ -74,6 +75,15 @@ pub(crate) struct Connection {
     pub(crate) flush_queued: bool,
     /// Queued on the driver's closing list (dedup).
     pub(crate) close_queued: bool,
+    /// Threaded mode: a detached request is with the execution thread;
+    /// nothing more is sent for this connection until its replies are back.
+    in_flight: bool,
+    /// Threaded mode: the parser limits and query-buffer cap the execution
+    /// thread last gave for this client (they change with AUTH and CONFIG SET).
+    pub(crate) limits: Option<(Limits, usize)>,
+    /// Threaded mode: bytes read since the last request (CLIENT LIST
+    /// `tot-net-in` is kept by the execution thread).
+    pub(crate) unreported_in: u64,
     // Backend state; the driver never looks at these.
     /// io_uring: a multishot recv is armed.
     pub(crate) recv_armed: bool,
@@ -118,6 +128,9 @@ impl Connection {
             peer_eof: false,
             closing: Closing::Open,
             dirty: false,
+            in_flight: false,
+            limits: None,
+            unreported_in: 0,
             flush_queued: false,
             close_queued: false,
             recv_armed: false,
@@ -273,15 +286,11 @@ impl Connection {
             // Keep the commands after the blocking one, unparsed: they run
             // once the client is unblocked (and a protocol error after them
             // is found again then).
-            self.blocked = true;
-            let keep_from = executed
+            self.parsed = executed
                 .checked_sub(1)
                 .and_then(|i| self.ends.get(i).copied())
                 .unwrap_or(0);
-            self.parsed = keep_from;
-            self.resume.reset();
-            self.error = None;
-            self.input_closed = false;
+            self.block();
         }
         self.args.clear();
         self.argc.clear();
@@ -291,6 +300,71 @@ impl Connection {
             self.need = self.need.saturating_sub(self.parsed);
             self.parsed = 0;
         }
+        self.settle(close_after_reply)
+    }
+
+    fn block(&mut self) {
+        self.blocked = true;
+        self.resume.reset();
+        self.error = None;
+        self.input_closed = false;
+    }
+
+    /// Move the parsed commands out, for an execution thread: their bytes
+    /// (the front of the read buffer, swapped out whole so nothing is
+    /// copied but a partial command behind them), spans and ends. `spare`
+    /// is an empty buffer to continue reading into.
+    pub(crate) fn detach(&mut self, mut spare: Request) -> Request {
+        spare.data.clear();
+        spare.data.extend_from_slice(&self.rbuf[self.parsed..]);
+        std::mem::swap(&mut spare.data, &mut self.rbuf);
+        spare.data.truncate(self.parsed);
+        self.need = self.need.saturating_sub(self.parsed);
+        self.parsed = 0;
+        std::mem::swap(&mut spare.args, &mut self.args);
+        std::mem::swap(&mut spare.argc, &mut self.argc);
+        std::mem::swap(&mut spare.ends, &mut self.ends);
+        self.args.clear();
+        self.argc.clear();
+        self.ends.clear();
+        self.in_flight = true;
+        spare
+    }
+
+    /// The replies to a detached request came back: queue them, keep the
+    /// commands after a blocking one (they go back in front of whatever
+    /// arrived meanwhile), and settle as [`Connection::after_batch`] does.
+    pub(crate) fn reattach(
+        &mut self,
+        req: &Request,
+        out: &mut Vec<u8>,
+        close_after_reply: bool,
+        blocked_after: Option<usize>,
+    ) -> Option<ProtocolError> {
+        self.in_flight = false;
+        self.append_output(out);
+        if let Some(executed) = blocked_after
+            && !self.input_closed()
+        {
+            let keep_from = executed
+                .checked_sub(1)
+                .and_then(|i| req.ends.get(i).copied())
+                .unwrap_or(0);
+            let kept = &req.data[keep_from..];
+            self.rbuf.splice(0..0, kept.iter().copied());
+            // Parsing starts over from the front once unblocked.
+            self.need = 0;
+            self.block();
+        }
+        self.settle(close_after_reply)
+    }
+
+    /// A request of this connection is with the execution thread.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.in_flight
+    }
+
+    fn settle(&mut self, close_after_reply: bool) -> Option<ProtocolError> {
         if self.rbuf.capacity() > SHRINK_ABOVE && self.rbuf.len() < READ_CHUNK && self.need == 0 {
             self.rbuf.shrink_to(READ_CHUNK);
         }
@@ -334,6 +408,26 @@ impl Connection {
         if self.closing != Closing::Now {
             self.out.extend_from_slice(bytes);
         }
+    }
+
+    /// [`Connection::push_output`] for an owned buffer: taken over whole
+    /// (`bytes` gets the old, empty one back) when nothing is queued.
+    pub(crate) fn append_output(&mut self, bytes: &mut Vec<u8>) {
+        if self.closing == Closing::Now {
+            return;
+        }
+        if self.out.is_empty() {
+            std::mem::swap(&mut self.out, bytes);
+        } else {
+            self.out.extend_from_slice(bytes);
+        }
+    }
+
+    /// Closing after a flush, and something is still to go out (queued
+    /// replies, or a request with the execution thread whose replies are
+    /// wanted first).
+    pub(crate) fn must_wait(&self) -> bool {
+        self.closing == Closing::AfterFlush && (self.has_output() || self.in_flight)
     }
 
     /// Output is queued or in flight.

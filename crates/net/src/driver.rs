@@ -14,6 +14,8 @@
 //! ```
 
 use crate::connection::{Closing, Connection};
+use crate::handoff::ToExec;
+use crate::io_thread::IoLink;
 use crate::listener;
 use engine::log;
 use engine::{ClientId, ClientInfo, Engine, Event, Job};
@@ -31,10 +33,66 @@ const MAX_WAIT: Duration = Duration::from_millis(100);
 /// How long SHUTDOWN waits for queued replies to drain.
 const SHUTDOWN_FLUSH: Duration = Duration::from_secs(3);
 
-pub(crate) struct Driver {
-    pub(crate) engine: Engine,
+/// What the loop that owns the engine does besides commands (the inline
+/// driver, or the execution step in threaded mode): relay the stop flag,
+/// run cron `hz` times a second, time blocked clients out.
+pub(crate) struct EngineTimers {
     stop: &'static AtomicBool,
     stop_seen: bool,
+    next_cron: Instant,
+}
+
+impl EngineTimers {
+    pub(crate) fn new(stop: &'static AtomicBool) -> EngineTimers {
+        EngineTimers {
+            stop,
+            stop_seen: false,
+            next_cron: Instant::now(),
+        }
+    }
+
+    pub(crate) fn run(&mut self, engine: &mut Engine, now: Instant) {
+        if !self.stop_seen && self.stop.load(Ordering::Relaxed) {
+            self.stop_seen = true;
+            engine.shutdown_requested();
+        }
+        if now >= self.next_cron {
+            engine.cron();
+            let period = Duration::from_micros(1_000_000 / u64::from(engine.hz().clamp(1, 500)));
+            self.next_cron += period;
+            if self.next_cron < now {
+                self.next_cron = now + period;
+            }
+        }
+        engine.expire_blocked();
+    }
+
+    /// How long the loop may sleep (at most `max`) before cron or a blocked
+    /// client's timeout is due.
+    pub(crate) fn wait(&self, engine: &Engine, max: Duration) -> Duration {
+        let cron = self.next_cron.saturating_duration_since(Instant::now());
+        let mut wait = cron.min(max);
+        if let Some(t) = engine.next_timeout_ms() {
+            let now = engine::server::wall_ms();
+            // A timeout fires once the clock is past it (see
+            // engine::blocking::expire_timeouts): wake at t + 1.
+            let ms = t.saturating_add(1).saturating_sub(now).max(0);
+            wait = wait.min(Duration::from_millis(ms as u64));
+        }
+        wait
+    }
+}
+
+/// Who runs the commands: the engine itself on this thread (inline mode,
+/// `io-threads 1`), or the execution thread at the other end of `IoLink`.
+pub(crate) enum Side {
+    Inline(Box<Engine>),
+    Io(Box<IoLink>),
+}
+
+pub(crate) struct Driver {
+    pub(crate) side: Side,
+    timers: EngineTimers,
     /// Connections by slot; a slot is reused with a new generation.
     conns: Vec<Option<Connection>>,
     generations: Vec<u32>,
@@ -56,7 +114,6 @@ pub(crate) struct Driver {
     events: Vec<Event>,
     shutting_down: bool,
     shutdown_deadline: Option<Instant>,
-    next_cron: Instant,
     // Counters not yet reported to the engine.
     reads: u64,
     writes: u64,
@@ -66,10 +123,18 @@ pub(crate) struct Driver {
 
 impl Driver {
     pub(crate) fn new(engine: Engine, stop: &'static AtomicBool) -> Driver {
+        Driver::with_side(Side::Inline(Box::new(engine)), stop)
+    }
+
+    /// An IO thread's driver (threaded mode).
+    pub(crate) fn new_io(link: IoLink, stop: &'static AtomicBool) -> Driver {
+        Driver::with_side(Side::Io(Box::new(link)), stop)
+    }
+
+    fn with_side(side: Side, stop: &'static AtomicBool) -> Driver {
         Driver {
-            engine,
-            stop,
-            stop_seen: false,
+            side,
+            timers: EngineTimers::new(stop),
             conns: Vec::new(),
             generations: Vec::new(),
             free: Vec::new(),
@@ -84,11 +149,19 @@ impl Driver {
             events: Vec::new(),
             shutting_down: false,
             shutdown_deadline: None,
-            next_cron: Instant::now(),
             reads: 0,
             writes: 0,
             bytes_in: 0,
             bytes_out: 0,
+        }
+    }
+
+    /// The engine, in inline mode; `None` on an IO thread.
+    #[cfg(test)]
+    pub(crate) fn engine(&mut self) -> Option<&mut Engine> {
+        match &mut self.side {
+            Side::Inline(e) => Some(e),
+            Side::Io(_) => None,
         }
     }
 
@@ -129,7 +202,16 @@ impl Driver {
             listener::close_fd(fd);
             return None;
         };
-        let id = match self.engine.connect(ClientInfo { peer, local, fd }) {
+        let engine = match &mut self.side {
+            Side::Inline(engine) => engine,
+            Side::Io(link) => {
+                // The execution thread registers the client and deals the
+                // socket to an IO thread (maybe this one) with Adopt.
+                link.send(ToExec::Connect { fd, peer, local });
+                return None;
+            }
+        };
+        let id = match engine.connect(ClientInfo { peer, local, fd }) {
             Ok(id) => id,
             Err(reply) => {
                 listener::send_best_effort(fd, &reply);
@@ -137,10 +219,16 @@ impl Driver {
                 return None;
             }
         };
-        listener::tune_client_socket(fd, self.engine.tcp_keepalive_s());
+        let keepalive = engine.tcp_keepalive_s();
         if log::enabled(log::Level::Verbose) {
             log::verbose(&format!("Accepted {peer}"));
         }
+        Some(self.install(fd, id, keepalive))
+    }
+
+    /// Give a registered client's socket a slot.
+    pub(crate) fn install(&mut self, fd: RawFd, id: ClientId, keepalive_s: u64) -> u32 {
+        listener::tune_client_socket(fd, keepalive_s);
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -153,7 +241,7 @@ impl Driver {
         self.conns[slot as usize] = Some(Connection::new(fd, id, generation));
         self.by_client.insert(id.0, slot);
         self.live += 1;
-        Some(slot)
+        slot
     }
 
     /// Bytes received on `slot`.
@@ -170,7 +258,14 @@ impl Driver {
     pub(crate) fn note_read(&mut self, slot: u32, client: ClientId, n: usize) {
         self.reads += 1;
         self.bytes_in += n as u64;
-        self.engine.note_client_input(client, n as u64);
+        match &mut self.side {
+            Side::Inline(engine) => engine.note_client_input(client, n as u64),
+            Side::Io(_) => {
+                if let Some(c) = self.conns[slot as usize].as_mut() {
+                    c.unreported_in += n as u64;
+                }
+            }
+        }
         self.mark_dirty(slot);
     }
 
@@ -214,7 +309,7 @@ impl Driver {
         }
     }
 
-    fn mark_dirty(&mut self, slot: u32) {
+    pub(crate) fn mark_dirty(&mut self, slot: u32) {
         if let Some(c) = self.conn(slot)
             && !c.dirty
         {
@@ -232,7 +327,7 @@ impl Driver {
         }
     }
 
-    fn queue_close(&mut self, slot: u32) {
+    pub(crate) fn queue_close(&mut self, slot: u32) {
         if let Some(c) = self.conn(slot)
             && !c.close_queued
         {
@@ -242,30 +337,46 @@ impl Driver {
     }
 
     /// Work is waiting that needs no new IO: the loop must not sleep.
+    #[cfg(test)]
     pub(crate) fn busy(&self) -> bool {
         !self.dirty.is_empty()
     }
 
-    /// How long the backend may wait for IO.
-    pub(crate) fn wait_time(&self) -> Duration {
-        if self.busy() {
+    /// Right before the backend waits for IO: how long it may wait. On an
+    /// IO thread this also hands queued messages to the execution thread
+    /// and announces the sleep to its doorbell; call
+    /// [`Driver::after_wait`] once the wait returns.
+    pub(crate) fn before_wait(&mut self) -> Duration {
+        let engine = match &mut self.side {
+            Side::Inline(engine) => engine,
+            Side::Io(link) => {
+                link.flush();
+                return link.before_wait(!self.dirty.is_empty(), MAX_WAIT);
+            }
+        };
+        if !self.dirty.is_empty() {
             return Duration::ZERO;
         }
-        let cron = self.next_cron.saturating_duration_since(Instant::now());
-        let mut wait = cron.min(MAX_WAIT);
-        if let Some(t) = self.engine.next_timeout_ms() {
-            let now = engine::server::wall_ms();
-            // A timeout fires once the clock is past it (see
-            // engine::blocking::expire_timeouts): wake at t + 1.
-            let ms = t.saturating_add(1).saturating_sub(now).max(0);
-            wait = wait.min(Duration::from_millis(ms as u64));
+        self.timers.wait(engine, MAX_WAIT)
+    }
+
+    pub(crate) fn after_wait(&mut self) {
+        if let Side::Io(link) = &mut self.side {
+            link.after_wait();
         }
-        wait
     }
 
     /// Parse everything new, run one batch for all connections with
     /// complete commands, settle errors and closes, then the engine's events.
     pub(crate) fn process(&mut self) {
+        if matches!(self.side, Side::Io(_)) {
+            self.receive();
+            if self.backpressured() {
+                // The ring to the execution thread is full: leave the
+                // input where it is until it drains.
+                return;
+            }
+        }
         let mut dirty = std::mem::take(&mut self.scratch);
         std::mem::swap(&mut dirty, &mut self.dirty);
         for &slot in &dirty {
@@ -277,8 +388,23 @@ impl Driver {
                 self.conns[slot as usize] = Some(c);
                 continue;
             }
-            let limits = self.engine.parser_limits_for(c.client);
-            let qbuf_limit = self.engine.query_buffer_limit_for(c.client);
+            let (limits, qbuf_limit) = match &self.side {
+                Side::Inline(engine) => (
+                    engine.parser_limits_for(c.client),
+                    engine.query_buffer_limit_for(c.client),
+                ),
+                Side::Io(link) => c.limits.unwrap_or(link.default_limits),
+            };
+            if c.in_flight() {
+                // Its replies are not back yet; new input waits (and is
+                // held to the same limit).
+                if c.unparsed_len() > qbuf_limit {
+                    self.over_query_limit(slot, c);
+                } else {
+                    self.conns[slot as usize] = Some(c);
+                }
+                continue;
+            }
             // Before AUTH the limits are tighter, and AUTH changes them: take
             // one command at a time, as Valkey does.
             let max = if limits.unauthenticated {
@@ -288,12 +414,7 @@ impl Driver {
             };
             let r = c.parse(&limits, max, qbuf_limit);
             if !c.has_error() && c.unparsed_len() > qbuf_limit {
-                self.engine
-                    .note_query_buffer_limit(c.client, c.unparsed_len());
-                c.close_input();
-                c.close(Closing::Now);
-                self.conns[slot as usize] = Some(c);
-                self.queue_close(slot);
+                self.over_query_limit(slot, c);
                 continue;
             }
             if c.has_commands() || c.has_error() || c.peer_eof {
@@ -306,21 +427,70 @@ impl Driver {
         self.scratch = dirty;
 
         if !self.batch.is_empty() {
-            self.run_batch();
+            match self.side {
+                Side::Inline(_) => self.run_batch(),
+                Side::Io(_) => self.ship_batch(),
+            }
         }
-        self.drain_output();
-        self.drain_events();
+        if matches!(self.side, Side::Inline(_)) {
+            self.drain_output();
+            self.drain_events();
+        }
+    }
+
+    fn over_query_limit(&mut self, slot: u32, mut c: Connection) {
+        let (client, len) = (c.client, c.unparsed_len());
+        match &mut self.side {
+            Side::Inline(engine) => engine.note_query_buffer_limit(client, len),
+            Side::Io(link) => link.send(ToExec::QueryBufferLimit { client, len }),
+        }
+        c.close_input();
+        c.close(Closing::Now);
+        self.conns[slot as usize] = Some(c);
+        self.queue_close(slot);
+    }
+
+    pub(crate) fn note_protocol_error(&mut self, client: ClientId, err: resp::ProtocolError) {
+        match &mut self.side {
+            Side::Inline(engine) => engine.note_protocol_error(client, &err),
+            Side::Io(link) => link.send(ToExec::ProtocolError { client, err }),
+        }
+    }
+
+    pub(crate) fn take_batch(&mut self) -> Vec<(u32, Connection, bool)> {
+        std::mem::take(&mut self.batch)
+    }
+
+    pub(crate) fn return_batch(&mut self, batch: Vec<(u32, Connection, bool)>) {
+        self.batch = batch;
+    }
+
+    pub(crate) fn put_back(&mut self, slot: u32, c: Connection) {
+        self.conns[slot as usize] = Some(c);
+    }
+
+    /// Take the connection of `slot` out if it is still the one of
+    /// `generation` (put it back with [`Driver::settle`] or `put_back`).
+    pub(crate) fn take_conn(&mut self, slot: u32, generation: u32) -> Option<Connection> {
+        let cell = self.conns.get_mut(slot as usize)?;
+        if cell.as_ref()?.generation != generation {
+            return None;
+        }
+        cell.take()
     }
 
     /// Output the engine produced for clients outside their batches.
     fn drain_output(&mut self) {
         let Driver {
-            engine,
+            side: Side::Inline(engine),
             conns,
             by_client,
             flush,
             ..
-        } = self;
+        } = self
+        else {
+            return;
+        };
         engine.drain_output(|client, bytes| {
             let Some(&slot) = by_client.get(&client.0) else {
                 return;
@@ -342,8 +512,10 @@ impl Driver {
             .filter(|(_, c, _)| c.has_commands())
             .map(|(_, c, _)| c.job())
             .collect();
-        if !jobs.is_empty() {
-            self.engine.execute_batch(&mut jobs);
+        if !jobs.is_empty()
+            && let Side::Inline(engine) = &mut self.side
+        {
+            engine.execute_batch(&mut jobs);
         }
         let mut flags_vec = std::mem::take(&mut self.flags);
         flags_vec.clear();
@@ -361,64 +533,96 @@ impl Driver {
             } else {
                 (false, None)
             };
-            if let Some(err) = c.after_batch(close_after_reply, blocked_after) {
-                self.engine.note_protocol_error(c.client, &err);
-            }
-            let more = more && !c.input_closed();
-            if c.peer_eof && !more {
-                // Disconnected, possibly mid-command: reply to what ran
-                // (best effort), then go.
-                c.close_input();
-                c.close(Closing::AfterFlush);
-            }
-            let has_output = c.has_output();
-            let closing = c.closing != Closing::Open;
-            self.conns[slot as usize] = Some(c);
-            if has_output {
-                self.queue_flush(slot);
-            }
-            if closing {
-                self.queue_close(slot);
-            }
-            if more {
-                self.mark_dirty(slot);
-            }
+            let err = c.after_batch(close_after_reply, blocked_after);
+            self.settle(slot, c, more, err);
         }
         self.batch = batch_vec;
         self.flags = flags_vec;
     }
 
+    /// After a connection's commands ran (or it had none, only an error or
+    /// an EOF): report its protocol error, close it if the peer is gone,
+    /// and queue what it needs next.
+    pub(crate) fn settle(
+        &mut self,
+        slot: u32,
+        mut c: Connection,
+        more: bool,
+        err: Option<resp::ProtocolError>,
+    ) {
+        if let Some(err) = err {
+            self.note_protocol_error(c.client, err);
+        }
+        let more = more && !c.input_closed();
+        if c.peer_eof && !more && !c.in_flight() {
+            // Disconnected, possibly mid-command: reply to what ran
+            // (best effort), then go.
+            c.close_input();
+            c.close(Closing::AfterFlush);
+        }
+        let has_output = c.has_output();
+        let closing = c.closing != Closing::Open;
+        self.conns[slot as usize] = Some(c);
+        if has_output {
+            self.queue_flush(slot);
+        }
+        if closing {
+            self.queue_close(slot);
+        }
+        if more {
+            self.mark_dirty(slot);
+        }
+    }
+
     fn drain_events(&mut self) {
-        self.engine.drain_events(&mut self.events);
+        let Side::Inline(engine) = &mut self.side else {
+            return;
+        };
+        engine.drain_events(&mut self.events);
         let mut events = std::mem::take(&mut self.events);
         for ev in events.drain(..) {
             match ev {
-                Event::Close { client, flush } => {
-                    if let Some(&slot) = self.by_client.get(&client.0) {
-                        let how = if flush {
-                            Closing::AfterFlush
-                        } else {
-                            Closing::Now
-                        };
-                        self.close(slot, how);
-                    }
-                }
+                Event::Close { client, flush } => self.close_client(client, flush),
                 Event::Shutdown => self.begin_shutdown(),
-                Event::Unblocked { client } => {
-                    if let Some(&slot) = self.by_client.get(&client.0) {
-                        if let Some(c) = self.conn(slot) {
-                            c.blocked = false;
-                        }
-                        // Its queued commands run next iteration.
-                        self.mark_dirty(slot);
-                    }
-                }
+                Event::Unblocked { client } => self.unblock(client),
             }
         }
         self.events = events;
     }
 
-    fn begin_shutdown(&mut self) {
+    pub(crate) fn close_client(&mut self, client: ClientId, flush: bool) {
+        if let Some(&slot) = self.by_client.get(&client.0) {
+            let how = if flush {
+                Closing::AfterFlush
+            } else {
+                Closing::Now
+            };
+            self.close(slot, how);
+        }
+    }
+
+    pub(crate) fn unblock(&mut self, client: ClientId) {
+        if let Some(&slot) = self.by_client.get(&client.0) {
+            if let Some(c) = self.conn(slot) {
+                c.blocked = false;
+            }
+            // Its queued commands run next iteration.
+            self.mark_dirty(slot);
+        }
+    }
+
+    /// Output the execution thread produced for `client` outside its
+    /// batch (taken over without a copy when nothing else is queued).
+    pub(crate) fn append_output(&mut self, client: ClientId, bytes: &mut Vec<u8>) {
+        if let Some(&slot) = self.by_client.get(&client.0)
+            && let Some(c) = self.conn(slot)
+        {
+            c.append_output(bytes);
+            self.queue_flush(slot);
+        }
+    }
+
+    pub(crate) fn begin_shutdown(&mut self) {
         if self.shutting_down {
             return;
         }
@@ -433,23 +637,12 @@ impl Driver {
     /// stats. Returns true when the loop should end (shutdown finished or
     /// out of time; the backend then tears down what is left).
     pub(crate) fn tick(&mut self) -> bool {
-        if !self.stop_seen && self.stop.load(Ordering::Relaxed) {
-            self.stop_seen = true;
-            self.engine.shutdown_requested();
-        }
         let now = Instant::now();
-        if now >= self.next_cron {
-            self.engine.cron();
-            let period =
-                Duration::from_micros(1_000_000 / u64::from(self.engine.hz().clamp(1, 500)));
-            self.next_cron += period;
-            if self.next_cron < now {
-                self.next_cron = now + period;
-            }
+        if let Side::Inline(engine) = &mut self.side {
+            self.timers.run(engine, now);
+            self.drain_output();
+            self.drain_events();
         }
-        self.engine.expire_blocked();
-        self.drain_output();
-        self.drain_events();
         self.report_stats();
         if self.shutting_down {
             let late = self.shutdown_deadline.is_some_and(|d| now >= d);
@@ -468,10 +661,15 @@ impl Driver {
         if self.reads | self.writes | self.bytes_in | self.bytes_out == 0 {
             return;
         }
-        self.engine.count_io(self.reads, self.writes);
-        let net = self.engine.net_stats_mut();
-        net.total_net_input_bytes += self.bytes_in;
-        net.total_net_output_bytes += self.bytes_out;
+        match &mut self.side {
+            Side::Inline(engine) => {
+                engine.count_io(self.reads, self.writes);
+                let net = engine.net_stats_mut();
+                net.total_net_input_bytes += self.bytes_in;
+                net.total_net_output_bytes += self.bytes_out;
+            }
+            Side::Io(link) => link.count_io(self.reads, self.writes, self.bytes_in, self.bytes_out),
+        }
         self.reads = 0;
         self.writes = 0;
         self.bytes_in = 0;
@@ -510,7 +708,10 @@ impl Driver {
     /// flight): forget the connection and its Session.
     pub(crate) fn release(&mut self, slot: u32) -> Option<Connection> {
         let c = self.conns.get_mut(slot as usize)?.take()?;
-        self.engine.disconnect(c.client);
+        match &mut self.side {
+            Side::Inline(engine) => engine.disconnect(c.client),
+            Side::Io(link) => link.disconnect(c.client),
+        }
         self.by_client.remove(&c.client.0);
         self.generations[slot as usize] = (self.generations[slot as usize] + 1) & GEN_MASK;
         self.free.push(slot);
@@ -543,7 +744,7 @@ mod tests {
             local: "127.0.0.1:6379".parse().unwrap(),
             fd: -1,
         };
-        let id = d.engine.connect(info).unwrap();
+        let id = d.engine().unwrap().connect(info).unwrap();
         let slot = d.conns.len() as u32;
         d.conns.push(Some(Connection::new(-1, id, 0)));
         d.generations.push(0);
@@ -612,7 +813,7 @@ mod tests {
         assert_eq!(closing, vec![s]);
         assert_eq!(d.conn(s).unwrap().closing, Closing::AfterFlush);
         d.release(s).unwrap();
-        assert_eq!(d.engine.connected_clients(), 0);
+        assert_eq!(d.engine().unwrap().connected_clients(), 0);
     }
 
     #[test]
@@ -678,7 +879,7 @@ mod tests {
         let a = add(&mut d);
         let b = add(&mut d);
         d.on_input(b, b"PING\r\n");
-        d.engine.shutdown_requested();
+        d.engine().unwrap().shutdown_requested();
         d.process();
         assert!(d.shutting_down());
         for s in [a, b] {

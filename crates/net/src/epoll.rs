@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 /// Marks a listener's epoll key (connection keys are slot | gen << 32,
 /// with the generation kept to 24 bits).
 const LISTENER: u64 = 1 << 63;
+/// The doorbell's key (IO threads).
+const BELL: u64 = 1 << 62;
 const MAX_EVENTS: usize = 1024;
 /// Reads per connection per iteration, so one fast sender cannot starve
 /// the others (level-triggered epoll reports the rest next time).
@@ -81,12 +83,15 @@ impl Epoll {
         }
     }
 
-    pub(crate) fn run(mut self, mut d: Driver, listeners: Vec<Listener>) -> io::Result<()> {
+    pub(crate) fn run(mut self, d: &mut Driver, listeners: Vec<Listener>) -> io::Result<()> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
         let mut list = Vec::new();
         let mut listening = true;
+        if let Some(fd) = d.doorbell_fd() {
+            self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, BELL)?;
+        }
         loop {
-            let wait = d.wait_time();
+            let wait = d.before_wait();
             // Round up so a 0.4 ms cron remainder does not spin.
             let timeout_ms = wait.as_micros().div_ceil(1000) as libc::c_int;
             // SAFETY: `events` has room for MAX_EVENTS entries.
@@ -101,11 +106,16 @@ impl Epoll {
             if n < 0 && errno() != libc::EINTR {
                 return Err(io::Error::last_os_error());
             }
+            d.after_wait();
             for ev in &events[..n.max(0) as usize] {
                 let (flags, data) = (ev.events, ev.u64);
+                if data == BELL {
+                    // Drained by after_wait.
+                    continue;
+                }
                 if data & LISTENER != 0 {
                     let l = &listeners[(data & !LISTENER) as usize];
-                    self.accept(&mut d, l.fd);
+                    self.accept(d, l.fd);
                     continue;
                 }
                 let slot = data as u32;
@@ -115,27 +125,31 @@ impl Epoll {
                 }
                 let readable = (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32;
                 if flags & readable != 0 {
-                    self.read(&mut d, slot);
+                    self.read(d, slot);
                 }
                 if flags & libc::EPOLLOUT as u32 != 0 {
-                    self.write(&mut d, slot);
+                    self.write(d, slot);
                 }
             }
             d.process();
+            d.take_adopted(&mut list);
+            for &slot in &list {
+                self.register(d, slot);
+            }
             let done = d.tick();
             d.take_flush(&mut list);
             for &slot in &list {
-                self.write(&mut d, slot);
+                self.write(d, slot);
             }
             d.take_closing(&mut list);
             for &slot in &list {
-                self.try_close(&mut d, slot);
+                self.try_close(d, slot);
             }
             if done {
                 break;
             }
             if listening {
-                self.manage_listeners(&d, &listeners, &mut listening);
+                self.manage_listeners(d, &listeners, &mut listening);
             }
         }
         for slot in d.slots() {
@@ -206,17 +220,23 @@ impl Epoll {
                     }
                 }
             }
-            let Some(slot) = d.accept(fd) else { continue };
-            let c = d.conn(slot).expect("just accepted");
-            let interest = libc::EPOLLIN as u32;
-            if self
-                .ctl(libc::EPOLL_CTL_ADD, fd, interest, key(slot, c.generation))
-                .is_err()
-            {
-                d.close(slot, Closing::Now);
-            } else {
-                c.interest = interest;
+            if let Some(slot) = d.accept(fd) {
+                self.register(d, slot);
             }
+        }
+    }
+
+    /// Add a new connection's socket to the set.
+    fn register(&mut self, d: &mut Driver, slot: u32) {
+        let Some(c) = d.conn(slot) else { return };
+        let interest = libc::EPOLLIN as u32;
+        if self
+            .ctl(libc::EPOLL_CTL_ADD, c.fd, interest, key(slot, c.generation))
+            .is_err()
+        {
+            d.close(slot, Closing::Now);
+        } else {
+            c.interest = interest;
         }
     }
 
@@ -365,7 +385,7 @@ impl Epoll {
         let Some(c) = d.conn(slot) else { return };
         match c.closing {
             Closing::Open => return,
-            Closing::AfterFlush if c.has_output() => {
+            Closing::AfterFlush if c.must_wait() => {
                 // Still draining: the write path re-queues the close.
                 self.update_interest(d, slot);
                 return;

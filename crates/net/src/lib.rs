@@ -32,6 +32,9 @@
 mod connection;
 mod driver;
 mod epoll;
+mod exec_thread;
+mod handoff;
+mod io_thread;
 mod listener;
 mod probe;
 mod uring;
@@ -84,20 +87,33 @@ pub fn serve(mut engine: Engine, stop: &'static AtomicBool) -> io::Result<()> {
             }
         }
     };
+    engine.net_stats_mut().backend = if ring.is_some() { "io_uring" } else { "epoll" };
+    match &ring {
+        Some(ring) => log::notice(&format!("Event loop: io_uring ({})", ring.describe())),
+        None => log::notice("Event loop: epoll (level-triggered)"),
+    }
+    if engine.config().io_threads > 1 {
+        // Each IO thread builds its own ring (SINGLE_ISSUER ties a ring
+        // to the thread that made it): this one only proved it works.
+        let backend = match ring {
+            Some(_) => exec_thread::Backend::Uring {
+                batch_wait_us: engine.config().io_uring_batch_wait_us,
+            },
+            None => exec_thread::Backend::Epoll,
+        };
+        drop(ring);
+        return exec_thread::serve(engine, stop, listeners, backend);
+    }
     let mut driver = driver::Driver::new(engine, stop);
     match ring {
         Some(ring) => {
-            driver.engine.net_stats_mut().backend = "io_uring";
-            log::notice(&format!("Event loop: io_uring ({})", ring.describe()));
             log::notice("Ready to accept connections tcp");
-            ring.run(driver, listeners)
+            ring.run(&mut driver, listeners)
         }
         None => {
-            driver.engine.net_stats_mut().backend = "epoll";
-            log::notice("Event loop: epoll (level-triggered)");
             let ep = epoll::Epoll::new(&listeners)?;
             log::notice("Ready to accept connections tcp");
-            ep.run(driver, listeners)
+            ep.run(&mut driver, listeners)
         }
     }
 }

@@ -42,6 +42,8 @@ const KIND_RECV: u64 = 2;
 const KIND_SEND: u64 = 3;
 /// Completions of cancel requests: nothing to do.
 const KIND_CANCEL: u64 = 4;
+/// The doorbell's poll (IO threads).
+const KIND_BELL: u64 = 5;
 
 fn tag(kind: u64, slot: u32, generation: u32) -> u64 {
     kind << 56 | u64::from(generation & GEN_MASK) << 32 | u64::from(slot)
@@ -186,6 +188,8 @@ pub(crate) struct Uring {
     optimized_setup: bool,
     /// Per listener: its multishot accept is armed.
     accept_armed: Vec<bool>,
+    /// The doorbell's multishot poll is armed.
+    bell_armed: bool,
     accept_paused_until: Option<Instant>,
     last_accept_error_log: Option<Instant>,
     /// Connections whose multishot recv ended and must be re-armed.
@@ -274,6 +278,7 @@ impl Uring {
             bufs,
             optimized_setup,
             accept_armed: vec![false; listeners.len()],
+            bell_armed: false,
             accept_paused_until: None,
             last_accept_error_log: None,
             rearm: Vec::new(),
@@ -333,6 +338,18 @@ impl Uring {
         Ok(())
     }
 
+    /// Watch the doorbell's eventfd (IO threads): a multishot poll, so
+    /// the execution thread's ring ends this thread's wait.
+    fn arm_bell(&mut self, fd: i32) -> io::Result<()> {
+        let e = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+            .user_data(tag(KIND_BELL, 0, 0));
+        self.push(e)?;
+        self.bell_armed = true;
+        Ok(())
+    }
+
     fn arm_recv(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
         let Some(c) = d.conn(slot) else { return Ok(()) };
         if c.recv_armed || c.shut || c.peer_eof || c.closing == Closing::Now {
@@ -366,36 +383,51 @@ impl Uring {
         self.push(e)
     }
 
-    pub(crate) fn run(mut self, mut d: Driver, listeners: Vec<Listener>) -> io::Result<()> {
+    pub(crate) fn run(mut self, d: &mut Driver, listeners: Vec<Listener>) -> io::Result<()> {
         for (i, l) in listeners.iter().enumerate() {
             self.arm_accept(i, l.fd)?;
         }
+        let bell = d.doorbell_fd();
+        if let Some(fd) = bell {
+            self.arm_bell(fd)?;
+        }
         let mut list = Vec::new();
         loop {
-            self.wait(d.wait_time(), d.live())?;
-            self.reap(&mut d)?;
+            let timeout = d.before_wait();
+            self.wait(timeout, d.live())?;
+            d.after_wait();
+            self.reap(d)?;
+            if let Some(fd) = bell
+                && !self.bell_armed
+            {
+                self.arm_bell(fd)?;
+            }
             self.bufs.publish();
             let rearm = std::mem::take(&mut self.rearm);
             for &slot in &rearm {
-                self.arm_recv(&mut d, slot)?;
+                self.arm_recv(d, slot)?;
             }
             self.rearm = rearm;
             self.rearm.clear();
 
             d.process();
+            d.take_adopted(&mut list);
+            for &slot in &list {
+                self.arm_recv(d, slot)?;
+            }
             let done = d.tick();
             d.take_flush(&mut list);
             for &slot in &list {
-                self.send(&mut d, slot)?;
+                self.send(d, slot)?;
             }
             d.take_closing(&mut list);
             for &slot in &list {
-                self.try_close(&mut d, slot)?;
+                self.try_close(d, slot)?;
             }
             if done {
                 break;
             }
-            self.manage_accepts(&d, &listeners)?;
+            self.manage_accepts(d, &listeners)?;
         }
         self.teardown(d, listeners)
     }
@@ -452,6 +484,8 @@ impl Uring {
                 KIND_ACCEPT => self.on_accept(d, slot as usize, res, flags)?,
                 KIND_RECV => self.on_recv(d, slot, generation, res, flags),
                 KIND_SEND => self.on_send(d, slot, generation, res),
+                // Drained by the driver's after_wait; only re-armed.
+                KIND_BELL if !cqueue::more(flags) => self.bell_armed = false,
                 _ => {}
             }
         }
@@ -567,8 +601,9 @@ impl Uring {
         let Some(c) = d.conn(slot) else { return Ok(()) };
         match c.closing {
             Closing::Open => return Ok(()),
-            Closing::AfterFlush if c.has_output() => {
-                // The send completion re-queues the close.
+            Closing::AfterFlush if c.must_wait() => {
+                // The send completion (or the replies' arrival) re-queues
+                // the close.
                 return self.send(d, slot);
             }
             _ => {}
@@ -607,7 +642,7 @@ impl Uring {
     /// Close whatever is left. Connections whose operations were answered
     /// are freed normally; if any was not, the memory it may still touch is
     /// leaked rather than freed (the process is about to exit anyway).
-    fn teardown(mut self, mut d: Driver, listeners: Vec<Listener>) -> io::Result<()> {
+    fn teardown(mut self, d: &mut Driver, listeners: Vec<Listener>) -> io::Result<()> {
         let slots = d.slots();
         for &slot in &slots {
             if let Some(c) = d.conn(slot)
@@ -625,7 +660,7 @@ impl Uring {
                 .any(|&s| d.conn(s).is_some_and(|c| c.recv_armed || c.send_busy))
         {
             self.wait(Duration::from_millis(20), 0)?;
-            self.reap(&mut d)?;
+            self.reap(d)?;
             self.bufs.publish();
         }
         let mut leaked = false;

@@ -71,6 +71,27 @@ fn secs(now_ms: i64) -> u32 {
     (now_ms / 1000).clamp(0, u32::MAX as i64) as u32
 }
 
+/// Bytes of a string value prefetched ahead of a read: a GET copies all of
+/// it into the reply, and past this the hardware's stream prefetcher keeps
+/// up with the copy.
+const VALUE_PREFETCH_BYTES: usize = 1024;
+
+fn prefetch_str(e: &Entry) {
+    if let Value::Str(crate::Str::Bytes(b) | crate::Str::Raw(b)) = &e.value {
+        let p = b.as_ptr();
+        let n = b.len().min(VALUE_PREFETCH_BYTES);
+        let mut off = 0;
+        while off < n {
+            crate::table::prefetch_ptr(p.wrapping_add(off));
+            off += 64;
+        }
+        // The value's last line when its start is not line-aligned.
+        if n > 0 {
+            crate::table::prefetch_ptr(p.wrapping_add(n - 1));
+        }
+    }
+}
+
 /// One database: a table of entries plus what expiry needs.
 #[derive(Default)]
 pub struct Db {
@@ -107,13 +128,16 @@ impl Db {
     /// expiry), and mark it accessed now.
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         self.clock_s = secs(now_ms);
-        // Two lookups because a borrow returned from one branch of a match
-        // cannot be given up in the other (the second lookup hits cache).
-        if self.table.get(hash, key)?.is_expired(now_ms) {
+        // Writes (and lookups for writing) move a resize along.
+        self.table.rehash_step(1);
+        // Located once, then borrowed: a borrow returned from one branch
+        // of a match cannot be given up in the other.
+        let loc = self.table.locate(hash, key)?;
+        if self.table.at(loc).is_expired(now_ms) {
             self.expire_key(hash, key);
             return None;
         }
-        let e = self.table.get_mut(hash, key)?;
+        let e = self.table.at_mut(loc);
         e.access_s = secs(now_ms);
         Some(e)
     }
@@ -186,6 +210,11 @@ impl Db {
     }
     pub fn prefetch_batch(&self, hashes: &[u64]) {
         self.table.prefetch_batch(hashes)
+    }
+    /// After [`Db::prefetch_batch`]: prefetch the first cache lines of the
+    /// string values of those keys (a GET copies them into the reply).
+    pub fn prefetch_values(&self, hashes: &[u64]) {
+        self.table.prefetch_values(hashes, prefetch_str)
     }
     /// One SCAN step over live keys; see [`Table::scan`].
     pub fn scan(&self, cursor: u64, now_ms: i64, mut f: impl FnMut(&[u8], &Entry)) -> u64 {

@@ -108,8 +108,9 @@ fn buckets_for(len: usize) -> usize {
     want.next_power_of_two().max(MIN_BUCKETS)
 }
 
+/// Prefetch the cache line at `p` (a hint: any address is fine).
 #[inline(always)]
-fn prefetch_ptr<T>(p: *const T) {
+pub fn prefetch_ptr<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
@@ -120,6 +121,42 @@ fn prefetch_ptr<T>(p: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Key equality without a call into libc's `memcmp` for the common short
+/// keys (most lookups compare exactly one key, the right one): 8..=16 bytes
+/// are two overlapping word compares.
+#[inline(always)]
+fn key_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        let w = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+        w(a, 0) == w(b, 0) && w(a, n - 8) == w(b, n - 8)
+    } else {
+        a == b
+    }
+}
+
+/// Prefetch both cache lines a node may straddle (an 80-byte node in
+/// jemalloc's 80-byte class is only 16-byte aligned).
+#[inline(always)]
+fn prefetch_node<V>(n: &Node<V>) {
+    let p = (n as *const Node<V>).cast::<u8>();
+    prefetch_ptr(p);
+    prefetch_ptr(p.wrapping_add(mem::size_of::<Node<V>>() - 1));
+}
+
+/// Where an entry sits: valid until the table is next changed (any `&mut
+/// self` call), see [`Table::locate`].
+#[derive(Clone, Copy, Debug)]
+pub struct Loc {
+    tab: usize,
+    bucket: usize,
+    depth: usize,
+    slot: usize,
 }
 
 enum Key {
@@ -203,7 +240,7 @@ impl<V> Bucket<V> {
             m &= m - 1;
             if let Some(n) = &self.slots[i]
                 && n.hash == hash
-                && n.key.as_slice() == key
+                && key_eq(n.key.as_slice(), key)
             {
                 return Some(i);
             }
@@ -474,26 +511,27 @@ impl<V> Table<V> {
         self.rehash.is_some()
     }
 
+    /// The index of `hash`'s home bucket in table `tab`, if that table may
+    /// hold it: not while it is empty, nor in the old table once its bucket
+    /// was moved (moved buckets are empty; skipping them saves a cache miss).
+    #[inline(always)]
+    fn home(&self, tab: usize, hash: u64) -> Option<usize> {
+        let n = self.tabs[tab].len();
+        if n == 0 {
+            return None;
+        }
+        let i = index(hash, n);
+        match self.rehash {
+            Some(r) if tab == 0 && i < r => None,
+            _ => Some(i),
+        }
+    }
+
     /// The home bucket of `hash` in each table that may hold it.
     #[inline(always)]
     fn homes(&self, hash: u64) -> impl Iterator<Item = &Bucket<V>> {
-        let t0 = &self.tabs[0];
-        let first = if t0.is_empty() {
-            None
-        } else {
-            let i = index(hash, t0.len());
-            // Moved buckets are empty; skipping them saves a cache miss.
-            match self.rehash {
-                Some(r) if i < r => None,
-                _ => Some(&t0[i]),
-            }
-        };
-        let t1 = &self.tabs[1];
-        let second = if t1.is_empty() {
-            None
-        } else {
-            Some(&t1[index(hash, t1.len())])
-        };
+        let first = self.home(0, hash).map(|i| &self.tabs[0][i]);
+        let second = self.home(1, hash).map(|i| &self.tabs[1][i]);
         first.into_iter().chain(second)
     }
 
@@ -524,22 +562,69 @@ impl<V> Table<V> {
         if self.len == 0 {
             return None;
         }
-        let skip0 = {
-            let n0 = self.tabs[0].len();
-            n0 == 0 || self.rehash.is_some_and(|r| index(hash, n0) < r)
-        };
+        let (h0, h1) = (self.home(0, hash), self.home(1, hash));
         let [t0, t1] = &mut self.tabs;
-        if !skip0 {
-            let i = index(hash, t0.len());
-            if let Some(n) = chain_get_mut(&mut t0[i], hash, key) {
-                return Some(n);
-            }
+        if let Some(i) = h0
+            && let Some(n) = chain_get_mut(&mut t0[i], hash, key)
+        {
+            return Some(n);
         }
-        if t1.is_empty() {
+        chain_get_mut(&mut t1[h1?], hash, key)
+    }
+
+    /// Where `key` is, for a caller that must look at the entry before
+    /// deciding whether to change or remove it (one key comparison instead
+    /// of two lookups). Valid until the next `&mut self` call.
+    #[inline]
+    pub fn locate(&self, hash: u64, key: &[u8]) -> Option<Loc> {
+        if self.len == 0 {
             return None;
         }
-        let i = index(hash, t1.len());
-        chain_get_mut(&mut t1[i], hash, key)
+        let tag = tag_of(hash);
+        for tab in 0..2 {
+            let Some(bucket) = self.home(tab, hash) else {
+                continue;
+            };
+            let mut b = &self.tabs[tab][bucket];
+            let mut depth = 0;
+            loop {
+                if let Some(slot) = b.find(tag, hash, key) {
+                    return Some(Loc {
+                        tab,
+                        bucket,
+                        depth,
+                        slot,
+                    });
+                }
+                match b.child.as_deref() {
+                    Some(c) => b = c,
+                    None => break,
+                }
+                depth += 1;
+            }
+        }
+        None
+    }
+
+    /// The value at a [`Table::locate`] result. Panics if the table has
+    /// changed since and the place is gone.
+    #[inline]
+    pub fn at(&self, loc: Loc) -> &V {
+        let mut b = &self.tabs[loc.tab][loc.bucket];
+        for _ in 0..loc.depth {
+            b = b.child.as_deref().expect("stale Loc");
+        }
+        &b.slots[loc.slot].as_deref().expect("stale Loc").value
+    }
+
+    /// [`Table::at`], mutable.
+    #[inline]
+    pub fn at_mut(&mut self, loc: Loc) -> &mut V {
+        let mut b = &mut self.tabs[loc.tab][loc.bucket];
+        for _ in 0..loc.depth {
+            b = b.child.as_deref_mut().expect("stale Loc");
+        }
+        &mut b.slots[loc.slot].as_deref_mut().expect("stale Loc").value
     }
 
     /// Insert or replace; returns the previous value.
@@ -703,18 +788,56 @@ impl<V> Table<V> {
             self.prefetch(h);
         }
         for &h in hashes {
+            self.prefetch_nodes(h);
+        }
+    }
+
+    /// Once the buckets of `hash` ([`Table::prefetch`]) are expected in
+    /// cache: the nodes in them whose tags match (both lines of each), and
+    /// the first overflow bucket.
+    #[inline]
+    pub fn prefetch_nodes(&self, hash: u64) {
+        if self.len == 0 {
+            return;
+        }
+        let tag = tag_of(hash);
+        for b in self.homes(hash) {
+            let mut m = b.matches(tag);
+            while m != 0 {
+                let i = m.trailing_zeros() as usize;
+                m &= m - 1;
+                if let Some(n) = &b.slots[i] {
+                    prefetch_node(n);
+                }
+            }
+            if let Some(c) = &b.child {
+                prefetch_ptr(&**c);
+            }
+        }
+    }
+
+    /// Third prefetch pass: for each hash, the value of the first node in
+    /// its home buckets whose stored hash matches (the node is expected
+    /// in cache from [`Table::prefetch_batch`]), handed to `f` to prefetch
+    /// what the value points at. Hash-only matching: a collision costs a
+    /// useless prefetch, never a wrong result.
+    pub fn prefetch_values(&self, hashes: &[u64], mut f: impl FnMut(&V)) {
+        if self.len == 0 {
+            return;
+        }
+        for &h in hashes {
             let tag = tag_of(h);
-            for b in self.homes(h) {
+            'found: for b in self.homes(h) {
                 let mut m = b.matches(tag);
                 while m != 0 {
                     let i = m.trailing_zeros() as usize;
                     m &= m - 1;
-                    if let Some(n) = &b.slots[i] {
-                        prefetch_ptr(&**n);
+                    if let Some(n) = &b.slots[i]
+                        && n.hash == h
+                    {
+                        f(&n.value);
+                        break 'found;
                     }
-                }
-                if let Some(c) = &b.child {
-                    prefetch_ptr(&**c);
                 }
             }
         }

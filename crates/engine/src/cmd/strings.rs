@@ -394,6 +394,27 @@ pub fn encode(b: &[u8]) -> Str {
     }
 }
 
+/// Replace a value with the string `b` as [`encode`] would make it, reusing
+/// the old string's buffer when it is about the right size (an overwrite of
+/// a same-sized value then costs no allocation and no free).
+pub(crate) fn overwrite_str(v: &mut Value, b: &[u8]) {
+    if let Value::Str(s) = v
+        && let Str::Bytes(buf) | Str::Raw(buf) = s
+        && b.len() <= buf.capacity()
+        && buf.capacity() - b.len() <= buf.capacity() / 8
+        && num::parse_i64(b).is_none()
+    {
+        buf.clear();
+        buf.extend_from_slice(b);
+        if let Str::Raw(buf) = s {
+            // SET makes a plain string: `embstr`/`raw` by length again.
+            *s = Str::Bytes(std::mem::take(buf));
+        }
+        return;
+    }
+    *v = Value::Str(encode(b));
+}
+
 /// The bytes of a string; integers are formatted into `buf`.
 pub(crate) fn bytes_of<'a>(s: &'a Str, buf: &'a mut [u8; resp::num::I64_MAX_LEN]) -> &'a [u8] {
     match s {
@@ -645,8 +666,24 @@ fn set_generic(
     }
     let dbi = ctx.session.db;
     let db = &mut ctx.srv.keyspace.dbs[dbi];
-    let old_ttl = lookup_write(db, h, key, now).map(|e| e.expire_at_ms());
+    let mut old_ttl = None;
+    let mut done = false;
+    if let Some(e) = lookup_write(db, h, key, now) {
+        let was = e.expire_at_ms();
+        old_ttl = Some(was);
+        // The common overwrite (no NX, no TTL change): replace the value in
+        // place, reusing its buffer, instead of a second lookup to insert.
+        let ttl = if flags & opt::KEEPTTL != 0 { was } else { when };
+        if flags & opt::NX == 0 && when.is_none_or(|t| t > now) && ttl == was {
+            overwrite_str(&mut e.value, val);
+            done = true;
+        }
+    }
     let found = old_ttl.is_some();
+    if done {
+        set_done(ctx, dbi, key, false, when.is_some(), with_get, replies);
+        return;
+    }
     if (flags & opt::NX != 0 && found) || (flags & opt::XX != 0 && !found) {
         if !with_get {
             match replies {
@@ -677,9 +714,24 @@ fn set_generic(
         None => None,
     };
     store(db, h, key, encode(val), ttl, now);
+    set_done(ctx, dbi, key, !found, when.is_some(), with_get, replies);
+}
+
+/// After a SET stored its value: WATCH and blocked clients, keyspace events
+/// (`new` for a key that did not exist), and the success reply unless SET
+/// GET answers with the old value instead.
+fn set_done(
+    ctx: &mut Ctx<'_>,
+    dbi: usize,
+    key: &[u8],
+    new: bool,
+    expires: bool,
+    with_get: bool,
+    replies: SetReplies,
+) {
     ctx.touched(dbi, key);
-    notify_write(ctx, !found, "set", key);
-    if when.is_some() {
+    notify_write(ctx, new, "set", key);
+    if expires {
         ctx.notify(notify::GENERIC, "expire", key);
     }
     if !with_get {

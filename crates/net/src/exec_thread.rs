@@ -1,0 +1,566 @@
+//! Threaded mode (`io-threads N`, N > 1): N - 1 IO threads own every
+//! socket, and the calling (main) thread becomes the execution thread,
+//! the only one that touches the engine. It makes no socket syscalls:
+//! it drains every IO thread's ring, runs all their requests as one
+//! `execute_batch` (one prefetch pass over every key), sends each reply
+//! back to the thread that owns the connection, and sleeps on its
+//! doorbell when there is nothing to do.
+//!
+//! ```text
+//!   io-thread-1 (accepts too) ─┐ ToExec ring ┌─► execution thread (main)
+//!   io-thread-2 ───────────────┤             │     Engine, every Session
+//!   ...                        │◄── ToIo ────┘     cron, timeouts, events
+//! ```
+
+use crate::driver::{Driver, EngineTimers};
+use crate::handoff::{Outlet, Request, ToExec, ToIo};
+use crate::io_thread::IoLink;
+use crate::listener::Listener;
+use crate::{epoll, uring};
+use engine::{ClientId, ClientInfo, CommandsView, Engine, Event, IoThreadStats, Job, log};
+use ringkv_rings::doorbell::Doorbell;
+use ringkv_rings::spsc::{self, Consumer};
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Polls of the rings before the execution thread goes to sleep, when the
+/// threads can run in parallel (on one allowed CPU, spinning only delays
+/// the IO thread it waits for).
+const SPIN_ROUNDS: u32 = 200;
+/// The longest the execution thread sleeps (the stop flag is checked).
+const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+/// The execution thread's end of one IO thread's rings.
+struct Peer {
+    rx: Consumer<ToExec>,
+    tx: Outlet<ToIo>,
+    bell: Arc<Doorbell>,
+    clients: usize,
+    exited: bool,
+}
+
+impl Peer {
+    fn send(&mut self, msg: ToIo) {
+        self.tx.send(msg);
+    }
+
+    fn flush(&mut self) {
+        if self.tx.flush() > 0 {
+            self.bell.ring();
+        }
+    }
+}
+
+/// A request taken off a ring, waiting for the batch to run.
+struct Pending {
+    thread: usize,
+    slot: u32,
+    generation: u32,
+    client: ClientId,
+    req: Request,
+    out: Vec<u8>,
+}
+
+/// Which backend the IO threads run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    Uring { batch_wait_us: u32 },
+    Epoll,
+}
+
+/// Start the IO threads, then run the execution loop on this thread until
+/// shutdown; returns once every IO thread has exited.
+pub(crate) fn serve(
+    mut engine: Engine,
+    stop: &'static AtomicBool,
+    listeners: Vec<Listener>,
+    backend: Backend,
+) -> io::Result<()> {
+    let n = engine.config().io_threads.saturating_sub(1).max(1);
+    // Messages each ring holds, per direction and IO thread. A connection
+    // has at most one request out, so this bounds the connections of one
+    // thread waiting on the execution thread before it holds back.
+    let ring_size = engine.config().io_threads_ring_size;
+    let exec_bell = Arc::new(Doorbell::new()?);
+    let default_limits = (engine.parser_limits(), engine.query_buffer_limit());
+    let mut peers = Vec::with_capacity(n);
+    let mut links = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (to_exec, from_io) = spsc::channel::<ToExec>(ring_size);
+        let (to_io, from_exec) = spsc::channel::<ToIo>(ring_size);
+        let bell = Arc::new(Doorbell::new()?);
+        let stats = Arc::new(IoThreadStats::default());
+        engine.net_stats_mut().io_threads.push(stats.clone());
+        links.push(IoLink::new(
+            Outlet::new(to_exec),
+            from_exec,
+            exec_bell.clone(),
+            bell.clone(),
+            stats,
+            default_limits,
+        ));
+        peers.push(Peer {
+            rx: from_io,
+            tx: Outlet::new(to_io),
+            bell,
+            clients: 0,
+            exited: false,
+        });
+    }
+    let idle_exec = engine.config().io_threads_idle_exec;
+    let shared: SharedExec = Arc::new(Mutex::new(ExecLoop::new(engine, peers, exec_bell, stop)));
+    // Held until "Ready" is logged: with idle-exec an IO thread could
+    // otherwise run a client's command before the server says it is up.
+    let held = lock(&shared);
+    let mut handles: Vec<JoinHandle<io::Result<()>>> = Vec::with_capacity(n);
+    let mut listeners = Some(listeners);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+    for (i, mut link) in (1..=n).zip(links) {
+        if idle_exec {
+            link.set_exec(shared.clone());
+        }
+        // The first IO thread accepts for everyone.
+        let own = if i == 1 {
+            listeners.take().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let ready = ready_tx.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("io-thread-{i}"))
+            .spawn(move || io_thread_main(link, own, backend, stop, ready))?;
+        handles.push(h);
+    }
+    drop(ready_tx);
+    for _ in 0..n {
+        match ready_rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => {
+                return Err(io::Error::other(format!(
+                    "an IO thread could not start: {reason}"
+                )));
+            }
+            Err(_) => return Err(io::Error::other("an IO thread exited at start-up")),
+        }
+    }
+    log::notice(&format!(
+        "{n} IO thread(s) started; this thread executes commands"
+    ));
+    log::notice("Ready to accept connections tcp");
+    run(&shared, held);
+    for h in handles {
+        match h.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => log::warning(&format!("IO thread: {e}")),
+            Err(_) => log::warning("an IO thread panicked"),
+        }
+    }
+    Ok(())
+}
+
+/// The execution step and everything it owns, behind one lock. The
+/// execution thread holds it while it works and lets go only to sleep;
+/// an IO thread that has just published work and finds it free (the
+/// execution thread is asleep) runs the step itself instead of waking it:
+/// at low load that saves two context switches per batch, under load the
+/// execution thread keeps the lock and IO threads only ring.
+pub(crate) type SharedExec = Arc<Mutex<ExecLoop>>;
+
+fn lock(shared: &Mutex<ExecLoop>) -> MutexGuard<'_, ExecLoop> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Run the step under the lock if nobody holds it (an IO thread's call).
+pub(crate) fn try_step(shared: &Mutex<ExecLoop>) -> bool {
+    let mut ex = match shared.try_lock() {
+        Ok(ex) => ex,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return false,
+    };
+    let batches = ex.batches;
+    ex.timed_step();
+    ex.batches_on_io += ex.batches - batches;
+    true
+}
+
+/// The execution thread's loop: step while there is work, then sleep with
+/// the lock released.
+fn run<'a>(shared: &'a Mutex<ExecLoop>, mut ex: MutexGuard<'a, ExecLoop>) {
+    let parallel = allowed_cpus() > 1;
+    let spin_rounds = if parallel { SPIN_ROUNDS } else { 0 };
+    let mut idle_rounds = 0u32;
+    loop {
+        let worked = ex.timed_step();
+        if ex.shutting_down && ex.peers.iter().all(|p| p.exited) {
+            return;
+        }
+        if worked {
+            idle_rounds = 0;
+            continue;
+        }
+        idle_rounds += 1;
+        if idle_rounds < spin_rounds {
+            std::hint::spin_loop();
+            continue;
+        }
+        idle_rounds = 0;
+        let wait = ex.sleep_time();
+        let bell = ex.bell.clone();
+        drop(ex);
+        bell.prepare_sleep();
+        // The re-check takes the lock: an IO thread running the step may
+        // hold it, and a message published after its drain must be seen
+        // here or ring us (its own try_step failed on the lock).
+        ex = lock(shared);
+        if ex.has_input() {
+            bell.awake();
+            if ex.peers.iter().any(|p| p.tx.held_back()) {
+                // An IO thread's ring is full: give it a moment to drain.
+                drop(ex);
+                std::thread::sleep(Duration::from_micros(50));
+                ex = lock(shared);
+            }
+            continue;
+        }
+        ex.sleeps += 1;
+        drop(ex);
+        bell.wait(Some(wait));
+        bell.awake();
+        ex = lock(shared);
+    }
+}
+
+fn io_thread_main(
+    link: IoLink,
+    listeners: Vec<Listener>,
+    backend: Backend,
+    stop: &'static AtomicBool,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
+) -> io::Result<()> {
+    let mut d = Driver::new_io(link, stop);
+    let r = match backend {
+        Backend::Uring { batch_wait_us } => match uring::Uring::new(&listeners, batch_wait_us) {
+            Ok(ring) => {
+                let _ = ready.send(Ok(()));
+                ring.run(&mut d, listeners)
+            }
+            Err(reason) => {
+                let _ = ready.send(Err(reason));
+                Ok(())
+            }
+        },
+        Backend::Epoll => match epoll::Epoll::new(&listeners) {
+            Ok(ep) => {
+                let _ = ready.send(Ok(()));
+                ep.run(&mut d, listeners)
+            }
+            Err(e) => {
+                let _ = ready.send(Err(e.to_string()));
+                Ok(())
+            }
+        },
+    };
+    d.finish_io();
+    r
+}
+
+pub(crate) struct ExecLoop {
+    engine: Engine,
+    peers: Vec<Peer>,
+    bell: Arc<Doorbell>,
+    timers: EngineTimers,
+    /// Which IO thread owns each client.
+    owner: HashMap<u64, usize>,
+    batch: Vec<Pending>,
+    /// Per job of the running batch: close after reply, blocked after this
+    /// many commands (kept to reuse its allocation).
+    flags: Vec<(bool, Option<usize>)>,
+    /// Messages that must wait until the batch before them has run.
+    deferred: Vec<ToExec>,
+    events: Vec<Event>,
+    shutting_down: bool,
+    busy_since_report: Duration,
+    last_report: Instant,
+    batches: u64,
+    /// Of `batches`, those an IO thread ran (the execution thread slept).
+    batches_on_io: u64,
+    sleeps: u64,
+}
+
+impl ExecLoop {
+    fn new(
+        engine: Engine,
+        peers: Vec<Peer>,
+        bell: Arc<Doorbell>,
+        stop: &'static AtomicBool,
+    ) -> ExecLoop {
+        ExecLoop {
+            engine,
+            peers,
+            bell,
+            timers: EngineTimers::new(stop),
+            owner: HashMap::new(),
+            batch: Vec::new(),
+            flags: Vec::new(),
+            deferred: Vec::new(),
+            events: Vec::new(),
+            shutting_down: false,
+            busy_since_report: Duration::ZERO,
+            last_report: Instant::now(),
+            batches: 0,
+            batches_on_io: 0,
+            sleeps: 0,
+        }
+    }
+
+    /// [`ExecLoop::step`], with its time counted as busy.
+    fn timed_step(&mut self) -> bool {
+        let started = Instant::now();
+        let worked = self.step();
+        if worked {
+            self.busy_since_report += started.elapsed();
+        }
+        self.report_busy();
+        worked
+    }
+
+    /// One round: take in every ring, run the batch, answer, timers.
+    /// Returns whether anything came in.
+    fn step(&mut self) -> bool {
+        let mut worked = false;
+        for t in 0..self.peers.len() {
+            while let Some(msg) = self.peers[t].rx.pop() {
+                worked = true;
+                self.take(t, msg);
+            }
+        }
+        if !self.batch.is_empty() {
+            self.batches += 1;
+            self.execute();
+        }
+        for msg in std::mem::take(&mut self.deferred) {
+            self.after_batch(msg);
+        }
+        self.timers.run(&mut self.engine, Instant::now());
+        self.route_output();
+        for p in &mut self.peers {
+            p.flush();
+        }
+        worked
+    }
+
+    fn take(&mut self, thread: usize, msg: ToExec) {
+        match msg {
+            ToExec::Connect { fd, peer, local } => {
+                match self.engine.connect(ClientInfo { peer, local, fd }) {
+                    Ok(client) => {
+                        if log::enabled(log::Level::Verbose) {
+                            log::verbose(&format!("Accepted {peer}"));
+                        }
+                        let t = self.place();
+                        self.peers[t].clients += 1;
+                        self.owner.insert(client.0, t);
+                        let (limits, qbuf_limit) = self.engine.client_limits(client);
+                        let msg = ToIo::Adopt {
+                            fd,
+                            client,
+                            limits,
+                            qbuf_limit,
+                            keepalive_s: self.engine.tcp_keepalive_s(),
+                        };
+                        self.peers[t].send(msg);
+                    }
+                    Err(reply) => self.peers[thread].send(ToIo::Refuse { fd, reply }),
+                }
+            }
+            ToExec::Commands {
+                slot,
+                generation,
+                client,
+                req,
+                out,
+                bytes_in,
+            } => {
+                self.engine.note_client_input(client, bytes_in);
+                self.batch.push(Pending {
+                    thread,
+                    slot,
+                    generation,
+                    client,
+                    req,
+                    out,
+                });
+            }
+            ToExec::Exited => self.peers[thread].exited = true,
+            other => self.deferred.push(other),
+        }
+    }
+
+    /// Where a new connection goes: the IO thread with the fewest clients
+    /// (the lowest-numbered on a tie, so a few clients keep few threads
+    /// busy and the others asleep).
+    fn place(&self) -> usize {
+        let mut best = 0;
+        for (t, p) in self.peers.iter().enumerate() {
+            if p.clients < self.peers[best].clients {
+                best = t;
+            }
+        }
+        best
+    }
+
+    fn execute(&mut self) {
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut jobs: Vec<Job<'_>> = batch
+            .iter_mut()
+            .map(|p| {
+                let Pending {
+                    client, req, out, ..
+                } = p;
+                Job::new(
+                    *client,
+                    CommandsView {
+                        data: &req.data,
+                        args: &req.args,
+                        argc: &req.argc,
+                    },
+                    out,
+                )
+            })
+            .collect();
+        self.engine.execute_batch(&mut jobs);
+        let mut flags = std::mem::take(&mut self.flags);
+        flags.clear();
+        flags.extend(
+            jobs.iter()
+                .map(|j| (j.close_after_reply, j.blocked.then_some(j.executed))),
+        );
+        drop(jobs);
+        for (p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
+            let (limits, qbuf_limit) = self.engine.client_limits(p.client);
+            let msg = ToIo::Replies {
+                slot: p.slot,
+                generation: p.generation,
+                req: p.req,
+                out: p.out,
+                close_after_reply,
+                blocked_after,
+                limits,
+                qbuf_limit,
+            };
+            self.peers[p.thread].send(msg);
+        }
+        self.batch = batch;
+        self.flags = flags;
+    }
+
+    fn after_batch(&mut self, msg: ToExec) {
+        match msg {
+            ToExec::Disconnect { client } => self.forget(client),
+            ToExec::ProtocolError { client, err } => self.engine.note_protocol_error(client, &err),
+            ToExec::QueryBufferLimit { client, len } => {
+                self.engine.note_query_buffer_limit(client, len)
+            }
+            ToExec::Connect { .. } | ToExec::Commands { .. } | ToExec::Exited => {}
+        }
+    }
+
+    /// Drop a client's Session (idempotent).
+    fn forget(&mut self, client: ClientId) {
+        if let Some(t) = self.owner.remove(&client.0) {
+            self.engine.disconnect(client);
+            self.peers[t].clients = self.peers[t].clients.saturating_sub(1);
+        }
+    }
+
+    /// Out-of-band output and engine events, to the threads that own the
+    /// clients concerned.
+    fn route_output(&mut self) {
+        let ExecLoop {
+            engine,
+            peers,
+            owner,
+            ..
+        } = self;
+        engine.drain_output(|client, bytes| {
+            if let Some(&t) = owner.get(&client.0) {
+                peers[t].send(ToIo::Output {
+                    client,
+                    bytes: bytes.to_vec(),
+                });
+            }
+        });
+        self.engine.drain_events(&mut self.events);
+        for ev in std::mem::take(&mut self.events) {
+            match ev {
+                Event::Close { client, flush } => {
+                    if let Some(&t) = self.owner.get(&client.0) {
+                        self.peers[t].send(ToIo::Close { client, flush });
+                    }
+                    // Gone for everyone at once, as in inline mode (CLIENT
+                    // KILL then PUBSUB NUMSUB sees it gone); the IO thread's
+                    // Disconnect that follows finds nothing left to do.
+                    self.forget(client);
+                }
+                Event::Unblocked { client } => {
+                    if let Some(&t) = self.owner.get(&client.0) {
+                        self.peers[t].send(ToIo::Unblocked { client });
+                    }
+                }
+                Event::Shutdown => {
+                    if !self.shutting_down {
+                        self.shutting_down = true;
+                        for p in &mut self.peers {
+                            p.send(ToIo::Shutdown);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Something to take in, or to hand out once a ring has room.
+    fn has_input(&mut self) -> bool {
+        self.peers
+            .iter_mut()
+            .any(|p| !p.rx.is_empty() || p.tx.held_back())
+    }
+
+    /// How long the execution thread may sleep: until cron or a blocked
+    /// client's timeout is due.
+    fn sleep_time(&self) -> Duration {
+        self.timers.wait(&self.engine, MAX_SLEEP)
+    }
+
+    fn report_busy(&mut self) {
+        let total = self.last_report.elapsed();
+        if total < Duration::from_millis(100) {
+            return;
+        }
+        let net = self.engine.net_stats_mut();
+        net.exec_busy_ns += self.busy_since_report.as_nanos() as u64;
+        net.exec_total_ns += total.as_nanos() as u64;
+        net.exec_batches = self.batches;
+        net.exec_batches_on_io = self.batches_on_io;
+        net.exec_sleeps = self.sleeps;
+        self.busy_since_report = Duration::ZERO;
+        self.last_report = Instant::now();
+    }
+}
+
+/// CPUs this thread may run on (its affinity mask: `taskset -c 0` gives 1).
+fn allowed_cpus() -> usize {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most size_of::<cpu_set_t>() bytes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return 1;
+        }
+        libc::CPU_COUNT(&set) as usize
+    }
+}

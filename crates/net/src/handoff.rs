@@ -1,0 +1,169 @@
+//! What crosses between an IO thread and the execution thread in threaded
+//! mode (`io-threads` > 1): the messages, and the buffers they carry.
+//!
+//! ```text
+//!  IO thread k                                   execution thread
+//!  ───────────                                   ────────────────
+//!  accept ─────────── Connect{fd, addrs} ──────► engine.connect, pick a thread
+//!         ◄────────── Adopt{fd, client} / Refuse ─┘ (the least-loaded one)
+//!  parse ──────────── Commands{Request, out} ───► one execute_batch over every
+//!         ◄────────── Replies{Request, out} ────┘ thread's requests
+//!  close ──────────── Disconnect{client} ───────► engine.disconnect
+//!         ◄────────── Output / Close / Unblocked / Shutdown (engine events)
+//! ```
+//!
+//! A connection has at most one request with the execution thread at a
+//! time, so its commands run in order and its replies come back in order
+//! with nothing to re-sequence. The buffers of a request (its bytes,
+//! spans, and the reply buffer it is answered in) are allocated by the IO
+//! thread and come back to it with the replies, to be reused or freed
+//! there: the allocator never sees a cross-thread free on the hot path.
+//! The execution thread allocates only the rare out-of-band output
+//! (pub/sub messages, unblocked replies, refusals).
+
+use engine::ClientId;
+use resp::{Limits, ProtocolError, Span};
+use ringkv_rings::spsc::Producer;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+/// One direction of a hand-off: the ring, and the messages that did not
+/// fit it yet, kept back in order (a full ring is back-pressure, never a
+/// drop).
+pub(crate) struct Outlet<T> {
+    tx: Producer<T>,
+    held: VecDeque<T>,
+}
+
+impl<T: Send> Outlet<T> {
+    pub(crate) fn new(tx: Producer<T>) -> Outlet<T> {
+        Outlet {
+            tx,
+            held: VecDeque::new(),
+        }
+    }
+
+    /// Queue a message (sent by [`Outlet::flush`]).
+    pub(crate) fn send(&mut self, msg: T) {
+        self.held.push_back(msg);
+    }
+
+    /// Move queued messages into the ring and publish them with one store.
+    /// Returns how many were published.
+    pub(crate) fn flush(&mut self) -> usize {
+        while let Some(msg) = self.held.pop_front() {
+            if let Err(msg) = self.tx.push(msg) {
+                self.held.push_front(msg);
+                break;
+            }
+        }
+        self.tx.publish()
+    }
+
+    /// Messages wait for room in the ring.
+    pub(crate) fn held_back(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.tx.is_abandoned()
+    }
+}
+
+/// Parsed commands detached from a connection's read buffer: the bytes of
+/// complete commands, their argument spans, argument counts and where each
+/// command ends (for a client that blocks part-way).
+#[derive(Debug, Default)]
+pub(crate) struct Request {
+    pub(crate) data: Vec<u8>,
+    pub(crate) args: Vec<Span>,
+    pub(crate) argc: Vec<u32>,
+    pub(crate) ends: Vec<usize>,
+}
+
+impl Request {
+    pub(crate) fn clear(&mut self) {
+        self.data.clear();
+        self.args.clear();
+        self.argc.clear();
+        self.ends.clear();
+    }
+}
+
+/// IO thread → execution thread.
+#[derive(Debug)]
+pub(crate) enum ToExec {
+    /// A new socket (only the accepting IO thread sends these).
+    Connect {
+        fd: RawFd,
+        peer: SocketAddr,
+        local: SocketAddr,
+    },
+    /// Complete commands of one connection, and the buffer to reply into.
+    Commands {
+        slot: u32,
+        generation: u32,
+        client: ClientId,
+        req: Request,
+        out: Vec<u8>,
+        /// Bytes read from this client since its last request.
+        bytes_in: u64,
+    },
+    /// The connection is gone (after any request it sent before).
+    Disconnect {
+        client: ClientId,
+    },
+    ProtocolError {
+        client: ClientId,
+        err: ProtocolError,
+    },
+    QueryBufferLimit {
+        client: ClientId,
+        len: usize,
+    },
+    /// The thread has finished shutting down and is about to exit.
+    Exited,
+}
+
+/// Execution thread → IO thread.
+#[derive(Debug)]
+pub(crate) enum ToIo {
+    /// Own this socket from now on.
+    Adopt {
+        fd: RawFd,
+        client: ClientId,
+        limits: Limits,
+        qbuf_limit: usize,
+        keepalive_s: u64,
+    },
+    /// Send these bytes (best effort) and close: maxclients, protected mode.
+    Refuse {
+        fd: RawFd,
+        reply: Vec<u8>,
+    },
+    Replies {
+        slot: u32,
+        generation: u32,
+        req: Request,
+        out: Vec<u8>,
+        close_after_reply: bool,
+        /// The client blocked after this many commands.
+        blocked_after: Option<usize>,
+        limits: Limits,
+        qbuf_limit: usize,
+    },
+    /// Output produced outside the client's own request.
+    Output {
+        client: ClientId,
+        bytes: Vec<u8>,
+    },
+    Close {
+        client: ClientId,
+        flush: bool,
+    },
+    Unblocked {
+        client: ClientId,
+    },
+    Shutdown,
+}

@@ -1,0 +1,317 @@
+//! An IO thread's end of the hand-off (threaded mode): the rings to and
+//! from the execution thread, the doorbells, buffer pools, and the driver
+//! steps that replace inline execution — ship parsed commands out, take
+//! replies and engine events in.
+//!
+//! An IO thread runs the same backend loop (io_uring or epoll) and the
+//! same [`Driver`] as inline mode; only where the inline driver calls the
+//! engine does this module send a message instead.
+
+use crate::connection::READ_CHUNK;
+use crate::driver::Driver;
+use crate::exec_thread::{SharedExec, try_step};
+use crate::handoff::{Outlet, Request, ToExec, ToIo};
+use crate::listener;
+use engine::{ClientId, IoThreadStats};
+use resp::Limits;
+use ringkv_rings::doorbell::Doorbell;
+use ringkv_rings::spsc::Consumer;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+/// Buffers bigger than this are freed on return rather than pooled.
+const POOL_MAX_CAPACITY: usize = 256 * 1024;
+/// Pooled buffers kept per kind.
+const POOL_MAX_LEN: usize = 1024;
+
+pub(crate) struct IoLink {
+    tx: Outlet<ToExec>,
+    rx: Consumer<ToIo>,
+    /// Rung after publishing to the execution thread.
+    exec_bell: Arc<Doorbell>,
+    /// This thread's: the execution thread rings it.
+    pub(crate) bell: Arc<Doorbell>,
+    stats: Arc<IoThreadStats>,
+    /// Limits for a client the execution thread has not described yet.
+    pub(crate) default_limits: (Limits, usize),
+    requests: Vec<Request>,
+    outs: Vec<Vec<u8>>,
+    /// Slots adopted since the backend last asked (it registers them).
+    adopted: Vec<u32>,
+    sleeping: bool,
+    /// Published since the execution thread's doorbell was last rung.
+    unrung: bool,
+    /// The execution step, to run here when the execution thread sleeps
+    /// (`io-threads-idle-exec yes`).
+    exec: Option<SharedExec>,
+}
+
+impl IoLink {
+    pub(crate) fn new(
+        tx: Outlet<ToExec>,
+        rx: Consumer<ToIo>,
+        exec_bell: Arc<Doorbell>,
+        bell: Arc<Doorbell>,
+        stats: Arc<IoThreadStats>,
+        default_limits: (Limits, usize),
+    ) -> IoLink {
+        IoLink {
+            tx,
+            rx,
+            exec_bell,
+            bell,
+            stats,
+            default_limits,
+            requests: Vec::new(),
+            outs: Vec::new(),
+            adopted: Vec::new(),
+            sleeping: false,
+            unrung: false,
+            exec: None,
+        }
+    }
+
+    pub(crate) fn set_exec(&mut self, exec: SharedExec) {
+        self.exec = Some(exec);
+    }
+
+    /// Run the execution step on this thread if the execution thread is
+    /// asleep (nobody holds the step's lock). Everything published so far,
+    /// from every IO thread, is then taken in and answered.
+    pub(crate) fn try_execute(&mut self) -> bool {
+        let ran = self.exec.as_deref().is_some_and(try_step);
+        if ran && !self.tx.held_back() {
+            self.unrung = false;
+        }
+        ran
+    }
+
+    /// Queue a message for the execution thread (sent by [`IoLink::flush`]).
+    pub(crate) fn send(&mut self, msg: ToExec) {
+        self.tx.send(msg);
+    }
+
+    /// Publish queued messages. The execution thread's doorbell is rung
+    /// later, in [`IoLink::before_wait`]: ringing wakes it, and on a shared
+    /// core the scheduler may switch to it at once, before this thread has
+    /// handed its sends to the kernel and taken in the rest of its
+    /// completions.
+    pub(crate) fn flush(&mut self) {
+        if self.tx.flush() > 0 {
+            self.unrung = true;
+        }
+    }
+
+    fn ring_exec(&mut self) {
+        if self.unrung && !self.try_execute() {
+            self.unrung = false;
+            self.exec_bell.ring();
+        }
+    }
+
+    /// The ring to the execution thread is full.
+    pub(crate) fn backpressured(&self) -> bool {
+        self.tx.held_back()
+    }
+
+    /// A connection this thread owned is gone.
+    pub(crate) fn disconnect(&mut self, client: ClientId) {
+        self.send(ToExec::Disconnect { client });
+        self.stats.clients.fetch_sub(1, Relaxed);
+    }
+
+    pub(crate) fn count_io(&mut self, reads: u64, writes: u64, bytes_in: u64, bytes_out: u64) {
+        let s = &self.stats;
+        s.reads.fetch_add(reads, Relaxed);
+        s.writes.fetch_add(writes, Relaxed);
+        s.bytes_in.fetch_add(bytes_in, Relaxed);
+        s.bytes_out.fetch_add(bytes_out, Relaxed);
+    }
+
+    /// How long to wait: zero if there is work, else announce the sleep
+    /// (then anything the execution thread publishes rings the doorbell,
+    /// whose fd the backend waits on).
+    pub(crate) fn before_wait(&mut self, busy: bool, max: Duration) -> Duration {
+        self.ring_exec();
+        if self.backpressured() {
+            // Nothing more is parsed until the ring has room (even with
+            // dirty connections): retry soon, the execution thread is
+            // draining it.
+            return Duration::from_micros(200);
+        }
+        if busy {
+            return Duration::ZERO;
+        }
+        self.bell.prepare_sleep();
+        self.sleeping = true;
+        if !self.rx.is_empty() {
+            self.after_wait();
+            return Duration::ZERO;
+        }
+        max
+    }
+
+    pub(crate) fn after_wait(&mut self) {
+        if self.sleeping {
+            self.sleeping = false;
+            self.bell.awake();
+        }
+    }
+
+    fn spare_request(&mut self) -> Request {
+        self.requests.pop().unwrap_or_else(|| Request {
+            data: Vec::with_capacity(READ_CHUNK),
+            ..Request::default()
+        })
+    }
+
+    fn recycle(&mut self, mut req: Request, mut out: Vec<u8>) {
+        if req.data.capacity() <= POOL_MAX_CAPACITY && self.requests.len() < POOL_MAX_LEN {
+            req.clear();
+            self.requests.push(req);
+        }
+        if out.capacity() <= POOL_MAX_CAPACITY && self.outs.len() < POOL_MAX_LEN {
+            out.clear();
+            self.outs.push(out);
+        }
+    }
+}
+
+impl Driver {
+    fn link(&mut self) -> &mut IoLink {
+        match &mut self.side {
+            crate::driver::Side::Io(link) => link,
+            crate::driver::Side::Inline(_) => unreachable!("an IO thread's driver"),
+        }
+    }
+
+    /// The doorbell to wait on besides the sockets (IO threads only).
+    pub(crate) fn doorbell_fd(&self) -> Option<std::os::fd::RawFd> {
+        match &self.side {
+            crate::driver::Side::Io(link) => Some(link.bell.fd()),
+            crate::driver::Side::Inline(_) => None,
+        }
+    }
+
+    pub(crate) fn backpressured(&mut self) -> bool {
+        self.link().backpressured()
+    }
+
+    /// Slots adopted since the last call, for the backend to register.
+    pub(crate) fn take_adopted(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        if let crate::driver::Side::Io(link) = &mut self.side {
+            std::mem::swap(out, &mut link.adopted);
+        }
+    }
+
+    /// Send every batched connection's parsed commands to the execution
+    /// thread; settle the ones that only had an error or an EOF.
+    pub(crate) fn ship_batch(&mut self) {
+        let mut batch = self.take_batch();
+        let mut shipped = 0;
+        for (slot, mut c, more) in batch.drain(..) {
+            if !c.has_commands() {
+                let err = c.after_batch(false, None);
+                self.settle(slot, c, more, err);
+                continue;
+            }
+            let link = self.link();
+            let spare = link.spare_request();
+            let out = link.outs.pop().unwrap_or_default();
+            let req = c.detach(spare);
+            shipped += req.argc.len();
+            let msg = ToExec::Commands {
+                slot,
+                generation: c.generation,
+                client: c.client,
+                req,
+                out,
+                bytes_in: std::mem::take(&mut c.unreported_in),
+            };
+            link.send(msg);
+            self.put_back(slot, c);
+        }
+        self.return_batch(batch);
+        let link = self.link();
+        link.stats.commands.fetch_add(shipped as u64, Relaxed);
+        link.flush();
+        if link.try_execute() {
+            // Executed here: the replies are already in our ring.
+            self.receive();
+        }
+    }
+
+    /// Take in everything the execution thread has published.
+    pub(crate) fn receive(&mut self) {
+        while let Some(msg) = self.link().rx.pop() {
+            match msg {
+                ToIo::Replies {
+                    slot,
+                    generation,
+                    req,
+                    mut out,
+                    close_after_reply,
+                    blocked_after,
+                    limits,
+                    qbuf_limit,
+                } => {
+                    let Some(mut c) = self.take_conn(slot, generation) else {
+                        self.link().recycle(req, out);
+                        continue;
+                    };
+                    c.limits = Some((limits, qbuf_limit));
+                    let err = c.reattach(&req, &mut out, close_after_reply, blocked_after);
+                    self.link().recycle(req, out);
+                    // Parse what arrived meanwhile (or settle an EOF).
+                    self.settle(slot, c, true, err);
+                }
+                ToIo::Adopt {
+                    fd,
+                    client,
+                    limits,
+                    qbuf_limit,
+                    keepalive_s,
+                } => {
+                    if self.shutting_down() {
+                        // Never installed here, so not counted either.
+                        listener::close_fd(fd);
+                        self.link().send(ToExec::Disconnect { client });
+                        continue;
+                    }
+                    let slot = self.install(fd, client, keepalive_s);
+                    if let Some(c) = self.conn(slot) {
+                        c.limits = Some((limits, qbuf_limit));
+                    }
+                    let link = self.link();
+                    link.stats.clients.fetch_add(1, Relaxed);
+                    link.adopted.push(slot);
+                }
+                ToIo::Refuse { fd, reply } => {
+                    listener::send_best_effort(fd, &reply);
+                    listener::close_fd(fd);
+                }
+                ToIo::Output { client, mut bytes } => self.append_output(client, &mut bytes),
+                ToIo::Close { client, flush } => self.close_client(client, flush),
+                ToIo::Unblocked { client } => self.unblock(client),
+                ToIo::Shutdown => self.begin_shutdown(),
+            }
+        }
+    }
+
+    /// The thread is done: tell the execution thread, waiting for room in
+    /// the ring if need be (it keeps draining until every thread is out).
+    pub(crate) fn finish_io(&mut self) {
+        let link = self.link();
+        link.send(ToExec::Exited);
+        for _ in 0..100_000 {
+            link.flush();
+            link.ring_exec();
+            if !link.tx.held_back() || link.tx.is_abandoned() {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! Threaded mode (`io-threads N`): what a user can see of the threads, and
+//! the cross-thread behaviour the rest of the suite cannot reach with one
+//! client at a time (clients of different IO threads talking through the
+//! execution thread: blocking, pub/sub, CLIENT KILL, ordering).
+//!
+//! The whole suite also runs with `RINGKV_E2E_IO_THREADS=4` (scripts/test.sh).
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use ringkv_e2e::{Opts, Reply, Server, e2e};
+
+/// The server's IO threads by name, once every one has named itself (a
+/// thread is listed in /proc a moment before it has).
+fn io_thread_names(srv: &Server, want: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let io: Vec<String> = thread_names(srv)
+            .into_iter()
+            .filter(|n| n.starts_with("io-thread-"))
+            .collect();
+        if io.len() >= want || Instant::now() > deadline {
+            return io;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The names of the server's threads (from /proc/PID/task/*/comm).
+fn thread_names(srv: &Server) -> Vec<String> {
+    let pid = srv.pid().expect("server pid");
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("read /proc/PID/task")
+        .filter_map(|e| {
+            let p = e.ok()?.path().join("comm");
+            Some(std::fs::read_to_string(p).ok()?.trim().to_string())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn info_field(text: &str, name: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("{name} not in INFO:\n{text}"))
+        .trim()
+        .to_string()
+}
+
+e2e!(
+    ringkv_only fn io_threads_start_named_threads_and_spread_clients(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "3"));
+        let io = io_thread_names(&srv, 2);
+        assert_eq!(io, ["io-thread-1", "io-thread-2"], "threads: {:?}", thread_names(&srv));
+        let mut raws: Vec<_> = (0..4).map(|_| srv.raw()).collect();
+        for (i, r) in raws.iter_mut().enumerate() {
+            assert_eq!(r.cmd(&["SET", &format!("k{i}"), "v"]), Reply::status("OK"));
+        }
+        let info = raws[0].cmd(&["INFO", "server"]).text();
+        assert_eq!(info_field(&info, "io_threads_active"), "1");
+        assert_eq!(info_field(&info, "io_threads_active_num"), "3");
+        let threads = raws[0].cmd(&["INFO", "threads"]).text();
+        assert_eq!(info_field(&threads, "io_threads"), "2");
+        // Four clients over two threads, the least-loaded first: two each.
+        for t in ["io_thread_1", "io_thread_2"] {
+            let line = info_field(&threads, t);
+            assert!(line.starts_with("clients=2,"), "{t}:{line}");
+        }
+        let stats = raws[0].cmd(&["INFO", "stats"]).text();
+        let reads: u64 = info_field(&stats, "io_threaded_reads_processed").parse().unwrap();
+        assert!(reads >= 4, "io_threaded_reads_processed:{reads}");
+    }
+);
+
+e2e!(
+    ringkv_only fn io_threads_one_is_inline(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "1"));
+        let names = thread_names(&srv);
+        assert!(
+            !names.iter().any(|n| n.starts_with("io-thread-")),
+            "threads: {names:?}"
+        );
+        let mut r = srv.raw();
+        let info = r.cmd(&["INFO", "server"]).text();
+        assert_eq!(info_field(&info, "io_threads_active"), "0");
+        assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
+    }
+);
+
+e2e!(
+    ringkv_only fn blocked_client_is_served_by_a_push_from_another_thread(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "3"));
+        // The first two clients land on different IO threads.
+        let mut waiter = srv.raw();
+        let mut pusher = srv.raw();
+        assert_eq!(waiter.cmd(&["PING"]), Reply::status("PONG"));
+        waiter.send(&ringkv_e2e::raw::encode_str(&["BLPOP", "q", "5"]));
+        waiter.send(&ringkv_e2e::raw::encode_str(&["GET", "after"]));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(pusher.cmd(&["SET", "after", "yes"]), Reply::status("OK"));
+        assert_eq!(pusher.cmd(&["RPUSH", "q", "x"]), Reply::Int(1));
+        assert_eq!(
+            waiter.read_reply(),
+            Reply::Array(vec![Reply::bulk("q"), Reply::bulk("x")])
+        );
+        // The command pipelined behind the blocking one ran after it.
+        assert_eq!(waiter.read_reply(), Reply::bulk("yes"));
+    }
+);
+
+e2e!(
+    ringkv_only fn pubsub_and_client_kill_cross_threads(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "3"));
+        let mut sub = srv.raw();
+        let mut other = srv.raw();
+        let sub_id = match sub.cmd(&["CLIENT", "ID"]) {
+            Reply::Int(id) => id,
+            r => panic!("CLIENT ID: {r:?}"),
+        };
+        sub.send(&ringkv_e2e::raw::encode_str(&["SUBSCRIBE", "ch"]));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("subscribe"), Reply::bulk("ch"), Reply::Int(1)])
+        );
+        assert_eq!(other.cmd(&["PUBLISH", "ch", "hello"]), Reply::Int(1));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("message"), Reply::bulk("ch"), Reply::bulk("hello")])
+        );
+        let list = other.cmd(&["CLIENT", "LIST"]).text();
+        assert!(list.contains(&format!("id={sub_id} ")), "{list}");
+        assert_eq!(
+            other.cmd(&["CLIENT", "KILL", "ID", &sub_id.to_string()]),
+            Reply::Int(1)
+        );
+        sub.closed_within(Duration::from_secs(5)).unwrap();
+        assert_eq!(other.cmd(&["PUBSUB", "NUMSUB", "ch"]), Reply::Array(vec![Reply::bulk("ch"), Reply::Int(0)]));
+    }
+);
+
+e2e!(
+    ringkv_only fn pipelines_from_many_threads_keep_their_order(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "4"));
+        let port = srv.port;
+        const CLIENTS: usize = 12;
+        const ROUNDS: usize = 50;
+        const DEPTH: usize = 20;
+        let hs: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                std::thread::spawn(move || {
+                    let mut s = ringkv_e2e::tcp(port);
+                    let key = format!("counter:{c}");
+                    let mut expect = Vec::new();
+                    let mut n = 0;
+                    for _ in 0..ROUNDS {
+                        let mut req = Vec::new();
+                        for _ in 0..DEPTH {
+                            n += 1;
+                            req.extend(ringkv_e2e::raw::encode_str(&["INCR", &key]));
+                            req.extend(ringkv_e2e::raw::encode_str(&["INCR", "shared"]));
+                            expect.extend(format!(":{n}\r\n").into_bytes());
+                        }
+                        s.write_all(&req).unwrap();
+                        // Read this round's replies: each client's own
+                        // counter must come back 1, 2, 3, ... in order.
+                        let mut got = Vec::new();
+                        let mut lines = 0;
+                        let mut b = [0u8; 4096];
+                        while lines < 2 * DEPTH {
+                            let k = s.read(&mut b).unwrap();
+                            assert!(k > 0, "closed");
+                            lines += b[..k].iter().filter(|&&x| x == b'\n').count();
+                            got.extend_from_slice(&b[..k]);
+                        }
+                        let own: Vec<&[u8]> = got
+                            .split_inclusive(|&x| x == b'\n')
+                            .step_by(2)
+                            .collect();
+                        let want_from = expect.len() - own.iter().map(|l| l.len()).sum::<usize>();
+                        assert_eq!(own.concat(), expect[want_from..].to_vec());
+                    }
+                    n
+                })
+            })
+            .collect();
+        let total: usize = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        let mut r = srv.raw();
+        assert_eq!(r.cmd(&["GET", "shared"]), Reply::bulk(&total.to_string()));
+    }
+);
+
+e2e!(
+    ringkv_only fn shutdown_with_io_threads_flushes_and_exits(b) {
+        let mut srv = b.start(Opts::new().arg("io-threads", "3"));
+        let mut a = srv.raw();
+        let mut c = srv.raw();
+        assert_eq!(a.cmd(&["SET", "k", "v"]), Reply::status("OK"));
+        assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+        let t = Instant::now();
+        srv.sigterm();
+        let status = srv.wait_exit(Duration::from_secs(10)).expect("exited");
+        assert!(status.success(), "{status:?}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+        a.closed_within(Duration::from_secs(2)).unwrap();
+    }
+);
+
+e2e!(
+    ringkv_only fn tiny_rings_hold_back_and_lose_nothing(b) {
+        // Two messages per ring: with 64 clients the rings are full nearly
+        // all the time, so both sides keep messages back in order.
+        let srv = b.start(
+            Opts::new()
+                .arg("io-threads", "3")
+                .arg("io-threads-ring-size", "2"),
+        );
+        let port = srv.port;
+        const CLIENTS: usize = 64;
+        const DEPTH: usize = 50;
+        let hs: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                std::thread::spawn(move || {
+                    let mut s = ringkv_e2e::tcp(port);
+                    let mut req = Vec::new();
+                    let mut want = Vec::new();
+                    for i in 1..=DEPTH {
+                        req.extend(ringkv_e2e::raw::encode_str(&["INCR", &format!("c{c}")]));
+                        want.extend(format!(":{i}\r\n").into_bytes());
+                    }
+                    s.write_all(&req).unwrap();
+                    let mut got = vec![0u8; want.len()];
+                    s.read_exact(&mut got).unwrap();
+                    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let mut r = srv.raw();
+        assert_eq!(r.cmd(&["GET", "c63"]), Reply::bulk(&DEPTH.to_string()));
+    }
+);
+
+/// INFO `threads` counters after a few commands spaced out far enough for
+/// the execution thread to fall asleep in between.
+fn batches_after_idle_commands(srv: &Server) -> (u64, u64) {
+    let mut r = srv.raw();
+    for i in 0..6 {
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(r.cmd(&["SET", &format!("k{i}"), "v"]), Reply::status("OK"));
+    }
+    let threads = r.cmd(&["INFO", "threads"]).text();
+    let n = |f: &str| info_field(&threads, f).parse::<u64>().unwrap();
+    (n("exec_thread_batches"), n("exec_batches_on_io_threads"))
+}
+
+e2e!(
+    ringkv_only fn idle_exec_lets_an_io_thread_run_the_batches_of_a_sleeping_execution_thread(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "2").arg("io-threads-idle-exec", "yes"));
+        let (all, on_io) = batches_after_idle_commands(&srv);
+        assert!(on_io >= 1 && on_io <= all, "batches {all}, on IO threads {on_io}");
+    }
+);
+
+e2e!(
+    ringkv_only fn idle_exec_no_keeps_every_batch_on_the_execution_thread(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "2").arg("io-threads-idle-exec", "no"));
+        let (all, on_io) = batches_after_idle_commands(&srv);
+        assert!(all >= 1, "batches {all}");
+        assert_eq!(on_io, 0);
+    }
+);
