@@ -27,9 +27,11 @@ cargo test --workspace --locked
 # The whole end-to-end suite again in threaded mode (3 IO threads and the
 # execution thread), on both event loops like the first run: once as
 # configured by default (an IO thread runs the execution step while the
-# execution thread sleeps), once with every batch on the execution thread.
+# execution thread sleeps; IO threads activated by load), once with every
+# batch on the execution thread and every IO thread taking connections.
 RINGKV_E2E_IO_THREADS=4 cargo test -p ringkv-e2e --locked
-RINGKV_E2E_IO_THREADS=4 RINGKV_E2E_EXTRA_ARGS="--io-threads-idle-exec no" \
+RINGKV_E2E_IO_THREADS=4 \
+  RINGKV_E2E_EXTRA_ARGS="--io-threads-idle-exec no --io-threads-adaptive no" \
   cargo test -p ringkv-e2e --locked
 # The IO-thread hand-off (rings, doorbell) under the loom model checker.
 crates/rings/loom.sh

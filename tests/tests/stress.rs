@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use ringkv_e2e::raw::encode_str;
-use ringkv_e2e::{Opts, Reply, Rng, e2e, raise_nofile, tcp};
+use ringkv_e2e::{Opts, Reply, Rng, Server, e2e, raise_nofile, tcp};
 
 const CONNS: usize = 1000;
 const WORKERS: usize = 8;
@@ -141,72 +141,123 @@ impl Worker {
     }
 }
 
+/// Run the workers against `srv` for `secs`; with `churn`, CONFIG SET
+/// io-threads cycles meanwhile, so connections keep moving between IO
+/// threads (and threads are retired and started) mid-traffic.
+fn stress(srv: &Server, secs: u64, churn: bool) {
+    let port = srv.port;
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let hs: Vec<_> = (0..WORKERS)
+        .map(|id| {
+            std::thread::spawn(move || {
+                let conns: Vec<TcpStream> = (0..CONNS / WORKERS).map(|_| tcp(port)).collect();
+                let n = conns.len();
+                let mut w = Worker {
+                    id,
+                    port,
+                    rng: Rng::new(0x5eed + id as u64),
+                    conns,
+                    bufs: vec![Vec::new(); n],
+                    incr_acked: 0,
+                    commands: 0,
+                    disconnects: 0,
+                };
+                while Instant::now() < deadline {
+                    w.round();
+                }
+                (w.id, w.incr_acked, w.commands, w.disconnects)
+            })
+        })
+        .collect();
+    let mut changes = 0;
+    if churn {
+        let mut admin = srv.raw();
+        for n in [2, 4, 3, 5, 2, 4].iter().cycle() {
+            if Instant::now() >= deadline {
+                break;
+            }
+            let n = n.to_string();
+            assert_eq!(
+                admin.cmd(&["CONFIG", "SET", "io-threads", &n]),
+                Reply::status("OK")
+            );
+            changes += 1;
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    let results: Vec<_> = hs.into_iter().map(|h| h.join().expect("worker")).collect();
+    let mut r = srv.raw();
+    let mut total = 0;
+    let mut drops = 0;
+    for (id, acked, commands, disconnects) in results {
+        // Every acknowledged INCR happened once, and no other did.
+        let got = r.cmd(&["GET", &format!("counter:{id}")]);
+        let want = if acked == 0 {
+            Reply::Nil
+        } else {
+            Reply::bulk(&acked.to_string())
+        };
+        assert_eq!(got, want, "worker {id}");
+        total += commands;
+        drops += disconnects;
+    }
+    let threads = r.cmd(&["INFO", "threads"]).text();
+    let moves: u64 = threads
+        .lines()
+        .find_map(|l| l.strip_prefix("io_thread_client_moves:"))
+        .expect("io_thread_client_moves in INFO")
+        .trim()
+        .parse()
+        .unwrap();
+    eprintln!(
+        "stress: {total} commands checked, {drops} disconnects, {changes} io-threads changes, \
+         {moves} connections moved, {secs} s"
+    );
+    assert!(!churn || moves > 100, "only {moves} connections moved");
+    assert!(total > 10_000, "only {total} commands in {secs} s");
+    assert!(drops > 100, "only {drops} disconnects");
+    assert!(!churn || changes >= 3, "only {changes} io-threads changes");
+    assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
+    // Every connection was let go (the workers' are closed now): only
+    // this one is left.
+    let mut connected = 0;
+    for _ in 0..200 {
+        let info = r.cmd(&["INFO", "clients"]).text();
+        connected = info
+            .lines()
+            .find_map(|l| l.strip_prefix("connected_clients:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        if connected == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(connected, 1, "connected_clients");
+}
+
+fn stress_secs() -> u64 {
+    std::env::var("RINGKV_STRESS_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15)
+}
+
 e2e!(
     ringkv_only fn thousand_connections_random_pipelines_and_disconnects(b) {
         raise_nofile();
         let threads = ringkv_e2e::server::io_threads().unwrap_or(4).max(2).to_string();
         let srv = b.start(Opts::new().arg("io-threads", &threads));
-        let secs: u64 = std::env::var("RINGKV_STRESS_SECS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(15);
-        let port = srv.port;
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let hs: Vec<_> = (0..WORKERS)
-            .map(|id| {
-                std::thread::spawn(move || {
-                    let conns: Vec<TcpStream> = (0..CONNS / WORKERS).map(|_| tcp(port)).collect();
-                    let n = conns.len();
-                    let mut w = Worker {
-                        id,
-                        port,
-                        rng: Rng::new(0x5eed + id as u64),
-                        conns,
-                        bufs: vec![Vec::new(); n],
-                        incr_acked: 0,
-                        commands: 0,
-                        disconnects: 0,
-                    };
-                    while Instant::now() < deadline {
-                        w.round();
-                    }
-                    (w.id, w.incr_acked, w.commands, w.disconnects)
-                })
-            })
-            .collect();
-        let results: Vec<_> = hs.into_iter().map(|h| h.join().expect("worker")).collect();
-        let mut r = srv.raw();
-        let mut total = 0;
-        let mut drops = 0;
-        for (id, acked, commands, disconnects) in results {
-            // Every acknowledged INCR happened once, and no other did.
-            let got = r.cmd(&["GET", &format!("counter:{id}")]);
-            let want = if acked == 0 { Reply::Nil } else { Reply::bulk(&acked.to_string()) };
-            assert_eq!(got, want, "worker {id}");
-            total += commands;
-            drops += disconnects;
-        }
-        eprintln!("stress: {total} commands checked, {drops} disconnects, {secs} s");
-        assert!(total > 10_000, "only {total} commands in {secs} s");
-        assert!(drops > 100, "only {drops} disconnects");
-        assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
-        // Every connection was let go (the workers' are closed now): only
-        // this one is left.
-        let mut connected = 0;
-        for _ in 0..200 {
-            let info = r.cmd(&["INFO", "clients"]).text();
-            connected = info
-                .lines()
-                .find_map(|l| l.strip_prefix("connected_clients:"))
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap();
-            if connected == 1 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(connected, 1, "connected_clients");
+        stress(&srv, stress_secs(), false);
+    }
+);
+
+e2e!(
+    ringkv_only fn connections_move_between_io_threads_under_load(b) {
+        raise_nofile();
+        let srv = b.start(Opts::new().arg("io-threads", "4").arg("io-threads-adaptive", "no"));
+        stress(&srv, stress_secs().div_ceil(2), true);
     }
 );

@@ -40,6 +40,14 @@ fn thread_names(srv: &Server) -> Vec<String> {
     names
 }
 
+/// `io-threads n` with every IO thread taking connections from the start
+/// (`io-threads-adaptive no`), so clients spread over the threads.
+fn spread(n: &str) -> Opts {
+    Opts::new()
+        .arg("io-threads", n)
+        .arg("io-threads-adaptive", "no")
+}
+
 fn info_field(text: &str, name: &str) -> String {
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
@@ -50,7 +58,7 @@ fn info_field(text: &str, name: &str) -> String {
 
 e2e!(
     ringkv_only fn io_threads_start_named_threads_and_spread_clients(b) {
-        let srv = b.start(Opts::new().arg("io-threads", "3"));
+        let srv = b.start(spread("3"));
         let io = io_thread_names(&srv, 2);
         assert_eq!(io, ["io-thread-1", "io-thread-2"], "threads: {:?}", thread_names(&srv));
         let mut raws: Vec<_> = (0..4).map(|_| srv.raw()).collect();
@@ -90,7 +98,7 @@ e2e!(
 
 e2e!(
     ringkv_only fn blocked_client_is_served_by_a_push_from_another_thread(b) {
-        let srv = b.start(Opts::new().arg("io-threads", "3"));
+        let srv = b.start(spread("3"));
         // The first two clients land on different IO threads.
         let mut waiter = srv.raw();
         let mut pusher = srv.raw();
@@ -111,7 +119,7 @@ e2e!(
 
 e2e!(
     ringkv_only fn pubsub_and_client_kill_cross_threads(b) {
-        let srv = b.start(Opts::new().arg("io-threads", "3"));
+        let srv = b.start(spread("3"));
         let mut sub = srv.raw();
         let mut other = srv.raw();
         let sub_id = match sub.cmd(&["CLIENT", "ID"]) {
@@ -141,7 +149,7 @@ e2e!(
 
 e2e!(
     ringkv_only fn pipelines_from_many_threads_keep_their_order(b) {
-        let srv = b.start(Opts::new().arg("io-threads", "4"));
+        let srv = b.start(spread("4"));
         let port = srv.port;
         const CLIENTS: usize = 12;
         const ROUNDS: usize = 50;
@@ -270,5 +278,187 @@ e2e!(
         let (all, on_io) = batches_after_idle_commands(&srv);
         assert!(all >= 1, "batches {all}");
         assert_eq!(on_io, 0);
+    }
+);
+
+/// Per IO thread, its `clients=` count and `state=`, from INFO threads.
+fn io_thread_lines(r: &mut ringkv_e2e::Raw) -> Vec<(u64, String)> {
+    let text = r.cmd(&["INFO", "threads"]).text();
+    text.lines()
+        .filter(|l| l.starts_with("io_thread_"))
+        .map(|l| {
+            let field = |name: &str| {
+                l.split([':', ','])
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_else(|| panic!("{name} in {l}"))
+                    .to_string()
+            };
+            (field("clients").parse().unwrap(), field("state"))
+        })
+        .collect()
+}
+
+/// Poll INFO threads until `ok` holds (5 s at most).
+fn wait_threads(r: &mut ringkv_e2e::Raw, what: &str, ok: impl Fn(&[(u64, String)]) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines = io_thread_lines(r);
+        if ok(&lines) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: {lines:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+e2e!(
+    ringkv_only fn adaptive_pool_grows_under_load_and_parks_when_idle(b) {
+        // A low threshold, so this 2-core machine's load is enough.
+        let srv = b.start(
+            Opts::new()
+                .arg("io-threads", "4")
+                .arg("io-threads-adaptive", "yes")
+                .arg("io-threads-adaptive-busy-pct", "5"),
+        );
+        let mut admin = srv.raw();
+        let mut idle: Vec<_> = (0..6).map(|_| srv.raw()).collect();
+        for r in &mut idle {
+            assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
+        }
+        // Few idle clients: one IO thread takes them all, the others park.
+        let lines = io_thread_lines(&mut admin);
+        assert_eq!(lines[0], (7, "active".to_string()), "{lines:?}");
+        assert!(lines[1..].iter().all(|l| *l == (0, "parked".to_string())), "{lines:?}");
+
+        let port = srv.port;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let workers: Vec<_> = (0..6)
+            .map(|c| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut r = ringkv_e2e::Raw::connect(port);
+                    let key = format!("load:{c}");
+                    let mut n = 0i64;
+                    let deadline = Instant::now() + Duration::from_secs(20);
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                        let mut req = Vec::new();
+                        for _ in 0..50 {
+                            req.extend(ringkv_e2e::raw::encode_str(&["INCR", &key]));
+                        }
+                        r.send(&req);
+                        for _ in 0..50 {
+                            n += 1;
+                            assert_eq!(r.read_reply(), Reply::Int(n), "client {c}");
+                        }
+                    }
+                    (r, n)
+                })
+            })
+            .collect();
+        // Under load the pool grows and clients move onto the new threads.
+        wait_threads(&mut admin, "pool never grew", |l| {
+            l.iter().filter(|t| t.1 == "active" && t.0 > 0).count() >= 2
+        });
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut loaded: Vec<_> = workers.into_iter().map(|h| h.join().expect("worker")).collect();
+        // Idle again: back to one active thread holding every client.
+        wait_threads(&mut admin, "pool never shrank", |l| {
+            l[0] == (13, "active".to_string()) && l[1..].iter().all(|t| t.0 == 0 && t.1 == "parked")
+        });
+        // Every client still works, where it is now.
+        for (c, (r, n)) in loaded.iter_mut().enumerate() {
+            assert_eq!(r.cmd(&["INCR", &format!("load:{c}")]), Reply::Int(*n + 1));
+        }
+        for r in &mut idle {
+            assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn config_set_io_threads_moves_clients_and_loses_nothing(b) {
+        let srv = b.start(spread("4"));
+        let mut admin = srv.raw();
+        let mut sub = srv.raw();
+        let mut waiter = srv.raw();
+        let mut half = srv.raw();
+        let mut plain: Vec<_> = (0..4).map(|_| srv.raw()).collect();
+        sub.send(&ringkv_e2e::raw::encode_str(&["SUBSCRIBE", "ch"]));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("subscribe"), Reply::bulk("ch"), Reply::Int(1)])
+        );
+        // A blocked client with a command pipelined behind it, and one
+        // that has sent half a command.
+        assert_eq!(waiter.cmd(&["PING"]), Reply::status("PONG"));
+        waiter.send(&ringkv_e2e::raw::encode_str(&["BLPOP", "q", "0"]));
+        waiter.send(&ringkv_e2e::raw::encode_str(&["GET", "after"]));
+        let set = ringkv_e2e::raw::encode_str(&["SET", "half", "carried"]);
+        let (first, rest) = set.split_at(set.len() / 2);
+        assert_eq!(half.cmd(&["PING"]), Reply::status("PONG"));
+        half.send(first);
+        for r in &mut plain {
+            assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+
+        // Down to one IO thread: the other two retire once their clients
+        // have moved.
+        assert_eq!(admin.cmd(&["CONFIG", "SET", "io-threads", "2"]), Reply::status("OK"));
+        wait_threads(&mut admin, "threads never retired", |l| l.len() == 1 && l[0].0 == 8);
+        assert_eq!(io_thread_names(&srv, 1), ["io-thread-1"]);
+        assert_eq!(admin.cmd(&["CONFIG", "GET", "io-threads"]), Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk("2")]));
+
+        // Nothing was lost on the way.
+        half.send(rest);
+        assert_eq!(half.read_reply(), Reply::status("OK"));
+        assert_eq!(admin.cmd(&["SET", "after", "yes"]), Reply::status("OK"));
+        assert_eq!(admin.cmd(&["RPUSH", "q", "x"]), Reply::Int(1));
+        assert_eq!(waiter.read_reply(), Reply::Array(vec![Reply::bulk("q"), Reply::bulk("x")]));
+        assert_eq!(waiter.read_reply(), Reply::bulk("yes"));
+        assert_eq!(admin.cmd(&["PUBLISH", "ch", "hi"]), Reply::Int(1));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("message"), Reply::bulk("ch"), Reply::bulk("hi")])
+        );
+
+        // Up to four IO threads: new ones start and take a share.
+        assert_eq!(admin.cmd(&["CONFIG", "SET", "io-threads", "5"]), Reply::status("OK"));
+        wait_threads(&mut admin, "new threads took no clients", |l| {
+            l.len() == 4 && l.iter().all(|t| t.0 >= 1 && t.1 == "active")
+        });
+        assert_eq!(
+            io_thread_names(&srv, 4),
+            ["io-thread-1", "io-thread-2", "io-thread-3", "io-thread-4"]
+        );
+        assert_eq!(half.cmd(&["GET", "half"]), Reply::bulk("carried"));
+        assert_eq!(admin.cmd(&["PUBLISH", "ch", "again"]), Reply::Int(1));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("message"), Reply::bulk("ch"), Reply::bulk("again")])
+        );
+        for r in &mut plain {
+            assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
+        }
+        let info = admin.cmd(&["INFO", "server"]).text();
+        assert_eq!(info_field(&info, "io_threads_active_num"), "5");
+    }
+);
+
+e2e!(
+    ringkv_only fn config_set_io_threads_does_not_switch_between_inline_and_threaded(b) {
+        const WHY: &str = "ERR CONFIG SET failed (possibly related to argument 'io-threads') - switching between io-threads 1 and more needs a restart";
+        let inline = b.start(Opts::new().arg("io-threads", "1"));
+        let mut r = inline.raw();
+        assert_eq!(r.cmd(&["CONFIG", "SET", "io-threads", "4"]), Reply::err(WHY));
+        assert_eq!(r.cmd(&["CONFIG", "GET", "io-threads"]), Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk("1")]));
+        let threaded = b.start(Opts::new().arg("io-threads", "3"));
+        let mut r = threaded.raw();
+        assert_eq!(r.cmd(&["CONFIG", "SET", "io-threads", "1"]), Reply::err(WHY));
+        match r.cmd(&["CONFIG", "SET", "io-threads", "0"]) {
+            Reply::Error(e) => assert!(e.starts_with("ERR CONFIG SET failed"), "{e}"),
+            other => panic!("io-threads 0: {other:?}"),
+        }
+        assert_eq!(r.cmd(&["CONFIG", "GET", "io-threads"]), Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk("3")]));
     }
 );

@@ -143,7 +143,14 @@ static DEFS: &[Def] = &[
     i("io-uring-batch-wait-us", 0, 10_000, "0", SUP | IMM),
     i("io-threads-ring-size", 2, 1 << 20, "4096", SUP | IMM),
     b("io-threads-idle-exec", true, SUP | IMM),
-    i("io-threads", 1, 128, "1", SUP | IMM),
+    // ringkv's own: the number of IO threads taking connections follows
+    // their load (the others sleep, holding no clients).
+    b("io-threads-adaptive", true, SUP),
+    // ...: an active IO thread busier than this (percent of wall time)
+    // brings in another one.
+    i("io-threads-adaptive-busy-pct", 1, 100, "70", SUP),
+    // Mutable between values above 1 only (cmd/server.rs config_set).
+    i("io-threads", 1, 128, "1", SUP),
     s("logfile", "", SUP | IMM),
     e("loglevel", LOGLEVELS, "notice", SUP),
     sp("dir", "", SUP | PROT),
@@ -392,6 +399,10 @@ pub struct Config {
     /// `io-threads-idle-exec` (ringkv's own): an IO thread runs the
     /// execution step itself when the execution thread is asleep.
     pub io_threads_idle_exec: bool,
+    /// `io-threads-adaptive` (ringkv's own).
+    pub io_threads_adaptive: bool,
+    /// `io-threads-adaptive-busy-pct` (ringkv's own).
+    pub io_threads_adaptive_busy_pct: u32,
     pub io_threads: usize,
     /// `prefetch-batch-max-size`: keys prefetched ahead of execution, per
     /// window of a batch; 0 turns prefetching off.
@@ -442,6 +453,8 @@ impl Default for Config {
             io_uring_batch_wait_us: 0,
             io_threads_ring_size: 4096,
             io_threads_idle_exec: true,
+            io_threads_adaptive: true,
+            io_threads_adaptive_busy_pct: 70,
             io_threads: 1,
             prefetch_batch_max_size: 16,
             lazyfree_lazy_user_del: true,
@@ -800,6 +813,8 @@ impl Config {
             "io-uring-batch-wait-us" => self.io_uring_batch_wait_us = num() as u32,
             "io-threads-ring-size" => self.io_threads_ring_size = num() as usize,
             "io-threads-idle-exec" => self.io_threads_idle_exec = v == "yes",
+            "io-threads-adaptive" => self.io_threads_adaptive = v == "yes",
+            "io-threads-adaptive-busy-pct" => self.io_threads_adaptive_busy_pct = num() as u32,
             "io-threads" => self.io_threads = num() as usize,
             "lazyfree-lazy-user-del" => self.lazyfree_lazy_user_del = v == "yes",
             "prefetch-batch-max-size" => self.prefetch_batch_max_size = num() as usize,

@@ -183,7 +183,9 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     );
     let io = srv.net.io_threads.len();
     field!(out, "io_threads_active:{}", u8::from(io > 0));
-    field!(out, "io_threads_active_num:{}", io + 1);
+    // IO threads taking connections (adaptive), and the main thread.
+    let active = if io > 0 { srv.net.io_threads_active } else { 0 };
+    field!(out, "io_threads_active_num:{}", active + 1);
     field!(out, "io_threads_maximum_num:{}", c.io_threads);
     let mut listener = String::from("listener0:name=tcp");
     for b in &c.bind {
@@ -627,17 +629,25 @@ fn threads(srv: &Server, out: &mut String) {
     let net = &srv.net;
     out.push_str("# Threads\r\n");
     field!(out, "io_threads:{}", net.io_threads.len());
+    field!(out, "io_threads_active:{}", net.io_threads_active);
+    field!(out, "io_thread_client_moves:{}", net.io_thread_moves);
     for (i, t) in net.io_threads.iter().enumerate() {
         field!(
             out,
-            "io_thread_{}:clients={},reads={},writes={},commands={},net_input_bytes={},net_output_bytes={}",
+            "io_thread_{}:clients={},reads={},writes={},commands={},net_input_bytes={},net_output_bytes={},busy_us={},state={}",
             i + 1,
             t.clients.load(Relaxed),
             t.reads.load(Relaxed),
             t.writes.load(Relaxed),
             t.commands.load(Relaxed),
             t.bytes_in.load(Relaxed),
-            t.bytes_out.load(Relaxed)
+            t.bytes_out.load(Relaxed),
+            t.busy_ns.load(Relaxed) / 1000,
+            match t.state.load(Relaxed) {
+                crate::IO_THREAD_ACTIVE => "active",
+                crate::IO_THREAD_PARKED => "parked",
+                _ => "retiring",
+            }
         );
     }
     let busy = if net.exec_total_ns > 0 {

@@ -93,6 +93,9 @@ pub enum Event {
     /// A client that blocked ([`Job::blocked`]) may run commands again; its
     /// unblocking reply comes through [`Engine::drain_output`] first.
     Unblocked { client: ClientId },
+    /// CONFIG SET io-threads changed the number of threads doing network
+    /// IO (threaded mode only; the main thread counts as one).
+    IoThreads { n: usize },
 }
 
 /// Everything the IO layer reports for INFO (stats the engine cannot see).
@@ -116,6 +119,11 @@ pub struct NetStats {
     /// Of those, the batches an IO thread ran while the execution thread slept.
     pub exec_batches_on_io: u64,
     pub exec_sleeps: u64,
+    /// Threaded mode: IO threads currently taking connections (the others
+    /// are parked by `io-threads-adaptive`, or retiring).
+    pub io_threads_active: usize,
+    /// Threaded mode: connections moved from one IO thread to another.
+    pub io_thread_moves: u64,
 }
 
 /// Counters of one IO thread. Each has a single writer (its IO thread,
@@ -128,7 +136,20 @@ pub struct IoThreadStats {
     pub commands: std::sync::atomic::AtomicU64,
     pub bytes_in: std::sync::atomic::AtomicU64,
     pub bytes_out: std::sync::atomic::AtomicU64,
+    /// Nanoseconds spent working (not waiting for IO or the doorbell).
+    pub busy_ns: std::sync::atomic::AtomicU64,
+    /// Written by the execution thread: [`IO_THREAD_ACTIVE`],
+    /// [`IO_THREAD_PARKED`] or [`IO_THREAD_RETIRING`].
+    pub state: std::sync::atomic::AtomicU8,
 }
+
+/// [`IoThreadStats::state`]: takes new connections.
+pub const IO_THREAD_ACTIVE: u8 = 0;
+/// [`IoThreadStats::state`]: kept idle by `io-threads-adaptive` (no clients).
+pub const IO_THREAD_PARKED: u8 = 1;
+/// [`IoThreadStats::state`]: removed by CONFIG SET io-threads, its
+/// connections moving away.
+pub const IO_THREAD_RETIRING: u8 = 2;
 
 impl NetStats {
     /// Sum one counter over the IO threads.

@@ -84,6 +84,11 @@ pub(crate) struct Connection {
     /// Threaded mode: bytes read since the last request (CLIENT LIST
     /// `tot-net-in` is kept by the execution thread).
     pub(crate) unreported_in: u64,
+    /// Threaded mode: the execution thread asked for this connection to be
+    /// handed to another IO thread. Nothing more is parsed or sent here;
+    /// once no request and no operation is in flight the backend lets go
+    /// of the socket and the whole Connection travels on.
+    pub(crate) moving: bool,
     // Backend state; the driver never looks at these.
     /// io_uring: a multishot recv is armed.
     pub(crate) recv_armed: bool,
@@ -94,6 +99,17 @@ pub(crate) struct Connection {
     pub(crate) shut: bool,
     /// epoll: the events currently registered.
     pub(crate) interest: u32,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("fd", &self.fd)
+            .field("client", &self.client)
+            .field("unparsed", &self.unparsed_len())
+            .field("blocked", &self.blocked)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What [`Connection::parse`] found.
@@ -131,6 +147,7 @@ impl Connection {
             in_flight: false,
             limits: None,
             unreported_in: 0,
+            moving: false,
             flush_queued: false,
             close_queued: false,
             recv_armed: false,
@@ -357,6 +374,20 @@ impl Connection {
             self.block();
         }
         self.settle(close_after_reply)
+    }
+
+    /// Settle into a new slot of another IO thread's loop: the socket's
+    /// operations and queue marks belonged to the loop it left.
+    pub(crate) fn arrive(&mut self, generation: u32) {
+        self.generation = generation;
+        self.moving = false;
+        self.dirty = false;
+        self.flush_queued = false;
+        self.close_queued = false;
+        self.recv_armed = false;
+        self.send_busy = false;
+        self.shut = false;
+        self.interest = 0;
     }
 
     /// A request of this connection is with the execution thread.

@@ -114,6 +114,8 @@ pub(crate) struct Driver {
     events: Vec<Event>,
     shutting_down: bool,
     shutdown_deadline: Option<Instant>,
+    /// An IO thread told to end once its connections have moved away.
+    retiring: bool,
     // Counters not yet reported to the engine.
     reads: u64,
     writes: u64,
@@ -149,6 +151,7 @@ impl Driver {
             events: Vec::new(),
             shutting_down: false,
             shutdown_deadline: None,
+            retiring: false,
             reads: 0,
             writes: 0,
             bytes_in: 0,
@@ -229,17 +232,33 @@ impl Driver {
     /// Give a registered client's socket a slot.
     pub(crate) fn install(&mut self, fd: RawFd, id: ClientId, keepalive_s: u64) -> u32 {
         listener::tune_client_socket(fd, keepalive_s);
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.conns.push(None);
-                self.generations.push(0);
-                (self.conns.len() - 1) as u32
-            }
-        };
+        let slot = self.free_slot();
         let generation = self.generations[slot as usize];
-        self.conns[slot as usize] = Some(Connection::new(fd, id, generation));
-        self.by_client.insert(id.0, slot);
+        self.occupy(slot, Connection::new(fd, id, generation))
+    }
+
+    /// Give a connection that another IO thread let go of a slot here; its
+    /// unread input is parsed and its unsent output sent next.
+    pub(crate) fn install_moved(&mut self, mut c: Box<Connection>) -> u32 {
+        let slot = self.free_slot();
+        c.arrive(self.generations[slot as usize]);
+        let slot = self.occupy(slot, *c);
+        self.mark_dirty(slot);
+        self.queue_flush(slot);
+        slot
+    }
+
+    fn free_slot(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.generations.push(0);
+            (self.conns.len() - 1) as u32
+        })
+    }
+
+    fn occupy(&mut self, slot: u32, c: Connection) -> u32 {
+        self.by_client.insert(c.client.0, slot);
+        self.conns[slot as usize] = Some(c);
         self.live += 1;
         slot
     }
@@ -395,9 +414,10 @@ impl Driver {
                 ),
                 Side::Io(link) => c.limits.unwrap_or(link.default_limits),
             };
-            if c.in_flight() {
-                // Its replies are not back yet; new input waits (and is
-                // held to the same limit).
+            if c.in_flight() || c.moving {
+                // Its replies are not back yet, or it is leaving for another
+                // IO thread (which parses what it carries); new input waits
+                // (and is held to the same limit).
                 if c.unparsed_len() > qbuf_limit {
                     self.over_query_limit(slot, c);
                 } else {
@@ -560,8 +580,9 @@ impl Driver {
             c.close_input();
             c.close(Closing::AfterFlush);
         }
-        let has_output = c.has_output();
-        let closing = c.closing != Closing::Open;
+        let has_output = c.has_output() && !c.moving;
+        // A moving connection's hand-over waited for this request.
+        let closing = c.closing != Closing::Open || c.moving;
         self.conns[slot as usize] = Some(c);
         if has_output {
             self.queue_flush(slot);
@@ -585,6 +606,8 @@ impl Driver {
                 Event::Close { client, flush } => self.close_client(client, flush),
                 Event::Shutdown => self.begin_shutdown(),
                 Event::Unblocked { client } => self.unblock(client),
+                // Inline mode refuses to change io-threads; never sent.
+                Event::IoThreads { .. } => {}
             }
         }
         self.events = events;
@@ -622,6 +645,26 @@ impl Driver {
         }
     }
 
+    /// The execution thread wants this client's connection moved to
+    /// another IO thread. One that is already closing just closes (its
+    /// Disconnect tells the execution thread).
+    pub(crate) fn begin_move(&mut self, client: ClientId) {
+        if let Some(&slot) = self.by_client.get(&client.0)
+            && let Some(c) = self.conn(slot)
+            && c.closing == Closing::Open
+        {
+            c.moving = true;
+            // The backend's closing pass does the hand-over.
+            self.queue_close(slot);
+        }
+    }
+
+    /// End the loop once no connection is left (the execution thread
+    /// moved them all elsewhere first).
+    pub(crate) fn begin_retire(&mut self) {
+        self.retiring = true;
+    }
+
     pub(crate) fn begin_shutdown(&mut self) {
         if self.shutting_down {
             return;
@@ -644,6 +687,9 @@ impl Driver {
             self.drain_events();
         }
         self.report_stats();
+        if self.retiring && self.live == 0 {
+            return true;
+        }
         if self.shutting_down {
             let late = self.shutdown_deadline.is_some_and(|d| now >= d);
             if late && self.live > 0 {
@@ -707,11 +753,27 @@ impl Driver {
     /// The backend has finished with `slot` (fd closed, no operation in
     /// flight): forget the connection and its Session.
     pub(crate) fn release(&mut self, slot: u32) -> Option<Connection> {
-        let c = self.conns.get_mut(slot as usize)?.take()?;
+        let c = self.vacate(slot)?;
         match &mut self.side {
             Side::Inline(engine) => engine.disconnect(c.client),
             Side::Io(link) => link.disconnect(c.client),
         }
+        Some(c)
+    }
+
+    /// The backend has let go of a moving connection's socket (no
+    /// operation in flight, out of its poll set): send the connection on
+    /// to the execution thread, which deals it to its new IO thread.
+    pub(crate) fn hand_over(&mut self, slot: u32) {
+        if let Some(c) = self.vacate(slot)
+            && let Side::Io(link) = &mut self.side
+        {
+            link.hand_over(c);
+        }
+    }
+
+    fn vacate(&mut self, slot: u32) -> Option<Connection> {
+        let c = self.conns.get_mut(slot as usize)?.take()?;
         self.by_client.remove(&c.client.0);
         self.generations[slot as usize] = (self.generations[slot as usize] + 1) & GEN_MASK;
         self.free.push(slot);

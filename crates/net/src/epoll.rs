@@ -384,6 +384,15 @@ impl Epoll {
     fn try_close(&mut self, d: &mut Driver, slot: u32) {
         let Some(c) = d.conn(slot) else { return };
         match c.closing {
+            Closing::Open if c.moving => {
+                // Reads and writes are synchronous here: once its request
+                // is back (reattach re-queues this), nothing is in flight.
+                if !c.in_flight() {
+                    let _ = self.ctl(libc::EPOLL_CTL_DEL, c.fd, 0, 0);
+                    d.hand_over(slot);
+                }
+                return;
+            }
             Closing::Open => return,
             Closing::AfterFlush if c.must_wait() => {
                 // Still draining: the write path re-queues the close.

@@ -19,13 +19,15 @@ use crate::listener::Listener;
 use crate::{epoll, uring};
 use engine::{ClientId, ClientInfo, CommandsView, Engine, Event, IoThreadStats, Job, log};
 use ringkv_rings::doorbell::Doorbell;
-use ringkv_rings::spsc::{self, Consumer};
+use ringkv_rings::spsc::Consumer;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+mod pool;
 
 /// Polls of the rings before the execution thread goes to sleep, when the
 /// threads can run in parallel (on one allowed CPU, spinning only delays
@@ -39,8 +41,18 @@ struct Peer {
     rx: Consumer<ToExec>,
     tx: Outlet<ToIo>,
     bell: Arc<Doorbell>,
+    /// Clients it owns, counting those moving to it and not those moving
+    /// away (so placement sees where clients will be).
     clients: usize,
     exited: bool,
+    stats: Arc<IoThreadStats>,
+    /// `stats.busy_ns` when the pool last looked.
+    busy_seen: u64,
+    /// Removed by CONFIG SET io-threads: its clients move away, then it is
+    /// told to `Retire` (`retire_sent`).
+    retiring: bool,
+    retire_sent: bool,
+    handle: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl Peer {
@@ -75,69 +87,32 @@ pub(crate) enum Backend {
 /// Start the IO threads, then run the execution loop on this thread until
 /// shutdown; returns once every IO thread has exited.
 pub(crate) fn serve(
-    mut engine: Engine,
+    engine: Engine,
     stop: &'static AtomicBool,
     listeners: Vec<Listener>,
     backend: Backend,
 ) -> io::Result<()> {
     let n = engine.config().io_threads.saturating_sub(1).max(1);
-    // Messages each ring holds, per direction and IO thread. A connection
-    // has at most one request out, so this bounds the connections of one
-    // thread waiting on the execution thread before it holds back.
-    let ring_size = engine.config().io_threads_ring_size;
     let exec_bell = Arc::new(Doorbell::new()?);
-    let default_limits = (engine.parser_limits(), engine.query_buffer_limit());
-    let mut peers = Vec::with_capacity(n);
-    let mut links = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (to_exec, from_io) = spsc::channel::<ToExec>(ring_size);
-        let (to_io, from_exec) = spsc::channel::<ToIo>(ring_size);
-        let bell = Arc::new(Doorbell::new()?);
-        let stats = Arc::new(IoThreadStats::default());
-        engine.net_stats_mut().io_threads.push(stats.clone());
-        links.push(IoLink::new(
-            Outlet::new(to_exec),
-            from_exec,
-            exec_bell.clone(),
-            bell.clone(),
-            stats,
-            default_limits,
-        ));
-        peers.push(Peer {
-            rx: from_io,
-            tx: Outlet::new(to_io),
-            bell,
-            clients: 0,
-            exited: false,
-        });
-    }
-    let idle_exec = engine.config().io_threads_idle_exec;
-    let shared: SharedExec = Arc::new(Mutex::new(ExecLoop::new(engine, peers, exec_bell, stop)));
+    let shared: SharedExec = Arc::new_cyclic(|me| {
+        Mutex::new(ExecLoop::new(engine, exec_bell, stop, backend, me.clone()))
+    });
     // Held until "Ready" is logged: with idle-exec an IO thread could
     // otherwise run a client's command before the server says it is up.
-    let held = lock(&shared);
-    let mut handles: Vec<JoinHandle<io::Result<()>>> = Vec::with_capacity(n);
+    let mut held = lock(&shared);
     let mut listeners = Some(listeners);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-    for (i, mut link) in (1..=n).zip(links) {
-        if idle_exec {
-            link.set_exec(shared.clone());
-        }
+    let mut started = Vec::with_capacity(n);
+    for i in 0..n {
         // The first IO thread accepts for everyone.
-        let own = if i == 1 {
+        let own = if i == 0 {
             listeners.take().unwrap_or_default()
         } else {
             Vec::new()
         };
-        let ready = ready_tx.clone();
-        let h = std::thread::Builder::new()
-            .name(format!("io-thread-{i}"))
-            .spawn(move || io_thread_main(link, own, backend, stop, ready))?;
-        handles.push(h);
+        started.push(held.spawn_io_thread(own)?);
     }
-    drop(ready_tx);
-    for _ in 0..n {
-        match ready_rx.recv() {
+    for ready in started {
+        match ready.recv() {
             Ok(Ok(())) => {}
             Ok(Err(reason)) => {
                 return Err(io::Error::other(format!(
@@ -147,19 +122,28 @@ pub(crate) fn serve(
             Err(_) => return Err(io::Error::other("an IO thread exited at start-up")),
         }
     }
+    held.start_pool(n);
     log::notice(&format!(
         "{n} IO thread(s) started; this thread executes commands"
     ));
     log::notice("Ready to accept connections tcp");
     run(&shared, held);
+    let mut ex = lock(&shared);
+    let mut handles = ex.pool.take_ended();
+    handles.extend(ex.peers.iter_mut().filter_map(|p| p.handle.take()));
+    drop(ex);
     for h in handles {
-        match h.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => log::warning(&format!("IO thread: {e}")),
-            Err(_) => log::warning("an IO thread panicked"),
-        }
+        join_io_thread(h);
     }
     Ok(())
+}
+
+fn join_io_thread(h: JoinHandle<io::Result<()>>) {
+    match h.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => log::warning(&format!("IO thread: {e}")),
+        Err(_) => log::warning("an IO thread panicked"),
+    }
 }
 
 /// The execution step and everything it owns, behind one lock. The
@@ -195,6 +179,9 @@ fn run<'a>(shared: &'a Mutex<ExecLoop>, mut ex: MutexGuard<'a, ExecLoop>) {
     let mut idle_rounds = 0u32;
     loop {
         let worked = ex.timed_step();
+        for h in ex.pool.take_ended() {
+            join_io_thread(h);
+        }
         if ex.shutting_down && ex.peers.iter().all(|p| p.exited) {
             return;
         }
@@ -273,8 +260,15 @@ pub(crate) struct ExecLoop {
     peers: Vec<Peer>,
     bell: Arc<Doorbell>,
     timers: EngineTimers,
-    /// Which IO thread owns each client.
+    stop: &'static AtomicBool,
+    backend: Backend,
+    /// Itself, for the IO threads it starts (idle hand-off).
+    me: Weak<Mutex<ExecLoop>>,
+    /// Which IO thread owns each client (while it moves: the one it is
+    /// leaving).
     owner: HashMap<u64, usize>,
+    /// How many IO threads there are, and take connections.
+    pool: pool::Pool,
     batch: Vec<Pending>,
     /// Per job of the running batch: close after reply, blocked after this
     /// many commands (kept to reuse its allocation).
@@ -294,16 +288,21 @@ pub(crate) struct ExecLoop {
 impl ExecLoop {
     fn new(
         engine: Engine,
-        peers: Vec<Peer>,
         bell: Arc<Doorbell>,
         stop: &'static AtomicBool,
+        backend: Backend,
+        me: Weak<Mutex<ExecLoop>>,
     ) -> ExecLoop {
         ExecLoop {
             engine,
-            peers,
+            peers: Vec::new(),
             bell,
             timers: EngineTimers::new(stop),
+            stop,
+            backend,
+            me,
             owner: HashMap::new(),
+            pool: pool::Pool::default(),
             batch: Vec::new(),
             flags: Vec::new(),
             deferred: Vec::new(),
@@ -345,8 +344,10 @@ impl ExecLoop {
         for msg in std::mem::take(&mut self.deferred) {
             self.after_batch(msg);
         }
-        self.timers.run(&mut self.engine, Instant::now());
+        let now = Instant::now();
+        self.timers.run(&mut self.engine, now);
         self.route_output();
+        self.tend_pool(now);
         for p in &mut self.peers {
             p.flush();
         }
@@ -371,6 +372,7 @@ impl ExecLoop {
                             limits,
                             qbuf_limit,
                             keepalive_s: self.engine.tcp_keepalive_s(),
+                            moved: None,
                         };
                         self.peers[t].send(msg);
                     }
@@ -395,22 +397,10 @@ impl ExecLoop {
                     out,
                 });
             }
-            ToExec::Exited => self.peers[thread].exited = true,
+            ToExec::Released { conn } => self.released(thread, conn),
+            ToExec::Exited => self.exited(thread),
             other => self.deferred.push(other),
         }
-    }
-
-    /// Where a new connection goes: the IO thread with the fewest clients
-    /// (the lowest-numbered on a tie, so a few clients keep few threads
-    /// busy and the others asleep).
-    fn place(&self) -> usize {
-        let mut best = 0;
-        for (t, p) in self.peers.iter().enumerate() {
-            if p.clients < self.peers[best].clients {
-                best = t;
-            }
-        }
-        best
     }
 
     fn execute(&mut self) {
@@ -465,7 +455,10 @@ impl ExecLoop {
             ToExec::QueryBufferLimit { client, len } => {
                 self.engine.note_query_buffer_limit(client, len)
             }
-            ToExec::Connect { .. } | ToExec::Commands { .. } | ToExec::Exited => {}
+            ToExec::Connect { .. }
+            | ToExec::Commands { .. }
+            | ToExec::Released { .. }
+            | ToExec::Exited => {}
         }
     }
 
@@ -473,6 +466,8 @@ impl ExecLoop {
     fn forget(&mut self, client: ClientId) {
         if let Some(t) = self.owner.remove(&client.0) {
             self.engine.disconnect(client);
+            // A moving client was already counted at its destination.
+            let t = self.pool.forget_move(client).unwrap_or(t);
             self.peers[t].clients = self.peers[t].clients.saturating_sub(1);
         }
     }
@@ -484,15 +479,15 @@ impl ExecLoop {
             engine,
             peers,
             owner,
+            pool,
             ..
         } = self;
         engine.drain_output(|client, bytes| {
-            if let Some(&t) = owner.get(&client.0) {
-                peers[t].send(ToIo::Output {
-                    client,
-                    bytes: bytes.to_vec(),
-                });
-            }
+            let msg = ToIo::Output {
+                client,
+                bytes: bytes.to_vec(),
+            };
+            pool.deliver(peers, owner, client, msg);
         });
         self.engine.drain_events(&mut self.events);
         for ev in std::mem::take(&mut self.events) {
@@ -507,10 +502,10 @@ impl ExecLoop {
                     self.forget(client);
                 }
                 Event::Unblocked { client } => {
-                    if let Some(&t) = self.owner.get(&client.0) {
-                        self.peers[t].send(ToIo::Unblocked { client });
-                    }
+                    let msg = ToIo::Unblocked { client };
+                    self.pool.deliver(&mut self.peers, &self.owner, client, msg);
                 }
+                Event::IoThreads { n } => self.set_io_threads(n),
                 Event::Shutdown => {
                     if !self.shutting_down {
                         self.shutting_down = true;

@@ -10,6 +10,14 @@
 //!         ◄────────── Replies{Request, out} ────┘ thread's requests
 //!  close ──────────── Disconnect{client} ───────► engine.disconnect
 //!         ◄────────── Output / Close / Unblocked / Shutdown (engine events)
+//!
+//!  moving a connection from IO thread A to B (load, CONFIG SET io-threads):
+//!  A      ◄────────── Release{client} ─────────── owner stays A; output for
+//!  A: once nothing is in flight, let go of the socket    the client is held
+//!  A ──────────────── Released{Connection} ─────► owner = B
+//!  B      ◄────────── Adopt{fd, client, Connection}, then the held output
+//!  retiring a thread with no clients left:
+//!         ◄────────── Retire;  Exited ──────────► join it
 //! ```
 //!
 //! A connection has at most one request with the execution thread at a
@@ -21,6 +29,7 @@
 //! The execution thread allocates only the rare out-of-band output
 //! (pub/sub messages, unblocked replies, refusals).
 
+use crate::connection::Connection;
 use engine::ClientId;
 use resp::{Limits, ProtocolError, Span};
 use ringkv_rings::spsc::Producer;
@@ -122,6 +131,11 @@ pub(crate) enum ToExec {
         client: ClientId,
         len: usize,
     },
+    /// A connection the execution thread asked for with `Release`, whole:
+    /// socket, unread input, unsent output, blocked state.
+    Released {
+        conn: Box<Connection>,
+    },
     /// The thread has finished shutting down and is about to exit.
     Exited,
 }
@@ -136,6 +150,8 @@ pub(crate) enum ToIo {
         limits: Limits,
         qbuf_limit: usize,
         keepalive_s: u64,
+        /// A connection moved here from another IO thread (None: a new one).
+        moved: Option<Box<Connection>>,
     },
     /// Send these bytes (best effort) and close: maxclients, protected mode.
     Refuse {
@@ -165,5 +181,11 @@ pub(crate) enum ToIo {
     Unblocked {
         client: ClientId,
     },
+    /// Let go of this client's connection and send it back as `Released`.
+    Release {
+        client: ClientId,
+    },
+    /// No connections are left here: end the thread.
+    Retire,
     Shutdown,
 }

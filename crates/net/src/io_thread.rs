@@ -7,7 +7,7 @@
 //! same [`Driver`] as inline mode; only where the inline driver calls the
 //! engine does this module send a message instead.
 
-use crate::connection::READ_CHUNK;
+use crate::connection::{Connection, READ_CHUNK};
 use crate::driver::Driver;
 use crate::exec_thread::{SharedExec, try_step};
 use crate::handoff::{Outlet, Request, ToExec, ToIo};
@@ -18,7 +18,7 @@ use ringkv_rings::doorbell::Doorbell;
 use ringkv_rings::spsc::Consumer;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Buffers bigger than this are freed on return rather than pooled.
 const POOL_MAX_CAPACITY: usize = 256 * 1024;
@@ -45,6 +45,11 @@ pub(crate) struct IoLink {
     /// The execution step, to run here when the execution thread sleeps
     /// (`io-threads-idle-exec yes`).
     exec: Option<SharedExec>,
+    /// When the last wait returned, and the work time counted since
+    /// (published to `stats.busy_ns`, which the execution thread reads to
+    /// decide how many IO threads take connections).
+    woke: Instant,
+    busy_ns: u64,
 }
 
 impl IoLink {
@@ -69,6 +74,8 @@ impl IoLink {
             sleeping: false,
             unrung: false,
             exec: None,
+            woke: Instant::now(),
+            busy_ns: 0,
         }
     }
 
@@ -121,6 +128,14 @@ impl IoLink {
         self.stats.clients.fetch_sub(1, Relaxed);
     }
 
+    /// A connection this thread let go of, on its way to another IO thread.
+    pub(crate) fn hand_over(&mut self, conn: Connection) {
+        self.send(ToExec::Released {
+            conn: Box::new(conn),
+        });
+        self.stats.clients.fetch_sub(1, Relaxed);
+    }
+
     pub(crate) fn count_io(&mut self, reads: u64, writes: u64, bytes_in: u64, bytes_out: u64) {
         let s = &self.stats;
         s.reads.fetch_add(reads, Relaxed);
@@ -134,6 +149,8 @@ impl IoLink {
     /// whose fd the backend waits on).
     pub(crate) fn before_wait(&mut self, busy: bool, max: Duration) -> Duration {
         self.ring_exec();
+        self.busy_ns += self.woke.elapsed().as_nanos() as u64;
+        self.stats.busy_ns.store(self.busy_ns, Relaxed);
         if self.backpressured() {
             // Nothing more is parsed until the ring has room (even with
             // dirty connections): retry soon, the execution thread is
@@ -153,6 +170,7 @@ impl IoLink {
     }
 
     pub(crate) fn after_wait(&mut self) {
+        self.woke = Instant::now();
         if self.sleeping {
             self.sleeping = false;
             self.bell.awake();
@@ -273,6 +291,7 @@ impl Driver {
                     limits,
                     qbuf_limit,
                     keepalive_s,
+                    moved,
                 } => {
                     if self.shutting_down() {
                         // Never installed here, so not counted either.
@@ -280,7 +299,10 @@ impl Driver {
                         self.link().send(ToExec::Disconnect { client });
                         continue;
                     }
-                    let slot = self.install(fd, client, keepalive_s);
+                    let slot = match moved {
+                        Some(c) => self.install_moved(c),
+                        None => self.install(fd, client, keepalive_s),
+                    };
                     if let Some(c) = self.conn(slot) {
                         c.limits = Some((limits, qbuf_limit));
                     }
@@ -295,6 +317,8 @@ impl Driver {
                 ToIo::Output { client, mut bytes } => self.append_output(client, &mut bytes),
                 ToIo::Close { client, flush } => self.close_client(client, flush),
                 ToIo::Unblocked { client } => self.unblock(client),
+                ToIo::Release { client } => self.begin_move(client),
+                ToIo::Retire => self.begin_retire(),
                 ToIo::Shutdown => self.begin_shutdown(),
             }
         }

@@ -554,7 +554,9 @@ impl Uring {
         if !more {
             c.recv_armed = false;
         }
-        let closing = c.closing != Closing::Open;
+        // A moving connection is torn out of this loop much as a closing
+        // one is (its recv ends with ECANCELED, which is no EOF).
+        let closing = c.closing != Closing::Open || c.moving;
         if res > 0 {
             if let Some(bid) = bid {
                 d.on_input(slot, self.bufs.get(bid, res as usize));
@@ -584,7 +586,7 @@ impl Uring {
             return;
         };
         c.send_busy = false;
-        let closing = c.closing != Closing::Open;
+        let closing = c.closing != Closing::Open || c.moving;
         if res >= 0 {
             if d.on_sent(slot, res as usize) {
                 d.queue_flush(slot);
@@ -600,6 +602,7 @@ impl Uring {
     fn try_close(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
         let Some(c) = d.conn(slot) else { return Ok(()) };
         match c.closing {
+            Closing::Open if c.moving => return self.try_hand_over(d, slot),
             Closing::Open => return Ok(()),
             Closing::AfterFlush if c.must_wait() => {
                 // The send completion (or the replies' arrival) re-queues
@@ -629,6 +632,30 @@ impl Uring {
         }
         listener::close_fd(c.fd);
         d.release(slot);
+        Ok(())
+    }
+
+    /// Let go of a moving connection once the kernel holds nothing of it:
+    /// wait for its request to come back and its send to complete, then
+    /// cancel its recv (bytes already received stay in the connection and
+    /// travel with it; later ones wait in the socket for the new owner).
+    fn try_hand_over(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
+        let Some(c) = d.conn(slot) else { return Ok(()) };
+        if c.in_flight() || c.send_busy {
+            // The replies' arrival or the send completion re-queues this.
+            return Ok(());
+        }
+        if c.recv_armed {
+            if !c.shut {
+                // `shut` also keeps sends and re-arms off from now on.
+                c.shut = true;
+                let target = tag(KIND_RECV, slot, c.generation);
+                self.cancel(target)?;
+            }
+            // The recv's last completion re-queues this.
+            return Ok(());
+        }
+        d.hand_over(slot);
         Ok(())
     }
 
