@@ -285,7 +285,10 @@ e2e!(
 fn io_thread_lines(r: &mut ringkv_e2e::Raw) -> Vec<(u64, String)> {
     let text = r.cmd(&["INFO", "threads"]).text();
     text.lines()
-        .filter(|l| l.starts_with("io_thread_"))
+        .filter(|l| {
+            l.strip_prefix("io_thread_")
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        })
         .map(|l| {
             let field = |name: &str| {
                 l.split([':', ','])
