@@ -61,6 +61,15 @@ macro_rules! e2e {
 
 /// A plain TCP client socket to the server on `port` (30 s read timeout,
 /// Nagle off), for tests that write and read raw bytes from many threads.
+/// The value of `name` in an INFO reply's text (panics if it is missing).
+pub fn info_field(text: &str, name: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("{name} not in INFO:\n{text}"))
+        .trim()
+        .to_string()
+}
+
 pub fn tcp(port: u16) -> std::net::TcpStream {
     let s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(std::time::Duration::from_secs(30)))

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use ringkv_e2e::{Opts, Reply, e2e, raise_nofile};
+use ringkv_e2e::{Opts, Reply, e2e, info_field, raise_nofile};
 
 fn read_line(s: &mut TcpStream) -> String {
     let mut out = Vec::new();
@@ -43,13 +43,7 @@ e2e!(
         }
         let mut raw = srv.raw();
         let info = raw.cmd(&["INFO", "clients"]).text();
-        let connected: usize = info
-            .lines()
-            .find_map(|l| l.strip_prefix("connected_clients:"))
-            .expect("connected_clients in INFO clients")
-            .trim()
-            .parse()
-            .unwrap();
+        let connected: usize = info_field(&info, "connected_clients").parse().unwrap();
         assert!(connected > CONNS, "connected_clients:{connected} with {CONNS}+1 open");
         drop(socks);
         // Short-lived sockets: connect, PING, close, from two threads.

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ringkv_e2e::v::{bulk, int, int_of, nil, ok, text};
-use ringkv_e2e::{e2e, q};
+use ringkv_e2e::{e2e, info_field, q};
 
 e2e!(
     fn lazy_expiry_on_access(b) {
@@ -51,13 +51,7 @@ e2e!(
         }
         assert_eq!(n, 1, "active expiry left {} of 1000 expired keys after 2 s", n - 1);
         let stats = text(&q(c, "INFO stats"));
-        let expired: i64 = stats
-            .lines()
-            .find_map(|l| l.strip_prefix("expired_keys:"))
-            .expect("expired_keys in INFO stats")
-            .trim()
-            .parse()
-            .unwrap();
+        let expired: i64 = info_field(&stats, "expired_keys").parse().unwrap();
         assert!(expired >= 1000, "expired_keys:{expired}");
         // The other database is swept too.
         let start = Instant::now();

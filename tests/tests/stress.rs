@@ -8,7 +8,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use ringkv_e2e::raw::encode_str;
-use ringkv_e2e::{Opts, Reply, Rng, Server, e2e, raise_nofile, tcp};
+use ringkv_e2e::{Opts, Reply, Rng, Server, e2e, info_field, raise_nofile, tcp};
 
 const CONNS: usize = 1000;
 const WORKERS: usize = 8;
@@ -202,11 +202,7 @@ fn stress(srv: &Server, secs: u64, churn: bool) {
         drops += disconnects;
     }
     let threads = r.cmd(&["INFO", "threads"]).text();
-    let moves: u64 = threads
-        .lines()
-        .find_map(|l| l.strip_prefix("io_thread_client_moves:"))
-        .expect("io_thread_client_moves in INFO")
-        .trim()
+    let moves: u64 = info_field(&threads, "io_thread_client_moves")
         .parse()
         .unwrap();
     eprintln!(
@@ -223,13 +219,7 @@ fn stress(srv: &Server, secs: u64, churn: bool) {
     let mut connected = 0;
     for _ in 0..200 {
         let info = r.cmd(&["INFO", "clients"]).text();
-        connected = info
-            .lines()
-            .find_map(|l| l.strip_prefix("connected_clients:"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        connected = info_field(&info, "connected_clients").parse().unwrap();
         if connected == 1 {
             break;
         }

@@ -8,7 +8,7 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use ringkv_e2e::{Opts, Reply, Server, e2e};
+use ringkv_e2e::{Opts, Reply, Server, e2e, info_field};
 
 /// The server's IO threads by name, once every one has named itself (a
 /// thread is listed in /proc a moment before it has).
@@ -46,14 +46,6 @@ fn spread(n: &str) -> Opts {
     Opts::new()
         .arg("io-threads", n)
         .arg("io-threads-adaptive", "no")
-}
-
-fn info_field(text: &str, name: &str) -> String {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("{name} not in INFO:\n{text}"))
-        .trim()
-        .to_string()
 }
 
 e2e!(
@@ -372,6 +364,17 @@ e2e!(
         for (c, (r, n)) in loaded.iter_mut().enumerate() {
             assert_eq!(r.cmd(&["INCR", &format!("load:{c}")]), Reply::Int(*n + 1));
         }
+        for r in &mut idle {
+            assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
+        }
+        // Turned off live: every IO thread takes clients, a share each.
+        assert_eq!(
+            admin.cmd(&["CONFIG", "SET", "io-threads-adaptive", "no"]),
+            Reply::status("OK")
+        );
+        wait_threads(&mut admin, "threads not all activated", |l| {
+            l.iter().all(|t| t.0 >= 4 && t.1 == "active")
+        });
         for r in &mut idle {
             assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
         }

@@ -70,6 +70,15 @@ pub struct Job<'a> {
 }
 
 impl<'a> Job<'a> {
+    /// What the IO layer must do after the batch: close once the replies
+    /// are out, and, for a client that blocked, after how many commands.
+    pub fn outcome(&self) -> (bool, Option<usize>) {
+        (
+            self.close_after_reply,
+            self.blocked.then_some(self.executed),
+        )
+    }
+
     pub fn new(client: ClientId, commands: CommandsView<'a>, out: &'a mut Vec<u8>) -> Job<'a> {
         Job {
             client,

@@ -539,10 +539,7 @@ impl Driver {
         }
         let mut flags_vec = std::mem::take(&mut self.flags);
         flags_vec.clear();
-        flags_vec.extend(
-            jobs.iter()
-                .map(|j| (j.close_after_reply, j.blocked.then_some(j.executed))),
-        );
+        flags_vec.extend(jobs.iter().map(Job::outcome));
         drop(jobs);
 
         let mut flags = flags_vec.iter();

@@ -13,7 +13,7 @@
 //! ```
 
 use crate::driver::{Driver, EngineTimers};
-use crate::handoff::{Outlet, Request, ToExec, ToIo};
+use crate::handoff::{Arrival, Outlet, Request, ToExec, ToIo};
 use crate::io_thread::IoLink;
 use crate::listener::Listener;
 use crate::{epoll, uring};
@@ -364,17 +364,8 @@ impl ExecLoop {
                         }
                         let t = self.place();
                         self.peers[t].clients += 1;
-                        self.owner.insert(client.0, t);
-                        let (limits, qbuf_limit) = self.engine.client_limits(client);
-                        let msg = ToIo::Adopt {
-                            fd,
-                            client,
-                            limits,
-                            qbuf_limit,
-                            keepalive_s: self.engine.tcp_keepalive_s(),
-                            moved: None,
-                        };
-                        self.peers[t].send(msg);
+                        let keepalive_s = self.engine.tcp_keepalive_s();
+                        self.adopt(t, client, Arrival::New { fd, keepalive_s });
                     }
                     Err(reply) => self.peers[thread].send(ToIo::Refuse { fd, reply }),
                 }
@@ -403,6 +394,19 @@ impl ExecLoop {
         }
     }
 
+    /// Hand `client`'s socket to IO thread `t`, with the client's current
+    /// limits, and record `t` as its owner.
+    fn adopt(&mut self, t: usize, client: ClientId, socket: Arrival) {
+        self.owner.insert(client.0, t);
+        let (limits, qbuf_limit) = self.engine.client_limits(client);
+        self.peers[t].send(ToIo::Adopt {
+            client,
+            limits,
+            qbuf_limit,
+            socket,
+        });
+    }
+
     fn execute(&mut self) {
         let mut batch = std::mem::take(&mut self.batch);
         let mut jobs: Vec<Job<'_>> = batch
@@ -425,10 +429,7 @@ impl ExecLoop {
         self.engine.execute_batch(&mut jobs);
         let mut flags = std::mem::take(&mut self.flags);
         flags.clear();
-        flags.extend(
-            jobs.iter()
-                .map(|j| (j.close_after_reply, j.blocked.then_some(j.executed))),
-        );
+        flags.extend(jobs.iter().map(Job::outcome));
         drop(jobs);
         for (p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
             let (limits, qbuf_limit) = self.engine.client_limits(p.client);

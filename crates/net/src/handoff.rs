@@ -15,7 +15,7 @@
 //!  A      ◄────────── Release{client} ─────────── owner stays A; output for
 //!  A: once nothing is in flight, let go of the socket    the client is held
 //!  A ──────────────── Released{Connection} ─────► owner = B
-//!  B      ◄────────── Adopt{fd, client, Connection}, then the held output
+//!  B      ◄────────── Adopt{client, Moved(Connection)}, then the held output
 //!  retiring a thread with no clients left:
 //!         ◄────────── Retire;  Exited ──────────► join it
 //! ```
@@ -100,6 +100,24 @@ impl Request {
     }
 }
 
+/// The socket an `Adopt` hands to an IO thread.
+#[derive(Debug)]
+pub(crate) enum Arrival {
+    /// Just accepted.
+    New { fd: RawFd, keepalive_s: u64 },
+    /// Moved from another IO thread, with all its state.
+    Moved(Box<Connection>),
+}
+
+impl Arrival {
+    pub(crate) fn fd(&self) -> RawFd {
+        match self {
+            Arrival::New { fd, .. } => *fd,
+            Arrival::Moved(c) => c.fd,
+        }
+    }
+}
+
 /// IO thread → execution thread.
 #[derive(Debug)]
 pub(crate) enum ToExec {
@@ -145,13 +163,10 @@ pub(crate) enum ToExec {
 pub(crate) enum ToIo {
     /// Own this socket from now on.
     Adopt {
-        fd: RawFd,
         client: ClientId,
         limits: Limits,
         qbuf_limit: usize,
-        keepalive_s: u64,
-        /// A connection moved here from another IO thread (None: a new one).
-        moved: Option<Box<Connection>>,
+        socket: Arrival,
     },
     /// Send these bytes (best effort) and close: maxclients, protected mode.
     Refuse {

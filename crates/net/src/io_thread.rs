@@ -10,7 +10,7 @@
 use crate::connection::{Connection, READ_CHUNK};
 use crate::driver::Driver;
 use crate::exec_thread::{SharedExec, try_step};
-use crate::handoff::{Outlet, Request, ToExec, ToIo};
+use crate::handoff::{Arrival, Outlet, Request, ToExec, ToIo};
 use crate::listener;
 use engine::{ClientId, IoThreadStats};
 use resp::Limits;
@@ -286,22 +286,20 @@ impl Driver {
                     self.settle(slot, c, true, err);
                 }
                 ToIo::Adopt {
-                    fd,
                     client,
                     limits,
                     qbuf_limit,
-                    keepalive_s,
-                    moved,
+                    socket,
                 } => {
                     if self.shutting_down() {
                         // Never installed here, so not counted either.
-                        listener::close_fd(fd);
+                        listener::close_fd(socket.fd());
                         self.link().send(ToExec::Disconnect { client });
                         continue;
                     }
-                    let slot = match moved {
-                        Some(c) => self.install_moved(c),
-                        None => self.install(fd, client, keepalive_s),
+                    let slot = match socket {
+                        Arrival::New { fd, keepalive_s } => self.install(fd, client, keepalive_s),
+                        Arrival::Moved(c) => self.install_moved(c),
                     };
                     if let Some(c) = self.conn(slot) {
                         c.limits = Some((limits, qbuf_limit));

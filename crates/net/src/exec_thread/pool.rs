@@ -28,7 +28,7 @@
 
 use super::{ExecLoop, Peer};
 use crate::connection::Connection;
-use crate::handoff::{Outlet, ToIo};
+use crate::handoff::{Arrival, Outlet, ToIo};
 use crate::io_thread::IoLink;
 use crate::listener::Listener;
 use engine::{
@@ -226,18 +226,8 @@ impl ExecLoop {
             to = self.place();
             self.peers[to].clients += 1;
         }
-        self.owner.insert(client.0, to);
         self.engine.net_stats_mut().io_thread_moves += 1;
-        let (limits, qbuf_limit) = self.engine.client_limits(client);
-        let adopt = ToIo::Adopt {
-            fd: conn.fd,
-            client,
-            limits,
-            qbuf_limit,
-            keepalive_s: self.engine.tcp_keepalive_s(),
-            moved: Some(conn),
-        };
-        self.peers[to].send(adopt);
+        self.adopt(to, client, Arrival::Moved(conn));
         for msg in m.held {
             self.peers[to].send(msg);
         }
@@ -288,6 +278,16 @@ impl ExecLoop {
         }
     }
 
+    /// Every IO thread takes clients (`io-threads-adaptive no`); the ones
+    /// that did not take a fair share each.
+    fn activate_all(&mut self) {
+        let before = self.pool.active;
+        self.pool.active = self.pool.target;
+        for t in before..self.pool.target {
+            self.spread_to(t);
+        }
+    }
+
     /// Move every client of thread `t` to the threads taking clients.
     fn drain_thread(&mut self, t: usize) {
         let mine: Vec<u64> = self
@@ -324,13 +324,9 @@ impl ExecLoop {
                     break;
                 }
             }
-            let old = self.pool.target;
             self.pool.target = want.min(self.peers.len());
             if !adaptive {
-                self.pool.active = self.pool.target;
-                for t in old..self.pool.target {
-                    self.spread_to(t);
-                }
+                self.activate_all();
             }
         } else if want < self.pool.target {
             self.pool.target = want;
@@ -370,10 +366,7 @@ impl ExecLoop {
         let active = self.pool.active;
         if !self.engine.config().io_threads_adaptive {
             if active < self.pool.target {
-                self.pool.active = self.pool.target;
-                for t in active..self.pool.target {
-                    self.spread_to(t);
-                }
+                self.activate_all();
                 self.publish_pool();
             }
             return;
