@@ -15,10 +15,15 @@
 //! and 0 (no prefetching). Throughput is commands per second. jemalloc,
 //! as in ringkv-server. RINGKV_BENCH_CPU_TIME=1 measures the thread's CPU
 //! time instead of wall time (for a machine shared with other work).
+//! Each command carries the hint (table entry, key hash) an IO thread
+//! works out while parsing; RINGKV_BENCH_NO_HINTS=1 leaves them out, so
+//! the execution thread reads every request to work them out itself.
 
 use criterion::{Criterion, Throughput};
 use resp::{Limits, Parsed, Span};
-use ringkv_engine::{ClientId, ClientInfo, CommandsView, Config, Engine, Job};
+use ringkv_engine::{
+    ArgvRef, ClientId, ClientInfo, CommandHint, CommandsView, Config, Engine, Job,
+};
 use std::hint::black_box;
 
 #[global_allocator]
@@ -28,16 +33,19 @@ const CLIENTS: usize = 50;
 const PIPELINE: usize = 16;
 const BATCHES: usize = 64;
 
-/// One connection's parsed input: bytes, argument spans, argc per command.
+/// One connection's parsed input: bytes, argument spans, argc and hint per
+/// command, as an IO thread hands them over.
 struct Input {
     data: Vec<u8>,
     args: Vec<Span>,
     argc: Vec<u32>,
+    hints: Vec<CommandHint>,
 }
 
 fn parse(data: Vec<u8>) -> Input {
     let mut args = Vec::new();
     let mut argc = Vec::new();
+    let mut hints = Vec::new();
     let mut at = 0;
     while at < data.len() {
         let before = args.len();
@@ -47,19 +55,28 @@ fn parse(data: Vec<u8>) -> Input {
                     s.start += at;
                 }
                 argc.push(n as u32);
+                hints.push(CommandHint::of(ArgvRef {
+                    data: &data,
+                    spans: &args[before..],
+                }));
                 at += consumed;
             }
             _ => panic!("bad input"),
         }
     }
-    Input { data, args, argc }
+    Input {
+        data,
+        args,
+        argc,
+        hints,
+    }
 }
 
 fn key(i: u64) -> String {
     format!("key:{i:012}")
 }
 
-fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Vec<u8>]) {
+fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Vec<u8>], hints: bool) {
     let mut jobs: Vec<Job<'_>> = clients
         .iter()
         .zip(inputs)
@@ -72,6 +89,7 @@ fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Vec<u
                     data: &inp.data,
                     args: &inp.args,
                     argc: &inp.argc,
+                    hints: if hints { &inp.hints } else { &[] },
                 },
                 out,
             )
@@ -122,6 +140,7 @@ fn thread_cpu_ns() -> u64 {
 
 fn main() {
     let cpu_time = std::env::var("RINGKV_BENCH_CPU_TIME").is_ok_and(|v| v == "1");
+    let hints = !std::env::var("RINGKV_BENCH_NO_HINTS").is_ok_and(|v| v == "1");
     let keys: u64 = std::env::var("RINGKV_BENCH_KEYS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -157,7 +176,7 @@ fn main() {
                 parse(data)
             })
             .collect();
-        run(&mut e, &clients, &inputs, &mut outs);
+        run(&mut e, &clients, &inputs, &mut outs, true);
     }
     eprintln!(
         "loaded {keys} keys of 512 bytes in {:.1} s ({per_batch} commands per batch)",
@@ -189,6 +208,7 @@ fn main() {
             &clients[..1],
             std::slice::from_ref(&cfg),
             &mut outs[..1],
+            true,
         );
         assert_eq!(outs[0], b"+OK\r\n");
         for (name, set) in [("get", &gets), ("set", &sets)] {
@@ -198,7 +218,7 @@ fn main() {
                     b.iter_custom(|iters| {
                         let t0 = thread_cpu_ns();
                         for _ in 0..iters {
-                            run(&mut e, &clients, &set[i % BATCHES], &mut outs);
+                            run(&mut e, &clients, &set[i % BATCHES], &mut outs, hints);
                             i += 1;
                             black_box(&outs);
                         }
@@ -206,7 +226,7 @@ fn main() {
                     })
                 } else {
                     b.iter(|| {
-                        run(&mut e, &clients, &set[i % BATCHES], &mut outs);
+                        run(&mut e, &clients, &set[i % BATCHES], &mut outs, hints);
                         i += 1;
                         black_box(&outs);
                     })

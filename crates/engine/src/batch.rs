@@ -2,6 +2,7 @@
 //! per client in, reply bytes out.
 
 use crate::ClientId;
+use crate::table::table;
 use resp::Span;
 
 /// A run of complete commands from one client, as the parser left them:
@@ -14,6 +15,9 @@ pub struct CommandsView<'a> {
     pub args: &'a [Span],
     /// Number of arguments of each command, in order; sums to `args.len()`.
     pub argc: &'a [u32],
+    /// One [`CommandHint`] per command, from whoever parsed them, or empty:
+    /// the engine then works them out itself.
+    pub hints: &'a [CommandHint],
 }
 
 impl<'a> CommandsView<'a> {
@@ -28,6 +32,49 @@ impl<'a> CommandsView<'a> {
                 spans,
             }
         })
+    }
+}
+
+/// What a command's own bytes say about it: its command-table entry and
+/// the hash of its first key. The parser works it out while the bytes are
+/// in its cache ([`CommandHint::of`]); in threaded mode that is the IO
+/// thread, so the execution thread's prefetch pass reads these few bytes
+/// per command instead of the request itself, which sits in another core's
+/// cache. Pure: any thread may call [`CommandHint::of`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommandHint {
+    /// Command-table index of the top-level command, or `u32::MAX`.
+    pub(crate) idx: u32,
+    /// Hash of its first key ([`store::hash_key`]); 0 if it has none.
+    pub(crate) key_hash: u64,
+}
+
+impl CommandHint {
+    pub(crate) const UNKNOWN: u32 = u32::MAX;
+
+    pub fn of(argv: ArgvRef<'_>) -> CommandHint {
+        let table = table();
+        let idx = if argv.is_empty() {
+            None
+        } else {
+            table.lookup(argv.get(0))
+        };
+        let mut key_hash = 0;
+        if let Some(i) = idx {
+            let fk = table.entries[i].spec.first_key;
+            if fk > 0 && (fk as usize) < argv.len() {
+                key_hash = store::hash_key(argv.get(fk as usize));
+            }
+        }
+        CommandHint {
+            idx: idx.map_or(Self::UNKNOWN, |i| i as u32),
+            key_hash,
+        }
+    }
+
+    /// The hash of the command's first key, 0 if it has none.
+    pub fn key_hash(&self) -> u64 {
+        self.key_hash
     }
 }
 

@@ -57,7 +57,7 @@ pub mod session;
 pub mod table;
 pub mod watch;
 
-pub use batch::{ArgvRef, CommandsView, Job};
+pub use batch::{ArgvRef, CommandHint, CommandsView, Job};
 pub use config::{Config, ConfigError, IoUringMode};
 pub use server::{MemoryProbe, MemoryStats, Server};
 pub use session::Session;
@@ -188,17 +188,17 @@ pub struct Engine {
     hashes: Vec<Vec<u64>>,
 }
 
-const UNKNOWN: u32 = u32::MAX;
+const UNKNOWN: u32 = CommandHint::UNKNOWN;
 
 /// Prefetch the keys of `window` (grouped per database): buckets, then
 /// entries (`store::Db::prefetch_batch`), then the values' bytes
 /// (`store::Db::prefetch_values`).
 fn prefetch_window(srv: &mut Server, hashes: &mut [Vec<u64>], window: &[Found]) {
     for f in window {
-        if f.key_hash != 0
+        if f.hint.key_hash != 0
             && let Some(h) = hashes.get_mut(f.db as usize)
         {
-            h.push(f.key_hash);
+            h.push(f.hint.key_hash);
         }
     }
     for (db, h) in hashes.iter().enumerate() {
@@ -261,11 +261,9 @@ impl CmdTimer {
 /// A command as pass 1 saw it.
 #[derive(Clone, Copy)]
 struct Found {
-    /// Command-table index of the top-level command, or [`UNKNOWN`].
-    idx: u32,
-    /// Hash of its first key (0 if it has none), so commands need not hash
+    /// Its table entry, and its first key's hash so commands need not hash
     /// it again ([`command::Ctx::key_hash`]).
-    key_hash: u64,
+    hint: CommandHint,
     /// The database the key is prefetched in (the session's at batch start).
     db: u32,
 }
@@ -384,31 +382,21 @@ impl Engine {
     /// command and gets `close_after_reply` set.
     pub fn execute_batch(&mut self, jobs: &mut [Job<'_>]) {
         let now_ms = self.srv.now_ms();
-        let table = table();
         let Engine { srv, found, hashes } = self;
 
-        // Pass 1: find every command, hash its first key, prefetch.
+        // Pass 1: every command's table entry and first-key hash, from the
+        // parser's hints when it left them.
         found.clear();
         for job in jobs.iter() {
-            let db = srv.clients.get(job.client).map_or(0, |s| s.db);
-            for argv in job.commands.iter() {
-                let mut hash = 0;
-                let idx = if argv.is_empty() {
-                    None
-                } else {
-                    table.lookup(argv.get(0))
-                };
-                if let Some(i) = idx {
-                    let fk = table.entries[i].spec.first_key;
-                    if fk > 0 && (fk as usize) < argv.len() {
-                        hash = store::hash_key(argv.get(fk as usize));
-                    }
-                }
-                found.push(Found {
-                    idx: idx.map_or(UNKNOWN, |i| i as u32),
-                    key_hash: hash,
-                    db: db as u32,
-                });
+            let db = srv.clients.get(job.client).map_or(0, |s| s.db) as u32;
+            let cmds = &job.commands;
+            if cmds.hints.len() == cmds.argc.len() {
+                found.extend(cmds.hints.iter().map(|&hint| Found { hint, db }));
+            } else {
+                found.extend(cmds.iter().map(|argv| Found {
+                    hint: CommandHint::of(argv),
+                    db,
+                }));
             }
         }
 
@@ -717,7 +705,7 @@ fn execute_one(
     let reply_start = out.len();
     let proto = sess.proto;
 
-    let idx = found.idx;
+    let idx = found.hint.idx;
     let outcome = resolve(table, argv, idx, sess, srv);
     let i = match outcome {
         Ok(i) => i,
@@ -758,7 +746,7 @@ fn execute_one(
         server::KeyHint {
             ptr: k.as_ptr() as usize,
             len: k.len(),
-            hash: found.key_hash,
+            hash: found.hint.key_hash,
         }
     } else {
         server::KeyHint::default()

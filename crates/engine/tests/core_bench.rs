@@ -54,6 +54,7 @@ fn batch_cost_per_command() {
                             data: &input,
                             args: &args,
                             argc: &argc,
+                            hints: &[],
                         },
                         out,
                         close_after_reply: false,

@@ -4,7 +4,7 @@
 #[path = "core_util.rs"]
 mod util;
 
-use engine::{ClientId, CommandsView, Config, Event, Job};
+use engine::{ClientId, CommandHint, CommandsView, Config, Event, Job};
 use ringkv_engine as engine;
 use util::*;
 
@@ -338,6 +338,15 @@ fn several_clients_in_one_batch_keep_their_own_state() {
     let mut args_b = Vec::new();
     let mut argc_b = Vec::new();
     parse_all(&in_b, &mut args_b, &mut argc_b);
+    let hints_b = CommandsView {
+        data: &in_b,
+        args: &args_b,
+        argc: &argc_b,
+        hints: &[],
+    }
+    .iter()
+    .map(CommandHint::of)
+    .collect::<Vec<_>>();
     let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
     let mut jobs = [
         Job {
@@ -346,6 +355,8 @@ fn several_clients_in_one_batch_keep_their_own_state() {
                 data: &in_a,
                 args: &args_a,
                 argc: &argc_a,
+                // No hints: the engine works them out.
+                hints: &[],
             },
             out: &mut out_a,
             close_after_reply: false,
@@ -358,6 +369,7 @@ fn several_clients_in_one_batch_keep_their_own_state() {
                 data: &in_b,
                 args: &args_b,
                 argc: &argc_b,
+                hints: &hints_b,
             },
             out: &mut out_b,
             close_after_reply: false,

@@ -1,7 +1,9 @@
 //! Shared by the core_* tests: drive an [`Engine`] with real RESP bytes.
 #![allow(dead_code)]
 
-use engine::{ClientId, ClientInfo, CommandsView, Config, Engine, Event, Job};
+use engine::{
+    ArgvRef, ClientId, ClientInfo, CommandHint, CommandsView, Config, Engine, Event, Job,
+};
 use resp::{Limits, Parsed, Span};
 use ringkv_engine as engine;
 
@@ -30,6 +32,8 @@ pub fn connect(e: &mut Engine) -> ClientId {
 pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool) {
     let mut args: Vec<Span> = Vec::new();
     let mut argc: Vec<u32> = Vec::new();
+    // As the IO layer does: each command's hint worked out as it is parsed.
+    let mut hints: Vec<CommandHint> = Vec::new();
     let mut at = 0;
     let limits = Limits::default();
     while at < input.len() {
@@ -41,6 +45,10 @@ pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool
                 }
                 if n > 0 {
                     argc.push(n as u32);
+                    hints.push(CommandHint::of(ArgvRef {
+                        data: input,
+                        spans: &args[before..],
+                    }));
                 }
                 at += consumed;
             }
@@ -54,6 +62,7 @@ pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool
             data: input,
             args: &args,
             argc: &argc,
+            hints: &hints,
         },
         out: &mut out,
         close_after_reply: false,

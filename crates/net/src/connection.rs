@@ -14,7 +14,7 @@
 //! `sending` is drained the two swap; no reply byte is copied.
 
 use crate::handoff::Request;
-use engine::{ClientId, CommandsView, Job};
+use engine::{ArgvRef, ClientId, CommandHint, CommandsView, Job};
 use resp::{Limits, Parsed, ProtocolError, Resume, Span};
 use std::os::fd::RawFd;
 
@@ -45,6 +45,9 @@ pub(crate) struct Connection {
     parsed: usize,
     args: Vec<Span>,
     argc: Vec<u32>,
+    /// Per parsed command, its table entry and key hash, worked out here
+    /// while its bytes are hot (see [`CommandHint`]).
+    hints: Vec<CommandHint>,
     /// Where each parsed command ends in `rbuf`, so a client that blocks
     /// mid-batch keeps the commands after it.
     ends: Vec<usize>,
@@ -131,6 +134,7 @@ impl Connection {
             parsed: 0,
             args: Vec::new(),
             argc: Vec::new(),
+            hints: Vec::new(),
             ends: Vec::new(),
             blocked: false,
             resume: Resume::default(),
@@ -245,6 +249,10 @@ impl Connection {
                             span.start += at;
                         }
                         self.argc.push(argc as u32);
+                        self.hints.push(CommandHint::of(ArgvRef {
+                            data: &self.rbuf,
+                            spans: &self.args[base..],
+                        }));
                         self.ends.push(at + consumed);
                         result.commands += 1;
                     }
@@ -283,6 +291,7 @@ impl Connection {
                 data: &self.rbuf,
                 args: &self.args,
                 argc: &self.argc,
+                hints: &self.hints,
             },
             out: &mut self.out,
             close_after_reply: false,
@@ -311,6 +320,7 @@ impl Connection {
         }
         self.args.clear();
         self.argc.clear();
+        self.hints.clear();
         self.ends.clear();
         if self.parsed > 0 {
             self.rbuf.drain(..self.parsed);
@@ -340,9 +350,11 @@ impl Connection {
         self.parsed = 0;
         std::mem::swap(&mut spare.args, &mut self.args);
         std::mem::swap(&mut spare.argc, &mut self.argc);
+        std::mem::swap(&mut spare.hints, &mut self.hints);
         std::mem::swap(&mut spare.ends, &mut self.ends);
         self.args.clear();
         self.argc.clear();
+        self.hints.clear();
         self.ends.clear();
         self.in_flight = true;
         spare
@@ -420,6 +432,7 @@ impl Connection {
         self.rbuf = Vec::new();
         self.args = Vec::new();
         self.argc = Vec::new();
+        self.hints = Vec::new();
         self.ends = Vec::new();
         self.resume.reset();
         self.parsed = 0;
@@ -639,6 +652,34 @@ mod tests {
         assert_eq!(cmds[0][2].len(), len);
         c.after_batch(false, None);
         assert!(c.read_buf().capacity() <= SHRINK_ABOVE);
+    }
+
+    #[test]
+    fn parse_leaves_a_hint_per_command_and_detach_takes_them() {
+        let mut c = conn();
+        // Split mid-command: the hint comes with the complete command.
+        c.push_input(b"GET user:1\r\nPING\r\n*3\r\n$3\r\nset\r\n$6\r\nuser:2");
+        assert_eq!(
+            c.parse(&Limits::default(), usize::MAX, usize::MAX).commands,
+            2
+        );
+        c.push_input(b"\r\n$1\r\nv\r\n");
+        assert_eq!(
+            c.parse(&Limits::default(), usize::MAX, usize::MAX).commands,
+            3
+        );
+        let job = c.job();
+        let want: Vec<CommandHint> = job.commands.iter().map(CommandHint::of).collect();
+        assert_eq!(job.commands.hints, &want[..]);
+        let keys: Vec<u64> = want.iter().map(CommandHint::key_hash).collect();
+        assert_eq!(
+            keys,
+            [store::hash_key(b"user:1"), 0, store::hash_key(b"user:2")]
+        );
+        // The hints travel with the request to the execution thread.
+        let req = c.detach(Request::default());
+        assert_eq!(req.hints, want);
+        assert!(c.job().commands.hints.is_empty());
     }
 
     #[test]

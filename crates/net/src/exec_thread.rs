@@ -421,6 +421,7 @@ impl ExecLoop {
                         data: &req.data,
                         args: &req.args,
                         argc: &req.argc,
+                        hints: &req.hints,
                     },
                     out,
                 )

@@ -30,7 +30,7 @@
 //! (pub/sub messages, unblocked replies, refusals).
 
 use crate::connection::Connection;
-use engine::ClientId;
+use engine::{ClientId, CommandHint};
 use resp::{Limits, ProtocolError, Span};
 use ringkv_rings::spsc::Producer;
 use std::collections::VecDeque;
@@ -81,13 +81,16 @@ impl<T: Send> Outlet<T> {
 }
 
 /// Parsed commands detached from a connection's read buffer: the bytes of
-/// complete commands, their argument spans, argument counts and where each
-/// command ends (for a client that blocks part-way).
+/// complete commands, their argument spans, argument counts, command hints
+/// (table entry, key hash: the execution thread prefetches from these
+/// without reading the bytes) and where each command ends (for a client
+/// that blocks part-way).
 #[derive(Debug, Default)]
 pub(crate) struct Request {
     pub(crate) data: Vec<u8>,
     pub(crate) args: Vec<Span>,
     pub(crate) argc: Vec<u32>,
+    pub(crate) hints: Vec<CommandHint>,
     pub(crate) ends: Vec<usize>,
 }
 
@@ -96,6 +99,7 @@ impl Request {
         self.data.clear();
         self.args.clear();
         self.argc.clear();
+        self.hints.clear();
         self.ends.clear();
     }
 }
