@@ -39,6 +39,12 @@
 #           (utime/stime is not used for the split: the kernel scales both to
 #           the whole life of the thread, so deltas of one run are unreliable.)
 #   ringkv (t1, PING split): ringkv-t1 split the same way (like for like).
+#   ringkv (awake): as ringkv (threads) but exec = the execution thread's CPU
+#           while awake (INFO exec_thread_awake_cpu_us: its CPU less what its
+#           sleeps and wake-ups cost; sampled, one awake interval in 8). A
+#           saturated execution thread never sleeps, so this is its cost as
+#           the bottleneck; the plain exec column charges it the sleep and
+#           wake-up per batch of 2-3 requests that a shared core forces.
 # redis-t2/t4 run N/REDIS_TN_DIV requests: only their syscall share is used.
 #
 # Usage: bench/threads.sh [variant ...]
@@ -154,8 +160,8 @@ start_server() { # variant → 0 if it answers PING, 1 otherwise (logged)
   return 1
 }
 
-info_stat() { # field → value from INFO stats
-  timeout 10 redis-cli -p "$PORT" INFO stats | tr -d '\r' | awk -F: -v f="$1" '$1==f{print $2}'
+info_stat() { # field [section] → value from INFO stats (or the section)
+  timeout 10 redis-cli -p "$PORT" INFO "${2:-stats}" | tr -d '\r' | awk -F: -v f="$1" '$1==f{print $2}'
 }
 
 # snapshot PID → one line per thread: tid comm ticks(utime+stime) sched_ns
@@ -183,8 +189,10 @@ role_of() { # variant tid comm → exec|io|other|total
 }
 
 run_one() { # variant test pipeline n round → appends rows; 1 if the server died
-  local v=$1 test=$2 pipe=$3 n=$4 round=$5 c0 c1 csv rc=0 rps tid comm tk sn sc role tk0 sn0 sc0
+  local v=$1 test=$2 pipe=$3 n=$4 round=$5 c0 c1 a0 a1 csv rc=0 rps tid comm tk sn sc role tk0 sn0 sc0
   c0=$(info_stat total_commands_processed) || return 1
+  # ringkv in threaded mode: the execution thread's CPU while awake (µs).
+  a0=$(info_stat exec_thread_awake_cpu_us threads)
   snapshot "$SERVER_PID" >"$WORK/s0"
   # In the background, so that a signal is handled at once (the trap stops it).
   taskset -c "$CLIENT_CPU" timeout 300 redis-benchmark -p "$PORT" -t "$test" -c 50 -d 100 \
@@ -196,6 +204,7 @@ run_one() { # variant test pipeline n round → appends rows; 1 if the server di
   kill -0 "$SERVER_PID" 2>/dev/null || { echo "threads.sh: $v died during $test -P $pipe" >&2; return 1; }
   snapshot "$SERVER_PID" >"$WORK/s1"
   c1=$(info_stat total_commands_processed) || return 1
+  a1=$(info_stat exec_thread_awake_cpu_us threads)
   [ -n "$c0" ] && [ -n "$c1" ] || { echo "threads.sh: $v: no INFO total_commands_processed" >&2; return 1; }
   rps=$(printf '%s\n' "$csv" | awk -F'","' 'NR==2{print $2}')
   # A timed-out run still counts: CPU and commands are both measured at its end.
@@ -210,6 +219,11 @@ run_one() { # variant test pipeline n round → appends rows; 1 if the server di
       "$([ "$sn" = - ] && echo - || echo $((sn - ${sn0:-0})))" \
       "$([ "$sc" = - ] && echo - || echo $((sc - ${sc0:-0})))" >>"$RAW"
   done <"$WORK/s1"
+  # As a pseudo-thread row: role "awake", Δ in µs in the ticks column.
+  if [ -n "$a0" ] && [ -n "$a1" ]; then
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$v" "${test^^}" \
+      "$pipe" "$rps" "$((c1 - c0))" "$CLK_TCK" awake - exec_awake_us "$((a1 - a0))" - - >>"$RAW"
+  fi
   printf '  round %s %-18s %-10s -P %-2s rps=%-10s cmds=%-8s ticks: %s\n' "$round" "$v" "${test^^}" \
     "$pipe" "$rps" "$((c1 - c0))" "$(awk -F'\t' -v r="$round" -v v="$v" -v t="${test^^}" -v p="$pipe" \
       '$1==r && $2==v && $3==t && $4==p {s[$8]+=$11} END{for (x in s) printf "%s=%s ", x, s[x]}' "$RAW")" >&2

@@ -16,6 +16,8 @@ Projection at N IO threads: throughput = min(N / io_cost, 1 / exec_cost).
      redis-t2. (A) exec = E + (1-f)*io_cost (main thread as in redis-t2);
      (B) io-threads N+1: min((N+1)/io_cost, 1/(E + io_cost/(N+1))).
   ringkv t1 PING split: ringkv-t1 split like redis-t1; exec = E.
+  ringkv awake: ringkv threads with exec = the execution thread's CPU while
+     awake ("awake" rows: INFO exec_thread_awake_cpu_us deltas, in µs).
 """
 import statistics
 import sys
@@ -62,6 +64,8 @@ def per_run(r):
         return None
     k = 1e9 / r["tck"] / r["cmds"]
     ex = sum(t[2] for t in r["threads"] if t[0] == "exec")
+    awake = [t[2] for t in r["threads"] if t[0] == "awake"]  # µs, not ticks
+    r["threads"] = [t for t in r["threads"] if t[0] != "awake"]
     io = [t for t in r["threads"] if t[0] == "io"]
     io_sum = sum(t[2] for t in io)
     sc = [t[3] for t in r["threads"]]
@@ -71,7 +75,8 @@ def per_run(r):
     return {"rps": r["rps"], "exec": ex * k, "io": io_sum * k,
             "io_mean": io_sum * k / len(io) if io else NAN, "n_io": len(io),
             "other": (r["total"] - ex - io_sum) * k, "total": r["total"] * k,
-            "ticks": r["total"], "share": share}
+            "ticks": r["total"], "share": share,
+            "awake": sum(awake) * 1000 / r["cmds"] if awake else NAN}
 
 
 def proj(io, ex, n_io):
@@ -211,6 +216,34 @@ def main(path):
                            for a, b in ours)
             print(row)
     print()
+    awake_rk = [(s, v) for s, v, _ in rk if v and any(
+        m.get((v, t), {}).get("awake", NAN) == m.get((v, t), {}).get("awake", NAN)
+        for t in kv_tests)]
+    if awake_rk:
+        print("ringkv with the execution thread's cost **while awake** (INFO "
+              "exec_thread_awake_cpu_us: its CPU less what going to sleep and waking up cost "
+              "it, sampled one awake interval in 8). A saturated execution thread does not "
+              "sleep; on one shared core it sleeps and wakes for every batch of a few requests "
+              "at -P 1, which the exec_cost above charges to it:")
+        print()
+        print("| test | N IO threads |" + "".join(
+            f" ringkv{s} awake exec_cost | projected | ÷ redis A | ÷ redis B |"
+            for s, _ in awake_rk))
+        print("|---|---:|" + "---:|---:|---:|---:|" * len(awake_rk))
+        for t in kv_tests:
+            rio, re_ = split("redis-t1", t)
+            re_ = max(re_, 0.0) if re_ == re_ else re_
+            for n in NS:
+                ra = proj(rio, re_ + (1 - fs[t]) * rio, n)
+                rb = proj(rio, re_ + rio / (n + 1), n + 1)
+                row = f"| {t} | {n} |"
+                for s, v in awake_rk:
+                    x = m.get((v, t))
+                    p = proj(x["io"], x["awake"], n) if x else (NAN, "—")
+                    row += f" {fmt(x['awake']) if x else '—'} |" + cell(p)
+                    row += ratio(p[0], ra[0]) + ratio(p[0], rb[0])
+                print(row)
+        print()
     print("Left out of a projection: memory bandwidth and cache capacity shared by the cores, "
           "the NIC and the kernel's network stack across cores (softirq placement, RSS queues), "
           "cross-core cache-line traffic (rings, refcounts, frees), lock/ring contention and "

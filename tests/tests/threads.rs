@@ -270,6 +270,19 @@ e2e!(
         let (all, on_io) = batches_after_idle_commands(&srv);
         assert!(all >= 1, "batches {all}");
         assert_eq!(on_io, 0);
+
+        // The execution thread slept between those commands; its CPU while
+        // awake is counted, and is part of (at most) all of its CPU.
+        let threads = srv.raw().cmd(&["INFO", "threads"]).text();
+        let n = |f: &str| info_field(&threads, f).parse::<u64>().unwrap();
+        assert!(n("exec_thread_sleeps") >= 5, "{threads}");
+        let awake_us = n("exec_thread_awake_cpu_us");
+        let pid = srv.pid().expect("server pid");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/stat")).unwrap();
+        let f: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+        // utime + stime, in clock ticks of 10 ms (fields 14 and 15).
+        let cpu_us = (f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) * 10_000;
+        assert!(awake_us > 0 && awake_us <= cpu_us + 20_000, "awake {awake_us} µs, CPU {cpu_us} µs");
     }
 );
 

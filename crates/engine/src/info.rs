@@ -661,6 +661,11 @@ fn threads(srv: &Server, out: &mut String) {
     field!(out, "exec_thread_sleeps:{}", net.exec_sleeps);
     field!(
         out,
+        "exec_thread_awake_cpu_us:{}",
+        net.exec_awake_cpu_ns / 1000
+    );
+    field!(
+        out,
         "prefetch_batch_max_size:{}",
         srv.config.prefetch_batch_max_size
     );

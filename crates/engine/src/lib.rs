@@ -119,6 +119,12 @@ pub struct NetStats {
     /// Of those, the batches an IO thread ran while the execution thread slept.
     pub exec_batches_on_io: u64,
     pub exec_sleeps: u64,
+    /// Threaded mode: CPU time of the execution thread while awake, i.e.
+    /// its own CPU time less what going to sleep and waking up cost it
+    /// (estimated from one awake interval in 8). A busy execution thread
+    /// never sleeps, so per request this is what it costs when it is the
+    /// bottleneck (docs/BENCHMARKS.md §7.2).
+    pub exec_awake_cpu_ns: u64,
     /// Threaded mode: IO threads currently taking connections (the others
     /// are parked by `io-threads-adaptive`, or retiring).
     pub io_threads_active: usize,
