@@ -1,0 +1,85 @@
+//! What this machine's memory allows for the execution thread's bench
+//! (docs/BENCHMARKS.md §6): random 512-byte blocks in a 5 GB region, each
+//! block prefetched `D` blocks ahead, then read (GET's copy) or overwritten
+//! (SET's copy). No table, no parsing: an upper bound on GET/SET per second
+//! at 10M keys of 512 bytes, since those touch at least these lines.
+//!
+//! ```text
+//! cargo run --release -p ringkv-store --example memory_roofline          # 4 KiB pages
+//! cargo run --release -p ringkv-store --example memory_roofline -- thp   # huge pages
+//! ```
+
+use std::hint::black_box;
+use std::time::Instant;
+
+const BLOCKS: usize = 10_000_000;
+const BLOCK: usize = 512;
+const OPS: usize = 4_000_000;
+const AHEAD: usize = 16;
+
+fn main() {
+    let thp = std::env::args().any(|a| a == "thp");
+    let len = BLOCKS * BLOCK;
+    // SAFETY: an anonymous private mapping of `len` bytes, checked below;
+    // it is only ever accessed through the slice made from it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(base, libc::MAP_FAILED, "mmap {len} bytes");
+    if thp {
+        // SAFETY: advice on the mapping made above; it changes no contents.
+        unsafe { libc::madvise(base, len, libc::MADV_HUGEPAGE) };
+    }
+    // SAFETY: the mapping is `len` bytes, readable and writable, zeroed,
+    // and lives until the process exits.
+    let mem: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(base.cast(), len) };
+    mem.fill(1);
+
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let idx: Vec<usize> = (0..OPS)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % BLOCKS as u64) as usize * BLOCK
+        })
+        .collect();
+    let src = [7u8; BLOCK];
+    for write in [false, true] {
+        let t = Instant::now();
+        let mut sum = 0u64;
+        for i in 0..OPS {
+            if let Some(&ahead) = idx.get(i + AHEAD) {
+                for off in (0..BLOCK).step_by(64) {
+                    ringkv_store::table::prefetch_ptr(mem[ahead + off..].as_ptr());
+                }
+            }
+            let block = &mut mem[idx[i]..idx[i] + BLOCK];
+            if write {
+                block.copy_from_slice(&src);
+            } else {
+                sum += block.iter().step_by(64).map(|&b| b as u64).sum::<u64>();
+            }
+        }
+        black_box(sum);
+        let dt = t.elapsed().as_secs_f64();
+        println!(
+            "{} pages, {}: {:.2}M blocks/s ({:.0} ns each)",
+            if thp { "huge" } else { "4 KiB" },
+            if write {
+                "overwrite 512 B"
+            } else {
+                "read 512 B"
+            },
+            OPS as f64 / dt / 1e6,
+            dt / OPS as f64 * 1e9
+        );
+    }
+}
