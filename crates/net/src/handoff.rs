@@ -53,9 +53,16 @@ impl<T: Send> Outlet<T> {
         }
     }
 
-    /// Queue a message (sent by [`Outlet::flush`]).
+    /// Queue a message (published by [`Outlet::flush`]). Straight into the
+    /// ring when nothing waits ahead of it, so it is moved once.
     pub(crate) fn send(&mut self, msg: T) {
-        self.held.push_back(msg);
+        if self.held.is_empty() {
+            if let Err(msg) = self.tx.push(msg) {
+                self.held.push_back(msg);
+            }
+        } else {
+            self.held.push_back(msg);
+        }
     }
 
     /// Move queued messages into the ring and publish them with one store.
