@@ -17,7 +17,7 @@
 //! time instead of wall time (for a machine shared with other work).
 
 use criterion::{Criterion, Throughput};
-use resp::{Limits, Parsed, Span};
+use resp::{Limits, Parsed, ReplyBuf, Span};
 use ringkv_engine::{ClientId, ClientInfo, CommandsView, Config, Engine, Job};
 use std::hint::black_box;
 
@@ -59,7 +59,7 @@ fn key(i: u64) -> String {
     format!("key:{i:012}")
 }
 
-fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Vec<u8>]) {
+fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [ReplyBuf]) {
     let mut jobs: Vec<Job<'_>> = clients
         .iter()
         .zip(inputs)
@@ -136,7 +136,9 @@ fn main() {
     let clients: Vec<ClientId> = (0..CLIENTS)
         .map(|_| e.connect(info.clone()).unwrap())
         .collect();
-    let mut outs: Vec<Vec<u8>> = (0..CLIENTS).map(|_| Vec::with_capacity(1 << 16)).collect();
+    let mut outs: Vec<ReplyBuf> = (0..CLIENTS)
+        .map(|_| ReplyBuf::with_capacity(1 << 16))
+        .collect();
 
     // Load every key once, in batches of the same shape.
     let t = std::time::Instant::now();
@@ -190,7 +192,7 @@ fn main() {
             std::slice::from_ref(&cfg),
             &mut outs[..1],
         );
-        assert_eq!(outs[0], b"+OK\r\n");
+        assert_eq!(outs[0].bytes, b"+OK\r\n");
         for (name, set) in [("get", &gets), ("set", &sets)] {
             let mut i = 0;
             g.bench_function(format!("{name}/prefetch{prefetch}"), |b| {

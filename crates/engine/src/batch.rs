@@ -2,7 +2,7 @@
 //! per client in, reply bytes out.
 
 use crate::ClientId;
-use resp::Span;
+use resp::{ReplyBuf, Span};
 
 /// A run of complete commands from one client, as the parser left them:
 /// argument spans over one read buffer, grouped by command.
@@ -54,8 +54,9 @@ impl<'a> ArgvRef<'a> {
 pub struct Job<'a> {
     pub client: ClientId,
     pub commands: CommandsView<'a>,
-    /// Replies are appended here, in command order.
-    pub out: &'a mut Vec<u8>,
+    /// Replies are appended here, in command order. Large string values
+    /// go in by reference ([`ReplyBuf`]), not copied.
+    pub out: &'a mut ReplyBuf,
     /// Set by the engine: close the connection once `out` is sent (QUIT,
     /// AUTH failures under protected mode, ...). Commands after the one that
     /// set it are not executed.
@@ -79,7 +80,7 @@ impl<'a> Job<'a> {
         )
     }
 
-    pub fn new(client: ClientId, commands: CommandsView<'a>, out: &'a mut Vec<u8>) -> Job<'a> {
+    pub fn new(client: ClientId, commands: CommandsView<'a>, out: &'a mut ReplyBuf) -> Job<'a> {
         Job {
             client,
             commands,

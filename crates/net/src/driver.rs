@@ -116,6 +116,10 @@ pub(crate) struct Driver {
     shutdown_deadline: Option<Instant>,
     /// An IO thread told to end once its connections have moved away.
     retiring: bool,
+    /// References to large values whose sends are done (or whose
+    /// connections went away): dropped here in inline mode, handed back to
+    /// the execution thread once per iteration on an IO thread.
+    pub(crate) spent: Vec<resp::SharedBytes>,
     // Counters not yet reported to the engine.
     reads: u64,
     writes: u64,
@@ -152,6 +156,7 @@ impl Driver {
             shutting_down: false,
             shutdown_deadline: None,
             retiring: false,
+            spent: Vec::new(),
             reads: 0,
             writes: 0,
             bytes_in: 0,
@@ -302,10 +307,11 @@ impl Driver {
     pub(crate) fn on_sent(&mut self, slot: u32, n: usize) -> bool {
         self.writes += 1;
         self.bytes_out += n as u64;
-        let Some(c) = self.conn(slot) else {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
             return false;
         };
         c.advance(n);
+        c.take_spent(&mut self.spent);
         let more = c.has_output();
         if !more && c.closing != Closing::Open {
             self.queue_close(slot);
@@ -367,8 +373,13 @@ impl Driver {
     /// [`Driver::after_wait`] once the wait returns.
     pub(crate) fn before_wait(&mut self) -> Duration {
         let engine = match &mut self.side {
-            Side::Inline(engine) => engine,
+            Side::Inline(engine) => {
+                // The engine's own thread: the values are freed here.
+                self.spent.clear();
+                engine
+            }
             Side::Io(link) => {
+                link.give_back(&mut self.spent);
                 link.flush();
                 return link.before_wait(!self.dirty.is_empty(), MAX_WAIT);
             }
@@ -637,7 +648,7 @@ impl Driver {
         if let Some(&slot) = self.by_client.get(&client.0)
             && let Some(c) = self.conn(slot)
         {
-            c.append_output(bytes);
+            c.append_bytes(bytes);
             self.queue_flush(slot);
         }
     }
@@ -750,7 +761,8 @@ impl Driver {
     /// The backend has finished with `slot` (fd closed, no operation in
     /// flight): forget the connection and its Session.
     pub(crate) fn release(&mut self, slot: u32) -> Option<Connection> {
-        let c = self.vacate(slot)?;
+        let mut c = self.vacate(slot)?;
+        c.take_all_refs(&mut self.spent);
         match &mut self.side {
             Side::Inline(engine) => engine.disconnect(c.client),
             Side::Io(link) => link.disconnect(c.client),
@@ -819,7 +831,8 @@ mod tests {
         let c = d.conn(slot).unwrap();
         let mut out = Vec::new();
         while c.has_output() {
-            let chunk = c.pending_send().to_vec();
+            let (buf, from) = c.pending();
+            let chunk = buf.to_vec()[from..].to_vec();
             c.advance(chunk.len());
             out.extend(chunk);
         }

@@ -18,6 +18,7 @@ use crate::io_thread::IoLink;
 use crate::listener::Listener;
 use crate::{epoll, uring};
 use engine::{ClientId, ClientInfo, CommandsView, Engine, Event, IoThreadStats, Job, log};
+use resp::ReplyBuf;
 use ringkv_rings::doorbell::Doorbell;
 use ringkv_rings::spsc::Consumer;
 use std::collections::HashMap;
@@ -74,7 +75,7 @@ struct Pending {
     generation: u32,
     client: ClientId,
     req: Request,
-    out: Vec<u8>,
+    out: ReplyBuf,
 }
 
 /// Which backend the IO threads run.
@@ -389,6 +390,9 @@ impl ExecLoop {
                 });
             }
             ToExec::Released { conn } => self.released(thread, conn),
+            // The last reference may be this one: the value is freed on
+            // the thread that allocated it.
+            ToExec::Spent { refs } => drop(refs),
             ToExec::Exited => self.exited(thread),
             other => self.deferred.push(other),
         }
@@ -459,6 +463,7 @@ impl ExecLoop {
             ToExec::Connect { .. }
             | ToExec::Commands { .. }
             | ToExec::Released { .. }
+            | ToExec::Spent { .. }
             | ToExec::Exited => {}
         }
     }

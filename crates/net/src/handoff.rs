@@ -31,7 +31,7 @@
 
 use crate::connection::Connection;
 use engine::ClientId;
-use resp::{Limits, ProtocolError, Span};
+use resp::{Limits, ProtocolError, ReplyBuf, SharedBytes, Span};
 use ringkv_rings::spsc::Producer;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -133,7 +133,7 @@ pub(crate) enum ToExec {
         generation: u32,
         client: ClientId,
         req: Request,
-        out: Vec<u8>,
+        out: ReplyBuf,
         /// Bytes read from this client since its last request.
         bytes_in: u64,
     },
@@ -153,6 +153,13 @@ pub(crate) enum ToExec {
     /// socket, unread input, unsent output, blocked state.
     Released {
         conn: Box<Connection>,
+    },
+    /// References to large values that this thread has finished sending
+    /// (or dropped with their connection), gathered over one loop
+    /// iteration: the execution thread drops them, so a value whose last
+    /// reference this was is freed by the thread that allocated it.
+    Spent {
+        refs: Vec<SharedBytes>,
     },
     /// The thread has finished shutting down and is about to exit.
     Exited,
@@ -177,7 +184,7 @@ pub(crate) enum ToIo {
         slot: u32,
         generation: u32,
         req: Request,
-        out: Vec<u8>,
+        out: ReplyBuf,
         close_after_reply: bool,
         /// The client blocked after this many commands.
         blocked_after: Option<usize>,
