@@ -11,6 +11,15 @@
 //!  close ──────────── Disconnect{client} ───────► engine.disconnect
 //!         ◄────────── Output / Close / Unblocked / Shutdown (engine events)
 //!
+//!  large values (≥ store::SHARED_STR_MIN) travel by reference:
+//!         ◄────────── Replies{.., out: bytes + Arc refs to values}
+//!  sendmsg / IORING_OP_SENDMSG over bytes and values (no copy)
+//!  sent (or the connection gone): refs collected per loop iteration
+//!  spent ──────────── Spent{refs} ──────────────► dropped here: a value
+//!                                                  overwritten or deleted
+//!                                                  meanwhile is freed by
+//!                                                  the thread that made it
+//!
 //!  moving a connection from IO thread A to B (load, CONFIG SET io-threads):
 //!  A      ◄────────── Release{client} ─────────── owner stays A; output for
 //!  A: once nothing is in flight, let go of the socket    the client is held
@@ -27,7 +36,12 @@
 //! thread and come back to it with the replies, to be reused or freed
 //! there: the allocator never sees a cross-thread free on the hot path.
 //! The execution thread allocates only the rare out-of-band output
-//! (pub/sub messages, unblocked replies, refusals).
+//! (pub/sub messages, unblocked replies, refusals), and the large string
+//! values that replies refer to: an IO thread never drops its reference
+//! to one (it might be the last, and free the value), it hands it back in
+//! `Spent`, and the execution thread drops it. Only the small `Vec`
+//! carrying the references is freed there rather than where it was made.
+//! In inline mode (`io-threads 1`) the loop's own thread drops them.
 
 use crate::connection::Connection;
 use engine::ClientId;
