@@ -8,7 +8,7 @@
 
 use ringkv_e2e::raw::{Raw, Reply, encode};
 use ringkv_e2e::v::{bulk, err, int, ok};
-use ringkv_e2e::{Backend, Opts, e2e, info_field, q, query};
+use ringkv_e2e::{Opts, e2e, info_field, q, query};
 use std::time::Duration;
 
 /// `n` bytes no two neighbouring windows of which look alike, so a
@@ -225,8 +225,8 @@ e2e!(
     }
 );
 
-/// The referenced bytes count as output: INFO total_net_output_bytes and
-/// CLIENT LIST tot-net-out grow by the value's size.
+// The referenced bytes count as output: INFO total_net_output_bytes and
+// CLIENT LIST tot-net-out grow by the value's size.
 e2e!(
     ringkv_only fn referenced_bytes_are_counted_as_output(b) {
         let srv = b.server();
@@ -258,8 +258,8 @@ e2e!(
     }
 );
 
-/// Threaded mode whatever the suite's settings: the IO threads send the
-/// references and hand them back to the execution thread.
+// Threaded mode whatever the suite's settings: the IO threads send the
+// references and hand them back to the execution thread.
 e2e!(
     ringkv_only fn large_values_with_io_threads(b) {
         let srv = b.start(
@@ -284,7 +284,3 @@ e2e!(
         reference_outlives(&srv, &["FLUSHALL", "ASYNC"]);
     }
 );
-
-/// Keep the imports used on every target.
-#[allow(dead_code)]
-fn _uses(_: Backend) {}
