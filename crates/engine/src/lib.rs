@@ -58,7 +58,7 @@ pub mod table;
 pub mod watch;
 
 pub use batch::{ArgvRef, CommandsView, Job};
-pub use config::{Config, ConfigError, IoUringMode};
+pub use config::{Config, ConfigError, IoUringMode, OutputLimit};
 pub use server::{MemoryProbe, MemoryStats, Server};
 pub use session::Session;
 
@@ -646,6 +646,32 @@ impl Engine {
             .unwrap_or_default();
         log::warning(&format!(
             "Closing client that reached max query buffer length: id={} addr={who} qbuf={qbuf_len} (qbuf initial bytes omitted)",
+            client.0
+        ));
+    }
+
+    /// The `client-output-buffer-limit` that applies to `client`: the
+    /// `normal` class, except for subscribers (the `pubsub` class, not
+    /// enforced yet) and unknown clients (no limit).
+    pub fn output_limit_for(&self, client: ClientId) -> OutputLimit {
+        match self.srv.clients.get(client) {
+            Some(s) if s.subs.is_none() => self.srv.config.client_output_buffer_limit_normal,
+            _ => OutputLimit::default(),
+        }
+    }
+
+    /// The IO layer closed `client` for going over its output buffer limit
+    /// with `len` bytes pending (INFO, log line as Valkey's).
+    pub fn note_output_buffer_limit(&mut self, client: ClientId, len: usize) {
+        self.srv.stats.client_output_buffer_limit_disconnections += 1;
+        let who = self
+            .srv
+            .clients
+            .get(client)
+            .map(|s| s.addr_string())
+            .unwrap_or_default();
+        log::warning(&format!(
+            "Client id={} addr={who} omem={len} closed for overcoming of output buffer limits.",
             client.0
         ));
     }

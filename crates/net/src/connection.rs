@@ -91,6 +91,10 @@ pub(crate) struct Connection {
     /// Threaded mode: the parser limits and query-buffer cap the execution
     /// thread last gave for this client (they change with AUTH and CONFIG SET).
     pub(crate) limits: Option<(Limits, usize)>,
+    /// `client-output-buffer-limit` for this client (from the engine).
+    pub(crate) out_limit: engine::OutputLimit,
+    /// Since when pending output has been over the soft limit.
+    soft_since: Option<std::time::Instant>,
     /// Threaded mode: bytes read since the last request (CLIENT LIST
     /// `tot-net-in` is kept by the execution thread).
     pub(crate) unreported_in: u64,
@@ -157,6 +161,8 @@ impl Connection {
             dirty: false,
             in_flight: false,
             limits: None,
+            out_limit: engine::OutputLimit::default(),
+            soft_since: None,
             unreported_in: 0,
             moving: false,
             flush_queued: false,
@@ -523,6 +529,33 @@ impl Connection {
                 self.sending.clear();
             }
         }
+    }
+
+    /// Bytes queued or being sent, referenced values counted as copied
+    /// (what `client-output-buffer-limit` is checked against).
+    pub(crate) fn output_len(&self) -> usize {
+        self.out.len() + self.sending.len() - self.sent
+    }
+
+    /// Pending output is over the hard limit, or has been over the soft
+    /// limit for more than its seconds (Valkey's
+    /// `checkClientOutputBufferLimits`).
+    pub(crate) fn over_output_limit(&mut self) -> bool {
+        let l = self.out_limit;
+        if !l.is_set() {
+            return false;
+        }
+        let len = self.output_len() as u64;
+        if l.hard > 0 && len > l.hard {
+            return true;
+        }
+        if l.soft > 0 && len > l.soft {
+            let now = std::time::Instant::now();
+            let since = *self.soft_since.get_or_insert(now);
+            return now.duration_since(since) > std::time::Duration::from_secs(l.soft_seconds);
+        }
+        self.soft_since = None;
+        false
     }
 
     /// Move out the references whose bytes have all been sent.

@@ -588,10 +588,18 @@ impl Driver {
             c.close_input();
             c.close(Closing::AfterFlush);
         }
+        if let Side::Inline(engine) = &self.side
+            && engine.config().client_output_buffer_limit_normal.is_set()
+        {
+            c.out_limit = engine.output_limit_for(c.client);
+        }
         let has_output = c.has_output() && !c.moving;
         // A moving connection's hand-over waited for this request.
         let closing = c.closing != Closing::Open || c.moving;
         self.conns[slot as usize] = Some(c);
+        if has_output {
+            self.enforce_output_limit(slot);
+        }
         if has_output {
             self.queue_flush(slot);
         }
@@ -650,7 +658,25 @@ impl Driver {
         {
             c.append_bytes(bytes);
             self.queue_flush(slot);
+            self.enforce_output_limit(slot);
         }
+    }
+
+    /// Close `slot` now if its pending output is over its
+    /// `client-output-buffer-limit`, and tell the engine.
+    fn enforce_output_limit(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.closing == Closing::Now || !c.over_output_limit() {
+            return;
+        }
+        let (client, len) = (c.client, c.output_len());
+        match &mut self.side {
+            Side::Inline(engine) => engine.note_output_buffer_limit(client, len),
+            Side::Io(link) => link.send(ToExec::OutputBufferLimit { client, len }),
+        }
+        self.close(slot, Closing::Now);
     }
 
     /// The execution thread wants this client's connection moved to
@@ -960,5 +986,44 @@ mod tests {
         d.release(a);
         d.release(b);
         assert!(d.tick());
+    }
+
+    #[test]
+    fn output_buffer_limit_closes_now() {
+        let mut d = driver(config(&[
+            "--client-output-buffer-limit",
+            "normal",
+            "100kb",
+            "50kb",
+            "0",
+        ]));
+        let s = add(&mut d);
+        let mut input = Vec::new();
+        resp::encode_command(&[b"SET".as_slice(), b"big", &[b'x'; 60_000]], &mut input);
+        resp::encode_command(&[b"GET".as_slice(), b"big"], &mut input);
+        d.on_input(s, &input);
+        d.process();
+        // 60 KB pending: over the soft limit only just now, so still open.
+        let c = d.conn(s).unwrap();
+        assert_eq!(c.closing, Closing::Open);
+        assert!(c.output_len() > 60_000);
+        // Two more GETs unread: over the hard limit (referenced bytes
+        // count as copied).
+        d.on_input(s, b"GET big\r\nGET big\r\n");
+        d.process();
+        assert_eq!(d.conn(s).unwrap().closing, Closing::Now);
+        let info = {
+            let t = add(&mut d);
+            d.on_input(t, b"INFO stats\r\n");
+            d.process();
+            String::from_utf8(output(&mut d, t)).unwrap()
+        };
+        assert!(
+            info.contains("client_output_buffer_limit_disconnections:1"),
+            "{info}"
+        );
+        // Its references go back with the connection.
+        d.release(s);
+        assert_eq!(d.spent.len(), 3);
     }
 }

@@ -435,9 +435,21 @@ impl ExecLoop {
         flags.clear();
         flags.extend(jobs.iter().map(Job::outcome));
         drop(jobs);
+        // The default (no normal-class limit) costs no Session lookup.
+        let no_out_limit = !self
+            .engine
+            .config()
+            .client_output_buffer_limit_normal
+            .is_set();
         for (p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
             let (limits, qbuf_limit) = self.engine.client_limits(p.client);
+            let out_limit = if no_out_limit {
+                engine::OutputLimit::default()
+            } else {
+                self.engine.output_limit_for(p.client)
+            };
             let msg = ToIo::Replies {
+                out_limit,
                 slot: p.slot,
                 generation: p.generation,
                 req: p.req,
@@ -459,6 +471,9 @@ impl ExecLoop {
             ToExec::ProtocolError { client, err } => self.engine.note_protocol_error(client, &err),
             ToExec::QueryBufferLimit { client, len } => {
                 self.engine.note_query_buffer_limit(client, len)
+            }
+            ToExec::OutputBufferLimit { client, len } => {
+                self.engine.note_output_buffer_limit(client, len)
             }
             ToExec::Connect { .. }
             | ToExec::Commands { .. }

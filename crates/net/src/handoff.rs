@@ -163,6 +163,11 @@ pub(crate) enum ToExec {
         client: ClientId,
         len: usize,
     },
+    /// Closed for going over `client-output-buffer-limit`.
+    OutputBufferLimit {
+        client: ClientId,
+        len: usize,
+    },
     /// A connection the execution thread asked for with `Release`, whole:
     /// socket, unread input, unsent output, blocked state.
     Released {
@@ -204,6 +209,7 @@ pub(crate) enum ToIo {
         blocked_after: Option<usize>,
         limits: Limits,
         qbuf_limit: usize,
+        out_limit: engine::OutputLimit,
     },
     /// Output produced outside the client's own request.
     Output {

@@ -286,6 +286,7 @@ impl Driver {
                     blocked_after,
                     limits,
                     qbuf_limit,
+                    out_limit,
                 } => {
                     let Some(mut c) = self.take_conn(slot, generation) else {
                         out.take_refs(&mut self.spent);
@@ -293,6 +294,7 @@ impl Driver {
                         continue;
                     };
                     c.limits = Some((limits, qbuf_limit));
+                    c.out_limit = out_limit;
                     let err = c.reattach(&req, &mut out, close_after_reply, blocked_after);
                     // Left over when the connection is closing now.
                     out.take_refs(&mut self.spent);
