@@ -20,7 +20,7 @@
 //! the execution thread reads every request to work them out itself.
 
 use criterion::{Criterion, Throughput};
-use resp::{Limits, Parsed, Span};
+use resp::{Limits, Parsed, ReplyBuf, Span};
 use ringkv_engine::{
     ArgvRef, ClientId, ClientInfo, CommandHint, CommandsView, Config, Engine, Job,
 };
@@ -76,7 +76,7 @@ fn key(i: u64) -> String {
     format!("key:{i:012}")
 }
 
-fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Vec<u8>], hints: bool) {
+fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [ReplyBuf], hints: bool) {
     let mut jobs: Vec<Job<'_>> = clients
         .iter()
         .zip(inputs)
@@ -155,7 +155,9 @@ fn main() {
     let clients: Vec<ClientId> = (0..CLIENTS)
         .map(|_| e.connect(info.clone()).unwrap())
         .collect();
-    let mut outs: Vec<Vec<u8>> = (0..CLIENTS).map(|_| Vec::with_capacity(1 << 16)).collect();
+    let mut outs: Vec<ReplyBuf> = (0..CLIENTS)
+        .map(|_| ReplyBuf::with_capacity(1 << 16))
+        .collect();
 
     // Load every key once, in batches of the same shape.
     let t = std::time::Instant::now();
@@ -210,7 +212,7 @@ fn main() {
             &mut outs[..1],
             true,
         );
-        assert_eq!(outs[0], b"+OK\r\n");
+        assert_eq!(outs[0].bytes, b"+OK\r\n");
         for (name, set) in [("get", &gets), ("set", &sets)] {
             let mut i = 0;
             g.bench_function(format!("{name}/prefetch{prefetch}"), |b| {

@@ -3,7 +3,7 @@
 
 use crate::ClientId;
 use crate::table::table;
-use resp::Span;
+use resp::{ReplyBuf, Span};
 
 /// A run of complete commands from one client, as the parser left them:
 /// argument spans over one read buffer, grouped by command.
@@ -101,8 +101,9 @@ impl<'a> ArgvRef<'a> {
 pub struct Job<'a> {
     pub client: ClientId,
     pub commands: CommandsView<'a>,
-    /// Replies are appended here, in command order.
-    pub out: &'a mut Vec<u8>,
+    /// Replies are appended here, in command order. Large string values
+    /// go in by reference ([`ReplyBuf`]), not copied.
+    pub out: &'a mut ReplyBuf,
     /// Set by the engine: close the connection once `out` is sent (QUIT,
     /// AUTH failures under protected mode, ...). Commands after the one that
     /// set it are not executed.
@@ -126,7 +127,7 @@ impl<'a> Job<'a> {
         )
     }
 
-    pub fn new(client: ClientId, commands: CommandsView<'a>, out: &'a mut Vec<u8>) -> Job<'a> {
+    pub fn new(client: ClientId, commands: CommandsView<'a>, out: &'a mut ReplyBuf) -> Job<'a> {
         Job {
             client,
             commands,

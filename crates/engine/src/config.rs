@@ -345,6 +345,40 @@ fn find_def(name: &str) -> Option<usize> {
     })
 }
 
+/// One class of `client-output-buffer-limit`: a client whose pending
+/// output exceeds `hard` bytes, or stays above `soft` bytes for
+/// `soft_seconds`, is disconnected (0 = no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+impl OutputLimit {
+    /// The `normal` class of the directive's stored value
+    /// (`normal H S T slave H S T pubsub H S T`, sizes in bytes).
+    fn parse_normal(v: &str) -> OutputLimit {
+        let parts: Vec<&str> = v.split(' ').collect();
+        parts
+            .chunks(4)
+            .find(|c| c[0].eq_ignore_ascii_case("normal") && c.len() == 4)
+            .map(|c| {
+                let n = |s: &str| s.parse::<u64>().unwrap_or(0);
+                OutputLimit {
+                    hard: n(c[1]),
+                    soft: n(c[2]),
+                    soft_seconds: n(c[3]),
+                }
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.hard > 0 || self.soft > 0
+    }
+}
+
 /// A directive that could not be applied: where, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -420,6 +454,10 @@ pub struct Config {
     pub pidfile: String,
     pub daemonize: bool,
     pub client_query_buffer_limit: usize,
+    /// `client-output-buffer-limit normal <hard> <soft> <soft-seconds>`
+    /// in bytes and seconds (0 = no limit). The replica and pubsub classes
+    /// are accepted but not enforced.
+    pub client_output_buffer_limit_normal: OutputLimit,
     pub proto_max_bulk_len: usize,
     pub hz: u32,
     pub maxmemory: u64,
@@ -466,6 +504,7 @@ impl Default for Config {
             pidfile: String::new(),
             daemonize: false,
             client_query_buffer_limit: 1 << 30,
+            client_output_buffer_limit_normal: OutputLimit::default(),
             proto_max_bulk_len: 512 << 20,
             hz: 10,
             maxmemory: 0,
@@ -826,6 +865,9 @@ impl Config {
             "dir" => self.dir = v.to_string(),
             "daemonize" => self.daemonize = v == "yes",
             "client-query-buffer-limit" => self.client_query_buffer_limit = num() as usize,
+            "client-output-buffer-limit" => {
+                self.client_output_buffer_limit_normal = OutputLimit::parse_normal(v)
+            }
             "proto-max-bulk-len" => self.proto_max_bulk_len = num() as usize,
             "hz" => self.hz = num().clamp(1, 500) as u32,
             "maxmemory" => self.maxmemory = num() as u64,

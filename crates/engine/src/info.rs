@@ -502,7 +502,11 @@ fn stats(srv: &Server, out: &mut String) {
         "client_query_buffer_limit_disconnections:{}",
         st.client_query_buffer_limit_disconnections
     );
-    field!(out, "client_output_buffer_limit_disconnections:0");
+    field!(
+        out,
+        "client_output_buffer_limit_disconnections:{}",
+        st.client_output_buffer_limit_disconnections
+    );
     field!(out, "reply_buffer_shrinks:0");
     field!(out, "reply_buffer_expands:0");
     field!(out, "acl_access_denied_auth:0");

@@ -58,11 +58,11 @@ pub mod table;
 pub mod watch;
 
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job};
-pub use config::{Config, ConfigError, IoUringMode};
+pub use config::{Config, ConfigError, IoUringMode, OutputLimit};
 pub use server::{MemoryProbe, MemoryStats, Server};
 pub use session::Session;
 
-use resp::ReplyWriter;
+use resp::{Mark, ReplyBuf, ReplyWriter};
 use server::CmdStat;
 use session::ReplyMode;
 use std::net::{IpAddr, SocketAddr};
@@ -644,6 +644,32 @@ impl Engine {
         ));
     }
 
+    /// The `client-output-buffer-limit` that applies to `client`: the
+    /// `normal` class, except for subscribers (the `pubsub` class, not
+    /// enforced yet) and unknown clients (no limit).
+    pub fn output_limit_for(&self, client: ClientId) -> OutputLimit {
+        match self.srv.clients.get(client) {
+            Some(s) if s.subs.is_none() => self.srv.config.client_output_buffer_limit_normal,
+            _ => OutputLimit::default(),
+        }
+    }
+
+    /// The IO layer closed `client` for going over its output buffer limit
+    /// with `len` bytes pending (INFO, log line as Valkey's).
+    pub fn note_output_buffer_limit(&mut self, client: ClientId, len: usize) {
+        self.srv.stats.client_output_buffer_limit_disconnections += 1;
+        let who = self
+            .srv
+            .clients
+            .get(client)
+            .map(|s| s.addr_string())
+            .unwrap_or_default();
+        log::warning(&format!(
+            "Client id={} addr={who} omem={len} closed for overcoming of output buffer limits.",
+            client.0
+        ));
+    }
+
     /// Bytes read from `client` (CLIENT LIST `tot-net-in`); the IO layer
     /// may report them per read. The server-wide total is
     /// [`NetStats::total_net_input_bytes`].
@@ -698,7 +724,7 @@ fn execute_one(
     sess: &mut Session,
     argv: ArgvRef<'_>,
     found: Found,
-    out: &mut Vec<u8>,
+    out: &mut ReplyBuf,
     now_ms: i64,
     timer: &mut CmdTimer,
 ) {
@@ -708,7 +734,7 @@ fn execute_one(
     if sess.reply_mode == ReplyMode::Skip {
         sess.reply_mode = ReplyMode::SkipThis;
     }
-    let reply_start = out.len();
+    let reply_start = out.mark();
     let proto = sess.proto;
 
     let idx = found.hint.idx;
@@ -721,7 +747,7 @@ fn execute_one(
             if let Some(m) = sess.multi.as_deref_mut() {
                 m.dirty = true;
             }
-            let mut w = ReplyWriter::new(out, proto);
+            let mut w = ReplyWriter::for_buf(out, proto);
             w.error(&rejected.msg);
             if let Some(i) = rejected.cmd {
                 srv.stats.commands[i].rejected_calls += 1;
@@ -737,7 +763,7 @@ fn execute_one(
         && !cmd::transactions::runs_in_multi(i)
     {
         m.queue(i, argv);
-        ReplyWriter::new(out, proto).simple("QUEUED");
+        ReplyWriter::for_buf(out, proto).simple("QUEUED");
         sess.last_cmd = Some(i);
         timer.switch(srv, None);
         finish_reply(srv, sess, out, reply_start);
@@ -765,7 +791,7 @@ fn execute_one(
         let mut ctx = command::Ctx {
             srv: &mut *srv,
             session: &mut *sess,
-            reply: ReplyWriter::new(&mut *out, proto),
+            reply: ReplyWriter::for_buf(&mut *out, proto),
             now_ms,
         };
         f(&mut ctx, argv);
@@ -773,7 +799,7 @@ fn execute_one(
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
     // Keys the command expired: WATCH invalidation, `expired` events.
     if srv.expiry_logging {
-        let mut w = ReplyWriter::new(&mut *out, sess.proto);
+        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
         let me = pubsub::Me {
             id: sess.id,
             reply: &mut w,
@@ -786,7 +812,7 @@ fn execute_one(
     let st: &mut CmdStat = &mut srv.stats.commands[i];
     // A blocked command is counted when it is served.
     st.calls += u64::from(!blocked);
-    if out.len() > reply_start && out[reply_start] == b'-' {
+    if out.bytes.get(reply_start.bytes) == Some(&b'-') {
         st.failed_calls += 1;
     }
     srv.stats.total_commands_processed += 1;
@@ -796,9 +822,10 @@ fn execute_one(
 /// Count an error reply (errorstats) and drop the reply if CLIENT REPLY
 /// says so.
 #[inline]
-fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut Vec<u8>, reply_start: usize) {
-    if out.len() > reply_start && out[reply_start] == b'-' {
-        let line = &out[reply_start + 1..];
+fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf, reply_start: Mark) {
+    // An error reply is all bytes (only bulk strings hold references).
+    if out.bytes.get(reply_start.bytes) == Some(&b'-') {
+        let line = &out.bytes[reply_start.bytes + 1..];
         let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
         let text = String::from_utf8_lossy(&line[..end]);
         srv.stats.record_error(&text);

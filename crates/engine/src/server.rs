@@ -62,6 +62,7 @@ pub struct Stats {
     pub total_writes_processed: u64,
     pub evicted_clients: u64,
     pub client_query_buffer_limit_disconnections: u64,
+    pub client_output_buffer_limit_disconnections: u64,
     pub protocol_errors: u64,
     pub peak_memory: u64,
     /// Instantaneous-metric samples (Valkey keeps 16, one per 100 ms).

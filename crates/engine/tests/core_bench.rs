@@ -39,7 +39,8 @@ fn batch_cost_per_command() {
                 at += consumed;
             }
         }
-        let mut outs: Vec<Vec<u8>> = vec![Vec::with_capacity(4096); clients.len()];
+        let mut outs: Vec<resp::ReplyBuf> =
+            vec![resp::ReplyBuf::with_capacity(4096); clients.len()];
         let rounds = 2000;
         let t = std::time::Instant::now();
         for _ in 0..rounds {

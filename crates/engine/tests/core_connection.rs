@@ -347,7 +347,7 @@ fn several_clients_in_one_batch_keep_their_own_state() {
     .iter()
     .map(CommandHint::of)
     .collect::<Vec<_>>();
-    let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
+    let (mut out_a, mut out_b) = (resp::ReplyBuf::new(), resp::ReplyBuf::new());
     let mut jobs = [
         Job {
             client: a,
@@ -378,8 +378,8 @@ fn several_clients_in_one_batch_keep_their_own_state() {
         },
     ];
     e.execute_batch(&mut jobs);
-    assert_eq!(out_a, b"+OK\r\n+OK\r\n$5\r\nalice\r\n");
-    assert_eq!(out_b, b"$-1\r\n+PONG\r\n");
+    assert_eq!(out_a.to_vec(), b"+OK\r\n+OK\r\n$5\r\nalice\r\n");
+    assert_eq!(out_b.to_vec(), b"$-1\r\n+PONG\r\n");
     assert_eq!(e.server().clients.get(a).unwrap().db, 3);
     assert_eq!(e.server().clients.get(b).unwrap().db, 0);
 }

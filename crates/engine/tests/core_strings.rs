@@ -720,3 +720,160 @@ fn command_info_for_string_commands() {
         assert!(r.starts_with("*1\r\n*10\r\n"), "{name}: {r}");
     }
 }
+
+/// Strings written whole from `store::SHARED_STR_MIN` bytes on are shared:
+/// replies refer to them instead of copying, and every command that reads
+/// or edits strings still gives Valkey's answers.
+#[test]
+fn large_values_are_shared_and_replied_by_reference() {
+    let (mut e, c) = setup();
+    let n = store::SHARED_STR_MIN;
+    let big = "a".repeat(n);
+    assert_eq!(cmd(&mut e, c, &["set", "big", &big]), OK);
+    let Some(store::Str::Shared(v)) = value(&e, "big") else {
+        panic!("not shared")
+    };
+    // One below the threshold stays an owned buffer.
+    let small = "s".repeat(n - 1);
+    cmd(&mut e, c, &["set", "small", &small]);
+    assert!(matches!(value(&e, "small"), Some(store::Str::Bytes(_))));
+    let (out, _) = run_buf(&mut e, c, &encode(&[&["get", "small"]]));
+    assert!(!out.has_refs());
+
+    // GET: header, reference, CRLF; small replies around it stay bytes.
+    let (out, _) = run_buf(
+        &mut e,
+        c,
+        &encode(&[&["ping"], &["get", "big"], &["strlen", "big"]]),
+    );
+    assert!(out.has_refs());
+    assert_eq!(
+        out.bytes,
+        format!("+PONG\r\n${n}\r\n\r\n:{n}\r\n").as_bytes()
+    );
+    assert_eq!(
+        out.to_vec(),
+        format!("+PONG\r\n{}:{n}\r\n", bulk(&big)).as_bytes()
+    );
+    assert_eq!(
+        std::sync::Arc::strong_count(&v),
+        3,
+        "keyspace, reply, this test"
+    );
+
+    // Overwritten and deleted while the reply is unsent: it keeps the
+    // original bytes.
+    cmd(&mut e, c, &["set", "big", &"b".repeat(n + 5)]);
+    cmd(&mut e, c, &["del", "big"]);
+    assert_eq!(
+        out.to_vec(),
+        format!("+PONG\r\n{}:{n}\r\n", bulk(&big)).as_bytes()
+    );
+    drop(out);
+    assert_eq!(std::sync::Arc::strong_count(&v), 1);
+
+    cmd(&mut e, c, &["set", "big", &big]);
+    assert_eq!(cmd(&mut e, c, &["object", "encoding", "big"]), bulk("raw"));
+    assert_eq!(cmd(&mut e, c, &["strlen", "big"]), int(n as i64));
+    assert_eq!(
+        cmd(&mut e, c, &["getrange", "big", "-3", "-1"]),
+        bulk("aaa")
+    );
+    assert_eq!(cmd(&mut e, c, &["incr", "big"]), NOT_INT);
+    assert_eq!(cmd(&mut e, c, &["incrbyfloat", "big", "1"]), NOT_FLOAT);
+    assert_eq!(cmd(&mut e, c, &["type", "big"]), "+string\r\n");
+    for (words, want) in [
+        (
+            vec!["mget", "big", "nope"],
+            format!("*2\r\n{}{NIL}", bulk(&big)),
+        ),
+        (vec!["getex", "big", "ex", "100"], bulk(&big)),
+        (vec!["getset", "big", &big], bulk(&big)),
+        (vec!["set", "big", &big, "get"], bulk(&big)),
+    ] {
+        let (out, _) = run_buf(&mut e, c, &encode(&[&words]));
+        assert!(out.has_refs(), "{}", words[0]);
+        assert_eq!(
+            String::from_utf8(out.to_vec()).unwrap(),
+            want,
+            "{}",
+            words[0]
+        );
+    }
+
+    // COPY and RENAME share or move the value; still readable.
+    assert_eq!(cmd(&mut e, c, &["copy", "big", "big2"]), int(1));
+    assert!(matches!(value(&e, "big2"), Some(store::Str::Shared(_))));
+    assert_eq!(cmd(&mut e, c, &["rename", "big2", "big3"]), OK);
+    assert_eq!(cmd(&mut e, c, &["get", "big3"]), bulk(&big));
+
+    // APPEND and SETRANGE copy it into an owned `raw` buffer first; a
+    // reply taken before keeps the old bytes.
+    let (before, _) = run_buf(&mut e, c, &encode(&[&["get", "big"]]));
+    assert_eq!(cmd(&mut e, c, &["append", "big", "xyz"]), int(n as i64 + 3));
+    assert!(matches!(value(&e, "big"), Some(store::Str::Raw(_))));
+    assert_eq!(cmd(&mut e, c, &["object", "encoding", "big"]), bulk("raw"));
+    assert_eq!(
+        cmd(&mut e, c, &["getrange", "big", "-4", "-1"]),
+        bulk("axyz")
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["setrange", "big3", "0", "ZZ"]),
+        int(n as i64)
+    );
+    assert_eq!(cmd(&mut e, c, &["getrange", "big3", "0", "2"]), bulk("ZZa"));
+    assert_eq!(cmd(&mut e, c, &["setbit", "big", "0", "1"]), int(0));
+    assert_eq!(before.to_vec(), bulk(&big).as_bytes());
+    assert_eq!(cmd(&mut e, c, &["getdel", "big3"]).len(), bulk(&big).len());
+
+    // MULTI/EXEC: the queued GET replies by reference too.
+    cmd(&mut e, c, &["set", "big", &big]);
+    cmd(&mut e, c, &["multi"]);
+    cmd(&mut e, c, &["get", "big"]);
+    let (out, _) = run_buf(&mut e, c, &encode(&[&["exec"]]));
+    assert!(out.has_refs());
+    assert_eq!(out.to_vec(), format!("*1\r\n{}", bulk(&big)).as_bytes());
+
+    // CLIENT REPLY SKIP drops the reference with the reply.
+    let (out, _) = run_buf(
+        &mut e,
+        c,
+        &encode(&[&["client", "reply", "skip"], &["get", "big"], &["ping"]]),
+    );
+    assert!(!out.has_refs());
+    assert_eq!(out.to_vec(), b"+PONG\r\n");
+
+    // RESP3: the same bulk string.
+    cmd(&mut e, c, &["hello", "3"]);
+    let (out, _) = run_buf(&mut e, c, &encode(&[&["get", "big"]]));
+    assert!(out.has_refs());
+    assert_eq!(out.to_vec(), bulk(&big).as_bytes());
+}
+
+/// CLIENT INFO's tot-net-out counts a value sent by reference as if it
+/// had been copied.
+#[test]
+fn referenced_bytes_count_as_output() {
+    let (mut e, c) = setup();
+    let big = "q".repeat(100_000);
+    cmd(&mut e, c, &["set", "big", &big]);
+    let out_bytes = |e: &mut engine::Engine| -> u64 {
+        let info = bulk_text(&cmd(e, c, &["client", "info"]));
+        let f = info
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("tot-net-out="))
+            .unwrap()
+            .to_string();
+        f.parse().unwrap()
+    };
+    let before = out_bytes(&mut e);
+    let (out, _) = run_buf(&mut e, c, &encode(&[&["get", "big"]]));
+    assert_eq!(out.len(), 100_000 + "$100000\r\n\r\n".len());
+    let after = out_bytes(&mut e);
+    // The CLIENT INFO reply itself is counted after it is written.
+    let info_reply = cmd(&mut e, c, &["client", "info"]).len() as u64;
+    assert!(
+        after - before >= out.len() as u64 && after - before < out.len() as u64 + info_reply + 64,
+        "{before} -> {after}"
+    );
+}

@@ -30,6 +30,14 @@ pub fn connect(e: &mut Engine) -> ClientId {
 /// Parse `input` (one or more RESP requests) into a view and run it as
 /// one job; returns the reply bytes and whether the engine asked to close.
 pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool) {
+    let (out, close) = run_buf(e, client, input);
+    (out.to_vec(), close)
+}
+
+/// [`run_raw`], with the reply buffer as the engine left it (large values
+/// by reference).
+#[allow(dead_code)]
+pub fn run_buf(e: &mut Engine, client: ClientId, input: &[u8]) -> (resp::ReplyBuf, bool) {
     let mut args: Vec<Span> = Vec::new();
     let mut argc: Vec<u32> = Vec::new();
     // As the IO layer does: each command's hint worked out as it is parsed.
@@ -55,7 +63,7 @@ pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool
             Parsed::Incomplete { .. } => panic!("incomplete request"),
         }
     }
-    let mut out = Vec::new();
+    let mut out = resp::ReplyBuf::new();
     let mut jobs = [Job {
         client,
         commands: CommandsView {

@@ -12,10 +12,17 @@
 //! `sending` is what the socket layer is writing (io_uring may read it at any
 //! moment until the send completes, so it must not move or change). When
 //! `sending` is drained the two swap; no reply byte is copied.
+//!
+//! A reply buffer may hold large values by reference ([`ReplyBuf`]): such a
+//! buffer is sent as an iovec list (bytes, value, bytes, ...), and `sent`
+//! counts bytes across all its segments, so a partial send resumes inside
+//! whichever segment it stopped in. Once it is all sent its references are
+//! moved to `spent`, for the driver to hand back to the thread that
+//! allocated the values.
 
 use crate::handoff::Request;
 use engine::{ArgvRef, ClientId, CommandHint, CommandsView, Job};
-use resp::{Limits, Parsed, ProtocolError, Resume, Span};
+use resp::{Limits, Parsed, ProtocolError, ReplyBuf, Resume, SharedBytes, Span};
 use std::os::fd::RawFd;
 
 /// How reads are sized when the parser gives no hint.
@@ -61,9 +68,12 @@ pub(crate) struct Connection {
     /// Grow `rbuf` towards `need` at most up to this size (the client's
     /// query-buffer limit): `need` is only what the client claims.
     reserve_cap: usize,
-    out: Vec<u8>,
-    sending: Vec<u8>,
+    out: ReplyBuf,
+    sending: ReplyBuf,
+    /// Bytes of `sending` already sent (its referenced values counted).
     sent: usize,
+    /// References of fully sent buffers, not yet handed back.
+    spent: Vec<SharedBytes>,
     /// A protocol error found after the commands now parsed; it is replied
     /// to once they have run.
     error: Option<ProtocolError>,
@@ -84,6 +94,10 @@ pub(crate) struct Connection {
     /// Threaded mode: the parser limits and query-buffer cap the execution
     /// thread last gave for this client (they change with AUTH and CONFIG SET).
     pub(crate) limits: Option<(Limits, usize)>,
+    /// `client-output-buffer-limit` for this client (from the engine).
+    pub(crate) out_limit: engine::OutputLimit,
+    /// Since when pending output has been over the soft limit.
+    soft_since: Option<std::time::Instant>,
     /// Threaded mode: bytes read since the last request (CLIENT LIST
     /// `tot-net-in` is kept by the execution thread).
     pub(crate) unreported_in: u64,
@@ -140,9 +154,10 @@ impl Connection {
             resume: Resume::default(),
             need: 0,
             reserve_cap: 0,
-            out: Vec::new(),
-            sending: Vec::new(),
+            out: ReplyBuf::new(),
+            sending: ReplyBuf::new(),
             sent: 0,
+            spent: Vec::new(),
             error: None,
             input_closed: false,
             peer_eof: false,
@@ -150,6 +165,8 @@ impl Connection {
             dirty: false,
             in_flight: false,
             limits: None,
+            out_limit: engine::OutputLimit::default(),
+            soft_since: None,
             unreported_in: 0,
             moving: false,
             flush_queued: false,
@@ -366,7 +383,7 @@ impl Connection {
     pub(crate) fn reattach(
         &mut self,
         req: &Request,
-        out: &mut Vec<u8>,
+        out: &mut ReplyBuf,
         close_after_reply: bool,
         blocked_after: Option<usize>,
     ) -> Option<ProtocolError> {
@@ -454,14 +471,24 @@ impl Connection {
         }
     }
 
+    /// Queue a reply buffer: taken over whole (`out` gets the old, empty
+    /// one back) when nothing is queued. Left in `out`, references and
+    /// all, when the connection is closing now.
+    pub(crate) fn append_output(&mut self, out: &mut ReplyBuf) {
+        if self.closing == Closing::Now {
+            return;
+        }
+        self.out.append(out);
+    }
+
     /// [`Connection::push_output`] for an owned buffer: taken over whole
     /// (`bytes` gets the old, empty one back) when nothing is queued.
-    pub(crate) fn append_output(&mut self, bytes: &mut Vec<u8>) {
+    pub(crate) fn append_bytes(&mut self, bytes: &mut Vec<u8>) {
         if self.closing == Closing::Now {
             return;
         }
         if self.out.is_empty() {
-            std::mem::swap(&mut self.out, bytes);
+            std::mem::swap(&mut self.out.bytes, bytes);
         } else {
             self.out.extend_from_slice(bytes);
         }
@@ -479,34 +506,87 @@ impl Connection {
         self.sent < self.sending.len() || !self.out.is_empty()
     }
 
-    /// The bytes to send next. When the previous send is complete, the
-    /// engine's buffer becomes the sending one. The slice stays valid and
-    /// unchanged until [`Connection::advance`] consumes it: the engine only
-    /// ever appends to `out`.
-    pub(crate) fn pending_send(&mut self) -> &[u8] {
+    /// What to send next: the sending buffer and how much of it has gone
+    /// out. When the previous buffer is done, the engine's becomes the
+    /// sending one. Its memory (bytes and referenced values) stays valid
+    /// and unchanged until [`Connection::advance`] consumes it: the engine
+    /// only ever appends to `out`.
+    pub(crate) fn pending(&mut self) -> (&ReplyBuf, usize) {
         if self.sent == self.sending.len() {
+            self.sending.take_refs(&mut self.spent);
             self.sending.clear();
             self.sent = 0;
             std::mem::swap(&mut self.out, &mut self.sending);
         }
-        &self.sending[self.sent..]
+        (&self.sending, self.sent)
     }
 
-    /// `n` bytes of [`Connection::pending_send`] went out.
+    /// The next bytes to send as one slice, when the sending buffer holds
+    /// no references (the common case; else use [`Connection::pending`]).
+    #[cfg(test)]
+    pub(crate) fn pending_send(&mut self) -> &[u8] {
+        let (buf, from) = self.pending();
+        assert!(!buf.has_refs());
+        &buf.bytes[from..]
+    }
+
+    /// `n` bytes of [`Connection::pending`] went out.
     pub(crate) fn advance(&mut self, n: usize) {
         self.sent = (self.sent + n).min(self.sending.len());
         if self.sent == self.sending.len() {
             self.sent = 0;
+            self.sending.take_refs(&mut self.spent);
             if self.sending.capacity() > SHRINK_ABOVE {
-                self.sending = Vec::new();
+                self.sending = ReplyBuf::new();
             } else {
                 self.sending.clear();
             }
         }
     }
 
+    /// Bytes queued or being sent, referenced values counted as copied
+    /// (what `client-output-buffer-limit` is checked against).
+    pub(crate) fn output_len(&self) -> usize {
+        self.out.len() + self.sending.len() - self.sent
+    }
+
+    /// Pending output is over the hard limit, or has been over the soft
+    /// limit for more than its seconds (Valkey's
+    /// `checkClientOutputBufferLimits`).
+    pub(crate) fn over_output_limit(&mut self) -> bool {
+        let l = self.out_limit;
+        if !l.is_set() {
+            return false;
+        }
+        let len = self.output_len() as u64;
+        if l.hard > 0 && len > l.hard {
+            return true;
+        }
+        if l.soft > 0 && len > l.soft {
+            let now = std::time::Instant::now();
+            let since = *self.soft_since.get_or_insert(now);
+            return now.duration_since(since) > std::time::Duration::from_secs(l.soft_seconds);
+        }
+        self.soft_since = None;
+        false
+    }
+
+    /// Move out the references whose bytes have all been sent.
+    pub(crate) fn take_spent(&mut self, into: &mut Vec<SharedBytes>) {
+        into.append(&mut self.spent);
+    }
+
+    /// Move out every reference the connection holds, sent or not (it is
+    /// going away, or its output is dropped). Not while a send is in the
+    /// kernel's hands.
+    pub(crate) fn take_all_refs(&mut self, into: &mut Vec<SharedBytes>) {
+        into.append(&mut self.spent);
+        self.sending.take_refs(into);
+        self.out.take_refs(into);
+    }
+
     /// Hand the sending buffer over to be leaked: an operation the kernel
-    /// never completed may still read it.
+    /// never completed may still read it (its referenced values too).
     pub(crate) fn leak_sending(&mut self) {
         std::mem::forget(std::mem::take(&mut self.sending));
         self.sent = 0;
@@ -774,5 +854,91 @@ mod tests {
         c.push_input(b"SET k \"a\\nb\"\r\n");
         c.parse(&Limits::default(), usize::MAX, usize::MAX);
         assert_eq!(commands(&mut c), vec![v(&["SET", "k", "a\nb"])]);
+    }
+
+    /// Queue "$10\r\n" [0123456789] "\r\n+OK\r\n$16\r\n" [A..P] "\r\n".
+    fn queue_with_refs(c: &mut Connection, v1: &SharedBytes, v2: &SharedBytes) {
+        let out = c.job().out;
+        out.extend_from_slice(b"$10\r\n");
+        out.push_shared(v1);
+        out.extend_from_slice(b"\r\n+OK\r\n$16\r\n");
+        out.push_shared(v2);
+        out.extend_from_slice(b"\r\n");
+    }
+
+    #[test]
+    fn partial_sends_resume_across_reference_segments() {
+        let v1: SharedBytes = std::sync::Arc::from(&b"0123456789"[..]);
+        let v2: SharedBytes = std::sync::Arc::from(&b"ABCDEFGHIJKLMNOP"[..]);
+        let want: &[u8] = b"$10\r\n0123456789\r\n+OK\r\n$16\r\nABCDEFGHIJKLMNOP\r\n+PONG\r\n";
+        // Every send size, so every cut point inside and between segments
+        // is a resumption point.
+        for step in 1..=want.len() {
+            let mut c = conn();
+            queue_with_refs(&mut c, &v1, &v2);
+            let mut got = Vec::new();
+            let mut appended = false;
+            let mut spent = Vec::new();
+            while c.has_output() {
+                let (buf, from) = c.pending();
+                let mut segs: Vec<Vec<u8>> = Vec::new();
+                buf.segments(from, |s| {
+                    segs.push(s.to_vec());
+                    true
+                });
+                assert!(segs.iter().all(|s| !s.is_empty()));
+                let flat = segs.concat();
+                let n = step.min(flat.len());
+                got.extend_from_slice(&flat[..n]);
+                c.advance(n);
+                c.take_spent(&mut spent);
+                if !appended {
+                    // The engine appends while the first buffer is out.
+                    c.job().out.extend_from_slice(b"+PONG\r\n");
+                    appended = true;
+                }
+            }
+            assert_eq!(got, want, "send size {step}");
+            assert_eq!(spent.len(), 2, "send size {step}");
+        }
+        assert_eq!(std::sync::Arc::strong_count(&v1), 1);
+    }
+
+    #[test]
+    fn references_are_handed_back_not_dropped() {
+        let v1: SharedBytes = std::sync::Arc::from(&b"0123456789"[..]);
+        let v2: SharedBytes = std::sync::Arc::from(&b"ABCDEFGHIJKLMNOP"[..]);
+        let mut c = conn();
+        queue_with_refs(&mut c, &v1, &v2);
+        let (buf, _) = c.pending();
+        assert!(buf.has_refs());
+        assert_eq!(buf.len(), 5 + 10 + 7 + 5 + 16 + 2);
+        // Half sent, then the connection goes away: its references come
+        // out for the driver to hand back, none is dropped with it.
+        c.advance(20);
+        let mut spent = Vec::new();
+        c.take_spent(&mut spent);
+        assert!(spent.is_empty(), "not all sent yet");
+        c.take_all_refs(&mut spent);
+        assert_eq!(spent.len(), 2);
+        drop(c);
+        assert_eq!(std::sync::Arc::strong_count(&v1), 2);
+        drop(spent);
+        assert_eq!(std::sync::Arc::strong_count(&v1), 1);
+    }
+
+    #[test]
+    fn reattached_replies_with_references_are_queued_in_order() {
+        let v: SharedBytes = std::sync::Arc::from(&b"vvvv"[..]);
+        let mut c = conn();
+        c.push_output(b"+first\r\n");
+        let mut out = ReplyBuf::new();
+        out.extend_from_slice(b"$4\r\n");
+        out.push_shared(&v);
+        out.extend_from_slice(b"\r\n");
+        c.append_output(&mut out);
+        assert!(out.is_empty());
+        let (buf, from) = c.pending();
+        assert_eq!(&buf.to_vec()[from..], b"+first\r\n$4\r\nvvvv\r\n");
     }
 }

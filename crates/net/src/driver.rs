@@ -116,6 +116,10 @@ pub(crate) struct Driver {
     shutdown_deadline: Option<Instant>,
     /// An IO thread told to end once its connections have moved away.
     retiring: bool,
+    /// References to large values whose sends are done (or whose
+    /// connections went away): dropped here in inline mode, handed back to
+    /// the execution thread once per iteration on an IO thread.
+    pub(crate) spent: Vec<resp::SharedBytes>,
     // Counters not yet reported to the engine.
     reads: u64,
     writes: u64,
@@ -152,6 +156,7 @@ impl Driver {
             shutting_down: false,
             shutdown_deadline: None,
             retiring: false,
+            spent: Vec::new(),
             reads: 0,
             writes: 0,
             bytes_in: 0,
@@ -302,10 +307,11 @@ impl Driver {
     pub(crate) fn on_sent(&mut self, slot: u32, n: usize) -> bool {
         self.writes += 1;
         self.bytes_out += n as u64;
-        let Some(c) = self.conn(slot) else {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
             return false;
         };
         c.advance(n);
+        c.take_spent(&mut self.spent);
         let more = c.has_output();
         if !more && c.closing != Closing::Open {
             self.queue_close(slot);
@@ -367,8 +373,13 @@ impl Driver {
     /// [`Driver::after_wait`] once the wait returns.
     pub(crate) fn before_wait(&mut self) -> Duration {
         let engine = match &mut self.side {
-            Side::Inline(engine) => engine,
+            Side::Inline(engine) => {
+                // The engine's own thread: the values are freed here.
+                self.spent.clear();
+                engine
+            }
             Side::Io(link) => {
+                link.give_back(&mut self.spent);
                 link.flush();
                 return link.before_wait(!self.dirty.is_empty(), MAX_WAIT);
             }
@@ -577,10 +588,18 @@ impl Driver {
             c.close_input();
             c.close(Closing::AfterFlush);
         }
+        if let Side::Inline(engine) = &self.side
+            && engine.config().client_output_buffer_limit_normal.is_set()
+        {
+            c.out_limit = engine.output_limit_for(c.client);
+        }
         let has_output = c.has_output() && !c.moving;
         // A moving connection's hand-over waited for this request.
         let closing = c.closing != Closing::Open || c.moving;
         self.conns[slot as usize] = Some(c);
+        if has_output {
+            self.enforce_output_limit(slot);
+        }
         if has_output {
             self.queue_flush(slot);
         }
@@ -637,9 +656,27 @@ impl Driver {
         if let Some(&slot) = self.by_client.get(&client.0)
             && let Some(c) = self.conn(slot)
         {
-            c.append_output(bytes);
+            c.append_bytes(bytes);
             self.queue_flush(slot);
+            self.enforce_output_limit(slot);
         }
+    }
+
+    /// Close `slot` now if its pending output is over its
+    /// `client-output-buffer-limit`, and tell the engine.
+    fn enforce_output_limit(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.closing == Closing::Now || !c.over_output_limit() {
+            return;
+        }
+        let (client, len) = (c.client, c.output_len());
+        match &mut self.side {
+            Side::Inline(engine) => engine.note_output_buffer_limit(client, len),
+            Side::Io(link) => link.send(ToExec::OutputBufferLimit { client, len }),
+        }
+        self.close(slot, Closing::Now);
     }
 
     /// The execution thread wants this client's connection moved to
@@ -750,7 +787,8 @@ impl Driver {
     /// The backend has finished with `slot` (fd closed, no operation in
     /// flight): forget the connection and its Session.
     pub(crate) fn release(&mut self, slot: u32) -> Option<Connection> {
-        let c = self.vacate(slot)?;
+        let mut c = self.vacate(slot)?;
+        c.take_all_refs(&mut self.spent);
         match &mut self.side {
             Side::Inline(engine) => engine.disconnect(c.client),
             Side::Io(link) => link.disconnect(c.client),
@@ -819,7 +857,8 @@ mod tests {
         let c = d.conn(slot).unwrap();
         let mut out = Vec::new();
         while c.has_output() {
-            let chunk = c.pending_send().to_vec();
+            let (buf, from) = c.pending();
+            let chunk = buf.to_vec()[from..].to_vec();
             c.advance(chunk.len());
             out.extend(chunk);
         }
@@ -947,5 +986,44 @@ mod tests {
         d.release(a);
         d.release(b);
         assert!(d.tick());
+    }
+
+    #[test]
+    fn output_buffer_limit_closes_now() {
+        let mut d = driver(config(&[
+            "--client-output-buffer-limit",
+            "normal",
+            "100kb",
+            "50kb",
+            "0",
+        ]));
+        let s = add(&mut d);
+        let mut input = Vec::new();
+        resp::encode_command(&[b"SET".as_slice(), b"big", &[b'x'; 60_000]], &mut input);
+        resp::encode_command(&[b"GET".as_slice(), b"big"], &mut input);
+        d.on_input(s, &input);
+        d.process();
+        // 60 KB pending: over the soft limit only just now, so still open.
+        let c = d.conn(s).unwrap();
+        assert_eq!(c.closing, Closing::Open);
+        assert!(c.output_len() > 60_000);
+        // Two more GETs unread: over the hard limit (referenced bytes
+        // count as copied).
+        d.on_input(s, b"GET big\r\nGET big\r\n");
+        d.process();
+        assert_eq!(d.conn(s).unwrap().closing, Closing::Now);
+        let info = {
+            let t = add(&mut d);
+            d.on_input(t, b"INFO stats\r\n");
+            d.process();
+            String::from_utf8(output(&mut d, t)).unwrap()
+        };
+        assert!(
+            info.contains("client_output_buffer_limit_disconnections:1"),
+            "{info}"
+        );
+        // Its references go back with the connection.
+        d.release(s);
+        assert_eq!(d.spent.len(), 3);
     }
 }

@@ -22,11 +22,15 @@ const MAX_EVENTS: usize = 1024;
 const READS_PER_WAKE: usize = 16;
 /// Largest single read when a big argument is arriving.
 const BIG_READ: usize = 4 << 20;
+/// iovecs per sendmsg (the kernel's UIO_MAXIOV); the rest goes next time.
+const MAX_IOV: usize = 1024;
 /// Accepts per listener per wake-up.
 const ACCEPTS_PER_WAKE: usize = 256;
 
 pub(crate) struct Epoll {
     epfd: RawFd,
+    /// Scratch iovecs for a reply that holds large values by reference.
+    iov: Vec<libc::iovec>,
     /// Listeners taken out of the set after EMFILE, until this instant.
     accept_paused_until: Option<Instant>,
     listeners_removed: bool,
@@ -56,6 +60,7 @@ impl Epoll {
         }
         let ep = Epoll {
             epfd,
+            iov: Vec::new(),
             accept_paused_until: None,
             listeners_removed: false,
             last_accept_error_log: None,
@@ -330,15 +335,46 @@ impl Epoll {
                 return;
             }
             let fd = c.fd;
-            let chunk = c.pending_send();
-            if chunk.is_empty() {
+            let (buf, from) = c.pending();
+            let want = buf.len() - from;
+            if want == 0 {
                 break;
             }
-            // SAFETY: `chunk` is valid for its length during the call.
-            let n =
-                unsafe { libc::send(fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL) };
+            let n = if buf.has_refs() {
+                // Large values by reference: one sendmsg over the bytes
+                // and the values, nothing copied.
+                self.iov.clear();
+                let mut room = want;
+                buf.segments(from, |seg| {
+                    self.iov.push(libc::iovec {
+                        iov_base: seg.as_ptr() as *mut libc::c_void,
+                        iov_len: seg.len(),
+                    });
+                    room -= seg.len();
+                    self.iov.len() < MAX_IOV
+                });
+                let want = want - room;
+                // SAFETY: a zeroed msghdr is valid (no address, no control
+                // data); its iovecs point into `buf`, which is borrowed, and
+                // so unchanged, for the duration of the call.
+                let n = unsafe {
+                    let mut msg: libc::msghdr = std::mem::zeroed();
+                    msg.msg_iov = self.iov.as_mut_ptr();
+                    msg.msg_iovlen = self.iov.len() as _;
+                    libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL)
+                };
+                (n, want)
+            } else {
+                let chunk = &buf.bytes[from..];
+                // SAFETY: `chunk` is valid for its length during the call.
+                let n = unsafe {
+                    libc::send(fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL)
+                };
+                (n, chunk.len())
+            };
+            let (n, want) = n;
             if n >= 0 {
-                let partial = (n as usize) < chunk.len();
+                let partial = (n as usize) < want;
                 d.on_sent(slot, n as usize);
                 if partial {
                     // The socket buffer is full; EPOLLOUT will say when to go on.

@@ -18,6 +18,7 @@ use crate::io_thread::IoLink;
 use crate::listener::Listener;
 use crate::{epoll, uring};
 use engine::{ClientId, ClientInfo, CommandsView, Engine, Event, IoThreadStats, Job, log};
+use resp::ReplyBuf;
 use ringkv_rings::doorbell::Doorbell;
 use ringkv_rings::spsc::Consumer;
 use std::collections::HashMap;
@@ -74,7 +75,7 @@ struct Pending {
     generation: u32,
     client: ClientId,
     req: Request,
-    out: Vec<u8>,
+    out: ReplyBuf,
 }
 
 /// Which backend the IO threads run.
@@ -415,6 +416,9 @@ impl ExecLoop {
                 });
             }
             ToExec::Released { conn } => self.released(thread, conn),
+            // The last reference may be this one: the value is freed on
+            // the thread that allocated it.
+            ToExec::Spent { refs } => drop(refs),
             ToExec::Exited => self.exited(thread),
             other => self.deferred.push(other),
         }
@@ -458,9 +462,21 @@ impl ExecLoop {
         flags.clear();
         flags.extend(jobs.iter().map(Job::outcome));
         drop(jobs);
+        // The default (no normal-class limit) costs no Session lookup.
+        let no_out_limit = !self
+            .engine
+            .config()
+            .client_output_buffer_limit_normal
+            .is_set();
         for (p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
             let (limits, qbuf_limit) = self.engine.client_limits(p.client);
+            let out_limit = if no_out_limit {
+                engine::OutputLimit::default()
+            } else {
+                self.engine.output_limit_for(p.client)
+            };
             let msg = ToIo::Replies {
+                out_limit,
                 slot: p.slot,
                 generation: p.generation,
                 req: p.req,
@@ -483,9 +499,13 @@ impl ExecLoop {
             ToExec::QueryBufferLimit { client, len } => {
                 self.engine.note_query_buffer_limit(client, len)
             }
+            ToExec::OutputBufferLimit { client, len } => {
+                self.engine.note_output_buffer_limit(client, len)
+            }
             ToExec::Connect { .. }
             | ToExec::Commands { .. }
             | ToExec::Released { .. }
+            | ToExec::Spent { .. }
             | ToExec::Exited => {}
         }
     }

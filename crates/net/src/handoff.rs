@@ -11,6 +11,15 @@
 //!  close ──────────── Disconnect{client} ───────► engine.disconnect
 //!         ◄────────── Output / Close / Unblocked / Shutdown (engine events)
 //!
+//!  large values (≥ store::SHARED_STR_MIN) travel by reference:
+//!         ◄────────── Replies{.., out: bytes + Arc refs to values}
+//!  sendmsg / IORING_OP_SENDMSG over bytes and values (no copy)
+//!  sent (or the connection gone): refs collected per loop iteration
+//!  spent ──────────── Spent{refs} ──────────────► dropped here: a value
+//!                                                  overwritten or deleted
+//!                                                  meanwhile is freed by
+//!                                                  the thread that made it
+//!
 //!  moving a connection from IO thread A to B (load, CONFIG SET io-threads):
 //!  A      ◄────────── Release{client} ─────────── owner stays A; output for
 //!  A: once nothing is in flight, let go of the socket    the client is held
@@ -27,11 +36,16 @@
 //! thread and come back to it with the replies, to be reused or freed
 //! there: the allocator never sees a cross-thread free on the hot path.
 //! The execution thread allocates only the rare out-of-band output
-//! (pub/sub messages, unblocked replies, refusals).
+//! (pub/sub messages, unblocked replies, refusals), and the large string
+//! values that replies refer to: an IO thread never drops its reference
+//! to one (it might be the last, and free the value), it hands it back in
+//! `Spent`, and the execution thread drops it. Only the small `Vec`
+//! carrying the references is freed there rather than where it was made.
+//! In inline mode (`io-threads 1`) the loop's own thread drops them.
 
 use crate::connection::Connection;
 use engine::{ClientId, CommandHint};
-use resp::{Limits, ProtocolError, Span};
+use resp::{Limits, ProtocolError, ReplyBuf, SharedBytes, Span};
 use ringkv_rings::spsc::Producer;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -144,7 +158,7 @@ pub(crate) enum ToExec {
         generation: u32,
         client: ClientId,
         req: Request,
-        out: Vec<u8>,
+        out: ReplyBuf,
         /// Bytes read from this client since its last request.
         bytes_in: u64,
     },
@@ -160,16 +174,32 @@ pub(crate) enum ToExec {
         client: ClientId,
         len: usize,
     },
+    /// Closed for going over `client-output-buffer-limit`.
+    OutputBufferLimit {
+        client: ClientId,
+        len: usize,
+    },
     /// A connection the execution thread asked for with `Release`, whole:
     /// socket, unread input, unsent output, blocked state.
     Released {
         conn: Box<Connection>,
+    },
+    /// References to large values that this thread has finished sending
+    /// (or dropped with their connection), gathered over one loop
+    /// iteration: the execution thread drops them, so a value whose last
+    /// reference this was is freed by the thread that allocated it.
+    Spent {
+        refs: Vec<SharedBytes>,
     },
     /// The thread has finished shutting down and is about to exit.
     Exited,
 }
 
 /// Execution thread → IO thread.
+// `Replies` is nearly every message on this ring, so its size is the
+// ring slot's size either way; boxing it would cost an allocation per
+// request to shrink the rare variants.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum ToIo {
     /// Own this socket from now on.
@@ -188,12 +218,13 @@ pub(crate) enum ToIo {
         slot: u32,
         generation: u32,
         req: Request,
-        out: Vec<u8>,
+        out: ReplyBuf,
         close_after_reply: bool,
         /// The client blocked after this many commands.
         blocked_after: Option<usize>,
         limits: Limits,
         qbuf_limit: usize,
+        out_limit: engine::OutputLimit,
     },
     /// Output produced outside the client's own request.
     Output {

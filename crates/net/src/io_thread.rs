@@ -13,7 +13,7 @@ use crate::exec_thread::{SharedExec, try_step};
 use crate::handoff::{Arrival, Outlet, Request, ToExec, ToIo};
 use crate::listener;
 use engine::{ClientId, IoThreadStats};
-use resp::Limits;
+use resp::{Limits, ReplyBuf, SharedBytes};
 use ringkv_rings::doorbell::Doorbell;
 use ringkv_rings::spsc::Consumer;
 use std::sync::Arc;
@@ -36,7 +36,7 @@ pub(crate) struct IoLink {
     /// Limits for a client the execution thread has not described yet.
     pub(crate) default_limits: (Limits, usize),
     requests: Vec<Request>,
-    outs: Vec<Vec<u8>>,
+    outs: Vec<ReplyBuf>,
     /// Slots adopted since the backend last asked (it registers them).
     adopted: Vec<u32>,
     sleeping: bool,
@@ -184,7 +184,19 @@ impl IoLink {
         })
     }
 
-    fn recycle(&mut self, mut req: Request, mut out: Vec<u8>) {
+    /// Hand references whose sends are done back to the execution thread
+    /// (one message per loop iteration, only when there are any).
+    pub(crate) fn give_back(&mut self, spent: &mut Vec<SharedBytes>) {
+        if !spent.is_empty() {
+            self.send(ToExec::Spent {
+                refs: std::mem::take(spent),
+            });
+        }
+    }
+
+    /// `out` must hold no references any more (see [`ReplyBuf::take_refs`]).
+    fn recycle(&mut self, mut req: Request, mut out: ReplyBuf) {
+        debug_assert!(!out.has_refs());
         if req.data.capacity() <= POOL_MAX_CAPACITY && self.requests.len() < POOL_MAX_LEN {
             req.clear();
             self.requests.push(req);
@@ -274,13 +286,18 @@ impl Driver {
                     blocked_after,
                     limits,
                     qbuf_limit,
+                    out_limit,
                 } => {
                     let Some(mut c) = self.take_conn(slot, generation) else {
+                        out.take_refs(&mut self.spent);
                         self.link().recycle(req, out);
                         continue;
                     };
                     c.limits = Some((limits, qbuf_limit));
+                    c.out_limit = out_limit;
                     let err = c.reattach(&req, &mut out, close_after_reply, blocked_after);
+                    // Left over when the connection is closing now.
+                    out.take_refs(&mut self.spent);
                     self.link().recycle(req, out);
                     // Parse what arrived meanwhile (or settle an EOF).
                     self.settle(slot, c, true, err);
@@ -325,7 +342,9 @@ impl Driver {
     /// The thread is done: tell the execution thread, waiting for room in
     /// the ring if need be (it keeps draining until every thread is out).
     pub(crate) fn finish_io(&mut self) {
+        let mut spent = std::mem::take(&mut self.spent);
         let link = self.link();
+        link.give_back(&mut spent);
         link.send(ToExec::Exited);
         for _ in 0..100_000 {
             link.flush();

@@ -12,6 +12,9 @@
 //!   sending buffer, which is not touched until its completion. All sends
 //!   queued during an iteration go to the kernel with the next wait, in
 //!   one `io_uring_enter`; partial sends continue from where they stopped.
+//!   A buffer holding large values by reference goes as one
+//!   `IORING_OP_SENDMSG` whose msghdr and iovec array live in this loop's
+//!   per-slot [`SendMsg`], untouched until the completion.
 //! * Completions carry kind + slot + generation, so one that outlives its
 //!   connection is recognized and ignored.
 //! * Closing: `shutdown(2)` wakes any recv or send still pending; the fd is
@@ -180,11 +183,53 @@ impl BufRing {
     }
 }
 
+/// Most iovecs one sendmsg takes (the kernel's UIO_MAXIOV); what does not
+/// fit goes with the next send.
+const MAX_IOV: usize = 1024;
+
+/// The msghdr and iovec array of one connection's sendmsg. Boxed and kept
+/// per slot, so their addresses stay fixed while the kernel may read them:
+/// from the submission until the completion (one send in flight per
+/// connection; the slot is not reused before that completion).
+struct SendMsg {
+    hdr: libc::msghdr,
+    iov: Vec<libc::iovec>,
+}
+
+impl SendMsg {
+    fn new() -> SendMsg {
+        SendMsg {
+            // SAFETY: msghdr is plain data; all zeroes is a valid empty
+            // header (no address, no iovecs, no control data).
+            hdr: unsafe { std::mem::zeroed() },
+            iov: Vec::new(),
+        }
+    }
+
+    /// Point the header at `buf`'s content from `from` on (at most
+    /// MAX_IOV segments). `buf` must stay unchanged until the completion.
+    fn fill(&mut self, buf: &resp::ReplyBuf, from: usize) {
+        self.iov.clear();
+        buf.segments(from, |seg| {
+            self.iov.push(libc::iovec {
+                iov_base: seg.as_ptr() as *mut libc::c_void,
+                iov_len: seg.len(),
+            });
+            self.iov.len() < MAX_IOV
+        });
+        self.hdr.msg_iov = self.iov.as_mut_ptr();
+        self.hdr.msg_iovlen = self.iov.len() as _;
+    }
+}
+
 pub(crate) struct Uring {
     // Field order matters: the ring is dropped (closed) before the
     // buffers it may have referenced.
     ring: IoUring,
     bufs: BufRing,
+    /// Per connection slot: the msghdr and iovecs of its sendmsg (made on
+    /// the first reply with references, then reused).
+    msgs: Vec<Option<Box<SendMsg>>>,
     optimized_setup: bool,
     /// Per listener: its multishot accept is armed.
     accept_armed: Vec<bool>,
@@ -253,6 +298,7 @@ impl Uring {
             (opcode::AcceptMulti::CODE, "accept"),
             (opcode::RecvMulti::CODE, "recv"),
             (opcode::Send::CODE, "send"),
+            (opcode::SendMsg::CODE, "sendmsg"),
             (opcode::AsyncCancel::CODE, "async cancel"),
         ] {
             if !p.is_supported(code) {
@@ -276,6 +322,7 @@ impl Uring {
         let u = Uring {
             ring,
             bufs,
+            msgs: Vec::new(),
             optimized_setup,
             accept_armed: vec![false; listeners.len()],
             bell_armed: false,
@@ -317,9 +364,10 @@ impl Uring {
         loop {
             // SAFETY: every entry built in this module refers only to fds
             // and to memory that stays valid and unchanged until its
-            // completion is reaped: a connection's sending buffer (kept while
-            // `send_busy`, the connection not released until the send
-            // completes) or the provided-buffer ring (kept for the ring's
+            // completion is reaped: a connection's sending buffer and the
+            // values it references (kept while `send_busy`, the connection
+            // not released until the send completes), its slot's SendMsg
+            // (the same), or the provided-buffer ring (kept for the ring's
             // life).
             if unsafe { self.ring.submission().push(&entry) }.is_ok() {
                 return Ok(());
@@ -368,19 +416,31 @@ impl Uring {
             return Ok(());
         }
         let (fd, generation) = (c.fd, c.generation);
-        let (ptr, len) = {
-            let chunk = c.pending_send();
-            (chunk.as_ptr(), chunk.len().min(u32::MAX as usize) as u32)
-        };
-        if len == 0 {
+        let (buf, from) = c.pending();
+        if buf.len() == from {
             return Ok(());
         }
-        c.send_busy = true;
-        let e = opcode::Send::new(types::Fd(fd), ptr, len)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(tag(KIND_SEND, slot, generation));
-        self.push(e)
+        let e = if buf.has_refs() {
+            let i = slot as usize;
+            if self.msgs.len() <= i {
+                self.msgs.resize_with(i + 1, || None);
+            }
+            let m = self.msgs[i].get_or_insert_with(|| Box::new(SendMsg::new()));
+            m.fill(buf, from);
+            opcode::SendMsg::new(types::Fd(fd), &m.hdr)
+                .flags(libc::MSG_NOSIGNAL as u32)
+                .build()
+        } else {
+            let chunk = &buf.bytes[from..];
+            let len = chunk.len().min(u32::MAX as usize) as u32;
+            opcode::Send::new(types::Fd(fd), chunk.as_ptr(), len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+        };
+        if let Some(c) = d.conn(slot) {
+            c.send_busy = true;
+        }
+        self.push(e.user_data(tag(KIND_SEND, slot, generation)))
     }
 
     pub(crate) fn run(mut self, d: &mut Driver, listeners: Vec<Listener>) -> io::Result<()> {
@@ -705,6 +765,8 @@ impl Uring {
         if leaked {
             self.bufs.ring.leak = true;
             self.bufs.data.leak = true;
+            // A sendmsg the kernel never answered may still read these.
+            std::mem::forget(std::mem::take(&mut self.msgs));
         }
         drop(self);
         drop(listeners);

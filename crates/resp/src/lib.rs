@@ -30,10 +30,12 @@
 mod grisu;
 pub mod num;
 pub mod reply;
+pub mod replybuf;
 pub mod request;
 pub mod value;
 
 pub use reply::{Protocol, ReplyWriter};
+pub use replybuf::{Mark, ReplyBuf, SharedBytes};
 pub use request::{
     Limits, Parsed, ProtocolError, Resume, Span, encode_command, parse_command, parse_command_mut,
     parse_command_resume,

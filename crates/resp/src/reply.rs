@@ -6,6 +6,7 @@
 //! formatted on the stack ([`crate::num`]).
 
 use crate::num::{self, DOUBLE_MAX_LEN, I64_MAX_LEN};
+use crate::replybuf::{Refs, ReplyBuf, SharedBytes};
 
 /// The protocol a client negotiated with `HELLO`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -18,12 +19,30 @@ pub enum Protocol {
 /// Appends RESP frames to a byte buffer.
 pub struct ReplyWriter<'a> {
     pub out: &'a mut Vec<u8>,
+    /// Where large values go by reference; `None`: they are copied into
+    /// `out` (output kept outside a client's reply buffer).
+    refs: Option<&'a mut Refs>,
     pub proto: Protocol,
 }
 
 impl<'a> ReplyWriter<'a> {
+    /// A writer that copies everything into `out`.
     pub fn new(out: &'a mut Vec<u8>, proto: Protocol) -> Self {
-        ReplyWriter { out, proto }
+        ReplyWriter {
+            out,
+            refs: None,
+            proto,
+        }
+    }
+    /// A writer into a client's reply buffer: [`ReplyWriter::bulk_shared`]
+    /// adds a reference instead of copying.
+    pub fn for_buf(buf: &'a mut ReplyBuf, proto: Protocol) -> Self {
+        let (out, refs) = buf.parts();
+        ReplyWriter {
+            out,
+            refs: Some(refs),
+            proto,
+        }
     }
     fn resp3(&self) -> bool {
         self.proto == Protocol::Resp3
@@ -78,6 +97,18 @@ impl<'a> ReplyWriter<'a> {
         self.out.reserve(b.len() + 16);
         self.header(b'$', b.len() as u64);
         self.out.extend_from_slice(b);
+        self.out.extend_from_slice(b"\r\n");
+    }
+    /// A bulk string of a shared value: by reference when writing into a
+    /// [`ReplyBuf`], else copied.
+    pub fn bulk_shared(&mut self, data: &SharedBytes) {
+        if self.refs.is_none() {
+            return self.bulk(data);
+        }
+        self.header(b'$', data.len() as u64);
+        if let Some(refs) = self.refs.as_deref_mut() {
+            refs.push(self.out.len(), data);
+        }
         self.out.extend_from_slice(b"\r\n");
     }
     /// Just the `$len\r\n` of a bulk string, for a caller that appends the
@@ -272,5 +303,21 @@ mod tests {
             w(Resp3, |r| r.array_of_bulks(&["a", "bc"])),
             "*2\r\n$1\r\na\r\n$2\r\nbc\r\n"
         );
+    }
+
+    #[test]
+    fn bulk_shared_by_reference_or_copied() {
+        let v: SharedBytes = std::sync::Arc::from(&b"hello"[..]);
+        let mut buf = ReplyBuf::new();
+        {
+            let mut w = ReplyWriter::for_buf(&mut buf, Resp3);
+            w.bulk_shared(&v);
+            w.int(1);
+        }
+        assert!(buf.has_refs());
+        assert_eq!(buf.bytes, b"$5\r\n\r\n:1\r\n");
+        assert_eq!(buf.to_vec(), b"$5\r\nhello\r\n:1\r\n");
+        assert_eq!(buf.len(), 15);
+        assert_eq!(w(Resp2, |r| r.bulk_shared(&v)), "$5\r\nhello\r\n");
     }
 }

@@ -30,4 +30,4 @@ pub mod value;
 pub use hash::hash_key;
 pub use keyspace::{Db, Entry, ExpireStats, Keyspace};
 pub use table::Table;
-pub use value::{EncodingLimits, Str, Value};
+pub use value::{EncodingLimits, SHARED_STR_MIN, Str, Value};

@@ -1,6 +1,17 @@
 //! Value types: strings here, collections in [`crate::types`].
 
 use crate::types::{Hash, List, Set, ZSet};
+use std::sync::Arc;
+
+/// Strings written whole at or above this length are kept as a shared,
+/// immutable buffer ([`Str::Shared`]), so a reply refers to the value
+/// instead of copying it on the execution thread. At 16 KiB the copy a GET
+/// would make (~1 µs from memory) already costs several times a whole
+/// small GET, while what a reference costs instead (a refcount, an extra
+/// iovec, handing the reference back after the send) is flat and small;
+/// below it the copy is cheap and the plain single-buffer send is kept.
+/// It is also the size of a read chunk and of Valkey's reply chunks.
+pub const SHARED_STR_MIN: usize = 16 * 1024;
 
 /// A string value. The variant is also what OBJECT ENCODING reports, so it
 /// follows how Valkey created the value, not only what it holds.
@@ -14,17 +25,29 @@ pub enum Str {
     /// Bytes edited in place by APPEND or SETRANGE: Valkey reports `raw`
     /// for these whatever their length.
     Raw(Vec<u8>),
+    /// Bytes written whole, at least [`SHARED_STR_MIN`] of them (`raw`):
+    /// immutable and shared with replies still being sent, which hold a
+    /// reference instead of a copy. Editing it makes an owned [`Str::Raw`]
+    /// copy first; the replies keep the old bytes.
+    Shared(Arc<[u8]>),
 }
 
 impl Str {
+    /// A string written whole (SET and friends): owned bytes, or shared
+    /// ones from [`SHARED_STR_MIN`] on.
     pub fn from_bytes(b: &[u8]) -> Str {
-        Str::Bytes(b.to_vec())
+        if b.len() >= SHARED_STR_MIN {
+            Str::Shared(Arc::from(b))
+        } else {
+            Str::Bytes(b.to_vec())
+        }
     }
     /// The bytes of a non-integer string.
     pub fn bytes(&self) -> Option<&[u8]> {
         match self {
             Str::Int(_) => None,
             Str::Bytes(b) | Str::Raw(b) => Some(b),
+            Str::Shared(b) => Some(b),
         }
     }
 }
@@ -89,7 +112,7 @@ impl Value {
         match self {
             Value::Str(Str::Int(_)) => "int",
             Value::Str(Str::Bytes(b)) if b.len() <= 44 => "embstr",
-            Value::Str(Str::Bytes(_) | Str::Raw(_)) => "raw",
+            Value::Str(Str::Bytes(_) | Str::Raw(_) | Str::Shared(_)) => "raw",
             Value::List(l) => l.encoding(),
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),

@@ -535,6 +535,7 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
                 store::Value::Str(store::Str::Bytes(b)) if b.len() <= 44 => ("embstr", b.len()),
                 #[allow(unreachable_patterns)]
                 store::Value::Str(store::Str::Bytes(b) | store::Str::Raw(b)) => ("raw", b.len()),
+                store::Value::Str(store::Str::Shared(b)) => ("raw", b.len()),
                 #[allow(unreachable_patterns)]
                 _ => ("raw", 0),
             };

@@ -390,7 +390,7 @@ pub(crate) fn as_str_mut(v: &mut Value) -> Option<&mut Str> {
 pub fn encode(b: &[u8]) -> Str {
     match num::parse_i64(b) {
         Some(n) => Str::Int(n),
-        None => Str::Bytes(b.to_vec()),
+        None => Str::from_bytes(b),
     }
 }
 
@@ -402,6 +402,7 @@ pub(crate) fn overwrite_str(v: &mut Value, b: &[u8]) {
         && let Str::Bytes(buf) | Str::Raw(buf) = s
         && b.len() <= buf.capacity()
         && buf.capacity() - b.len() <= buf.capacity() / 8
+        && b.len() < store::SHARED_STR_MIN
         && num::parse_i64(b).is_none()
     {
         buf.clear();
@@ -420,6 +421,7 @@ pub(crate) fn bytes_of<'a>(s: &'a Str, buf: &'a mut [u8; resp::num::I64_MAX_LEN]
     match s {
         Str::Int(n) => resp::num::fmt_i64(*n, buf),
         Str::Bytes(b) | Str::Raw(b) => b,
+        Str::Shared(b) => b,
     }
 }
 
@@ -432,6 +434,8 @@ fn reply_str(r: &mut ReplyWriter<'_>, s: &Str) {
     match s {
         Str::Int(n) => r.bulk_from_int(*n),
         Str::Bytes(b) | Str::Raw(b) => r.bulk(b),
+        // By reference: no copy of a large value on this thread.
+        Str::Shared(b) => r.bulk_shared(b),
     }
 }
 
@@ -441,10 +445,12 @@ pub(crate) fn unshare(s: &mut Str) -> &mut Vec<u8> {
     *s = match std::mem::replace(s, Str::Int(0)) {
         Str::Int(n) => Str::Raw(n.to_string().into_bytes()),
         Str::Bytes(b) | Str::Raw(b) => Str::Raw(b),
+        // Copy-on-write: replies still being sent keep the old bytes.
+        Str::Shared(b) => Str::Raw(b.to_vec()),
     };
     match s {
         Str::Raw(b) => b,
-        Str::Int(_) | Str::Bytes(_) => unreachable!("converted above"),
+        Str::Int(_) | Str::Bytes(_) | Str::Shared(_) => unreachable!("converted above"),
     }
 }
 
@@ -952,6 +958,8 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
             };
             let old = match s {
                 Str::Int(n) => *n,
+                // A shared string is too long to be an integer.
+                Str::Shared(_) => return ctx.error(NOT_INT),
                 Str::Bytes(b) | Str::Raw(b) => match num::parse_i64(b) {
                     Some(n) => n,
                     None => return ctx.error(NOT_INT),
@@ -1006,6 +1014,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Some(None) => return ctx.error(WRONGTYPE),
         Some(Some(Str::Int(n))) => Some(LongDouble::from_i64(*n)),
         Some(Some(Str::Bytes(b) | Str::Raw(b))) => LongDouble::parse(b),
+        Some(Some(Str::Shared(b))) => LongDouble::parse(b),
     };
     let (Some(old), Some(incr)) = (old, LongDouble::parse(argv.get(2))) else {
         return ctx.error(NOT_FLOAT);
