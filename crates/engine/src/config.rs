@@ -812,8 +812,25 @@ impl Config {
 
     fn store(&mut self, idx: usize, value: String) {
         let d = &DEFS[idx];
-        if d.flags & SUP == 0 && value != d.default && d.flags & HIDDEN == 0 {
-            let w = format!("'{}' is not supported yet, ignored", d.name);
+        // Only the `normal` class of client-output-buffer-limit is enforced.
+        let (unsupported, what) = if d.name == "client-output-buffer-limit" {
+            let others = |v: &str| v.split(' ').skip(4).collect::<Vec<_>>().join(" ");
+            (
+                others(&value) != others(d.default),
+                "client-output-buffer-limit' replica and pubsub classes are",
+            )
+        } else {
+            (
+                d.flags & SUP == 0 && value != d.default && d.flags & HIDDEN == 0,
+                "",
+            )
+        };
+        if unsupported {
+            let w = if what.is_empty() {
+                format!("'{}' is not supported yet, ignored", d.name)
+            } else {
+                format!("'{what} not supported yet, ignored")
+            };
             if !self.warnings.contains(&w) {
                 self.warnings.push(w);
             }

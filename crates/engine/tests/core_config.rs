@@ -443,3 +443,21 @@ maxmemory-policy noeviction
         Config::parse_file_text("appendonly yes\nmaxmemory-policy allkeys-lru\n", "x").unwrap();
     assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);
 }
+
+/// The `normal` class of client-output-buffer-limit is enforced, so only
+/// the replica and pubsub classes are reported as ignored.
+#[test]
+fn output_buffer_limit_warns_only_for_unenforced_classes() {
+    let cfg =
+        Config::parse_file_text("client-output-buffer-limit normal 1mb 512kb 10\n", "x").unwrap();
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+    assert_eq!(
+        cfg.get("client-output-buffer-limit").unwrap(),
+        "normal 1048576 524288 10 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+    );
+    let cfg = Config::parse_file_text("client-output-buffer-limit pubsub 1mb 0 0\n", "x").unwrap();
+    assert_eq!(
+        cfg.warnings,
+        ["'client-output-buffer-limit' replica and pubsub classes are not supported yet, ignored"]
+    );
+}
