@@ -19,12 +19,13 @@
 //! works out while parsing; RINGKV_BENCH_NO_HINTS=1 leaves them out, so
 //! the execution thread reads every request to work them out itself.
 
+mod support;
+
 use criterion::{Criterion, Throughput};
-use resp::{Limits, Parsed, ReplyBuf, Span};
-use ringkv_engine::{
-    ArgvRef, ClientId, ClientInfo, CommandHint, CommandsView, Config, Engine, Job,
-};
+use resp::ReplyBuf;
+use ringkv_engine::{ClientId, Config, Engine, Job};
 use std::hint::black_box;
+use support::{Input, Rng};
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -32,45 +33,6 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 const CLIENTS: usize = 50;
 const PIPELINE: usize = 16;
 const BATCHES: usize = 64;
-
-/// One connection's parsed input: bytes, argument spans, argc and hint per
-/// command, as an IO thread hands them over.
-struct Input {
-    data: Vec<u8>,
-    args: Vec<Span>,
-    argc: Vec<u32>,
-    hints: Vec<CommandHint>,
-}
-
-fn parse(data: Vec<u8>) -> Input {
-    let mut args = Vec::new();
-    let mut argc = Vec::new();
-    let mut hints = Vec::new();
-    let mut at = 0;
-    while at < data.len() {
-        let before = args.len();
-        match resp::parse_command(&data[at..], &Limits::default(), &mut args) {
-            Ok(Parsed::Command { consumed, argc: n }) => {
-                for s in &mut args[before..] {
-                    s.start += at;
-                }
-                argc.push(n as u32);
-                hints.push(CommandHint::of(ArgvRef {
-                    data: &data,
-                    spans: &args[before..],
-                }));
-                at += consumed;
-            }
-            _ => panic!("bad input"),
-        }
-    }
-    Input {
-        data,
-        args,
-        argc,
-        hints,
-    }
-}
 
 fn key(i: u64) -> String {
     format!("key:{i:012}")
@@ -83,29 +45,10 @@ fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Reply
         .zip(outs.iter_mut())
         .map(|((&client, inp), out)| {
             out.clear();
-            Job::new(
-                client,
-                CommandsView {
-                    data: &inp.data,
-                    args: &inp.args,
-                    argc: &inp.argc,
-                    hints: if hints { &inp.hints } else { &[] },
-                },
-                out,
-            )
+            Job::new(client, inp.view(hints), out)
         })
         .collect();
     e.execute_batch(&mut jobs);
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 fn batches(rng: &mut Rng, keys: u64, set: bool, value: &str) -> Vec<Vec<Input>> {
@@ -122,24 +65,15 @@ fn batches(rng: &mut Rng, keys: u64, set: bool, value: &str) -> Vec<Vec<Input>> 
                             resp::encode_command(&["GET", &k], &mut data);
                         }
                     }
-                    parse(data)
+                    Input::parse(data)
                 })
                 .collect()
         })
         .collect()
 }
 
-/// Nanoseconds this thread has run on a CPU: with
-/// RINGKV_BENCH_CPU_TIME=1 the bench measures this instead of wall time, so
-/// other processes sharing the machine inflate the numbers less (they still
-/// share caches).
-fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
 fn main() {
-    let cpu_time = std::env::var("RINGKV_BENCH_CPU_TIME").is_ok_and(|v| v == "1");
+    let cpu_time = support::cpu_time();
     let hints = !std::env::var("RINGKV_BENCH_NO_HINTS").is_ok_and(|v| v == "1");
     let keys: u64 = std::env::var("RINGKV_BENCH_KEYS")
         .ok()
@@ -147,13 +81,8 @@ fn main() {
         .unwrap_or(10_000_000);
     let value = "v".repeat(512);
     let mut e = Engine::new(Config::default(), None);
-    let info = ClientInfo {
-        peer: "127.0.0.1:40000".parse().unwrap(),
-        local: "127.0.0.1:6379".parse().unwrap(),
-        fd: 7,
-    };
     let clients: Vec<ClientId> = (0..CLIENTS)
-        .map(|_| e.connect(info.clone()).unwrap())
+        .map(|_| e.connect(support::client_info()).unwrap())
         .collect();
     let mut outs: Vec<ReplyBuf> = (0..CLIENTS)
         .map(|_| ReplyBuf::with_capacity(1 << 16))
@@ -175,7 +104,7 @@ fn main() {
                         resp::encode_command(&["PING"], &mut data);
                     }
                 }
-                parse(data)
+                Input::parse(data)
             })
             .collect();
         run(&mut e, &clients, &inputs, &mut outs, true);
@@ -192,7 +121,7 @@ fn main() {
     let mut g = c.benchmark_group(format!("exec_batch/{keys}"));
     g.throughput(Throughput::Elements(per_batch));
     for prefetch in [16, 0] {
-        let cfg = parse({
+        let cfg = Input::parse({
             let mut d = Vec::new();
             resp::encode_command(
                 &[
@@ -216,23 +145,11 @@ fn main() {
         for (name, set) in [("get", &gets), ("set", &sets)] {
             let mut i = 0;
             g.bench_function(format!("{name}/prefetch{prefetch}"), |b| {
-                if cpu_time {
-                    b.iter_custom(|iters| {
-                        let t0 = thread_cpu_ns();
-                        for _ in 0..iters {
-                            run(&mut e, &clients, &set[i % BATCHES], &mut outs, hints);
-                            i += 1;
-                            black_box(&outs);
-                        }
-                        std::time::Duration::from_nanos(thread_cpu_ns() - t0)
-                    })
-                } else {
-                    b.iter(|| {
-                        run(&mut e, &clients, &set[i % BATCHES], &mut outs, hints);
-                        i += 1;
-                        black_box(&outs);
-                    })
-                }
+                support::measure(b, cpu_time, || {
+                    run(&mut e, &clients, &set[i % BATCHES], &mut outs, hints);
+                    i += 1;
+                    black_box(&outs);
+                })
             });
         }
     }

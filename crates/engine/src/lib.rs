@@ -615,12 +615,7 @@ impl Engine {
         self.srv.stats.protocol_errors += 1;
         self.srv.stats.record_error("ERR");
         if log::enabled(log::Level::Verbose) {
-            let who = self
-                .srv
-                .clients
-                .get(client)
-                .map(|s| s.addr_string())
-                .unwrap_or_default();
+            let who = self.client_addr(client);
             log::verbose(&format!(
                 "Protocol error ({}) from client: id={} addr={who}",
                 err.message(),
@@ -629,15 +624,19 @@ impl Engine {
         }
     }
 
-    /// The IO layer closed `client` for going over `client-query-buffer-limit`.
-    pub fn note_query_buffer_limit(&mut self, client: ClientId, qbuf_len: usize) {
-        self.srv.stats.client_query_buffer_limit_disconnections += 1;
-        let who = self
-            .srv
+    /// `client`'s address for a log line ("" once it is gone).
+    fn client_addr(&self, client: ClientId) -> String {
+        self.srv
             .clients
             .get(client)
             .map(|s| s.addr_string())
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    /// The IO layer closed `client` for going over `client-query-buffer-limit`.
+    pub fn note_query_buffer_limit(&mut self, client: ClientId, qbuf_len: usize) {
+        self.srv.stats.client_query_buffer_limit_disconnections += 1;
+        let who = self.client_addr(client);
         log::warning(&format!(
             "Closing client that reached max query buffer length: id={} addr={who} qbuf={qbuf_len} (qbuf initial bytes omitted)",
             client.0
@@ -658,12 +657,7 @@ impl Engine {
     /// with `len` bytes pending (INFO, log line as Valkey's).
     pub fn note_output_buffer_limit(&mut self, client: ClientId, len: usize) {
         self.srv.stats.client_output_buffer_limit_disconnections += 1;
-        let who = self
-            .srv
-            .clients
-            .get(client)
-            .map(|s| s.addr_string())
-            .unwrap_or_default();
+        let who = self.client_addr(client);
         log::warning(&format!(
             "Client id={} addr={who} omem={len} closed for overcoming of output buffer limits.",
             client.0

@@ -25,6 +25,28 @@ use engine::{ArgvRef, ClientId, CommandHint, CommandsView, Job};
 use resp::{Limits, Parsed, ProtocolError, ReplyBuf, Resume, SharedBytes, Span};
 use std::os::fd::RawFd;
 
+/// Most iovecs one sendmsg takes (the kernel's UIO_MAXIOV); what does not
+/// fit goes with the next send.
+const MAX_IOV: usize = 1024;
+
+/// Point `iov` at `buf`'s wire content from byte `from` on, at most
+/// [`MAX_IOV`] segments, for a sendmsg of a reply that holds values by
+/// reference. Returns how many bytes the iovecs cover. They borrow `buf`'s
+/// memory: it must stay unchanged until the send is done.
+pub(crate) fn fill_iovecs(buf: &ReplyBuf, from: usize, iov: &mut Vec<libc::iovec>) -> usize {
+    iov.clear();
+    let mut covered = 0;
+    buf.segments(from, |seg| {
+        iov.push(libc::iovec {
+            iov_base: seg.as_ptr() as *mut libc::c_void,
+            iov_len: seg.len(),
+        });
+        covered += seg.len();
+        iov.len() < MAX_IOV
+    });
+    covered
+}
+
 /// How reads are sized when the parser gives no hint.
 pub(crate) const READ_CHUNK: usize = 16 * 1024;
 /// A buffer that grew past this is given back once it is idle again, so one

@@ -3,7 +3,7 @@
 //! iteration), replies written right after the batch, EPOLLOUT registered
 //! only while output is pending.
 
-use crate::connection::Closing;
+use crate::connection::{Closing, fill_iovecs};
 use crate::driver::{Driver, GEN_MASK};
 use crate::listener::{self, Listener};
 use engine::log;
@@ -22,8 +22,6 @@ const MAX_EVENTS: usize = 1024;
 const READS_PER_WAKE: usize = 16;
 /// Largest single read when a big argument is arriving.
 const BIG_READ: usize = 4 << 20;
-/// iovecs per sendmsg (the kernel's UIO_MAXIOV); the rest goes next time.
-const MAX_IOV: usize = 1024;
 /// Accepts per listener per wake-up.
 const ACCEPTS_PER_WAKE: usize = 256;
 
@@ -336,24 +334,13 @@ impl Epoll {
             }
             let fd = c.fd;
             let (buf, from) = c.pending();
-            let want = buf.len() - from;
-            if want == 0 {
+            if buf.len() == from {
                 break;
             }
-            let n = if buf.has_refs() {
+            let (n, want) = if buf.has_refs() {
                 // Large values by reference: one sendmsg over the bytes
                 // and the values, nothing copied.
-                self.iov.clear();
-                let mut room = want;
-                buf.segments(from, |seg| {
-                    self.iov.push(libc::iovec {
-                        iov_base: seg.as_ptr() as *mut libc::c_void,
-                        iov_len: seg.len(),
-                    });
-                    room -= seg.len();
-                    self.iov.len() < MAX_IOV
-                });
-                let want = want - room;
+                let want = fill_iovecs(buf, from, &mut self.iov);
                 // SAFETY: a zeroed msghdr is valid (no address, no control
                 // data); its iovecs point into `buf`, which is borrowed, and
                 // so unchanged, for the duration of the call.
@@ -372,7 +359,6 @@ impl Epoll {
                 };
                 (n, chunk.len())
             };
-            let (n, want) = n;
             if n >= 0 {
                 let partial = (n as usize) < want;
                 d.on_sent(slot, n as usize);

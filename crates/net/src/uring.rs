@@ -23,7 +23,7 @@
 //! * The wait carries a timeout (`submit_with_args`) so cron runs and the
 //!   stop flag is checked. No SQPOLL, no forced IOSQE_ASYNC.
 
-use crate::connection::Closing;
+use crate::connection::{Closing, fill_iovecs};
 use crate::driver::{Driver, GEN_MASK};
 use crate::listener::{self, Listener};
 use crate::probe;
@@ -183,10 +183,6 @@ impl BufRing {
     }
 }
 
-/// Most iovecs one sendmsg takes (the kernel's UIO_MAXIOV); what does not
-/// fit goes with the next send.
-const MAX_IOV: usize = 1024;
-
 /// The msghdr and iovec array of one connection's sendmsg. Boxed and kept
 /// per slot, so their addresses stay fixed while the kernel may read them:
 /// from the submission until the completion (one send in flight per
@@ -209,14 +205,7 @@ impl SendMsg {
     /// Point the header at `buf`'s content from `from` on (at most
     /// MAX_IOV segments). `buf` must stay unchanged until the completion.
     fn fill(&mut self, buf: &resp::ReplyBuf, from: usize) {
-        self.iov.clear();
-        buf.segments(from, |seg| {
-            self.iov.push(libc::iovec {
-                iov_base: seg.as_ptr() as *mut libc::c_void,
-                iov_len: seg.len(),
-            });
-            self.iov.len() < MAX_IOV
-        });
+        fill_iovecs(buf, from, &mut self.iov);
         self.hdr.msg_iov = self.iov.as_mut_ptr();
         self.hdr.msg_iovlen = self.iov.len() as _;
     }

@@ -1,0 +1,108 @@
+//! What the engine benches share: parsed input as an IO thread hands it
+//! over, a client, a small RNG, and timing by wall clock or thread CPU.
+
+use criterion::Bencher;
+use resp::{Limits, Parsed, Span};
+use ringkv_engine::{ArgvRef, ClientInfo, CommandHint, CommandsView};
+
+/// One connection's parsed input: bytes, argument spans, argc and hint per
+/// command, as an IO thread hands them over.
+pub struct Input {
+    pub data: Vec<u8>,
+    pub args: Vec<Span>,
+    pub argc: Vec<u32>,
+    pub hints: Vec<CommandHint>,
+}
+
+impl Input {
+    /// Parse `data` (complete RESP commands) the way a connection does.
+    pub fn parse(data: Vec<u8>) -> Input {
+        let mut args = Vec::new();
+        let mut argc = Vec::new();
+        let mut hints = Vec::new();
+        let mut at = 0;
+        while at < data.len() {
+            let before = args.len();
+            match resp::parse_command(&data[at..], &Limits::default(), &mut args) {
+                Ok(Parsed::Command { consumed, argc: n }) => {
+                    for s in &mut args[before..] {
+                        s.start += at;
+                    }
+                    argc.push(n as u32);
+                    hints.push(CommandHint::of(ArgvRef {
+                        data: &data,
+                        spans: &args[before..],
+                    }));
+                    at += consumed;
+                }
+                _ => panic!("bad input"),
+            }
+        }
+        Input {
+            data,
+            args,
+            argc,
+            hints,
+        }
+    }
+
+    /// The commands for a `Job`, with their hints or (`hints` false)
+    /// without, for the engine to work them out.
+    pub fn view(&self, hints: bool) -> CommandsView<'_> {
+        CommandsView {
+            data: &self.data,
+            args: &self.args,
+            argc: &self.argc,
+            hints: if hints { &self.hints } else { &[] },
+        }
+    }
+}
+
+pub fn client_info() -> ClientInfo {
+    ClientInfo {
+        peer: "127.0.0.1:40000".parse().unwrap(),
+        local: "127.0.0.1:6379".parse().unwrap(),
+        fd: 7,
+    }
+}
+
+/// xorshift64: the same key sequence every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// RINGKV_BENCH_CPU_TIME=1: time the thread's CPU instead of the wall
+/// clock, so other processes sharing the machine inflate the numbers less
+/// (they still share caches).
+pub fn cpu_time() -> bool {
+    std::env::var("RINGKV_BENCH_CPU_TIME").is_ok_and(|v| v == "1")
+}
+
+/// Measure `step` by wall clock, or by this thread's CPU time when
+/// `cpu_time`.
+pub fn measure(b: &mut Bencher<'_>, cpu_time: bool, mut step: impl FnMut()) {
+    if cpu_time {
+        b.iter_custom(|iters| {
+            let t0 = thread_cpu_ns();
+            for _ in 0..iters {
+                step();
+            }
+            std::time::Duration::from_nanos(thread_cpu_ns() - t0)
+        })
+    } else {
+        b.iter(step)
+    }
+}
+
+/// Nanoseconds this thread has run on a CPU.
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
