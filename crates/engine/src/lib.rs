@@ -70,7 +70,7 @@ use std::time::Instant;
 use table::table;
 
 /// Identifies a client for its whole life; never reused (CLIENT ID).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClientId(pub u64);
 
 /// What the IO layer knows about a new connection.

@@ -378,9 +378,9 @@ impl Connection {
 
     /// Move the parsed commands out, for an execution thread: their bytes
     /// (the front of the read buffer, swapped out whole so nothing is
-    /// copied but a partial command behind them), spans and ends. `spare`
-    /// is an empty buffer to continue reading into.
-    pub(crate) fn detach(&mut self, mut spare: Request) -> Request {
+    /// copied but a partial command behind them), spans and ends, into
+    /// `spare`, whose buffers (emptied) become the ones read into next.
+    pub(crate) fn detach(&mut self, spare: &mut Request) {
         spare.data.clear();
         spare.data.extend_from_slice(&self.rbuf[self.parsed..]);
         std::mem::swap(&mut spare.data, &mut self.rbuf);
@@ -396,7 +396,6 @@ impl Connection {
         self.hints.clear();
         self.ends.clear();
         self.in_flight = true;
-        spare
     }
 
     /// The replies to a detached request came back: queue them, keep the
@@ -779,7 +778,8 @@ mod tests {
             [store::hash_key(b"user:1"), 0, store::hash_key(b"user:2")]
         );
         // The hints travel with the request to the execution thread.
-        let req = c.detach(Request::default());
+        let mut req = Request::default();
+        c.detach(&mut req);
         assert_eq!(req.hints, want);
         assert!(c.job().commands.hints.is_empty());
     }

@@ -14,7 +14,7 @@
 //! ```
 
 use crate::connection::{Closing, Connection};
-use crate::handoff::ToExec;
+use crate::handoff::{Accepted, ToExec};
 use crate::io_thread::IoLink;
 use crate::listener;
 use engine::log;
@@ -215,7 +215,7 @@ impl Driver {
             Side::Io(link) => {
                 // The execution thread registers the client and deals the
                 // socket to an IO thread (maybe this one) with Adopt.
-                link.send(ToExec::Connect { fd, peer, local });
+                link.send(ToExec::Connect(Box::new(Accepted { fd, peer, local })));
                 return None;
             }
         };
@@ -484,7 +484,10 @@ impl Driver {
     pub(crate) fn note_protocol_error(&mut self, client: ClientId, err: resp::ProtocolError) {
         match &mut self.side {
             Side::Inline(engine) => engine.note_protocol_error(client, &err),
-            Side::Io(link) => link.send(ToExec::ProtocolError { client, err }),
+            Side::Io(link) => link.send(ToExec::ProtocolError {
+                client,
+                err: Box::new(err),
+            }),
         }
     }
 
@@ -714,9 +717,8 @@ impl Driver {
     /// stats. Returns true when the loop should end (shutdown finished or
     /// out of time; the backend then tears down what is left).
     pub(crate) fn tick(&mut self) -> bool {
-        let now = Instant::now();
         if let Side::Inline(engine) = &mut self.side {
-            self.timers.run(engine, now);
+            self.timers.run(engine, Instant::now());
             self.drain_output();
             self.drain_events();
         }
@@ -725,7 +727,7 @@ impl Driver {
             return true;
         }
         if self.shutting_down {
-            let late = self.shutdown_deadline.is_some_and(|d| now >= d);
+            let late = self.shutdown_deadline.is_some_and(|d| Instant::now() >= d);
             if late && self.live > 0 {
                 log::warning(&format!(
                     "{} client(s) did not take their replies in time; closing them",

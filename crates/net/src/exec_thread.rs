@@ -13,12 +13,11 @@
 //! ```
 
 use crate::driver::{Driver, EngineTimers};
-use crate::handoff::{Arrival, Outlet, Request, ToExec, ToIo};
+use crate::handoff::{Accepted, Adoption, Arrival, Exchange, Outlet, ToExec, ToIo};
 use crate::io_thread::IoLink;
 use crate::listener::Listener;
 use crate::{epoll, uring};
 use engine::{ClientId, ClientInfo, CommandsView, Engine, Event, IoThreadStats, Job, log};
-use resp::ReplyBuf;
 use ringkv_rings::doorbell::Doorbell;
 use ringkv_rings::spsc::Consumer;
 use std::collections::HashMap;
@@ -71,11 +70,7 @@ impl Peer {
 /// A request taken off a ring, waiting for the batch to run.
 struct Pending {
     thread: usize,
-    slot: u32,
-    generation: u32,
-    client: ClientId,
-    req: Request,
-    out: ReplyBuf,
+    ex: Box<Exchange>,
 }
 
 /// Which backend the IO threads run.
@@ -383,7 +378,8 @@ impl ExecLoop {
 
     fn take(&mut self, thread: usize, msg: ToExec) {
         match msg {
-            ToExec::Connect { fd, peer, local } => {
+            ToExec::Connect(accepted) => {
+                let Accepted { fd, peer, local } = *accepted;
                 match self.engine.connect(ClientInfo { peer, local, fd }) {
                     Ok(client) => {
                         if log::enabled(log::Level::Verbose) {
@@ -397,23 +393,9 @@ impl ExecLoop {
                     Err(reply) => self.peers[thread].send(ToIo::Refuse { fd, reply }),
                 }
             }
-            ToExec::Commands {
-                slot,
-                generation,
-                client,
-                req,
-                out,
-                bytes_in,
-            } => {
-                self.engine.note_client_input(client, bytes_in);
-                self.batch.push(Pending {
-                    thread,
-                    slot,
-                    generation,
-                    client,
-                    req,
-                    out,
-                });
+            ToExec::Commands(ex) => {
+                self.engine.note_client_input(ex.client, ex.bytes_in);
+                self.batch.push(Pending { thread, ex });
             }
             ToExec::Released { conn } => self.released(thread, conn),
             // The last reference may be this one: the value is freed on
@@ -429,12 +411,12 @@ impl ExecLoop {
     fn adopt(&mut self, t: usize, client: ClientId, socket: Arrival) {
         self.owner.insert(client.0, t);
         let (limits, qbuf_limit) = self.engine.client_limits(client);
-        self.peers[t].send(ToIo::Adopt {
+        self.peers[t].send(ToIo::Adopt(Box::new(Adoption {
             client,
             limits,
             qbuf_limit,
             socket,
-        });
+        })));
     }
 
     fn execute(&mut self) {
@@ -442,18 +424,16 @@ impl ExecLoop {
         let mut jobs: Vec<Job<'_>> = batch
             .iter_mut()
             .map(|p| {
-                let Pending {
-                    client, req, out, ..
-                } = p;
+                let ex = &mut *p.ex;
                 Job::new(
-                    *client,
+                    ex.client,
                     CommandsView {
-                        data: &req.data,
-                        args: &req.args,
-                        argc: &req.argc,
-                        hints: &req.hints,
+                        data: &ex.req.data,
+                        args: &ex.req.args,
+                        argc: &ex.req.argc,
+                        hints: &ex.req.hints,
                     },
-                    out,
+                    &mut ex.out,
                 )
             })
             .collect();
@@ -468,25 +448,17 @@ impl ExecLoop {
             .config()
             .client_output_buffer_limit_normal
             .is_set();
-        for (p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
-            let (limits, qbuf_limit) = self.engine.client_limits(p.client);
-            let out_limit = if no_out_limit {
+        for (mut p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
+            let ex = &mut *p.ex;
+            (ex.limits, ex.qbuf_limit) = self.engine.client_limits(ex.client);
+            ex.out_limit = if no_out_limit {
                 engine::OutputLimit::default()
             } else {
-                self.engine.output_limit_for(p.client)
+                self.engine.output_limit_for(ex.client)
             };
-            let msg = ToIo::Replies {
-                out_limit,
-                slot: p.slot,
-                generation: p.generation,
-                req: p.req,
-                out: p.out,
-                close_after_reply,
-                blocked_after,
-                limits,
-                qbuf_limit,
-            };
-            self.peers[p.thread].send(msg);
+            ex.close_after_reply = close_after_reply;
+            ex.blocked_after = blocked_after;
+            self.peers[p.thread].send(ToIo::Replies(p.ex));
         }
         self.batch = batch;
         self.flags = flags;
@@ -502,8 +474,8 @@ impl ExecLoop {
             ToExec::OutputBufferLimit { client, len } => {
                 self.engine.note_output_buffer_limit(client, len)
             }
-            ToExec::Connect { .. }
-            | ToExec::Commands { .. }
+            ToExec::Connect(_)
+            | ToExec::Commands(_)
             | ToExec::Released { .. }
             | ToExec::Spent { .. }
             | ToExec::Exited => {}

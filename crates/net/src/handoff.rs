@@ -6,8 +6,10 @@
 //!  ───────────                                   ────────────────
 //!  accept ─────────── Connect{fd, addrs} ──────► engine.connect, pick a thread
 //!         ◄────────── Adopt{fd, client} / Refuse ─┘ (the least-loaded one)
-//!  parse ──────────── Commands{Request, out} ───► one execute_batch over every
-//!         ◄────────── Replies{Request, out} ────┘ thread's requests
+//!  parse ──────────── Commands(Exchange) ───────► one execute_batch over every
+//!         ◄────────── Replies(Exchange) ────────┘ thread's requests
+//!  (an Exchange is a pooled box: Request, out, limits; a ring slot moves
+//!   a pointer)
 //!  close ──────────── Disconnect{client} ───────► engine.disconnect
 //!         ◄────────── Output / Close / Unblocked / Shutdown (engine events)
 //!
@@ -143,32 +145,66 @@ impl Arrival {
     }
 }
 
+/// One connection's round trip through the execution thread: its parsed
+/// commands, the buffer they are answered in, and what the execution
+/// thread then tells the IO thread about the client.
+///
+/// Boxed and pooled by the IO thread. A ring slot then carries a pointer
+/// rather than ~250 bytes of buffers and limits (a message is 24 bytes
+/// one way, 40 the other), and the buffers inside come back to be reused
+/// (or freed) by the thread that allocated them.
+#[derive(Debug, Default)]
+pub(crate) struct Exchange {
+    pub(crate) slot: u32,
+    pub(crate) generation: u32,
+    pub(crate) client: ClientId,
+    pub(crate) req: Request,
+    pub(crate) out: ReplyBuf,
+    /// Bytes read from this client since its last request.
+    pub(crate) bytes_in: u64,
+    // Set by the execution thread with the replies.
+    pub(crate) close_after_reply: bool,
+    /// The client blocked after this many commands.
+    pub(crate) blocked_after: Option<usize>,
+    pub(crate) limits: Limits,
+    pub(crate) qbuf_limit: usize,
+    pub(crate) out_limit: engine::OutputLimit,
+}
+
+/// A socket just accepted, for the execution thread to admit.
+#[derive(Debug)]
+pub(crate) struct Accepted {
+    pub(crate) fd: RawFd,
+    pub(crate) peer: SocketAddr,
+    pub(crate) local: SocketAddr,
+}
+
+/// What an IO thread needs to own a client's socket.
+#[derive(Debug)]
+pub(crate) struct Adoption {
+    pub(crate) client: ClientId,
+    pub(crate) limits: Limits,
+    pub(crate) qbuf_limit: usize,
+    pub(crate) socket: Arrival,
+}
+
+// The rare variants are boxed so that a ring slot is no bigger than the
+// per-request ones (a pointer and a tag).
+
 /// IO thread → execution thread.
 #[derive(Debug)]
 pub(crate) enum ToExec {
     /// A new socket (only the accepting IO thread sends these).
-    Connect {
-        fd: RawFd,
-        peer: SocketAddr,
-        local: SocketAddr,
-    },
+    Connect(Box<Accepted>),
     /// Complete commands of one connection, and the buffer to reply into.
-    Commands {
-        slot: u32,
-        generation: u32,
-        client: ClientId,
-        req: Request,
-        out: ReplyBuf,
-        /// Bytes read from this client since its last request.
-        bytes_in: u64,
-    },
+    Commands(Box<Exchange>),
     /// The connection is gone (after any request it sent before).
     Disconnect {
         client: ClientId,
     },
     ProtocolError {
         client: ClientId,
-        err: ProtocolError,
+        err: Box<ProtocolError>,
     },
     QueryBufferLimit {
         client: ClientId,
@@ -196,36 +232,17 @@ pub(crate) enum ToExec {
 }
 
 /// Execution thread → IO thread.
-// `Replies` is nearly every message on this ring, so its size is the
-// ring slot's size either way; boxing it would cost an allocation per
-// request to shrink the rare variants.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum ToIo {
     /// Own this socket from now on.
-    Adopt {
-        client: ClientId,
-        limits: Limits,
-        qbuf_limit: usize,
-        socket: Arrival,
-    },
+    Adopt(Box<Adoption>),
     /// Send these bytes (best effort) and close: maxclients, protected mode.
     Refuse {
         fd: RawFd,
         reply: Vec<u8>,
     },
-    Replies {
-        slot: u32,
-        generation: u32,
-        req: Request,
-        out: ReplyBuf,
-        close_after_reply: bool,
-        /// The client blocked after this many commands.
-        blocked_after: Option<usize>,
-        limits: Limits,
-        qbuf_limit: usize,
-        out_limit: engine::OutputLimit,
-    },
+    /// The [`Exchange`] of a `Commands`, answered.
+    Replies(Box<Exchange>),
     /// Output produced outside the client's own request.
     Output {
         client: ClientId,
@@ -245,4 +262,25 @@ pub(crate) enum ToIo {
     /// No connections are left here: end the thread.
     Retire,
     Shutdown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ring slot is one message: keep them a few words, so that moving
+    /// one through a ring is a cache line at most.
+    #[test]
+    fn ring_messages_are_small() {
+        assert!(
+            std::mem::size_of::<ToExec>() <= 24,
+            "{}",
+            std::mem::size_of::<ToExec>()
+        );
+        assert!(
+            std::mem::size_of::<ToIo>() <= 40,
+            "{}",
+            std::mem::size_of::<ToIo>()
+        );
+    }
 }

@@ -10,19 +10,20 @@
 use crate::connection::{Connection, READ_CHUNK};
 use crate::driver::Driver;
 use crate::exec_thread::{SharedExec, try_step};
-use crate::handoff::{Arrival, Outlet, Request, ToExec, ToIo};
+use crate::handoff::{Adoption, Arrival, Exchange, Outlet, ToExec, ToIo};
 use crate::listener;
 use engine::{ClientId, IoThreadStats};
-use resp::{Limits, ReplyBuf, SharedBytes};
+use resp::{Limits, SharedBytes};
 use ringkv_rings::doorbell::Doorbell;
 use ringkv_rings::spsc::Consumer;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 /// Buffers bigger than this are freed on return rather than pooled.
 const POOL_MAX_CAPACITY: usize = 256 * 1024;
-/// Pooled buffers kept per kind.
+/// Exchanges kept for reuse.
 const POOL_MAX_LEN: usize = 1024;
 
 pub(crate) struct IoLink {
@@ -35,8 +36,10 @@ pub(crate) struct IoLink {
     stats: Arc<IoThreadStats>,
     /// Limits for a client the execution thread has not described yet.
     pub(crate) default_limits: (Limits, usize),
-    requests: Vec<Request>,
-    outs: Vec<ReplyBuf>,
+    /// Exchanges back from the execution thread, buffers kept, for reuse.
+    // Kept boxed: they travel through the rings as boxes.
+    #[allow(clippy::vec_box)]
+    exchanges: Vec<Box<Exchange>>,
     /// Slots adopted since the backend last asked (it registers them).
     adopted: Vec<u32>,
     sleeping: bool,
@@ -50,7 +53,23 @@ pub(crate) struct IoLink {
     /// decide how many IO threads take connections).
     woke: Instant,
     busy_ns: u64,
+    /// A wait that is counted as idle time is under way.
+    waiting: bool,
+    /// Zero-timeout polls so far (the clock is read every
+    /// `BUSY_POLLS_PER_CLOCK`-th).
+    busy_polls: u64,
 }
+
+/// Adds to a counter of this thread's stats. Other threads only read
+/// them, so a plain load and store does, without a locked add each loop
+/// iteration.
+fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Relaxed) + n, Relaxed);
+}
+
+/// While an IO thread stays busy, its busy time is published every this
+/// many loop iterations (an iteration is 1–100 µs of work).
+const BUSY_POLLS_PER_CLOCK: u64 = 64;
 
 impl IoLink {
     pub(crate) fn new(
@@ -68,14 +87,15 @@ impl IoLink {
             bell,
             stats,
             default_limits,
-            requests: Vec::new(),
-            outs: Vec::new(),
+            exchanges: Vec::new(),
             adopted: Vec::new(),
             sleeping: false,
             unrung: false,
             exec: None,
             woke: Instant::now(),
             busy_ns: 0,
+            waiting: false,
+            busy_polls: 0,
         }
     }
 
@@ -138,10 +158,10 @@ impl IoLink {
 
     pub(crate) fn count_io(&mut self, reads: u64, writes: u64, bytes_in: u64, bytes_out: u64) {
         let s = &self.stats;
-        s.reads.fetch_add(reads, Relaxed);
-        s.writes.fetch_add(writes, Relaxed);
-        s.bytes_in.fetch_add(bytes_in, Relaxed);
-        s.bytes_out.fetch_add(bytes_out, Relaxed);
+        add(&s.reads, reads);
+        add(&s.writes, writes);
+        add(&s.bytes_in, bytes_in);
+        add(&s.bytes_out, bytes_out);
     }
 
     /// How long to wait: zero if there is work, else announce the sleep
@@ -149,16 +169,25 @@ impl IoLink {
     /// whose fd the backend waits on).
     pub(crate) fn before_wait(&mut self, busy: bool, max: Duration) -> Duration {
         self.ring_exec();
-        self.busy_ns += self.woke.elapsed().as_nanos() as u64;
-        self.stats.busy_ns.store(self.busy_ns, Relaxed);
+        if busy && !self.backpressured() {
+            // Busy time runs on through a zero-timeout poll: the clock is
+            // read when the thread may really wait, and now and then
+            // while it never does (the pool needs `busy_ns` to grow).
+            self.busy_polls += 1;
+            if self.busy_polls.is_multiple_of(BUSY_POLLS_PER_CLOCK) {
+                let now = Instant::now();
+                self.count_busy(now);
+                self.woke = now;
+            }
+            return Duration::ZERO;
+        }
+        self.count_busy(Instant::now());
+        self.waiting = true;
         if self.backpressured() {
             // Nothing more is parsed until the ring has room (even with
             // dirty connections): retry soon, the execution thread is
             // draining it.
             return Duration::from_micros(200);
-        }
-        if busy {
-            return Duration::ZERO;
         }
         self.bell.prepare_sleep();
         self.sleeping = true;
@@ -169,18 +198,27 @@ impl IoLink {
         max
     }
 
+    fn count_busy(&mut self, now: Instant) {
+        self.busy_ns += now.saturating_duration_since(self.woke).as_nanos() as u64;
+        self.stats.busy_ns.store(self.busy_ns, Relaxed);
+    }
+
     pub(crate) fn after_wait(&mut self) {
-        self.woke = Instant::now();
+        if self.waiting {
+            self.waiting = false;
+            self.woke = Instant::now();
+        }
         if self.sleeping {
             self.sleeping = false;
             self.bell.awake();
         }
     }
 
-    fn spare_request(&mut self) -> Request {
-        self.requests.pop().unwrap_or_else(|| Request {
-            data: Vec::with_capacity(READ_CHUNK),
-            ..Request::default()
+    fn spare_exchange(&mut self) -> Box<Exchange> {
+        self.exchanges.pop().unwrap_or_else(|| {
+            let mut ex = Box::<Exchange>::default();
+            ex.req.data.reserve(READ_CHUNK);
+            ex
         })
     }
 
@@ -194,17 +232,25 @@ impl IoLink {
         }
     }
 
-    /// `out` must hold no references any more (see [`ReplyBuf::take_refs`]).
-    fn recycle(&mut self, mut req: Request, mut out: ReplyBuf) {
-        debug_assert!(!out.has_refs());
-        if req.data.capacity() <= POOL_MAX_CAPACITY && self.requests.len() < POOL_MAX_LEN {
-            req.clear();
-            self.requests.push(req);
+    /// `ex.out` must hold no references any more (see
+    /// [`resp::ReplyBuf::take_refs`]). Buffers grown past
+    /// `POOL_MAX_CAPACITY` are freed rather than kept.
+    fn recycle(&mut self, mut ex: Box<Exchange>) {
+        debug_assert!(!ex.out.has_refs());
+        if self.exchanges.len() >= POOL_MAX_LEN {
+            return;
         }
-        if out.capacity() <= POOL_MAX_CAPACITY && self.outs.len() < POOL_MAX_LEN {
-            out.clear();
-            self.outs.push(out);
+        if ex.req.data.capacity() > POOL_MAX_CAPACITY {
+            ex.req = Default::default();
+        } else {
+            ex.req.clear();
         }
+        if ex.out.capacity() > POOL_MAX_CAPACITY {
+            ex.out = Default::default();
+        } else {
+            ex.out.clear();
+        }
+        self.exchanges.push(ex);
     }
 }
 
@@ -248,24 +294,19 @@ impl Driver {
                 continue;
             }
             let link = self.link();
-            let spare = link.spare_request();
-            let out = link.outs.pop().unwrap_or_default();
-            let req = c.detach(spare);
-            shipped += req.argc.len();
-            let msg = ToExec::Commands {
-                slot,
-                generation: c.generation,
-                client: c.client,
-                req,
-                out,
-                bytes_in: std::mem::take(&mut c.unreported_in),
-            };
-            link.send(msg);
+            let mut ex = link.spare_exchange();
+            c.detach(&mut ex.req);
+            shipped += ex.req.argc.len();
+            ex.slot = slot;
+            ex.generation = c.generation;
+            ex.client = c.client;
+            ex.bytes_in = std::mem::take(&mut c.unreported_in);
+            link.send(ToExec::Commands(ex));
             self.put_back(slot, c);
         }
         self.return_batch(batch);
         let link = self.link();
-        link.stats.commands.fetch_add(shipped as u64, Relaxed);
+        add(&link.stats.commands, shipped as u64);
         link.flush();
         if link.try_execute() {
             // Executed here: the replies are already in our ring.
@@ -277,37 +318,30 @@ impl Driver {
     pub(crate) fn receive(&mut self) {
         while let Some(msg) = self.link().rx.pop() {
             match msg {
-                ToIo::Replies {
-                    slot,
-                    generation,
-                    req,
-                    mut out,
-                    close_after_reply,
-                    blocked_after,
-                    limits,
-                    qbuf_limit,
-                    out_limit,
-                } => {
-                    let Some(mut c) = self.take_conn(slot, generation) else {
-                        out.take_refs(&mut self.spent);
-                        self.link().recycle(req, out);
+                ToIo::Replies(mut ex) => {
+                    let slot = ex.slot;
+                    let Some(mut c) = self.take_conn(slot, ex.generation) else {
+                        ex.out.take_refs(&mut self.spent);
+                        self.link().recycle(ex);
                         continue;
                     };
-                    c.limits = Some((limits, qbuf_limit));
-                    c.out_limit = out_limit;
-                    let err = c.reattach(&req, &mut out, close_after_reply, blocked_after);
+                    c.limits = Some((ex.limits, ex.qbuf_limit));
+                    c.out_limit = ex.out_limit;
+                    let err =
+                        c.reattach(&ex.req, &mut ex.out, ex.close_after_reply, ex.blocked_after);
                     // Left over when the connection is closing now.
-                    out.take_refs(&mut self.spent);
-                    self.link().recycle(req, out);
+                    ex.out.take_refs(&mut self.spent);
+                    self.link().recycle(ex);
                     // Parse what arrived meanwhile (or settle an EOF).
                     self.settle(slot, c, true, err);
                 }
-                ToIo::Adopt {
-                    client,
-                    limits,
-                    qbuf_limit,
-                    socket,
-                } => {
+                ToIo::Adopt(adoption) => {
+                    let Adoption {
+                        client,
+                        limits,
+                        qbuf_limit,
+                        socket,
+                    } = *adoption;
                     if self.shutting_down() {
                         // Never installed here, so not counted either.
                         listener::close_fd(socket.fd());
