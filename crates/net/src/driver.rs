@@ -94,7 +94,9 @@ pub(crate) struct Driver {
     pub(crate) side: Side,
     timers: EngineTimers,
     /// Connections by slot; a slot is reused with a new generation.
-    conns: Vec<Option<Connection>>,
+    /// Boxed: a connection (~490 bytes) moves in and out of its slot
+    /// several times per request, and a box moves as a pointer.
+    conns: Vec<Option<Box<Connection>>>,
     generations: Vec<u32>,
     free: Vec<u32>,
     live: usize,
@@ -106,7 +108,7 @@ pub(crate) struct Driver {
     /// Slots whose `closing` is set, until the backend releases them.
     closing: Vec<u32>,
     /// Connections taken out of `conns` for the duration of a batch.
-    batch: Vec<(u32, Connection, bool)>,
+    batch: Vec<(u32, Box<Connection>, bool)>,
     scratch: Vec<u32>,
     /// Per job of the running batch: close after reply, blocked after
     /// this many commands.
@@ -174,7 +176,7 @@ impl Driver {
     }
 
     pub(crate) fn conn(&mut self, slot: u32) -> Option<&mut Connection> {
-        self.conns.get_mut(slot as usize)?.as_mut()
+        self.conns.get_mut(slot as usize)?.as_deref_mut()
     }
 
     /// The connection in `slot` if it is still the one of `generation`.
@@ -239,7 +241,7 @@ impl Driver {
         listener::tune_client_socket(fd, keepalive_s);
         let slot = self.free_slot();
         let generation = self.generations[slot as usize];
-        self.occupy(slot, Connection::new(fd, id, generation))
+        self.occupy(slot, Box::new(Connection::new(fd, id, generation)))
     }
 
     /// Give a connection that another IO thread let go of a slot here; its
@@ -247,7 +249,7 @@ impl Driver {
     pub(crate) fn install_moved(&mut self, mut c: Box<Connection>) -> u32 {
         let slot = self.free_slot();
         c.arrive(self.generations[slot as usize]);
-        let slot = self.occupy(slot, *c);
+        let slot = self.occupy(slot, c);
         self.mark_dirty(slot);
         self.queue_flush(slot);
         slot
@@ -261,7 +263,7 @@ impl Driver {
         })
     }
 
-    fn occupy(&mut self, slot: u32, c: Connection) -> u32 {
+    fn occupy(&mut self, slot: u32, c: Box<Connection>) -> u32 {
         self.by_client.insert(c.client.0, slot);
         self.conns[slot as usize] = Some(c);
         self.live += 1;
@@ -469,7 +471,7 @@ impl Driver {
         }
     }
 
-    fn over_query_limit(&mut self, slot: u32, mut c: Connection) {
+    fn over_query_limit(&mut self, slot: u32, mut c: Box<Connection>) {
         let (client, len) = (c.client, c.unparsed_len());
         match &mut self.side {
             Side::Inline(engine) => engine.note_query_buffer_limit(client, len),
@@ -491,21 +493,21 @@ impl Driver {
         }
     }
 
-    pub(crate) fn take_batch(&mut self) -> Vec<(u32, Connection, bool)> {
+    pub(crate) fn take_batch(&mut self) -> Vec<(u32, Box<Connection>, bool)> {
         std::mem::take(&mut self.batch)
     }
 
-    pub(crate) fn return_batch(&mut self, batch: Vec<(u32, Connection, bool)>) {
+    pub(crate) fn return_batch(&mut self, batch: Vec<(u32, Box<Connection>, bool)>) {
         self.batch = batch;
     }
 
-    pub(crate) fn put_back(&mut self, slot: u32, c: Connection) {
+    pub(crate) fn put_back(&mut self, slot: u32, c: Box<Connection>) {
         self.conns[slot as usize] = Some(c);
     }
 
     /// Take the connection of `slot` out if it is still the one of
     /// `generation` (put it back with [`Driver::settle`] or `put_back`).
-    pub(crate) fn take_conn(&mut self, slot: u32, generation: u32) -> Option<Connection> {
+    pub(crate) fn take_conn(&mut self, slot: u32, generation: u32) -> Option<Box<Connection>> {
         let cell = self.conns.get_mut(slot as usize)?;
         if cell.as_ref()?.generation != generation {
             return None;
@@ -577,7 +579,7 @@ impl Driver {
     pub(crate) fn settle(
         &mut self,
         slot: u32,
-        mut c: Connection,
+        mut c: Box<Connection>,
         more: bool,
         err: Option<resp::ProtocolError>,
     ) {
@@ -788,7 +790,7 @@ impl Driver {
 
     /// The backend has finished with `slot` (fd closed, no operation in
     /// flight): forget the connection and its Session.
-    pub(crate) fn release(&mut self, slot: u32) -> Option<Connection> {
+    pub(crate) fn release(&mut self, slot: u32) -> Option<Box<Connection>> {
         let mut c = self.vacate(slot)?;
         c.take_all_refs(&mut self.spent);
         match &mut self.side {
@@ -809,7 +811,7 @@ impl Driver {
         }
     }
 
-    fn vacate(&mut self, slot: u32) -> Option<Connection> {
+    fn vacate(&mut self, slot: u32) -> Option<Box<Connection>> {
         let c = self.conns.get_mut(slot as usize)?.take()?;
         self.by_client.remove(&c.client.0);
         self.generations[slot as usize] = (self.generations[slot as usize] + 1) & GEN_MASK;
@@ -845,7 +847,7 @@ mod tests {
         };
         let id = d.engine().unwrap().connect(info).unwrap();
         let slot = d.conns.len() as u32;
-        d.conns.push(Some(Connection::new(-1, id, 0)));
+        d.conns.push(Some(Box::new(Connection::new(-1, id, 0))));
         d.generations.push(0);
         d.by_client.insert(id.0, slot);
         d.live += 1;

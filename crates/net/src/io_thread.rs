@@ -149,10 +149,8 @@ impl IoLink {
     }
 
     /// A connection this thread let go of, on its way to another IO thread.
-    pub(crate) fn hand_over(&mut self, conn: Connection) {
-        self.send(ToExec::Released {
-            conn: Box::new(conn),
-        });
+    pub(crate) fn hand_over(&mut self, conn: Box<Connection>) {
+        self.send(ToExec::Released { conn });
         self.stats.clients.fetch_sub(1, Relaxed);
     }
 
