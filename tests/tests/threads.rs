@@ -15,15 +15,20 @@ use ringkv_e2e::{Opts, Reply, Server, e2e, info_field};
 fn io_thread_names(srv: &Server, want: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let io: Vec<String> = thread_names(srv)
-            .into_iter()
-            .filter(|n| n.starts_with("io-thread-"))
-            .collect();
+        let io = io_threads_now(srv);
         if io.len() >= want || Instant::now() > deadline {
             return io;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The server's IO threads by name, as /proc lists them now.
+fn io_threads_now(srv: &Server) -> Vec<String> {
+    thread_names(srv)
+        .into_iter()
+        .filter(|n| n.starts_with("io-thread-"))
+        .collect()
 }
 
 /// The names of the server's threads (from /proc/PID/task/*/comm).
@@ -482,10 +487,7 @@ fn set_io_threads(r: &mut ringkv_e2e::Raw, n: &str) {
 fn expect_io_threads(srv: &Server, r: &mut ringkv_e2e::Raw, want: usize) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let io: Vec<String> = thread_names(srv)
-            .into_iter()
-            .filter(|n| n.starts_with("io-thread-"))
-            .collect();
+        let io = io_threads_now(srv);
         let threads = r.cmd(&["INFO", "threads"]).text();
         if io.len() == want && info_field(&threads, "io_threads") == want.to_string() {
             let names: Vec<String> = (1..=want).map(|i| format!("io-thread-{i}")).collect();

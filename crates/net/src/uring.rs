@@ -520,30 +520,24 @@ impl Uring {
         if bell && self.bell_armed {
             self.cancel(tag(KIND_BELL, 0, 0))?;
         }
-        let mut cancelled: Vec<(u32, u32)> = Vec::new();
+        // Once: nothing is armed again while detaching, so these (and the
+        // cancels a closing connection already has) are all there will be.
+        for slot in d.slots() {
+            let Some(c) = d.conn(slot) else { continue };
+            // A cancelled recv then ends as no EOF, and is not re-armed.
+            c.moving = true;
+            if !c.shut {
+                let ops = (c.generation, c.recv_armed, c.send_busy);
+                self.cancel_ops(slot, ops)?;
+            }
+        }
         let deadline = Instant::now() + DETACH_LIMIT;
         loop {
-            let mut busy = self.accept_armed.iter().any(|&a| a) || (bell && self.bell_armed);
-            for slot in d.slots() {
-                let Some(c) = d.conn(slot) else { continue };
-                // A cancelled recv then ends as no EOF, and is not re-armed.
-                c.moving = true;
-                if !(c.recv_armed || c.send_busy) {
-                    continue;
-                }
-                busy = true;
-                let g = c.generation;
-                if !c.shut && !cancelled.contains(&(slot, g)) {
-                    cancelled.push((slot, g));
-                    let (recv, send) = (c.recv_armed, c.send_busy);
-                    if recv {
-                        self.cancel(tag(KIND_RECV, slot, g))?;
-                    }
-                    if send {
-                        self.cancel(tag(KIND_SEND, slot, g))?;
-                    }
-                }
-            }
+            let busy = self.accept_armed.iter().any(|&a| a)
+                || (bell && self.bell_armed)
+                || d.slots()
+                    .into_iter()
+                    .any(|s| d.conn(s).is_some_and(|c| c.recv_armed || c.send_busy));
             if !busy {
                 break;
             }
@@ -775,14 +769,8 @@ impl Uring {
                 // send waiting for buffer space with EPIPE. The cancels cover
                 // a kernel that would not wake them.
                 listener::shutdown_fd(c.fd);
-                let g = c.generation;
-                let (recv, send) = (c.recv_armed, c.send_busy);
-                if recv {
-                    self.cancel(tag(KIND_RECV, slot, g))?;
-                }
-                if send {
-                    self.cancel(tag(KIND_SEND, slot, g))?;
-                }
+                let ops = (c.generation, c.recv_armed, c.send_busy);
+                self.cancel_ops(slot, ops)?;
             }
             // The last completion calls retry_close.
             return Ok(());
@@ -808,19 +796,24 @@ impl Uring {
             if !c.shut {
                 // `shut` also keeps sends and re-arms off from now on.
                 c.shut = true;
-                let g = c.generation;
-                let (recv, send) = (c.recv_armed, c.send_busy);
-                if recv {
-                    self.cancel(tag(KIND_RECV, slot, g))?;
-                }
-                if send {
-                    self.cancel(tag(KIND_SEND, slot, g))?;
-                }
+                let ops = (c.generation, c.recv_armed, c.send_busy);
+                self.cancel_ops(slot, ops)?;
             }
             // The last completion re-queues this.
             return Ok(());
         }
         d.hand_over(slot);
+        Ok(())
+    }
+
+    /// Cancel a connection's recv and/or send: `(generation, recv, send)`.
+    fn cancel_ops(&mut self, slot: u32, (g, recv, send): (u32, bool, bool)) -> io::Result<()> {
+        if recv {
+            self.cancel(tag(KIND_RECV, slot, g))?;
+        }
+        if send {
+            self.cancel(tag(KIND_SEND, slot, g))?;
+        }
         Ok(())
     }
 
