@@ -141,10 +141,12 @@ impl Worker {
     }
 }
 
-/// Run the workers against `srv` for `secs`; with `churn`, CONFIG SET
-/// io-threads cycles meanwhile, so connections keep moving between IO
-/// threads (and threads are retired and started) mid-traffic.
-fn stress(srv: &Server, secs: u64, churn: bool) {
+/// Run the workers against `srv` for `secs`; meanwhile CONFIG SET
+/// io-threads cycles through `churn` (every 300 ms), so connections keep
+/// moving between IO threads (and threads are retired and started), or
+/// between inline and threaded mode where the cycle passes through 1,
+/// mid-traffic.
+fn stress(srv: &Server, secs: u64, churn: &[u32]) {
     let port = srv.port;
     let deadline = Instant::now() + Duration::from_secs(secs);
     let hs: Vec<_> = (0..WORKERS)
@@ -170,9 +172,9 @@ fn stress(srv: &Server, secs: u64, churn: bool) {
         })
         .collect();
     let mut changes = 0;
-    if churn {
+    if !churn.is_empty() {
         let mut admin = srv.raw();
-        for n in [2, 4, 3, 5, 2, 4].iter().cycle() {
+        for n in churn.iter().cycle() {
             if Instant::now() >= deadline {
                 break;
             }
@@ -205,14 +207,20 @@ fn stress(srv: &Server, secs: u64, churn: bool) {
     let moves: u64 = info_field(&threads, "io_thread_client_moves")
         .parse()
         .unwrap();
+    // Moves between IO threads; a cycle through 1 moves every connection
+    // to and from the main thread too, which this does not count.
+    let moving = churn.iter().filter(|&&n| n > 1).count() >= 2;
     eprintln!(
         "stress: {total} commands checked, {drops} disconnects, {changes} io-threads changes, \
          {moves} connections moved, {secs} s"
     );
-    assert!(!churn || moves > 100, "only {moves} connections moved");
+    assert!(!moving || moves > 100, "only {moves} connections moved");
     assert!(total > 10_000, "only {total} commands in {secs} s");
     assert!(drops > 100, "only {drops} disconnects");
-    assert!(!churn || changes >= 3, "only {changes} io-threads changes");
+    assert!(
+        churn.is_empty() || changes >= 3,
+        "only {changes} io-threads changes"
+    );
     assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"));
     // Every connection was let go (the workers' are closed now): only
     // this one is left.
@@ -240,7 +248,7 @@ e2e!(
         raise_nofile();
         let threads = ringkv_e2e::server::io_threads().unwrap_or(4).max(2).to_string();
         let srv = b.start(Opts::new().arg("io-threads", &threads));
-        stress(&srv, stress_secs(), false);
+        stress(&srv, stress_secs(), &[]);
     }
 );
 
@@ -248,6 +256,15 @@ e2e!(
     ringkv_only fn connections_move_between_io_threads_under_load(b) {
         raise_nofile();
         let srv = b.start(Opts::new().arg("io-threads", "4").arg("io-threads-adaptive", "no"));
-        stress(&srv, stress_secs().div_ceil(2), true);
+        stress(&srv, stress_secs().div_ceil(2), &[2, 4, 3, 5, 2, 4]);
+    }
+);
+
+e2e!(
+    ringkv_only fn connections_switch_between_inline_and_threaded_under_load(b) {
+        raise_nofile();
+        // Inline at first; the cycle goes 1 -> N and N -> 1 twice a round.
+        let srv = b.start(Opts::new().arg("io-threads", "1").arg("io-threads-adaptive", "no"));
+        stress(&srv, stress_secs().div_ceil(2), &[4, 1, 3, 5, 1, 2]);
     }
 );

@@ -15,15 +15,20 @@ use ringkv_e2e::{Opts, Reply, Server, e2e, info_field};
 fn io_thread_names(srv: &Server, want: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let io: Vec<String> = thread_names(srv)
-            .into_iter()
-            .filter(|n| n.starts_with("io-thread-"))
-            .collect();
+        let io = io_threads_now(srv);
         if io.len() >= want || Instant::now() > deadline {
             return io;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The server's IO threads by name, as /proc lists them now.
+fn io_threads_now(srv: &Server) -> Vec<String> {
+    thread_names(srv)
+        .into_iter()
+        .filter(|n| n.starts_with("io-thread-"))
+        .collect()
 }
 
 /// The names of the server's threads (from /proc/PID/task/*/comm).
@@ -464,20 +469,258 @@ e2e!(
     }
 );
 
+/// CONFIG SET io-threads `n`, answered OK.
+fn set_io_threads(r: &mut ringkv_e2e::Raw, n: &str) {
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "io-threads", n]),
+        Reply::status("OK"),
+        "io-threads {n}"
+    );
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "io-threads"]),
+        Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk(n)])
+    );
+}
+
+/// Wait (10 s at most) until the server runs exactly `want` IO threads,
+/// by /proc and by INFO; then check a new connection is served.
+fn expect_io_threads(srv: &Server, r: &mut ringkv_e2e::Raw, want: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let io = io_threads_now(srv);
+        let threads = r.cmd(&["INFO", "threads"]).text();
+        if io.len() == want && info_field(&threads, "io_threads") == want.to_string() {
+            let names: Vec<String> = (1..=want).map(|i| format!("io-thread-{i}")).collect();
+            assert_eq!(io, names);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "want {want} IO threads: {io:?}\n{threads}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let info = r.cmd(&["INFO", "server"]).text();
+    let threaded = if want > 0 { "1" } else { "0" };
+    assert_eq!(info_field(&info, "io_threads_active"), threaded, "{info}");
+    let mut fresh = srv.raw();
+    assert_eq!(fresh.cmd(&["PING"]), Reply::status("PONG"));
+}
+
+/// Poll GET `key` (10 s at most) until its value passes `above`.
+fn wait_counter_above(r: &mut ringkv_e2e::Raw, key: &str, above: i64) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = match r.cmd(&["GET", key]) {
+            Reply::Bulk(b) => String::from_utf8(b).unwrap().parse().unwrap(),
+            _ => 0,
+        };
+        if v > above {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{key} stuck at {v}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 e2e!(
-    ringkv_only fn config_set_io_threads_does_not_switch_between_inline_and_threaded(b) {
-        const WHY: &str = "ERR CONFIG SET failed (possibly related to argument 'io-threads') - switching between io-threads 1 and more needs a restart";
-        let inline = b.start(Opts::new().arg("io-threads", "1"));
-        let mut r = inline.raw();
-        assert_eq!(r.cmd(&["CONFIG", "SET", "io-threads", "4"]), Reply::err(WHY));
-        assert_eq!(r.cmd(&["CONFIG", "GET", "io-threads"]), Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk("1")]));
-        let threaded = b.start(Opts::new().arg("io-threads", "3"));
-        let mut r = threaded.raw();
-        assert_eq!(r.cmd(&["CONFIG", "SET", "io-threads", "1"]), Reply::err(WHY));
-        match r.cmd(&["CONFIG", "SET", "io-threads", "0"]) {
+    ringkv_only fn config_set_io_threads_switches_between_inline_and_threaded_under_load(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "1"));
+        let mut admin = srv.raw();
+        expect_io_threads(&srv, &mut admin, 0);
+        let port = srv.port;
+        const WORKERS: usize = 4;
+        const DEPTH: i64 = 16;
+        const MAX_ROUNDS: i64 = 20_000;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Pipelining clients: every reply must be the next number, so a lost
+        // or repeated reply (or one out of order) fails here.
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|c| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut r = ringkv_e2e::Raw::connect(port);
+                    let key = format!("switch:{c}");
+                    let deadline = Instant::now() + Duration::from_secs(60);
+                    let mut n = 0i64;
+                    for _ in 0..MAX_ROUNDS {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) || Instant::now() > deadline {
+                            break;
+                        }
+                        let mut req = Vec::new();
+                        for _ in 0..DEPTH {
+                            req.extend(ringkv_e2e::raw::encode_str(&["INCR", &key]));
+                        }
+                        r.send(&req);
+                        for _ in 0..DEPTH {
+                            n += 1;
+                            assert_eq!(r.read_reply(), Reply::Int(n), "client {c}");
+                        }
+                    }
+                    (r, n)
+                })
+            })
+            .collect();
+        let keys: Vec<String> = (0..WORKERS).map(|c| format!("switch:{c}")).collect();
+        let mut seen: Vec<i64> = keys.iter().map(|k| wait_counter_above(&mut admin, k, 0)).collect();
+        for round in 0..3 {
+            set_io_threads(&mut admin, "4");
+            expect_io_threads(&srv, &mut admin, 3);
+            // Every client keeps being served in threaded mode.
+            for (k, s) in keys.iter().zip(&mut seen) {
+                *s = wait_counter_above(&mut admin, k, *s);
+            }
+            // The IO threads, not this thread, read the clients now.
+            let stats = admin.cmd(&["INFO", "stats"]).text();
+            let reads: u64 = info_field(&stats, "io_threaded_reads_processed").parse().unwrap();
+            assert!(reads > 0, "round {round}: {stats}");
+            set_io_threads(&mut admin, "1");
+            expect_io_threads(&srv, &mut admin, 0);
+            for (k, s) in keys.iter().zip(&mut seen) {
+                *s = wait_counter_above(&mut admin, k, *s);
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut done: Vec<_> = workers.into_iter().map(|h| h.join().expect("worker")).collect();
+        for (c, (r, n)) in done.iter_mut().enumerate() {
+            assert!(*n > 0, "client {c} never ran");
+            // The same connection, still served, and nothing ran twice.
+            assert_eq!(r.cmd(&["INCR", &keys[c]]), Reply::Int(*n + 1), "client {c}");
+        }
+        let log = srv.log();
+        assert!(!log.contains("not cancelled in time"), "{log}");
+    }
+);
+
+e2e!(
+    ringkv_only fn blocked_subscribed_and_multi_clients_survive_io_threads_switches(b) {
+        let srv = b.start(Opts::new().arg("io-threads", "1"));
+        let mut admin = srv.raw();
+        let mut waiter = srv.raw();
+        let mut sub = srv.raw();
+        let mut multi = srv.raw();
+        let mut half = srv.raw();
+        let id = |r: &mut ringkv_e2e::Raw| match r.cmd(&["CLIENT", "ID"]) {
+            Reply::Int(id) => id,
+            other => panic!("CLIENT ID: {other:?}"),
+        };
+        let ids = [id(&mut waiter), id(&mut sub), id(&mut multi), id(&mut half)];
+        sub.send(&ringkv_e2e::raw::encode_str(&["SUBSCRIBE", "ch"]));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("subscribe"), Reply::bulk("ch"), Reply::Int(1)])
+        );
+        // Blocked, with a command pipelined behind it.
+        waiter.send(&ringkv_e2e::raw::encode_str(&["BLPOP", "q", "0"]));
+        waiter.send(&ringkv_e2e::raw::encode_str(&["GET", "after"]));
+        assert_eq!(multi.cmd(&["MULTI"]), Reply::status("OK"));
+        assert_eq!(multi.cmd(&["INCR", "m"]), Reply::status("QUEUED"));
+        // Half a command, the rest sent after the switches.
+        let set = ringkv_e2e::raw::encode_str(&["SET", "half", "carried"]);
+        let (first, rest) = set.split_at(set.len() / 2);
+        half.send(first);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info_field(&admin.cmd(&["INFO", "clients"]).text(), "blocked_clients") != "1" {
+            assert!(Instant::now() < deadline, "BLPOP never blocked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+
+        let check_ids = |admin: &mut ringkv_e2e::Raw| {
+            let list = admin.cmd(&["CLIENT", "LIST"]).text();
+            for id in ids {
+                assert!(list.contains(&format!("id={id} ")), "{id} missing: {list}");
+            }
+        };
+        set_io_threads(&mut admin, "3");
+        expect_io_threads(&srv, &mut admin, 2);
+        check_ids(&mut admin);
+        assert_eq!(admin.cmd(&["PUBLISH", "ch", "one"]), Reply::Int(1));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("message"), Reply::bulk("ch"), Reply::bulk("one")])
+        );
+        assert_eq!(multi.cmd(&["INCR", "m"]), Reply::status("QUEUED"));
+
+        set_io_threads(&mut admin, "1");
+        expect_io_threads(&srv, &mut admin, 0);
+        check_ids(&mut admin);
+        // The transaction begun inline, continued threaded, runs inline.
+        assert_eq!(multi.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(1), Reply::Int(2)]));
+        half.send(rest);
+        assert_eq!(half.read_reply(), Reply::status("OK"));
+        assert_eq!(admin.cmd(&["PUBLISH", "ch", "two"]), Reply::Int(1));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("message"), Reply::bulk("ch"), Reply::bulk("two")])
+        );
+        assert_eq!(multi.cmd(&["MULTI"]), Reply::status("OK"));
+        assert_eq!(multi.cmd(&["INCR", "m"]), Reply::status("QUEUED"));
+
+        set_io_threads(&mut admin, "4");
+        expect_io_threads(&srv, &mut admin, 3);
+        check_ids(&mut admin);
+        assert_eq!(multi.cmd(&["EXEC"]), Reply::Array(vec![Reply::Int(3)]));
+        // Blocked through three switches: served now, then the command
+        // behind it.
+        assert_eq!(admin.cmd(&["SET", "after", "yes"]), Reply::status("OK"));
+        assert_eq!(admin.cmd(&["RPUSH", "q", "x"]), Reply::Int(1));
+        assert_eq!(waiter.read_reply(), Reply::Array(vec![Reply::bulk("q"), Reply::bulk("x")]));
+        assert_eq!(waiter.read_reply(), Reply::bulk("yes"));
+        // Blocked again, threaded, and served inline.
+        waiter.send(&ringkv_e2e::raw::encode_str(&["BLPOP", "q", "0"]));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while info_field(&admin.cmd(&["INFO", "clients"]).text(), "blocked_clients") != "1" {
+            assert!(Instant::now() < deadline, "BLPOP never blocked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        set_io_threads(&mut admin, "1");
+        expect_io_threads(&srv, &mut admin, 0);
+        assert_eq!(admin.cmd(&["RPUSH", "q", "y"]), Reply::Int(1));
+        assert_eq!(waiter.read_reply(), Reply::Array(vec![Reply::bulk("q"), Reply::bulk("y")]));
+        assert_eq!(admin.cmd(&["PUBLISH", "ch", "three"]), Reply::Int(1));
+        assert_eq!(
+            sub.read_reply(),
+            Reply::Array(vec![Reply::bulk("message"), Reply::bulk("ch"), Reply::bulk("three")])
+        );
+        check_ids(&mut admin);
+        assert_eq!(half.cmd(&["GET", "half"]), Reply::bulk("carried"));
+    }
+);
+
+e2e!(
+    ringkv_only fn threaded_start_goes_inline_and_back_keeping_its_clients(b) {
+        let srv = b.start(spread("3"));
+        let mut admin = srv.raw();
+        let mut clients: Vec<_> = (0..6).map(|_| srv.raw()).collect();
+        for (i, r) in clients.iter_mut().enumerate() {
+            assert_eq!(r.cmd(&["SET", &format!("k{i}"), "0"]), Reply::status("OK"));
+        }
+        expect_io_threads(&srv, &mut admin, 2);
+        for round in 1..=3i64 {
+            set_io_threads(&mut admin, "1");
+            expect_io_threads(&srv, &mut admin, 0);
+            let threads = admin.cmd(&["INFO", "threads"]).text();
+            assert_eq!(info_field(&threads, "io_threads_active"), "0", "{threads}");
+            for (i, r) in clients.iter_mut().enumerate() {
+                assert_eq!(r.cmd(&["INCR", &format!("k{i}")]), Reply::Int(2 * round - 1));
+            }
+            // With the default pool, and then every thread taking clients.
+            set_io_threads(&mut admin, "3");
+            expect_io_threads(&srv, &mut admin, 2);
+            for (i, r) in clients.iter_mut().enumerate() {
+                assert_eq!(r.cmd(&["INCR", &format!("k{i}")]), Reply::Int(2 * round));
+            }
+        }
+        // Out of range is still refused, and changes nothing.
+        match admin.cmd(&["CONFIG", "SET", "io-threads", "0"]) {
             Reply::Error(e) => assert!(e.starts_with("ERR CONFIG SET failed"), "{e}"),
             other => panic!("io-threads 0: {other:?}"),
         }
-        assert_eq!(r.cmd(&["CONFIG", "GET", "io-threads"]), Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk("3")]));
+        assert_eq!(
+            admin.cmd(&["CONFIG", "GET", "io-threads"]),
+            Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk("3")])
+        );
+        let threads = admin.cmd(&["INFO", "threads"]).text();
+        assert_eq!(info_field(&threads, "io_threads_active"), "2", "{threads}");
     }
 );

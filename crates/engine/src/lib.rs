@@ -94,7 +94,9 @@ pub enum Event {
     /// unblocking reply comes through [`Engine::drain_output`] first.
     Unblocked { client: ClientId },
     /// CONFIG SET io-threads changed the number of threads doing network
-    /// IO (threaded mode only; the main thread counts as one).
+    /// IO (the main thread counts as one): the IO layer starts or retires
+    /// IO threads, or switches between inline and threaded mode, after the
+    /// batch's replies.
     IoThreads { n: usize },
 }
 

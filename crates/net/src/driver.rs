@@ -118,6 +118,13 @@ pub(crate) struct Driver {
     shutdown_deadline: Option<Instant>,
     /// An IO thread told to end once its connections have moved away.
     retiring: bool,
+    /// Inline mode: CONFIG SET io-threads changed; looked at in `tick`.
+    io_threads_changed: bool,
+    /// Inline mode: the loop ends to hand the engine, its connections and
+    /// the listeners over to threaded mode (CONFIG SET io-threads N > 1).
+    switching: bool,
+    /// Slots adopted since the backend last asked (it registers them).
+    adopted: Vec<u32>,
     /// References to large values whose sends are done (or whose
     /// connections went away): dropped here in inline mode, handed back to
     /// the execution thread once per iteration on an IO thread.
@@ -158,6 +165,9 @@ impl Driver {
             shutting_down: false,
             shutdown_deadline: None,
             retiring: false,
+            io_threads_changed: false,
+            switching: false,
+            adopted: Vec::new(),
             spent: Vec::new(),
             reads: 0,
             writes: 0,
@@ -249,10 +259,62 @@ impl Driver {
     pub(crate) fn install_moved(&mut self, mut c: Box<Connection>) -> u32 {
         let slot = self.free_slot();
         c.arrive(self.generations[slot as usize]);
+        let closing = c.closing != Closing::Open;
         let slot = self.occupy(slot, c);
         self.mark_dirty(slot);
         self.queue_flush(slot);
+        if closing {
+            // Carried while closing (after its output, or killed on the
+            // way): the closing pass finishes it here.
+            self.queue_close(slot);
+        }
         slot
+    }
+
+    /// Take over connections another mode's loop let go of (a CONFIG SET
+    /// io-threads switch), for the backend to register.
+    pub(crate) fn take_in(&mut self, conns: Vec<Box<Connection>>) {
+        for c in conns {
+            let slot = self.install_moved(c);
+            self.adopted.push(slot);
+        }
+    }
+
+    /// A moved connection was installed: the backend registers it next.
+    pub(crate) fn note_adopted(&mut self, slot: u32) {
+        self.adopted.push(slot);
+    }
+
+    /// The loop is ending to give its listeners (and, inline, its
+    /// connections) to another loop: the backend takes its sockets out
+    /// instead of closing them.
+    pub(crate) fn handing_over(&self) -> bool {
+        self.switching || self.retiring
+    }
+
+    /// Inline mode is ending for threaded mode.
+    pub(crate) fn switching(&self) -> bool {
+        self.switching
+    }
+
+    /// After the backend has let go of every socket (nothing in flight):
+    /// the engine and the connections worth carrying on. Connections
+    /// already closing with nothing left to send are closed here.
+    pub(crate) fn hand_off(mut self) -> (Engine, Vec<Box<Connection>>) {
+        let mut conns = Vec::with_capacity(self.live);
+        for slot in self.slots() {
+            let Some(c) = self.conn(slot) else { continue };
+            if c.closing == Closing::Now || (c.closing != Closing::Open && !c.has_output()) {
+                listener::close_fd(c.fd);
+                self.release(slot);
+            } else if let Some(c) = self.vacate(slot) {
+                conns.push(c);
+            }
+        }
+        match self.side {
+            Side::Inline(engine) => (*engine, conns),
+            Side::Io(_) => unreachable!("only inline mode hands its engine off"),
+        }
     }
 
     fn free_slot(&mut self) -> u32 {
@@ -627,8 +689,9 @@ impl Driver {
                 Event::Close { client, flush } => self.close_client(client, flush),
                 Event::Shutdown => self.begin_shutdown(),
                 Event::Unblocked { client } => self.unblock(client),
-                // Inline mode refuses to change io-threads; never sent.
-                Event::IoThreads { .. } => {}
+                // Looked at in `tick`, once this iteration's replies are
+                // queued.
+                Event::IoThreads { .. } => self.io_threads_changed = true,
             }
         }
         self.events = events;
@@ -728,6 +791,18 @@ impl Driver {
         if self.retiring && self.live == 0 {
             return true;
         }
+        if std::mem::take(&mut self.io_threads_changed)
+            && !self.shutting_down
+            && let Side::Inline(engine) = &self.side
+            && engine.config().io_threads > 1
+        {
+            // The replies queued this iteration are still sent (or carried)
+            // by the backend before the loop lets go of the sockets.
+            self.switching = true;
+        }
+        if self.switching {
+            return true;
+        }
         if self.shutting_down {
             let late = self.shutdown_deadline.is_some_and(|d| Instant::now() >= d);
             if late && self.live > 0 {
@@ -758,6 +833,12 @@ impl Driver {
         self.writes = 0;
         self.bytes_in = 0;
         self.bytes_out = 0;
+    }
+
+    /// Slots adopted since the last call, for the backend to register.
+    pub(crate) fn take_adopted(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        std::mem::swap(out, &mut self.adopted);
     }
 
     /// The slots with output queued since the last call.

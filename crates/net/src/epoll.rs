@@ -86,7 +86,16 @@ impl Epoll {
         }
     }
 
-    pub(crate) fn run(mut self, d: &mut Driver, listeners: Vec<Listener>) -> io::Result<()> {
+    /// Serve until shutdown (every connection closed; returns no
+    /// listeners) or until the driver hands its sockets over (a retiring
+    /// IO thread, or inline mode switching to threaded): then the
+    /// connections stay in the driver and the listeners are returned, all
+    /// still open; dropping the epoll set takes them out of it.
+    pub(crate) fn run(
+        mut self,
+        d: &mut Driver,
+        listeners: Vec<Listener>,
+    ) -> io::Result<Vec<Listener>> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
         let mut list = Vec::new();
         let mut listening = true;
@@ -155,6 +164,10 @@ impl Epoll {
                 self.manage_listeners(d, &listeners, &mut listening);
             }
         }
+        if d.handing_over() {
+            // Reads and writes are synchronous: nothing is in flight.
+            return Ok(listeners);
+        }
         for slot in d.slots() {
             if let Some(c) = d.conn(slot) {
                 listener::close_fd(c.fd);
@@ -162,7 +175,7 @@ impl Epoll {
             d.release(slot);
         }
         drop(listeners);
-        Ok(())
+        Ok(Vec::new())
     }
 
     /// Stop listening for good at shutdown; pause and resume after an

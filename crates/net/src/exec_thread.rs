@@ -52,8 +52,12 @@ struct Peer {
     /// told to `Retire` (`retire_sent`).
     retiring: bool,
     retire_sent: bool,
-    handle: Option<JoinHandle<io::Result<()>>>,
+    handle: Option<JoinHandle<IoThreadEnd>>,
 }
+
+/// What an IO thread's body returns: the listeners it held, still open,
+/// when it ended by retiring (io-thread-1, CONFIG SET io-threads 1).
+type IoThreadEnd = io::Result<Vec<Listener>>;
 
 impl Peer {
     fn send(&mut self, msg: ToIo) {
@@ -80,14 +84,22 @@ pub(crate) enum Backend {
     Epoll,
 }
 
-/// Start the IO threads, then run the execution loop on this thread until
-/// shutdown; returns once every IO thread has exited.
+/// Start the IO threads, deal them the connections handed over by inline
+/// mode (if any), then run the execution loop on this thread until
+/// shutdown (`None`) or until CONFIG SET io-threads 1 has brought every
+/// connection and the listeners back here (`Some`, for inline mode);
+/// returns once every IO thread has exited.
 pub(crate) fn serve(
-    engine: Engine,
+    h: crate::Handover,
     stop: &'static AtomicBool,
-    listeners: Vec<Listener>,
     backend: Backend,
-) -> io::Result<()> {
+    first: bool,
+) -> io::Result<Option<crate::Handover>> {
+    let crate::Handover {
+        engine,
+        listeners,
+        conns,
+    } = h;
     let n = engine.config().io_threads.saturating_sub(1).max(1);
     let exec_bell = Arc::new(Doorbell::new()?);
     let shared: SharedExec = Arc::new_cyclic(|me| {
@@ -119,26 +131,59 @@ pub(crate) fn serve(
         }
     }
     held.start_pool(n);
+    for c in conns {
+        held.take_over(c);
+    }
     log::notice(&format!(
         "{n} IO thread(s) started; this thread executes commands"
     ));
-    log::notice("Ready to accept connections tcp");
+    if first {
+        log::notice("Ready to accept connections tcp");
+    }
     run(&shared, held);
     let mut ex = lock(&shared);
     let mut handles = ex.pool.take_ended();
     handles.extend(ex.peers.iter_mut().filter_map(|p| p.handle.take()));
+    let homed = ex.pool.homed(ex.peers.len()) && !ex.shutting_down;
     drop(ex);
+    let mut listeners = Vec::new();
     for h in handles {
-        join_io_thread(h);
+        listeners.extend(join_io_thread(h));
     }
-    Ok(())
+    // Every IO thread has ended, and with it its handle on the loop.
+    let Ok(ex) = Arc::try_unwrap(shared) else {
+        return Err(io::Error::other(
+            "the execution loop outlived its IO threads",
+        ));
+    };
+    let mut ex = ex.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let conns = ex.pool.take_home();
+    if !homed {
+        for c in conns {
+            crate::listener::close_fd(c.fd);
+        }
+        return Ok(None);
+    }
+    listeners.append(&mut ex.listeners_back);
+    Ok(Some(crate::Handover {
+        engine: ex.engine,
+        listeners,
+        conns,
+    }))
 }
 
-fn join_io_thread(h: JoinHandle<io::Result<()>>) {
+/// Join an IO thread; the listeners it gives back, if any.
+fn join_io_thread(h: JoinHandle<IoThreadEnd>) -> Vec<Listener> {
     match h.join() {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => log::warning(&format!("IO thread: {e}")),
-        Err(_) => log::warning("an IO thread panicked"),
+        Ok(Ok(listeners)) => listeners,
+        Ok(Err(e)) => {
+            log::warning(&format!("IO thread: {e}"));
+            Vec::new()
+        }
+        Err(_) => {
+            log::warning("an IO thread panicked");
+            Vec::new()
+        }
     }
 }
 
@@ -181,9 +226,14 @@ fn run<'a>(shared: &'a Mutex<ExecLoop>, mut ex: MutexGuard<'a, ExecLoop>) {
     loop {
         let worked = ex.timed_step();
         for h in ex.pool.take_ended() {
-            join_io_thread(h);
+            let back = join_io_thread(h);
+            ex.listeners_back.extend(back);
         }
         if ex.shutting_down && ex.peers.iter().all(|p| p.exited) {
+            return;
+        }
+        if ex.pool.homed(ex.peers.len()) {
+            // Back to inline mode: every connection is here.
             return;
         }
         if worked {
@@ -239,7 +289,7 @@ fn io_thread_main(
     backend: Backend,
     stop: &'static AtomicBool,
     ready: std::sync::mpsc::Sender<Result<(), String>>,
-) -> io::Result<()> {
+) -> IoThreadEnd {
     let mut d = Driver::new_io(link, stop);
     let r = match backend {
         Backend::Uring { batch_wait_us } => match uring::Uring::new(&listeners, batch_wait_us) {
@@ -249,7 +299,7 @@ fn io_thread_main(
             }
             Err(reason) => {
                 let _ = ready.send(Err(reason));
-                Ok(())
+                Ok(listeners)
             }
         },
         Backend::Epoll => match epoll::Epoll::new(&listeners) {
@@ -259,7 +309,7 @@ fn io_thread_main(
             }
             Err(e) => {
                 let _ = ready.send(Err(e.to_string()));
-                Ok(())
+                Ok(listeners)
             }
         },
     };
@@ -299,16 +349,27 @@ pub(crate) struct ExecLoop {
     awake_cpu_ns: u64,
     /// When the last step read the clock (for its timers).
     clock: Instant,
+    /// Listeners given back by io-thread-1 when it retired (CONFIG SET
+    /// io-threads 1), for inline mode.
+    listeners_back: Vec<Listener>,
 }
 
 impl ExecLoop {
     fn new(
-        engine: Engine,
+        mut engine: Engine,
         bell: Arc<Doorbell>,
         stop: &'static AtomicBool,
         backend: Backend,
         me: Weak<Mutex<ExecLoop>>,
     ) -> ExecLoop {
+        // Counters go on from where an earlier threaded period left them.
+        let net = engine.net_stats_mut();
+        let (batches, batches_on_io, sleeps, awake_cpu_ns) = (
+            net.exec_batches,
+            net.exec_batches_on_io,
+            net.exec_sleeps,
+            net.exec_awake_cpu_ns,
+        );
         ExecLoop {
             engine,
             peers: Vec::new(),
@@ -326,11 +387,12 @@ impl ExecLoop {
             shutting_down: false,
             busy_since_report: Duration::ZERO,
             last_report: Instant::now(),
-            batches: 0,
-            batches_on_io: 0,
-            sleeps: 0,
-            awake_cpu_ns: 0,
+            batches,
+            batches_on_io,
+            sleeps,
+            awake_cpu_ns,
             clock: Instant::now(),
+            listeners_back: Vec::new(),
         }
     }
 
@@ -385,12 +447,16 @@ impl ExecLoop {
                         if log::enabled(log::Level::Verbose) {
                             log::verbose(&format!("Accepted {peer}"));
                         }
+                        if self.pool.homing() {
+                            self.home_new(fd, client);
+                            return;
+                        }
                         let t = self.place();
                         self.peers[t].clients += 1;
                         let keepalive_s = self.engine.tcp_keepalive_s();
                         self.adopt(t, client, Arrival::New { fd, keepalive_s });
                     }
-                    Err(reply) => self.peers[thread].send(ToIo::Refuse { fd, reply }),
+                    Err(reply) => self.refuse(thread, fd, reply),
                 }
             }
             ToExec::Commands(ex) => {
@@ -486,9 +552,12 @@ impl ExecLoop {
     fn forget(&mut self, client: ClientId) {
         if let Some(t) = self.owner.remove(&client.0) {
             self.engine.disconnect(client);
-            // A moving client was already counted at its destination.
+            // A moving client was already counted at its destination
+            // (none when that is this thread, on the way to inline mode).
             let t = self.pool.forget_move(client).unwrap_or(t);
-            self.peers[t].clients = self.peers[t].clients.saturating_sub(1);
+            if let Some(p) = self.peers.get_mut(t) {
+                p.clients = p.clients.saturating_sub(1);
+            }
         }
     }
 
@@ -514,7 +583,12 @@ impl ExecLoop {
             match ev {
                 Event::Close { client, flush } => {
                     if let Some(&t) = self.owner.get(&client.0) {
-                        self.peers[t].send(ToIo::Close { client, flush });
+                        let msg = ToIo::Close { client, flush };
+                        match self.peers.get_mut(t) {
+                            Some(p) => p.send(msg),
+                            // Brought home for inline mode: it closes there.
+                            None => self.pool.deliver(&mut self.peers, &self.owner, client, msg),
+                        }
                     }
                     // Gone for everyone at once, as in inline mode (CLIENT
                     // KILL then PUBSUB NUMSUB sees it gone); the IO thread's

@@ -28,7 +28,12 @@
 //!  A ──────────────── Released{Connection} ─────► owner = B
 //!  B      ◄────────── Adopt{client, Moved(Connection)}, then the held output
 //!  retiring a thread with no clients left:
-//!         ◄────────── Retire;  Exited ──────────► join it
+//!         ◄────────── Retire;  Exited ──────────► join it (io-thread-1,
+//!                                                  retired on the way back
+//!                                                  to inline mode, returns
+//!                                                  the listeners)
+//!  back to inline mode (io-threads 1): every client Released to the
+//!  execution thread itself, which keeps it until every thread has exited
 //! ```
 //!
 //! A connection has at most one request with the execution thread at a

@@ -37,11 +37,7 @@ pub(crate) struct IoLink {
     /// Limits for a client the execution thread has not described yet.
     pub(crate) default_limits: (Limits, usize),
     /// Exchanges back from the execution thread, buffers kept, for reuse.
-    // Kept boxed: they travel through the rings as boxes.
-    #[allow(clippy::vec_box)]
     exchanges: Vec<Box<Exchange>>,
-    /// Slots adopted since the backend last asked (it registers them).
-    adopted: Vec<u32>,
     sleeping: bool,
     /// Published since the execution thread's doorbell was last rung.
     unrung: bool,
@@ -88,7 +84,6 @@ impl IoLink {
             stats,
             default_limits,
             exchanges: Vec::new(),
-            adopted: Vec::new(),
             sleeping: false,
             unrung: false,
             exec: None,
@@ -272,14 +267,6 @@ impl Driver {
         self.link().backpressured()
     }
 
-    /// Slots adopted since the last call, for the backend to register.
-    pub(crate) fn take_adopted(&mut self, out: &mut Vec<u32>) {
-        out.clear();
-        if let crate::driver::Side::Io(link) = &mut self.side {
-            std::mem::swap(out, &mut link.adopted);
-        }
-    }
-
     /// Send every batched connection's parsed commands to the execution
     /// thread; settle the ones that only had an error or an EOF.
     pub(crate) fn ship_batch(&mut self) {
@@ -353,9 +340,8 @@ impl Driver {
                     if let Some(c) = self.conn(slot) {
                         c.limits = Some((limits, qbuf_limit));
                     }
-                    let link = self.link();
-                    link.stats.clients.fetch_add(1, Relaxed);
-                    link.adopted.push(slot);
+                    self.link().stats.clients.fetch_add(1, Relaxed);
+                    self.note_adopted(slot);
                 }
                 ToIo::Refuse { fd, reply } => {
                     listener::send_best_effort(fd, &reply);

@@ -29,6 +29,12 @@
 //! who gets closed and when to shut down), and process-wide state such as
 //! signal handlers or the log configuration (the server binary owns those).
 
+// Connections and exchanges are boxed where they live (driver slots,
+// pools) because they also travel as boxes — through rings, between
+// threads and modes — where a box moves as one pointer; a Vec of them
+// keeps the boxes rather than unboxing and reboxing.
+#![allow(clippy::vec_box)]
+
 mod connection;
 mod driver;
 mod epoll;
@@ -43,6 +49,16 @@ use engine::{Engine, IoUringMode, log};
 use std::io;
 use std::sync::atomic::AtomicBool;
 
+/// What one mode hands to the next when CONFIG SET io-threads goes
+/// between 1 and more: the engine, the listening sockets and every open
+/// connection (unread input, unsent output, parser and blocked state),
+/// none of them closed on the way.
+pub(crate) struct Handover {
+    pub(crate) engine: Engine,
+    pub(crate) listeners: Vec<listener::Listener>,
+    pub(crate) conns: Vec<Box<connection::Connection>>,
+}
+
 /// Binds the listeners from `engine.config()` (`bind` with Valkey's `-`
 /// optional prefix, `*` / `::*`, `port`, `tcp-backlog`), picks the event loop
 /// from `io-uring auto|yes|no`, logs which one runs and "Ready to accept
@@ -50,6 +66,11 @@ use std::sync::atomic::AtomicBool;
 /// binary's SIGTERM/SIGINT handler; it is polled at least every 100 ms).
 /// Pending replies are flushed (for a few seconds at most), every
 /// connection is closed, and `Ok(())` is returned.
+///
+/// `io-threads` picks the mode (inline, or IO threads and an execution
+/// thread), and CONFIG SET io-threads between 1 and more switches it live:
+/// the running mode ends without closing anything and hands over
+/// ([`Handover`]) to the other, in a loop, as often as it is asked.
 ///
 /// Errors: a bind failure ("Failed listening on port N (tcp), aborting.",
 /// the cause is logged), or `io-uring yes` on a system where io_uring
@@ -61,59 +82,109 @@ pub fn serve(mut engine: Engine, stop: &'static AtomicBool) -> io::Result<()> {
         .map_or(engine.config().port, |l| l.addr.port());
     engine.net_stats_mut().tcp_port = port;
     let mode = engine.config().io_uring;
+    let batch_wait_us = engine.config().io_uring_batch_wait_us;
 
     let ring = match mode {
         IoUringMode::No => None,
-        IoUringMode::Yes => {
-            match uring::Uring::new(&listeners, engine.config().io_uring_batch_wait_us) {
-                Ok(r) => Some(r),
-                Err(reason) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::Unsupported,
-                        format!("io-uring is set to yes but io_uring cannot be used: {reason}"),
-                    ));
-                }
+        IoUringMode::Yes => match uring::Uring::new(&listeners, batch_wait_us) {
+            Ok(r) => Some(r),
+            Err(reason) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("io-uring is set to yes but io_uring cannot be used: {reason}"),
+                ));
             }
-        }
-        IoUringMode::Auto => {
-            match uring::Uring::new(&listeners, engine.config().io_uring_batch_wait_us) {
-                Ok(r) => Some(r),
-                Err(reason) => {
-                    log::notice(&format!(
-                        "io_uring unavailable: {reason}; falling back to epoll"
-                    ));
-                    None
-                }
+        },
+        IoUringMode::Auto => match uring::Uring::new(&listeners, batch_wait_us) {
+            Ok(r) => Some(r),
+            Err(reason) => {
+                log::notice(&format!(
+                    "io_uring unavailable: {reason}; falling back to epoll"
+                ));
+                None
             }
-        }
+        },
     };
     engine.net_stats_mut().backend = if ring.is_some() { "io_uring" } else { "epoll" };
     match &ring {
         Some(ring) => log::notice(&format!("Event loop: io_uring ({})", ring.describe())),
         None => log::notice("Event loop: epoll (level-triggered)"),
     }
-    if engine.config().io_threads > 1 {
-        // Each IO thread builds its own ring (SINGLE_ISSUER ties a ring
-        // to the thread that made it): this one only proved it works.
-        let backend = match ring {
-            Some(_) => exec_thread::Backend::Uring {
-                batch_wait_us: engine.config().io_uring_batch_wait_us,
-            },
-            None => exec_thread::Backend::Epoll,
+    // Every later loop, in either mode, uses the same backend.
+    let backend = match ring {
+        Some(_) => exec_thread::Backend::Uring { batch_wait_us },
+        None => exec_thread::Backend::Epoll,
+    };
+    // The probe's ring serves the first inline loop; each IO thread builds
+    // its own (SINGLE_ISSUER ties a ring to the thread that made it).
+    let mut ring = ring;
+    let mut h = Handover {
+        engine,
+        listeners,
+        conns: Vec::new(),
+    };
+    let mut first = true;
+    loop {
+        let next = if h.engine.config().io_threads > 1 {
+            drop(ring.take());
+            exec_thread::serve(h, stop, backend, first)?
+        } else {
+            serve_inline(h, stop, backend, ring.take(), first)?
         };
-        drop(ring);
-        return exec_thread::serve(engine, stop, listeners, backend);
+        first = false;
+        match next {
+            Some(next) => h = next,
+            None => return Ok(()),
+        }
     }
+}
+
+/// Inline mode on this thread until shutdown (`None`) or until CONFIG SET
+/// io-threads asks for more threads (its sockets handed over, all open).
+fn serve_inline(
+    h: Handover,
+    stop: &'static AtomicBool,
+    backend: exec_thread::Backend,
+    ring: Option<uring::Uring>,
+    first: bool,
+) -> io::Result<Option<Handover>> {
+    let Handover {
+        engine,
+        listeners,
+        conns,
+    } = h;
     let mut driver = driver::Driver::new(engine, stop);
-    match ring {
-        Some(ring) => {
+    driver.take_in(conns);
+    let ready = || {
+        if first {
             log::notice("Ready to accept connections tcp");
-            ring.run(&mut driver, listeners)
+        } else {
+            log::notice("io-threads set to 1: this thread serves every connection");
         }
-        None => {
+    };
+    let listeners = match backend {
+        exec_thread::Backend::Uring { batch_wait_us } => {
+            let ring = match ring {
+                Some(r) => r,
+                None => uring::Uring::new(&listeners, batch_wait_us)
+                    .map_err(|reason| io::Error::other(format!("io_uring: {reason}")))?,
+            };
+            ready();
+            ring.run(&mut driver, listeners)?
+        }
+        exec_thread::Backend::Epoll => {
             let ep = epoll::Epoll::new(&listeners)?;
-            log::notice("Ready to accept connections tcp");
-            ep.run(&mut driver, listeners)
+            ready();
+            ep.run(&mut driver, listeners)?
         }
+    };
+    if !driver.switching() {
+        return Ok(None);
     }
+    let (engine, conns) = driver.hand_off();
+    Ok(Some(Handover {
+        engine,
+        listeners,
+        conns,
+    }))
 }

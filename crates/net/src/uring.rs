@@ -48,6 +48,9 @@ const KIND_CANCEL: u64 = 4;
 /// The doorbell's poll (IO threads).
 const KIND_BELL: u64 = 5;
 
+/// How long letting go of the sockets may wait for cancelled operations.
+const DETACH_LIMIT: Duration = Duration::from_secs(5);
+
 fn tag(kind: u64, slot: u32, generation: u32) -> u64 {
     kind << 56 | u64::from(generation & GEN_MASK) << 32 | u64::from(slot)
 }
@@ -234,6 +237,9 @@ pub(crate) struct Uring {
     batch_wait_us: u32,
     /// Completions the last wait returned: how many the next one waits for.
     last_cqes: usize,
+    /// The loop is letting go of its sockets ([`Uring::detach`]): nothing
+    /// new is armed.
+    detaching: bool,
 }
 
 fn build_ring() -> Result<(IoUring, bool), String> {
@@ -321,6 +327,7 @@ impl Uring {
             cqes: Vec::new(),
             batch_wait_us,
             last_cqes: 0,
+            detaching: false,
         };
         // One round trip proves io_uring_enter itself is allowed (seccomp
         // can refuse it while allowing setup).
@@ -389,7 +396,7 @@ impl Uring {
 
     fn arm_recv(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
         let Some(c) = d.conn(slot) else { return Ok(()) };
-        if c.recv_armed || c.shut || c.peer_eof || c.closing == Closing::Now {
+        if c.recv_armed || c.shut || c.peer_eof || c.closing == Closing::Now || self.detaching {
             return Ok(());
         }
         c.recv_armed = true;
@@ -432,7 +439,16 @@ impl Uring {
         self.push(e.user_data(tag(KIND_SEND, slot, generation)))
     }
 
-    pub(crate) fn run(mut self, d: &mut Driver, listeners: Vec<Listener>) -> io::Result<()> {
+    /// Serve until shutdown (every connection closed; returns no
+    /// listeners) or until the driver hands its sockets over (a retiring
+    /// IO thread, or inline mode switching to threaded): then every
+    /// operation is cancelled and completed, the connections stay in the
+    /// driver, and the listeners are returned, all still open.
+    pub(crate) fn run(
+        mut self,
+        d: &mut Driver,
+        listeners: Vec<Listener>,
+    ) -> io::Result<Vec<Listener>> {
         for (i, l) in listeners.iter().enumerate() {
             self.arm_accept(i, l.fd)?;
         }
@@ -478,7 +494,89 @@ impl Uring {
             }
             self.manage_accepts(d, &listeners)?;
         }
-        self.teardown(d, listeners)
+        if d.handing_over() {
+            self.detach(d, bell.is_some())?;
+            return Ok(listeners);
+        }
+        self.teardown(d, listeners)?;
+        Ok(Vec::new())
+    }
+
+    /// Let go of every socket without closing it: cancel the accepts, the
+    /// doorbell's poll and every connection's recv and send, and wait for
+    /// their last completions, so that once this returns the kernel holds
+    /// no buffer of this loop (provided buffers, a connection's sending
+    /// buffer, its msghdr). Bytes received meanwhile stay in the
+    /// connections; a cancelled send sent nothing (no MSG_WAITALL, so no
+    /// partial retry), its output stays queued. Sends queued this iteration
+    /// go to the kernel ahead of the cancels, in the same submission.
+    fn detach(&mut self, d: &mut Driver, bell: bool) -> io::Result<()> {
+        self.detaching = true;
+        for i in 0..self.accept_armed.len() {
+            if self.accept_armed[i] {
+                self.cancel(tag(KIND_ACCEPT, i as u32, 0))?;
+            }
+        }
+        if bell && self.bell_armed {
+            self.cancel(tag(KIND_BELL, 0, 0))?;
+        }
+        // Once: nothing is armed again while detaching, so these (and the
+        // cancels a closing connection already has) are all there will be.
+        for slot in d.slots() {
+            let Some(c) = d.conn(slot) else { continue };
+            // A cancelled recv then ends as no EOF, and is not re-armed.
+            c.moving = true;
+            if !c.shut {
+                let ops = (c.generation, c.recv_armed, c.send_busy);
+                self.cancel_ops(slot, ops)?;
+            }
+        }
+        let deadline = Instant::now() + DETACH_LIMIT;
+        loop {
+            let busy = self.accept_armed.iter().any(|&a| a)
+                || (bell && self.bell_armed)
+                || d.slots()
+                    .into_iter()
+                    .any(|s| d.conn(s).is_some_and(|c| c.recv_armed || c.send_busy));
+            if !busy {
+                break;
+            }
+            if Instant::now() >= deadline {
+                // Never seen: cancels complete at once. Whatever the kernel
+                // may still touch is leaked, and those clients closed.
+                log::warning("io_uring: operations not cancelled in time; closing their clients");
+                self.leak_in_flight(d);
+                break;
+            }
+            self.wait(Duration::from_millis(10), 0)?;
+            self.reap(d)?;
+            self.bufs.publish();
+        }
+        self.rearm.clear();
+        if !self.bufs.ring.leak {
+            // Nothing can draw from it any more.
+            let _ = self.ring.submitter().unregister_buf_ring(BGID);
+        }
+        Ok(())
+    }
+
+    /// Close the connections with an operation still in the kernel, leaking
+    /// the memory it may use (see [`Uring::teardown`]).
+    fn leak_in_flight(&mut self, d: &mut Driver) {
+        for slot in d.slots() {
+            let Some(c) = d.conn(slot) else { continue };
+            if !(c.recv_armed || c.send_busy) {
+                continue;
+            }
+            if c.send_busy {
+                c.leak_sending();
+            }
+            listener::close_fd(c.fd);
+            d.release(slot);
+        }
+        self.bufs.ring.leak = true;
+        self.bufs.data.leak = true;
+        std::mem::forget(std::mem::take(&mut self.msgs));
     }
 
     /// Submit everything queued and wait for completions or the timeout,
@@ -635,11 +733,15 @@ impl Uring {
             return;
         };
         c.send_busy = false;
-        let closing = c.closing != Closing::Open || c.moving;
+        let moving = c.moving;
+        let closing = c.closing != Closing::Open || moving;
         if res >= 0 {
             if d.on_sent(slot, res as usize) {
                 d.queue_flush(slot);
             }
+        } else if res == -libc::ECANCELED && moving {
+            // Cancelled to let go of the socket: nothing went out (see
+            // `detach`), the output travels with the connection.
         } else {
             d.on_send_error(slot);
         }
@@ -667,14 +769,8 @@ impl Uring {
                 // send waiting for buffer space with EPIPE. The cancels cover
                 // a kernel that would not wake them.
                 listener::shutdown_fd(c.fd);
-                let g = c.generation;
-                let (recv, send) = (c.recv_armed, c.send_busy);
-                if recv {
-                    self.cancel(tag(KIND_RECV, slot, g))?;
-                }
-                if send {
-                    self.cancel(tag(KIND_SEND, slot, g))?;
-                }
+                let ops = (c.generation, c.recv_armed, c.send_busy);
+                self.cancel_ops(slot, ops)?;
             }
             // The last completion calls retry_close.
             return Ok(());
@@ -685,26 +781,39 @@ impl Uring {
     }
 
     /// Let go of a moving connection once the kernel holds nothing of it:
-    /// wait for its request to come back and its send to complete, then
-    /// cancel its recv (bytes already received stay in the connection and
-    /// travel with it; later ones wait in the socket for the new owner).
+    /// wait for its request to come back, then cancel its recv and its send
+    /// (bytes already received stay in the connection and travel with it,
+    /// later ones wait in the socket for the new owner; a cancelled send
+    /// sent nothing, its output travels too, so a client that does not read
+    /// cannot hold the move up).
     fn try_hand_over(&mut self, d: &mut Driver, slot: u32) -> io::Result<()> {
         let Some(c) = d.conn(slot) else { return Ok(()) };
-        if c.in_flight() || c.send_busy {
-            // The replies' arrival or the send completion re-queues this.
+        if c.in_flight() {
+            // The replies' arrival re-queues this.
             return Ok(());
         }
-        if c.recv_armed {
+        if c.recv_armed || c.send_busy {
             if !c.shut {
                 // `shut` also keeps sends and re-arms off from now on.
                 c.shut = true;
-                let target = tag(KIND_RECV, slot, c.generation);
-                self.cancel(target)?;
+                let ops = (c.generation, c.recv_armed, c.send_busy);
+                self.cancel_ops(slot, ops)?;
             }
-            // The recv's last completion re-queues this.
+            // The last completion re-queues this.
             return Ok(());
         }
         d.hand_over(slot);
+        Ok(())
+    }
+
+    /// Cancel a connection's recv and/or send: `(generation, recv, send)`.
+    fn cancel_ops(&mut self, slot: u32, (g, recv, send): (u32, bool, bool)) -> io::Result<()> {
+        if recv {
+            self.cancel(tag(KIND_RECV, slot, g))?;
+        }
+        if send {
+            self.cancel(tag(KIND_SEND, slot, g))?;
+        }
         Ok(())
     }
 

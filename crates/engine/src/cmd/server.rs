@@ -574,22 +574,6 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .map(|i| (argv.get(i), argv.get(i + 1)))
         .collect();
     let threads_before = ctx.srv.config.io_threads;
-    if let Some((_, v)) = pairs
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(b"io-threads"))
-    {
-        // Threaded mode can grow and shrink its IO threads; going between
-        // it and inline mode (io-threads 1) means another event loop on
-        // the main thread, which only a restart gives.
-        let threaded = !ctx.srv.net.io_threads.is_empty();
-        if threaded == (*v == b"1") {
-            ctx.error(
-                "ERR CONFIG SET failed (possibly related to argument 'io-threads') - \
-                 switching between io-threads 1 and more needs a restart",
-            );
-            return;
-        }
-    }
     match ctx.srv.config.set_many(&pairs) {
         Ok(()) => {
             let n = ctx.srv.config.io_threads;

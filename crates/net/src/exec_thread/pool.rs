@@ -20,6 +20,12 @@
 //! the execution thread sleeps, with `io-threads-idle-exec`) and the rest
 //! asleep, and load spreads as it grows.
 //!
+//! CONFIG SET io-threads 1 ends threaded mode the same way: every IO
+//! thread retires, its connections "move" to this thread (`HOME`), which
+//! keeps them, applying the output and events the engine produces for
+//! them, until every IO thread has exited and io-thread-1 has given the
+//! listeners back; then inline mode takes over.
+//!
 //! A move never loses a byte: the old thread lets go of the socket only
 //! when no request of the connection is with the execution thread and no
 //! send is in the kernel, and hands over the whole `Connection` (unread
@@ -27,7 +33,7 @@
 //! the client meanwhile is held here and follows the `Adopt`.
 
 use super::{ExecLoop, Peer};
-use crate::connection::Connection;
+use crate::connection::{Closing, Connection};
 use crate::handoff::{Arrival, Outlet, ToIo};
 use crate::io_thread::IoLink;
 use crate::listener::Listener;
@@ -48,6 +54,9 @@ const ADAPT_PERIOD: Duration = Duration::from_millis(250);
 /// The active threads' work fits in one fewer at a third of the busy
 /// threshold each for this many periods in a row: park one.
 const LOW_PERIODS: u32 = 4;
+/// The owner of a connection brought to the execution thread for inline
+/// mode (not an IO thread's index).
+const HOME: usize = usize::MAX;
 
 #[derive(Default)]
 pub(super) struct Pool {
@@ -59,10 +68,15 @@ pub(super) struct Pool {
     moving: HashMap<u64, Move>,
     checked_at: Option<Instant>,
     low_periods: u32,
-    /// A CONFIG SET io-threads that waits for retired threads to exit.
-    deferred_target: Option<usize>,
+    /// A CONFIG SET io-threads (its value) that waits for retired threads
+    /// to exit.
+    deferred: Option<usize>,
     /// Retired threads, to join.
-    ended: Vec<JoinHandle<io::Result<()>>>,
+    ended: Vec<JoinHandle<super::IoThreadEnd>>,
+    /// Going back to inline mode (CONFIG SET io-threads 1): every IO
+    /// thread retires and every connection comes `home`.
+    homing: bool,
+    home: HashMap<u64, Box<Connection>>,
 }
 
 struct Move {
@@ -85,18 +99,66 @@ impl Pool {
         if let Some(m) = self.moving.get_mut(&client.0) {
             m.held.push(msg);
         } else if let Some(&t) = owner.get(&client.0) {
-            peers[t].send(msg);
+            match peers.get_mut(t) {
+                Some(p) => p.send(msg),
+                None => {
+                    if let Some(c) = self.home.get_mut(&client.0) {
+                        apply(c, msg);
+                    }
+                }
+            }
         }
     }
 
     /// Threads that have retired, for the execution thread to join.
-    pub(super) fn take_ended(&mut self) -> Vec<JoinHandle<io::Result<()>>> {
+    pub(super) fn take_ended(&mut self) -> Vec<JoinHandle<super::IoThreadEnd>> {
         std::mem::take(&mut self.ended)
+    }
+
+    /// On the way back to inline mode.
+    pub(super) fn homing(&self) -> bool {
+        self.homing
+    }
+
+    /// Back to inline mode: every IO thread has exited (`io_threads` is
+    /// how many are left), so every connection is home and the listeners
+    /// are back.
+    pub(super) fn homed(&self, io_threads: usize) -> bool {
+        self.homing && io_threads == 0 && self.moving.is_empty()
+    }
+
+    /// The connections brought home, for inline mode.
+    pub(super) fn take_home(&mut self) -> Vec<Box<Connection>> {
+        self.home.drain().map(|(_, c)| c).collect()
     }
 
     /// A client is gone: if it was moving, the thread it was counted on.
     pub(super) fn forget_move(&mut self, client: ClientId) -> Option<usize> {
         self.moving.remove(&client.0).map(|m| m.to)
+    }
+}
+
+/// What an IO thread would do with a message for a connection it owns,
+/// done to a connection the execution thread holds for inline mode.
+fn apply(c: &mut Connection, msg: ToIo) {
+    match msg {
+        ToIo::Output { bytes, .. } => c.push_output(&bytes),
+        ToIo::Unblocked { .. } => c.blocked = false,
+        ToIo::Close { flush, .. } => {
+            c.close_input();
+            c.close(if flush {
+                Closing::AfterFlush
+            } else {
+                Closing::Now
+            });
+        }
+        // Only ever sent for sockets an IO thread owns.
+        ToIo::Adopt { .. }
+        | ToIo::Refuse { .. }
+        | ToIo::Replies { .. }
+        | ToIo::Release { .. }
+        | ToIo::Retire
+        | ToIo::Shutdown => {}
     }
 }
 
@@ -181,16 +243,19 @@ impl ExecLoop {
         best.unwrap_or(0)
     }
 
-    /// Ask the thread that owns `client` to let go of it, for `to`.
+    /// Ask the thread that owns `client` to let go of it, for `to` (an IO
+    /// thread, or `HOME`).
     fn move_client(&mut self, client: u64, to: usize) {
         let Some(&from) = self.owner.get(&client) else {
             return;
         };
-        if from == to || self.pool.moving.contains_key(&client) {
+        if from == to || from == HOME || self.pool.moving.contains_key(&client) {
             return;
         }
         self.peers[from].clients = self.peers[from].clients.saturating_sub(1);
-        self.peers[to].clients += 1;
+        if let Some(p) = self.peers.get_mut(to) {
+            p.clients += 1;
+        }
         self.pool.moving.insert(
             client,
             Move {
@@ -213,12 +278,18 @@ impl ExecLoop {
             // came from.
             let fd = conn.fd;
             drop(conn);
-            self.peers[thread].send(ToIo::Refuse {
-                fd,
-                reply: Vec::new(),
-            });
+            self.refuse(thread, fd, Vec::new());
             return;
         };
+        if self.pool.homing {
+            // Maybe a move between IO threads begun before: it comes home
+            // all the same.
+            if let Some(p) = self.peers.get_mut(m.to) {
+                p.clients = p.clients.saturating_sub(1);
+            }
+            self.bring_home(conn, m.held);
+            return;
+        }
         let mut to = m.to;
         if !self.takes_clients(to) {
             // Parked or retiring since the move began.
@@ -231,6 +302,47 @@ impl ExecLoop {
         for msg in m.held {
             self.peers[to].send(msg);
         }
+    }
+
+    /// Close a socket an IO thread handed over, with `reply` sent first
+    /// (best effort): by that thread, unless it has been told to end (it
+    /// may be gone before the message arrives), then here.
+    pub(super) fn refuse(&mut self, thread: usize, fd: std::os::fd::RawFd, reply: Vec<u8>) {
+        let p = &mut self.peers[thread];
+        if p.retire_sent || p.exited {
+            crate::listener::send_best_effort(fd, &reply);
+            crate::listener::close_fd(fd);
+        } else {
+            p.send(ToIo::Refuse { fd, reply });
+        }
+    }
+
+    /// Keep a connection here for inline mode, with the output and events
+    /// held for it on the way.
+    fn bring_home(&mut self, mut conn: Box<Connection>, held: Vec<ToIo>) {
+        let client = conn.client;
+        let unreported = std::mem::take(&mut conn.unreported_in);
+        self.engine.note_client_input(client, unreported);
+        for msg in held {
+            apply(&mut conn, msg);
+        }
+        self.owner.insert(client.0, HOME);
+        self.pool.home.insert(client.0, conn);
+    }
+
+    /// A socket accepted while going back to inline mode stays here.
+    pub(super) fn home_new(&mut self, fd: std::os::fd::RawFd, client: ClientId) {
+        crate::listener::tune_client_socket(fd, self.engine.tcp_keepalive_s());
+        self.bring_home(Box::new(Connection::new(fd, client, 0)), Vec::new());
+    }
+
+    /// A connection inline mode handed over (CONFIG SET io-threads from 1
+    /// to more): deal it to an IO thread, as a moved one.
+    pub(super) fn take_over(&mut self, conn: Box<Connection>) {
+        let t = self.place();
+        self.peers[t].clients += 1;
+        let client = conn.client;
+        self.adopt(t, client, Arrival::Moved(conn));
     }
 
     pub(super) fn exited(&mut self, thread: usize) {
@@ -304,15 +416,20 @@ impl ExecLoop {
 
     /// CONFIG SET io-threads `n` (the main thread counts as one).
     pub(super) fn set_io_threads(&mut self, n: usize) {
-        let want = n.saturating_sub(1).max(1);
-        if self.shutting_down {
+        if self.shutting_down || self.pool.homing {
+            // Once home, the mode loop reads io-threads again.
             return;
         }
         if self.peers.iter().any(|p| p.retire_sent) {
             // Wait until the threads told to end have ended.
-            self.pool.deferred_target = Some(want);
+            self.pool.deferred = Some(n);
             return;
         }
+        if n <= 1 {
+            self.go_inline();
+            return;
+        }
+        let want = n - 1;
         let adaptive = self.engine.config().io_threads_adaptive;
         if want > self.pool.target {
             for p in self.peers.iter_mut().take(want) {
@@ -339,6 +456,26 @@ impl ExecLoop {
             }
         }
         log::notice(&format!("io-threads set to {n}"));
+        self.publish_pool();
+    }
+
+    /// CONFIG SET io-threads 1: every IO thread retires once its clients
+    /// have come home; io-thread-1 gives the listeners back as it ends
+    /// (accepting until then: what it accepts meanwhile stays here too).
+    fn go_inline(&mut self) {
+        self.pool.homing = true;
+        self.pool.target = 0;
+        self.pool.active = 0;
+        self.pool.deferred = None;
+        for p in &mut self.peers {
+            p.retiring = true;
+        }
+        let clients: Vec<u64> = self.owner.keys().copied().collect();
+        for client in clients {
+            // One already moving between IO threads comes home on arrival.
+            self.move_client(client, HOME);
+        }
+        log::notice("io-threads set to 1: IO threads retiring, their connections coming back");
         self.publish_pool();
     }
 
@@ -414,10 +551,15 @@ impl ExecLoop {
             }
         }
         if popped && self.peers.iter().all(|p| !p.retire_sent) {
-            if let Some(want) = self.pool.deferred_target.take() {
-                self.set_io_threads(want + 1);
+            if let Some(n) = self.pool.deferred.take() {
+                self.set_io_threads(n);
             }
             self.publish_pool();
+        }
+        if self.pool.homed(self.peers.len()) {
+            // An IO thread running the step may have got here while the
+            // execution thread sleeps: it has the switch to finish.
+            self.bell.ring();
         }
     }
 
