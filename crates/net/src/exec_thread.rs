@@ -287,9 +287,9 @@ pub(crate) struct ExecLoop {
     /// How many IO threads there are, and take connections.
     pool: pool::Pool,
     batch: Vec<Pending>,
-    /// Per job of the running batch: close after reply, blocked after this
-    /// many commands (kept to reuse its allocation).
-    flags: Vec<(bool, Option<usize>)>,
+    /// Per job of the running batch: what the engine said to do after it
+    /// (kept to reuse its allocation).
+    flags: Vec<engine::Outcome>,
     /// Messages that must wait until the batch before them has run.
     deferred: Vec<ToExec>,
     events: Vec<Event>,
@@ -429,10 +429,12 @@ impl ExecLoop {
     fn adopt(&mut self, t: usize, client: ClientId, socket: Arrival) {
         self.owner.insert(client.0, t);
         let (limits, qbuf_limit) = self.engine.client_limits(client);
+        let meter = self.engine.output_meter(client);
         self.peers[t].send(ToIo::Adopt {
             client,
             limits,
             qbuf_limit,
+            meter,
             socket,
         });
     }
@@ -462,27 +464,16 @@ impl ExecLoop {
         flags.clear();
         flags.extend(jobs.iter().map(Job::outcome));
         drop(jobs);
-        // The default (no normal-class limit) costs no Session lookup.
-        let no_out_limit = !self
-            .engine
-            .config()
-            .client_output_buffer_limit_normal
-            .is_set();
-        for (p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
+        for (p, done) in batch.drain(..).zip(&flags) {
             let (limits, qbuf_limit) = self.engine.client_limits(p.client);
-            let out_limit = if no_out_limit {
-                engine::OutputLimit::default()
-            } else {
-                self.engine.output_limit_for(p.client)
-            };
             let msg = ToIo::Replies {
-                out_limit,
+                out_class: done.output_class,
                 slot: p.slot,
                 generation: p.generation,
                 req: p.req,
                 out: p.out,
-                close_after_reply,
-                blocked_after,
+                close_after_reply: done.close_after_reply,
+                blocked_after: done.blocked_after,
                 limits,
                 qbuf_limit,
             };

@@ -207,6 +207,8 @@ pub(crate) enum ToIo {
         client: ClientId,
         limits: Limits,
         qbuf_limit: usize,
+        /// Where to publish the client's pending output (CLIENT LIST `omem`).
+        meter: Option<engine::OutputMeter>,
         socket: Arrival,
     },
     /// Send these bytes (best effort) and close: maxclients, protected mode.
@@ -224,7 +226,8 @@ pub(crate) enum ToIo {
         blocked_after: Option<usize>,
         limits: Limits,
         qbuf_limit: usize,
-        out_limit: engine::OutputLimit,
+        /// The client's output buffer limit class after these commands.
+        out_class: engine::OutputClass,
     },
     /// Output produced outside the client's own request.
     Output {

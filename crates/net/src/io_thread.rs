@@ -35,6 +35,8 @@ pub(crate) struct IoLink {
     stats: Arc<IoThreadStats>,
     /// Limits for a client the execution thread has not described yet.
     pub(crate) default_limits: (Limits, usize),
+    /// `client-output-buffer-limit` in force (the engine updates it).
+    pub(crate) out_limits: Arc<engine::OutputLimits>,
     requests: Vec<Request>,
     outs: Vec<ReplyBuf>,
     /// Slots adopted since the backend last asked (it registers them).
@@ -60,6 +62,7 @@ impl IoLink {
         bell: Arc<Doorbell>,
         stats: Arc<IoThreadStats>,
         default_limits: (Limits, usize),
+        out_limits: Arc<engine::OutputLimits>,
     ) -> IoLink {
         IoLink {
             tx,
@@ -68,6 +71,7 @@ impl IoLink {
             bell,
             stats,
             default_limits,
+            out_limits,
             requests: Vec::new(),
             outs: Vec::new(),
             adopted: Vec::new(),
@@ -286,7 +290,7 @@ impl Driver {
                     blocked_after,
                     limits,
                     qbuf_limit,
-                    out_limit,
+                    out_class,
                 } => {
                     let Some(mut c) = self.take_conn(slot, generation) else {
                         out.take_refs(&mut self.spent);
@@ -294,7 +298,7 @@ impl Driver {
                         continue;
                     };
                     c.limits = Some((limits, qbuf_limit));
-                    c.out_limit = out_limit;
+                    c.out_class = out_class;
                     let err = c.reattach(&req, &mut out, close_after_reply, blocked_after);
                     // Left over when the connection is closing now.
                     out.take_refs(&mut self.spent);
@@ -306,6 +310,7 @@ impl Driver {
                     client,
                     limits,
                     qbuf_limit,
+                    meter,
                     socket,
                 } => {
                     if self.shutting_down() {
@@ -320,6 +325,7 @@ impl Driver {
                     };
                     if let Some(c) = self.conn(slot) {
                         c.limits = Some((limits, qbuf_limit));
+                        c.meter = meter;
                     }
                     let link = self.link();
                     link.stats.clients.fetch_add(1, Relaxed);
