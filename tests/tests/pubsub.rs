@@ -215,3 +215,266 @@ e2e!(
         assert!(info.contains("pubsub_patterns:1\r\n"), "{info}");
     }
 );
+
+// client-output-buffer-limit pubsub: a subscriber is held to the pubsub
+// class of the limit (Valkey's default 32mb 8mb 60), checked with the
+// limits in force at each message it is sent.
+
+/// A 100 KB payload, and how many of them a test publishes at the most:
+/// 10 MB, well past what the kernel buffers for a socket nobody reads
+/// (the reader's window does not grow; the server's send buffer stops at
+/// tcp_wmem's 4 MB).
+const BIG: usize = 100_000;
+const BIG_COUNT: usize = 100;
+
+fn publish(p: &mut ringkv_e2e::Raw, ch: &str, payload: &[u8]) -> i64 {
+    match p.cmd_bytes(&[b"PUBLISH", ch.as_bytes(), payload]) {
+        Reply::Int(n) => n,
+        other => panic!("PUBLISH: {other:?}"),
+    }
+}
+
+fn numsub(c: &mut ringkv_e2e::Raw, ch: &str) -> i64 {
+    match c.cmd(&["PUBSUB", "NUMSUB", ch]) {
+        Reply::Array(v) => match v.get(1) {
+            Some(Reply::Int(n)) => *n,
+            other => panic!("PUBSUB NUMSUB: {other:?}"),
+        },
+        other => panic!("PUBSUB NUMSUB: {other:?}"),
+    }
+}
+
+fn subscribed(srv: &ringkv_e2e::Server, ch: &str) -> ringkv_e2e::Raw {
+    let mut s = srv.raw();
+    assert_eq!(s.cmd(&["SUBSCRIBE", ch]), arr(&["subscribe", ch], Some(1)));
+    s
+}
+
+/// Poll `f` until it is true, for at most `secs` seconds.
+fn within(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < until, "{what}: not within {secs} s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn set_limit(c: &mut ringkv_e2e::Raw, value: &str) {
+    let r = c.cmd(&["CONFIG", "SET", "client-output-buffer-limit", value]);
+    assert_eq!(r, Reply::status("OK"));
+}
+
+/// INFO's counter of output-buffer-limit disconnections (Valkey 8 and
+/// ringkv; redis-server 7.0 has no such field).
+fn obl_disconnections(c: &mut ringkv_e2e::Raw) -> u64 {
+    let text = c.cmd(&["INFO", "stats"]).text();
+    ringkv_e2e::info_field(&text, "client_output_buffer_limit_disconnections")
+        .parse()
+        .unwrap()
+}
+
+/// A field of the CLIENT LIST line of the client named `name`.
+fn client_field(c: &mut ringkv_e2e::Raw, name: &str, field: &str) -> Option<u64> {
+    let list = c.cmd(&["CLIENT", "LIST"]).text();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))?;
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(field)?.strip_prefix('='))
+        .map(|v| v.parse().unwrap())
+}
+
+/// Publish `BIG_COUNT` big messages one at a time, letting a reading
+/// subscriber (counting into `got`) catch up every 10: it never lags by
+/// more than 1 MB, whatever the machine's speed.
+fn publish_paced(p: &mut ringkv_e2e::Raw, ch: &str, got: &std::sync::atomic::AtomicUsize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let payload = vec![b'p'; BIG];
+    for i in 1..=BIG_COUNT {
+        publish(p, ch, &payload);
+        if i % 10 == 0 {
+            within(20, "the reading subscriber keeps up", || {
+                got.load(Relaxed) >= i
+            });
+        }
+    }
+}
+
+/// A subscriber on its own thread reading `BIG_COUNT` messages: how many
+/// it has so far, and the thread, which gives its connection back.
+type Reader = (
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    std::thread::JoinHandle<ringkv_e2e::Raw>,
+);
+
+fn reading_subscriber(srv: &ringkv_e2e::Server, ch: &str) -> Reader {
+    let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut r = subscribed(srv, ch);
+    let count = got.clone();
+    let h = std::thread::spawn(move || {
+        for _ in 0..BIG_COUNT {
+            match r.read_reply() {
+                Reply::Array(v) if v.len() == 3 => {
+                    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                other => panic!("not a message: {other:?}"),
+            }
+        }
+        r
+    });
+    (got, h)
+}
+
+/// Publish to "ch" at the pace of the reading subscriber: the subscriber
+/// that does not read is disconnected (once, counted), the reader gets
+/// every message and stays.
+fn only_the_reader_stays(
+    b: ringkv_e2e::Backend,
+    admin: &mut ringkv_e2e::Raw,
+    (got, reader): Reader,
+) -> ringkv_e2e::Raw {
+    publish_paced(admin, "ch", &got);
+    within(10, "the slow subscriber is disconnected", || {
+        numsub(admin, "ch") == 1
+    });
+    let reader = reader
+        .join()
+        .expect("the reading subscriber got every message");
+    assert_eq!(got.load(std::sync::atomic::Ordering::Relaxed), BIG_COUNT);
+    if !b.is_redis() {
+        assert_eq!(obl_disconnections(admin), 1);
+    }
+    reader
+}
+
+e2e!(
+    fn pubsub_limit_disconnects_a_subscriber_that_does_not_read(b) {
+        let srv = b.start(
+            ringkv_e2e::Opts::new()
+                .arg_multi("client-output-buffer-limit", &["pubsub", "1mb", "0", "0"]),
+        );
+        let mut admin = srv.raw();
+        let slow = subscribed(&srv, "ch");
+        let reader = reading_subscriber(&srv, "ch");
+        let mut reader = only_the_reader_stays(b, &mut admin, reader);
+        // Still connected, still subscribed.
+        assert_eq!(publish(&mut admin, "ch", b"last"), 1);
+        assert_eq!(reader.read_reply(), arr(&["message", "ch", "last"], None));
+        if !b.is_redis() {
+            let log = srv.log();
+            assert!(
+                log.contains("scheduled to be closed ASAP for overcoming of output buffer limits."),
+                "{log}"
+            );
+            assert!(log.contains(" flags=P "), "the client as CLIENT LIST shows it: {log}");
+        }
+        drop(slow);
+    }
+);
+
+e2e!(
+    fn pubsub_soft_limit_takes_its_seconds(b) {
+        let srv = b.server();
+        let mut admin = srv.raw();
+        // No hard limit: only 512 KB for more than 2 s disconnects.
+        set_limit(&mut admin, "pubsub 0 512kb 2");
+        let _slow = subscribed(&srv, "ch");
+        let start = Instant::now();
+        let payload = vec![b'p'; BIG];
+        for _ in 0..BIG_COUNT {
+            publish(&mut admin, "ch", &payload);
+        }
+        // The limit is checked as messages come: keep them coming.
+        within(15, "the slow subscriber is disconnected", || {
+            publish(&mut admin, "ch", b"tick") == 0
+        });
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_secs(2),
+            "disconnected after {took:?}, before the soft limit's 2 s"
+        );
+        if !b.is_redis() {
+            assert_eq!(obl_disconnections(&mut admin), 1);
+        }
+    }
+);
+
+e2e!(
+    fn pubsub_limit_set_at_runtime_applies_to_a_connected_subscriber(b) {
+        let srv = b.server();
+        let mut admin = srv.raw();
+        // Subscribed under the default (32 MB hard), which 10 MB is within.
+        let _slow = subscribed(&srv, "ch");
+        let reader = reading_subscriber(&srv, "ch");
+        set_limit(&mut admin, "normal 0 0 0 pubsub 1mb 512kb 10");
+        assert_eq!(
+            admin.cmd(&["CONFIG", "GET", "client-output-buffer-limit"]),
+            Reply::Array(vec![
+                Reply::bulk("client-output-buffer-limit"),
+                Reply::bulk("normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 10"),
+            ])
+        );
+        only_the_reader_stays(b, &mut admin, reader);
+    }
+);
+
+e2e!(
+    fn omem_shows_output_a_subscriber_has_not_read(b) {
+        let srv = b.server();
+        let mut admin = srv.raw();
+        let mut slow = srv.raw();
+        assert_eq!(slow.cmd(&["CLIENT", "SETNAME", "slow"]), Reply::status("OK"));
+        assert_eq!(slow.cmd(&["SUBSCRIBE", "ch"]), arr(&["subscribe", "ch"], Some(1)));
+        assert_eq!(client_field(&mut admin, "slow", "omem"), Some(0));
+        // 10 MB: within the default pubsub limit (32 MB hard; 8 MB soft
+        // for 60 s).
+        let payload = vec![b'p'; BIG];
+        for _ in 0..BIG_COUNT {
+            assert_eq!(publish(&mut admin, "ch", &payload), 1);
+        }
+        let mut omem = 0;
+        within(10, "omem shows the pending messages", || {
+            omem = client_field(&mut admin, "slow", "omem").unwrap();
+            omem > 1_000_000
+        });
+        assert!(omem <= (BIG_COUNT * (BIG + 100)) as u64, "omem={omem}");
+        let tot_mem = client_field(&mut admin, "slow", "tot-mem").unwrap();
+        assert!(tot_mem >= omem, "tot-mem={tot_mem} omem={omem}");
+        // Read, it is gone.
+        for _ in 0..BIG_COUNT {
+            assert!(matches!(slow.read_reply(), Reply::Array(v) if v.len() == 3));
+        }
+        within(10, "omem drops to 0 once read", || {
+            client_field(&mut admin, "slow", "omem") == Some(0)
+        });
+    }
+);
+
+e2e!(
+    fn leaving_pubsub_mode_leaves_the_pubsub_limit(b) {
+        let srv = b.server();
+        let mut admin = srv.raw();
+        set_limit(&mut admin, "normal 0 0 0 pubsub 1mb 0 0");
+        let big = vec![b'v'; 1_000_000];
+        assert_eq!(admin.cmd_bytes(&[b"SET", b"big", &big]), Reply::status("OK"));
+        let mut c = srv.raw();
+        assert_eq!(c.cmd(&["CLIENT", "SETNAME", "was-sub"]), Reply::status("OK"));
+        assert_eq!(c.cmd(&["SUBSCRIBE", "ch"]), arr(&["subscribe", "ch"], Some(1)));
+        assert_eq!(c.cmd(&["UNSUBSCRIBE", "ch"]), arr(&["unsubscribe", "ch"], Some(0)));
+        // A normal client again: 10 MB of replies may wait unread.
+        let mut req = Vec::new();
+        for _ in 0..10 {
+            req.extend(ringkv_e2e::raw::encode(&[b"GET", b"big"]));
+        }
+        c.send(&req);
+        within(10, "the replies pile up", || {
+            client_field(&mut admin, "was-sub", "omem").is_some_and(|m| m > 1_000_000)
+        });
+        for _ in 0..10 {
+            assert_eq!(c.read_reply(), Reply::Bulk(big.clone()));
+        }
+        if !b.is_redis() {
+            assert_eq!(obl_disconnections(&mut admin), 0);
+        }
+    }
+);

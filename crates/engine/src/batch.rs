@@ -2,6 +2,7 @@
 //! per client in, reply bytes out.
 
 use crate::ClientId;
+use crate::output::OutputClass;
 use crate::table::table;
 use resp::{ReplyBuf, Span};
 
@@ -115,16 +116,29 @@ pub struct Job<'a> {
     /// Set by the engine: how many of `commands` were consumed. Less than
     /// all only when `blocked` (or closing, where the rest is dropped).
     pub executed: usize,
+    /// Set by the engine: the client's `client-output-buffer-limit` class
+    /// after these commands (only a client's own commands change it).
+    pub output_class: OutputClass,
+}
+
+/// What the IO layer must do after a job ([`Job::outcome`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Close once the replies are out.
+    pub close_after_reply: bool,
+    /// The client blocked after this many commands.
+    pub blocked_after: Option<usize>,
+    /// The output buffer limit class to hold the client to from now on.
+    pub output_class: OutputClass,
 }
 
 impl<'a> Job<'a> {
-    /// What the IO layer must do after the batch: close once the replies
-    /// are out, and, for a client that blocked, after how many commands.
-    pub fn outcome(&self) -> (bool, Option<usize>) {
-        (
-            self.close_after_reply,
-            self.blocked.then_some(self.executed),
-        )
+    pub fn outcome(&self) -> Outcome {
+        Outcome {
+            close_after_reply: self.close_after_reply,
+            blocked_after: self.blocked.then_some(self.executed),
+            output_class: self.output_class,
+        }
     }
 
     pub fn new(client: ClientId, commands: CommandsView<'a>, out: &'a mut ReplyBuf) -> Job<'a> {
@@ -135,6 +149,7 @@ impl<'a> Job<'a> {
             close_after_reply: false,
             blocked: false,
             executed: 0,
+            output_class: OutputClass::Normal,
         }
     }
 }

@@ -356,13 +356,13 @@ pub struct OutputLimit {
 }
 
 impl OutputLimit {
-    /// The `normal` class of the directive's stored value
+    /// One class (`normal`, `pubsub`) of the directive's stored value
     /// (`normal H S T slave H S T pubsub H S T`, sizes in bytes).
-    fn parse_normal(v: &str) -> OutputLimit {
+    fn parse_class(v: &str, class: &str) -> OutputLimit {
         let parts: Vec<&str> = v.split(' ').collect();
         parts
             .chunks(4)
-            .find(|c| c[0].eq_ignore_ascii_case("normal") && c.len() == 4)
+            .find(|c| c[0].eq_ignore_ascii_case(class) && c.len() == 4)
             .map(|c| {
                 let n = |s: &str| s.parse::<u64>().unwrap_or(0);
                 OutputLimit {
@@ -455,9 +455,11 @@ pub struct Config {
     pub daemonize: bool,
     pub client_query_buffer_limit: usize,
     /// `client-output-buffer-limit normal <hard> <soft> <soft-seconds>`
-    /// in bytes and seconds (0 = no limit). The replica and pubsub classes
-    /// are accepted but not enforced.
+    /// in bytes and seconds (0 = no limit). The replica class is accepted
+    /// but not enforced (there is no replication).
     pub client_output_buffer_limit_normal: OutputLimit,
+    /// `client-output-buffer-limit pubsub ...`: clients with a subscription.
+    pub client_output_buffer_limit_pubsub: OutputLimit,
     pub proto_max_bulk_len: usize,
     pub hz: u32,
     pub maxmemory: u64,
@@ -505,6 +507,7 @@ impl Default for Config {
             daemonize: false,
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit_normal: OutputLimit::default(),
+            client_output_buffer_limit_pubsub: OutputLimit::default(),
             proto_max_bulk_len: 512 << 20,
             hz: 10,
             maxmemory: 0,
@@ -812,12 +815,13 @@ impl Config {
 
     fn store(&mut self, idx: usize, value: String) {
         let d = &DEFS[idx];
-        // Only the `normal` class of client-output-buffer-limit is enforced.
+        // The replica class of client-output-buffer-limit is the only one
+        // not enforced (its 4 words follow normal's 4).
         let (unsupported, what) = if d.name == "client-output-buffer-limit" {
-            let others = |v: &str| v.split(' ').skip(4).collect::<Vec<_>>().join(" ");
+            let replica = |v: &str| v.split(' ').skip(4).take(4).collect::<Vec<_>>().join(" ");
             (
-                others(&value) != others(d.default),
-                "client-output-buffer-limit' replica and pubsub classes are",
+                replica(&value) != replica(d.default),
+                "client-output-buffer-limit' replica class is",
             )
         } else {
             (
@@ -883,7 +887,8 @@ impl Config {
             "daemonize" => self.daemonize = v == "yes",
             "client-query-buffer-limit" => self.client_query_buffer_limit = num() as usize,
             "client-output-buffer-limit" => {
-                self.client_output_buffer_limit_normal = OutputLimit::parse_normal(v)
+                self.client_output_buffer_limit_normal = OutputLimit::parse_class(v, "normal");
+                self.client_output_buffer_limit_pubsub = OutputLimit::parse_class(v, "pubsub");
             }
             "proto-max-bulk-len" => self.proto_max_bulk_len = num() as usize,
             "hz" => self.hz = num().clamp(1, 500) as u32,

@@ -32,6 +32,11 @@
 //!   all in one [`Engine::execute_batch`] call. Send each job's `out`; if
 //!   `close_after_reply` is set, close once it is sent, and do not feed that
 //!   client's remaining input.
+//! * Whenever a connection's output grows, check its unsent bytes against
+//!   [`Engine::output_limits`] for its class (from each job's
+//!   [`Job::outcome`]; normal until then); over it, call
+//!   [`Engine::note_output_buffer_limit`] and close at once. Keep
+//!   [`Engine::output_meter`] at the unsent byte count (CLIENT LIST `omem`).
 //! * Then [`Engine::drain_events`]: `Close` (flush or drop pending output,
 //!   then close and `disconnect`), `Shutdown` (flush, stop).
 //! * [`Engine::cron`] `hz` times a second ([`Engine::hz`], live).
@@ -51,14 +56,16 @@ pub mod info;
 pub mod lazyfree;
 pub mod log;
 pub mod num;
+pub mod output;
 pub mod pubsub;
 pub mod server;
 pub mod session;
 pub mod table;
 pub mod watch;
 
-pub use batch::{ArgvRef, CommandHint, CommandsView, Job};
+pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, OutputLimit};
+pub use output::{OutputClass, OutputLimits, OutputMeter};
 pub use server::{MemoryProbe, MemoryStats, Server};
 pub use session::Session;
 
@@ -477,6 +484,7 @@ impl Engine {
                 job.close_after_reply = true;
             }
             sess.net_output_bytes += (job.out.len() - start_len) as u64;
+            job.output_class = sess.output_class();
             if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
                 *slot = Some(sess);
             }
@@ -645,24 +653,35 @@ impl Engine {
         ));
     }
 
-    /// The `client-output-buffer-limit` that applies to `client`: the
-    /// `normal` class, except for subscribers (the `pubsub` class, not
-    /// enforced yet) and unknown clients (no limit).
-    pub fn output_limit_for(&self, client: ClientId) -> OutputLimit {
-        match self.srv.clients.get(client) {
-            Some(s) if s.subs.is_none() => self.srv.config.client_output_buffer_limit_normal,
-            _ => OutputLimit::default(),
-        }
+    /// The `client-output-buffer-limit` classes in force, shared with the
+    /// IO layer: it checks a client's pending output against
+    /// `get(class)` at each write, the class coming from the client's
+    /// last [`Job::outcome`] ([`OutputClass::Normal`] before any).
+    pub fn output_limits(&self) -> &std::sync::Arc<OutputLimits> {
+        &self.srv.output_limits
+    }
+
+    /// Where the IO layer keeps `client`'s pending output bytes current,
+    /// for CLIENT LIST `omem` (`None` once the client is gone).
+    pub fn output_meter(&self, client: ClientId) -> Option<OutputMeter> {
+        self.srv.clients.get(client).map(|s| s.omem.clone())
     }
 
     /// The IO layer closed `client` for going over its output buffer limit
-    /// with `len` bytes pending (INFO, log line as Valkey's).
+    /// with `len` bytes pending (INFO, log line as Valkey's, which shows
+    /// the client as CLIENT LIST does).
     pub fn note_output_buffer_limit(&mut self, client: ClientId, len: usize) {
         self.srv.stats.client_output_buffer_limit_disconnections += 1;
-        let who = self.client_addr(client);
+        let now = self.srv.now_ms();
+        let who = match self.srv.clients.get(client) {
+            Some(s) => {
+                s.omem.set(len);
+                cmd::client::client_line(s, now)
+            }
+            None => format!("id={} omem={len}", client.0),
+        };
         log::warning(&format!(
-            "Client id={} addr={who} omem={len} closed for overcoming of output buffer limits.",
-            client.0
+            "Client {who} scheduled to be closed ASAP for overcoming of output buffer limits."
         ));
     }
 

@@ -170,6 +170,9 @@ pub struct Server {
     pub expiry_logging: bool,
     /// Large values freed off this thread.
     pub lazyfree: crate::lazyfree::LazyFree,
+    /// `client-output-buffer-limit` as the IO threads read it; see
+    /// [`Server::sync_output_limits`].
+    pub output_limits: std::sync::Arc<crate::output::OutputLimits>,
 }
 
 impl Server {
@@ -207,9 +210,21 @@ impl Server {
             watches: Default::default(),
             expiry_logging: false,
             lazyfree: Default::default(),
+            output_limits: Default::default(),
         };
         srv.sync_expiry_logging();
+        srv.sync_output_limits();
         srv
+    }
+
+    /// Publish the configured output buffer limits to the IO layer, which
+    /// applies them to connected clients from their next write on. Call
+    /// after CONFIG SET.
+    pub fn sync_output_limits(&self) {
+        use crate::output::OutputClass;
+        let (c, l) = (&self.config, &self.output_limits);
+        l.set(OutputClass::Normal, c.client_output_buffer_limit_normal);
+        l.set(OutputClass::Pubsub, c.client_output_buffer_limit_pubsub);
     }
 
     /// Turn the store's expired-key log on while WATCH or `expired`

@@ -67,6 +67,8 @@ pub struct Session {
     pub watched: usize,
     /// Pub/Sub subscriptions; `None` while there are none.
     pub subs: Option<Box<crate::pubsub::ClientSubs>>,
+    /// Output waiting in the IO layer for this client (CLIENT LIST `omem`).
+    pub omem: crate::output::OutputMeter,
 }
 
 impl Session {
@@ -102,6 +104,17 @@ impl Session {
             multi: None,
             watched: 0,
             subs: None,
+            omem: Default::default(),
+        }
+    }
+
+    /// Valkey's `getClientType`: a client with a subscription is held to
+    /// the `pubsub` output buffer limit (in RESP3 too).
+    pub fn output_class(&self) -> crate::output::OutputClass {
+        if self.subs.is_some() {
+            crate::output::OutputClass::Pubsub
+        } else {
+            crate::output::OutputClass::Normal
         }
     }
 

@@ -61,6 +61,7 @@ fn batch_cost_per_command() {
                         close_after_reply: false,
                         blocked: false,
                         executed: 0,
+                        output_class: Default::default(),
                     }
                 })
                 .collect();

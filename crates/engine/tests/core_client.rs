@@ -268,3 +268,31 @@ fn reply_off_on_skip() {
         "-ERR syntax error\r\n"
     );
 }
+
+/// `omem` is the output the IO layer has not sent (its meter) plus what is
+/// queued here for it; `tot-mem` includes it.
+#[test]
+fn omem_counts_output_not_sent_yet() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    let b = connect(&mut e);
+    let field = |e: &mut engine::Engine, name: &str| -> u64 {
+        let text = bulk_text(&cmd(e, b, &["client", "list", "id", &a.0.to_string()]));
+        let kv = text
+            .split([' ', '\n'])
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or_else(|| panic!("{name} in {text}"));
+        kv.parse().unwrap()
+    };
+    assert_eq!(field(&mut e, "omem"), 0);
+    let base = field(&mut e, "tot-mem");
+    e.output_meter(a).unwrap().set(5000);
+    assert_eq!(field(&mut e, "omem"), 5000);
+    assert_eq!(field(&mut e, "tot-mem"), base + 5000);
+    cmd(&mut e, a, &["subscribe", "ch"]);
+    e.drain_output(|_, _| {});
+    assert_eq!(cmd(&mut e, b, &["publish", "ch", "hello"]), ":1\r\n");
+    // The message is still with the engine, not handed to the IO layer.
+    let msg = "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n".len() as u64;
+    assert_eq!(field(&mut e, "omem"), 5000 + msg);
+}

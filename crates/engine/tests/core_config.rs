@@ -3,7 +3,7 @@
 #[path = "core_util.rs"]
 mod util;
 
-use engine::{Config, Engine};
+use engine::{Config, Engine, OutputClass, OutputLimit};
 use ringkv_engine as engine;
 use std::path::PathBuf;
 use util::*;
@@ -444,20 +444,136 @@ maxmemory-policy noeviction
     assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);
 }
 
-/// The `normal` class of client-output-buffer-limit is enforced, so only
-/// the replica and pubsub classes are reported as ignored.
+/// The `normal` and `pubsub` classes of client-output-buffer-limit are
+/// enforced, so only the replica class is reported as ignored.
 #[test]
 fn output_buffer_limit_warns_only_for_unenforced_classes() {
-    let cfg =
-        Config::parse_file_text("client-output-buffer-limit normal 1mb 512kb 10\n", "x").unwrap();
+    let cfg = Config::parse_file_text(
+        "client-output-buffer-limit normal 1mb 512kb 10\nclient-output-buffer-limit pubsub 1mb 0 0\n",
+        "x",
+    )
+    .unwrap();
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
     assert_eq!(
         cfg.get("client-output-buffer-limit").unwrap(),
-        "normal 1048576 524288 10 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        "normal 1048576 524288 10 slave 268435456 67108864 60 pubsub 1048576 0 0"
     );
-    let cfg = Config::parse_file_text("client-output-buffer-limit pubsub 1mb 0 0\n", "x").unwrap();
+    let cfg = Config::parse_file_text("client-output-buffer-limit replica 1mb 0 0\n", "x").unwrap();
     assert_eq!(
         cfg.warnings,
-        ["'client-output-buffer-limit' replica and pubsub classes are not supported yet, ignored"]
+        ["'client-output-buffer-limit' replica class is not supported yet, ignored"]
     );
+    let cfg = Config::parse_file_text("client-output-buffer-limit slave 1mb 0 0\n", "x").unwrap();
+    assert_eq!(cfg.warnings.len(), 1, "{:?}", cfg.warnings);
+}
+
+/// The typed limits follow the stored value: Valkey's defaults, one class
+/// set at a time (the others kept), units, and CONFIG SET's all-or-nothing.
+#[test]
+fn output_buffer_limit_classes_parse_and_format() {
+    let mut cfg = Config::default();
+    let limit = |hard, soft, soft_seconds| OutputLimit {
+        hard,
+        soft,
+        soft_seconds,
+    };
+    assert_eq!(cfg.client_output_buffer_limit_normal, limit(0, 0, 0));
+    assert_eq!(
+        cfg.client_output_buffer_limit_pubsub,
+        limit(32 << 20, 8 << 20, 60)
+    );
+    cfg.set_many(&[(
+        b"client-output-buffer-limit",
+        b"normal 0 0 0 pubsub 1mb 512kb 10",
+    )])
+    .unwrap();
+    assert_eq!(
+        cfg.client_output_buffer_limit_pubsub,
+        limit(1 << 20, 512 << 10, 10)
+    );
+    assert_eq!(
+        cfg.get("client-output-buffer-limit").unwrap(),
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 10"
+    );
+    // Class names are case-insensitive; a class not named keeps its limit.
+    cfg.set_many(&[(b"client-output-buffer-limit", b"NORMAL 2mb 1mb 5")])
+        .unwrap();
+    assert_eq!(
+        cfg.client_output_buffer_limit_normal,
+        limit(2 << 20, 1 << 20, 5)
+    );
+    assert_eq!(
+        cfg.client_output_buffer_limit_pubsub,
+        limit(1 << 20, 512 << 10, 10)
+    );
+    for bad in [
+        &b"pubsub 1mb 0"[..],
+        b"pubsub 1mb 0 0 normal",
+        b"master 1mb 0 0",
+        b"pubsub -1 0 0",
+        b"pubsub 1xb 0 0",
+    ] {
+        assert!(
+            cfg.set_many(&[(b"client-output-buffer-limit", bad)])
+                .is_err(),
+            "{}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+    assert_eq!(
+        cfg.client_output_buffer_limit_pubsub,
+        limit(1 << 20, 512 << 10, 10)
+    );
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+}
+
+/// CONFIG SET publishes the limits to the IO layer's shared copy, and a
+/// job reports the class its client is in after it: pubsub from the first
+/// subscription (RESP3 too) to the last unsubscription.
+#[test]
+fn output_limits_follow_config_set_and_jobs_report_the_class() {
+    let mut e = util::engine();
+    let limits = e.output_limits().clone();
+    assert_eq!(limits.get(OutputClass::Pubsub).hard, 32 << 20);
+    let c = util::connect(&mut e);
+    let set = [
+        "config",
+        "set",
+        "client-output-buffer-limit",
+        "normal 1mb 0 0 pubsub 2mb 1mb 3",
+    ];
+    assert_eq!(util::cmd(&mut e, c, &set), "+OK\r\n");
+    let limit = |hard, soft, soft_seconds| OutputLimit {
+        hard,
+        soft,
+        soft_seconds,
+    };
+    assert_eq!(limits.get(OutputClass::Normal), limit(1 << 20, 0, 0));
+    assert_eq!(limits.get(OutputClass::Pubsub), limit(2 << 20, 1 << 20, 3));
+    // A rejected CONFIG SET changes nothing.
+    let bad = ["config", "set", "client-output-buffer-limit", "pubsub 1 1"];
+    assert!(util::cmd(&mut e, c, &bad).starts_with("-ERR"));
+    assert_eq!(limits.get(OutputClass::Pubsub), limit(2 << 20, 1 << 20, 3));
+
+    let class_after = |e: &mut Engine, words: &[&[&str]]| {
+        util::run_job(e, c, &util::encode(words)).1.output_class
+    };
+    assert_eq!(class_after(&mut e, &[&["ping"]]), OutputClass::Normal);
+    assert_eq!(
+        class_after(&mut e, &[&["subscribe", "a"], &["psubscribe", "b*"]]),
+        OutputClass::Pubsub
+    );
+    assert_eq!(
+        class_after(&mut e, &[&["unsubscribe"]]),
+        OutputClass::Pubsub
+    );
+    assert_eq!(
+        class_after(&mut e, &[&["punsubscribe"]]),
+        OutputClass::Normal
+    );
+    assert_eq!(
+        class_after(&mut e, &[&["hello", "3"], &["ssubscribe", "s"]]),
+        OutputClass::Pubsub
+    );
+    assert_eq!(class_after(&mut e, &[&["reset"]]), OutputClass::Normal);
 }

@@ -362,6 +362,7 @@ fn several_clients_in_one_batch_keep_their_own_state() {
             close_after_reply: false,
             blocked: false,
             executed: 0,
+            output_class: Default::default(),
         },
         Job {
             client: b,
@@ -375,6 +376,7 @@ fn several_clients_in_one_batch_keep_their_own_state() {
             close_after_reply: false,
             blocked: false,
             executed: 0,
+            output_class: Default::default(),
         },
     ];
     e.execute_batch(&mut jobs);

@@ -38,6 +38,16 @@ pub fn run_raw(e: &mut Engine, client: ClientId, input: &[u8]) -> (Vec<u8>, bool
 /// by reference).
 #[allow(dead_code)]
 pub fn run_buf(e: &mut Engine, client: ClientId, input: &[u8]) -> (resp::ReplyBuf, bool) {
+    let (out, outcome) = run_job(e, client, input);
+    (out, outcome.close_after_reply)
+}
+
+/// [`run_buf`], with all the job's outcome.
+pub fn run_job(
+    e: &mut Engine,
+    client: ClientId,
+    input: &[u8],
+) -> (resp::ReplyBuf, ringkv_engine::Outcome) {
     let mut args: Vec<Span> = Vec::new();
     let mut argc: Vec<u32> = Vec::new();
     // As the IO layer does: each command's hint worked out as it is parsed.
@@ -76,10 +86,11 @@ pub fn run_buf(e: &mut Engine, client: ClientId, input: &[u8]) -> (resp::ReplyBu
         close_after_reply: false,
         blocked: false,
         executed: 0,
+        output_class: Default::default(),
     }];
     e.execute_batch(&mut jobs);
-    let close = jobs[0].close_after_reply;
-    (out, close)
+    let outcome = jobs[0].outcome();
+    (out, outcome)
 }
 
 pub fn encode(cmds: &[&[&str]]) -> Vec<u8> {

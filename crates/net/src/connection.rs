@@ -116,8 +116,11 @@ pub(crate) struct Connection {
     /// Threaded mode: the parser limits and query-buffer cap the execution
     /// thread last gave for this client (they change with AUTH and CONFIG SET).
     pub(crate) limits: Option<(Limits, usize)>,
-    /// `client-output-buffer-limit` for this client (from the engine).
-    pub(crate) out_limit: engine::OutputLimit,
+    /// The `client-output-buffer-limit` class the engine last gave for
+    /// this client (it changes with SUBSCRIBE and UNSUBSCRIBE).
+    pub(crate) out_class: engine::OutputClass,
+    /// Where pending output bytes are published for CLIENT LIST `omem`.
+    pub(crate) meter: Option<engine::OutputMeter>,
     /// Since when pending output has been over the soft limit.
     soft_since: Option<std::time::Instant>,
     /// Threaded mode: bytes read since the last request (CLIENT LIST
@@ -187,7 +190,8 @@ impl Connection {
             dirty: false,
             in_flight: false,
             limits: None,
-            out_limit: engine::OutputLimit::default(),
+            out_class: engine::OutputClass::Normal,
+            meter: None,
             soft_since: None,
             unreported_in: 0,
             moving: false,
@@ -324,19 +328,16 @@ impl Connection {
 
     /// This connection's share of the batch.
     pub(crate) fn job(&mut self) -> Job<'_> {
-        Job {
-            client: self.client,
-            commands: CommandsView {
+        Job::new(
+            self.client,
+            CommandsView {
                 data: &self.rbuf,
                 args: &self.args,
                 argc: &self.argc,
                 hints: &self.hints,
             },
-            out: &mut self.out,
-            close_after_reply: false,
-            blocked: false,
-            executed: 0,
-        }
+            &mut self.out,
+        )
     }
 
     /// The parsed commands have run: drop their bytes, and settle what the
@@ -563,6 +564,15 @@ impl Connection {
                 self.sending.clear();
             }
         }
+        self.publish_output_len();
+    }
+
+    /// Keep CLIENT LIST `omem` current (one store to a line only this
+    /// thread writes).
+    fn publish_output_len(&self) {
+        if let Some(m) = &self.meter {
+            m.set(self.output_len());
+        }
     }
 
     /// Bytes queued or being sent, referenced values counted as copied
@@ -571,12 +581,16 @@ impl Connection {
         self.out.len() + self.sending.len() - self.sent
     }
 
-    /// Pending output is over the hard limit, or has been over the soft
-    /// limit for more than its seconds (Valkey's
-    /// `checkClientOutputBufferLimits`).
-    pub(crate) fn over_output_limit(&mut self) -> bool {
-        let l = self.out_limit;
+    /// Pending output is over the hard limit of the client's class, or
+    /// has been over the soft limit for more than its seconds (Valkey's
+    /// `checkClientOutputBufferLimits`, with the limits in force now).
+    /// Called whenever output is added, so it also publishes the new
+    /// pending length.
+    pub(crate) fn over_output_limit(&mut self, limits: &engine::OutputLimits) -> bool {
+        self.publish_output_len();
+        let l = limits.get(self.out_class);
         if !l.is_set() {
+            self.soft_since = None;
             return false;
         }
         let len = self.output_len() as u64;

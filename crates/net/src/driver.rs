@@ -18,9 +18,10 @@ use crate::handoff::{Accepted, ToExec};
 use crate::io_thread::IoLink;
 use crate::listener;
 use engine::log;
-use engine::{ClientId, ClientInfo, Engine, Event, Job};
+use engine::{ClientId, ClientInfo, Engine, Event, Job, OutputLimits};
 use std::collections::HashMap;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -110,9 +111,10 @@ pub(crate) struct Driver {
     /// Connections taken out of `conns` for the duration of a batch.
     batch: Vec<(u32, Box<Connection>, bool)>,
     scratch: Vec<u32>,
-    /// Per job of the running batch: close after reply, blocked after
-    /// this many commands.
-    flags: Vec<(bool, Option<usize>)>,
+    /// Per job of the running batch: what the engine said to do after it.
+    flags: Vec<engine::Outcome>,
+    /// `client-output-buffer-limit` in force (the engine updates it).
+    out_limits: Arc<OutputLimits>,
     events: Vec<Event>,
     shutting_down: bool,
     shutdown_deadline: Option<Instant>,
@@ -138,17 +140,20 @@ pub(crate) struct Driver {
 
 impl Driver {
     pub(crate) fn new(engine: Engine, stop: &'static AtomicBool) -> Driver {
-        Driver::with_side(Side::Inline(Box::new(engine)), stop)
+        let out_limits = engine.output_limits().clone();
+        Driver::with_side(Side::Inline(Box::new(engine)), out_limits, stop)
     }
 
     /// An IO thread's driver (threaded mode).
     pub(crate) fn new_io(link: IoLink, stop: &'static AtomicBool) -> Driver {
-        Driver::with_side(Side::Io(Box::new(link)), stop)
+        let out_limits = link.out_limits.clone();
+        Driver::with_side(Side::Io(Box::new(link)), out_limits, stop)
     }
 
-    fn with_side(side: Side, stop: &'static AtomicBool) -> Driver {
+    fn with_side(side: Side, out_limits: Arc<OutputLimits>, stop: &'static AtomicBool) -> Driver {
         Driver {
             side,
+            out_limits,
             timers: EngineTimers::new(stop),
             conns: Vec::new(),
             generations: Vec::new(),
@@ -240,10 +245,15 @@ impl Driver {
             }
         };
         let keepalive = engine.tcp_keepalive_s();
+        let meter = engine.output_meter(id);
         if log::enabled(log::Level::Verbose) {
             log::verbose(&format!("Accepted {peer}"));
         }
-        Some(self.install(fd, id, keepalive))
+        let slot = self.install(fd, id, keepalive);
+        if let Some(c) = self.conn(slot) {
+            c.meter = meter;
+        }
+        Some(slot)
     }
 
     /// Give a registered client's socket a slot.
@@ -584,11 +594,13 @@ impl Driver {
             conns,
             by_client,
             flush,
+            scratch,
             ..
         } = self
         else {
             return;
         };
+        let mut grown = std::mem::take(scratch);
         engine.drain_output(|client, bytes| {
             let Some(&slot) = by_client.get(&client.0) else {
                 return;
@@ -599,8 +611,15 @@ impl Driver {
                     c.flush_queued = true;
                     flush.push(slot);
                 }
+                grown.push(slot);
             }
         });
+        // A subscriber that does not read grows here (pub/sub messages).
+        for &slot in &grown {
+            self.enforce_output_limit(slot);
+        }
+        grown.clear();
+        self.scratch = grown;
     }
 
     fn run_batch(&mut self) {
@@ -623,12 +642,17 @@ impl Driver {
         let mut flags = flags_vec.iter();
         let mut batch_vec = std::mem::take(&mut self.batch);
         for (slot, mut c, more) in batch_vec.drain(..) {
-            let (close_after_reply, blocked_after) = if c.has_commands() {
-                flags.next().copied().unwrap_or((false, None))
+            let done = if c.has_commands() {
+                flags.next().copied()
             } else {
-                (false, None)
+                None
             };
-            let err = c.after_batch(close_after_reply, blocked_after);
+            let done = done.unwrap_or(engine::Outcome {
+                output_class: c.out_class,
+                ..Default::default()
+            });
+            c.out_class = done.output_class;
+            let err = c.after_batch(done.close_after_reply, done.blocked_after);
             self.settle(slot, c, more, err);
         }
         self.batch = batch_vec;
@@ -654,11 +678,6 @@ impl Driver {
             // (best effort), then go.
             c.close_input();
             c.close(Closing::AfterFlush);
-        }
-        if let Side::Inline(engine) = &self.side
-            && engine.config().client_output_buffer_limit_normal.is_set()
-        {
-            c.out_limit = engine.output_limit_for(c.client);
         }
         let has_output = c.has_output() && !c.moving;
         // A moving connection's hand-over waited for this request.
@@ -736,7 +755,7 @@ impl Driver {
         let Some(c) = self.conns.get_mut(slot as usize).and_then(Option::as_mut) else {
             return;
         };
-        if c.closing == Closing::Now || !c.over_output_limit() {
+        if c.closing == Closing::Now || !c.over_output_limit(&self.out_limits) {
             return;
         }
         let (client, len) = (c.client, c.output_len());
@@ -928,7 +947,9 @@ mod tests {
         };
         let id = d.engine().unwrap().connect(info).unwrap();
         let slot = d.conns.len() as u32;
-        d.conns.push(Some(Box::new(Connection::new(-1, id, 0))));
+        let mut c = Box::new(Connection::new(-1, id, 0));
+        c.meter = d.engine().unwrap().output_meter(id);
+        d.conns.push(Some(c));
         d.generations.push(0);
         d.by_client.insert(id.0, slot);
         d.live += 1;
@@ -1110,5 +1131,79 @@ mod tests {
         // Its references go back with the connection.
         d.release(s);
         assert_eq!(d.spent.len(), 3);
+    }
+
+    /// `n` PUBLISHes of a 10 KB message to `ch`, as one client's input.
+    fn publishes(ch: &[u8], n: usize) -> Vec<u8> {
+        let mut input = Vec::new();
+        for _ in 0..n {
+            resp::encode_command(&[b"PUBLISH".as_slice(), ch, &[b'm'; 10_000]], &mut input);
+        }
+        input
+    }
+
+    fn run(d: &mut Driver, slot: u32, input: &[u8]) -> Vec<u8> {
+        d.on_input(slot, input);
+        d.process();
+        output(d, slot)
+    }
+
+    #[test]
+    fn pubsub_limit_follows_the_class_and_config_set() {
+        let mut d = driver(config(&[
+            "--client-output-buffer-limit",
+            "normal",
+            "0",
+            "0",
+            "0",
+            "pubsub",
+            "50kb",
+            "0",
+            "0",
+        ]));
+        let (sub, publisher) = (add(&mut d), add(&mut d));
+        run(&mut d, sub, b"SUBSCRIBE ch\r\n");
+        // Within the limit: 40 KB of messages wait, unread.
+        run(&mut d, publisher, &publishes(b"ch", 4));
+        assert_eq!(d.conn(sub).unwrap().closing, Closing::Open);
+        assert!(d.conn(sub).unwrap().output_len() > 40_000);
+        // Out of pub/sub mode the normal class (no limit) applies.
+        d.on_input(sub, b"UNSUBSCRIBE ch\r\n");
+        d.process();
+        run(&mut d, publisher, b"SET k v\r\n");
+        assert_eq!(d.conn(sub).unwrap().out_class, engine::OutputClass::Normal);
+        run(&mut d, sub, b"SUBSCRIBE ch\r\n");
+        // A limit set now holds the connected subscriber to it.
+        let set = b"CONFIG SET client-output-buffer-limit \"pubsub 30kb 0 0\"\r\n";
+        assert_eq!(run(&mut d, publisher, set), b"+OK\r\n");
+        run(&mut d, publisher, &publishes(b"ch", 1));
+        assert_eq!(d.conn(sub).unwrap().closing, Closing::Open);
+        run(&mut d, publisher, &publishes(b"ch", 3));
+        assert_eq!(d.conn(sub).unwrap().closing, Closing::Now);
+        let info = run(&mut d, publisher, b"INFO stats\r\n");
+        let info = String::from_utf8(info).unwrap();
+        assert!(
+            info.contains("client_output_buffer_limit_disconnections:1"),
+            "{info}"
+        );
+    }
+
+    #[test]
+    fn client_list_shows_pending_output() {
+        let mut d = driver(engine::Config::default());
+        let (slow, admin) = (add(&mut d), add(&mut d));
+        d.on_input(slow, b"SUBSCRIBE ch\r\n");
+        d.process();
+        run(&mut d, admin, &publishes(b"ch", 3));
+        let pending = d.conn(slow).unwrap().output_len();
+        assert!(pending > 30_000);
+        let list = String::from_utf8(run(&mut d, admin, b"CLIENT LIST\r\n")).unwrap();
+        let line = list.lines().find(|l| l.contains("sub=1")).unwrap();
+        assert!(line.contains(&format!(" omem={pending} ")), "{line}");
+        // Sent: nothing pending any more.
+        output(&mut d, slow);
+        let list = String::from_utf8(run(&mut d, admin, b"CLIENT LIST\r\n")).unwrap();
+        let line = list.lines().find(|l| l.contains("sub=1")).unwrap();
+        assert!(line.contains(" omem=0 "), "{line}");
     }
 }

@@ -332,9 +332,9 @@ pub(crate) struct ExecLoop {
     /// How many IO threads there are, and take connections.
     pool: pool::Pool,
     batch: Vec<Pending>,
-    /// Per job of the running batch: close after reply, blocked after this
-    /// many commands (kept to reuse its allocation).
-    flags: Vec<(bool, Option<usize>)>,
+    /// Per job of the running batch: what the engine said to do after it
+    /// (kept to reuse its allocation).
+    flags: Vec<engine::Outcome>,
     /// Messages that must wait until the batch before them has run.
     deferred: Vec<ToExec>,
     events: Vec<Event>,
@@ -477,10 +477,12 @@ impl ExecLoop {
     fn adopt(&mut self, t: usize, client: ClientId, socket: Arrival) {
         self.owner.insert(client.0, t);
         let (limits, qbuf_limit) = self.engine.client_limits(client);
+        let meter = self.engine.output_meter(client);
         self.peers[t].send(ToIo::Adopt(Box::new(Adoption {
             client,
             limits,
             qbuf_limit,
+            meter,
             socket,
         })));
     }
@@ -508,22 +510,12 @@ impl ExecLoop {
         flags.clear();
         flags.extend(jobs.iter().map(Job::outcome));
         drop(jobs);
-        // The default (no normal-class limit) costs no Session lookup.
-        let no_out_limit = !self
-            .engine
-            .config()
-            .client_output_buffer_limit_normal
-            .is_set();
-        for (mut p, &(close_after_reply, blocked_after)) in batch.drain(..).zip(&flags) {
+        for (mut p, done) in batch.drain(..).zip(&flags) {
             let ex = &mut *p.ex;
             (ex.limits, ex.qbuf_limit) = self.engine.client_limits(ex.client);
-            ex.out_limit = if no_out_limit {
-                engine::OutputLimit::default()
-            } else {
-                self.engine.output_limit_for(ex.client)
-            };
-            ex.close_after_reply = close_after_reply;
-            ex.blocked_after = blocked_after;
+            ex.out_class = done.output_class;
+            ex.close_after_reply = done.close_after_reply;
+            ex.blocked_after = done.blocked_after;
             self.peers[p.thread].send(ToIo::Replies(p.ex));
         }
         self.batch = batch;

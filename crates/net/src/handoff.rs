@@ -173,7 +173,8 @@ pub(crate) struct Exchange {
     pub(crate) blocked_after: Option<usize>,
     pub(crate) limits: Limits,
     pub(crate) qbuf_limit: usize,
-    pub(crate) out_limit: engine::OutputLimit,
+    /// The client's output buffer limit class after these commands.
+    pub(crate) out_class: engine::OutputClass,
 }
 
 /// A socket just accepted, for the execution thread to admit.
@@ -190,6 +191,8 @@ pub(crate) struct Adoption {
     pub(crate) client: ClientId,
     pub(crate) limits: Limits,
     pub(crate) qbuf_limit: usize,
+    /// Where to publish the client's pending output (CLIENT LIST `omem`).
+    pub(crate) meter: Option<engine::OutputMeter>,
     pub(crate) socket: Arrival,
 }
 

@@ -36,6 +36,8 @@ pub(crate) struct IoLink {
     stats: Arc<IoThreadStats>,
     /// Limits for a client the execution thread has not described yet.
     pub(crate) default_limits: (Limits, usize),
+    /// `client-output-buffer-limit` in force (the engine updates it).
+    pub(crate) out_limits: Arc<engine::OutputLimits>,
     /// Exchanges back from the execution thread, buffers kept, for reuse.
     exchanges: Vec<Box<Exchange>>,
     sleeping: bool,
@@ -75,6 +77,7 @@ impl IoLink {
         bell: Arc<Doorbell>,
         stats: Arc<IoThreadStats>,
         default_limits: (Limits, usize),
+        out_limits: Arc<engine::OutputLimits>,
     ) -> IoLink {
         IoLink {
             tx,
@@ -83,6 +86,7 @@ impl IoLink {
             bell,
             stats,
             default_limits,
+            out_limits,
             exchanges: Vec::new(),
             sleeping: false,
             unrung: false,
@@ -311,7 +315,7 @@ impl Driver {
                         continue;
                     };
                     c.limits = Some((ex.limits, ex.qbuf_limit));
-                    c.out_limit = ex.out_limit;
+                    c.out_class = ex.out_class;
                     let err =
                         c.reattach(&ex.req, &mut ex.out, ex.close_after_reply, ex.blocked_after);
                     // Left over when the connection is closing now.
@@ -325,6 +329,7 @@ impl Driver {
                         client,
                         limits,
                         qbuf_limit,
+                        meter,
                         socket,
                     } = *adoption;
                     if self.shutting_down() {
@@ -339,6 +344,7 @@ impl Driver {
                     };
                     if let Some(c) = self.conn(slot) {
                         c.limits = Some((limits, qbuf_limit));
+                        c.meter = meter;
                     }
                     self.link().stats.clients.fetch_add(1, Relaxed);
                     self.note_adopted(slot);

@@ -391,12 +391,17 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
     let (sub, psub, ssub) = crate::pubsub::counts(s);
-    let tot_mem = std::mem::size_of::<Session>() + 1024 + s.name.as_ref().map_or(0, Vec::len);
+    // Output the IO layer has not sent yet, and what is still queued here
+    // for it (pub/sub messages of this batch). In threaded mode output in
+    // transit between the threads is not counted.
+    let omem = s.omem.get() + s.pending.len() as u64;
+    let tot_mem =
+        (std::mem::size_of::<Session>() + 1024 + s.name.as_ref().map_or(0, Vec::len)) as u64 + omem;
     let mut o = String::with_capacity(400);
     let _ = write!(
         o,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub={} psub={} ssub={} \
-         multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem=0 \
+         multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} \
          tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
         s.id.0,
@@ -414,6 +419,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         s.multi.as_ref().map_or(-1, |m| m.len() as i64),
         s.watched,
         s.multi.as_ref().map_or(0, |m| m.mem()),
+        omem,
         tot_mem,
         cmd,
         if s.proto == Protocol::Resp3 { 3 } else { 2 },

@@ -581,6 +581,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
                 ctx.srv.events.push(crate::Event::IoThreads { n });
             }
             ctx.srv.sync_expiry_logging();
+            ctx.srv.sync_output_limits();
             let c = &ctx.srv.config;
             log::set_level(c.loglevel);
             if ctx.srv.keyspace.dbs.len() != c.databases {

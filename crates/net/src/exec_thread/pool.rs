@@ -186,6 +186,7 @@ impl ExecLoop {
             bell.clone(),
             stats.clone(),
             default_limits,
+            self.engine.output_limits().clone(),
         );
         if self.engine.config().io_threads_idle_exec
             && let Some(me) = self.me.upgrade()
