@@ -95,6 +95,39 @@ def ratio(a, b):
     return " — |" if not (a == a and b == b) else f" {a / b:.2f}× |"
 
 
+def paired_t2_t1(runs, variants, tests, m):
+    """io-threads 2 against 1 per backend: the ratio of the medians, and the
+    median of the per-round ratios (t1 and t2 run back to back in a round,
+    so each pair shares the host's state of the moment)."""
+    pairs = [(v, v.replace("-t1", "-t2", 1)) for v in variants
+             if v.startswith("ringkv-t1") and v.replace("-t1", "-t2", 1) in variants]
+    if not pairs:
+        return
+    print("### io-threads 2 against io-threads 1 (total CPU ns/req and rps; t2 ÷ t1)")
+    print()
+    print("| test | variants | ratio of medians (CPU) | paired median (CPU) "
+          "| ratio of medians (rps) | paired median (rps) | pairs |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    rounds = sorted({k[0] for k in runs}, key=int)
+    for t in tests:
+        if t.startswith(PING):
+            continue
+        for a, b in pairs:
+            cpu, rps = [], []
+            for rnd in rounds:
+                ra, rb = runs.get((rnd, a, t)), runs.get((rnd, b, t))
+                pa, pb = (per_run(ra) if ra else None), (per_run(rb) if rb else None)
+                if pa and pb:
+                    cpu.append(pb["total"] / pa["total"])
+                    rps.append(pb["rps"] / pa["rps"])
+            ma, mb = m.get((a, t)), m.get((b, t))
+            if not (ma and mb and cpu):
+                continue
+            print(f"| {t} | {b} ÷ {a} |{ratio(mb['total'], ma['total'])} {med(cpu):.2f}× "
+                  f"|{ratio(mb['rps'], ma['rps'])} {med(rps):.2f}× | {len(cpu)} |")
+    print()
+
+
 def main(path):
     runs, variants, tests = load(path)
     m = {}  # (variant, test) -> medians over rounds
@@ -128,6 +161,8 @@ def main(path):
                       f"| {x['other']:,.0f} | {x['total']:,.0f} | {x['ticks']:.0f} | {share} "
                       f"| {x['runs']} |")
     print()
+
+    paired_t2_t1(runs, variants, tests, m)
 
     def pick(prefix, suffix=""):
         for n in (2, 4):
