@@ -267,10 +267,13 @@ fn set_limit(c: &mut ringkv_e2e::Raw, value: &str) {
 /// INFO's counter of output-buffer-limit disconnections (Valkey 8 and
 /// ringkv; redis-server 7.0 has no such field).
 fn obl_disconnections(c: &mut ringkv_e2e::Raw) -> u64 {
-    let text = c.cmd(&["INFO", "stats"]).text();
-    ringkv_e2e::info_field(&text, "client_output_buffer_limit_disconnections")
-        .parse()
-        .unwrap()
+    info_u64(c, "stats", "client_output_buffer_limit_disconnections")
+}
+
+/// A numeric field of an INFO section.
+fn info_u64(c: &mut ringkv_e2e::Raw, section: &str, name: &str) -> u64 {
+    let text = c.cmd(&["INFO", section]).text();
+    ringkv_e2e::info_field(&text, name).parse().unwrap()
 }
 
 /// A field of the CLIENT LIST line of the client named `name`.
@@ -440,6 +443,15 @@ e2e!(
         assert!(omem <= (BIG_COUNT * (BIG + 100)) as u64, "omem={omem}");
         let tot_mem = client_field(&mut admin, "slow", "tot-mem").unwrap();
         assert!(tot_mem >= omem, "tot-mem={tot_mem} omem={omem}");
+        // INFO: the largest output waiting (redis-server samples it once a
+        // second), and all clients' memory, which includes it.
+        let mut max_out = 0;
+        within(10, "INFO shows the largest output buffer", || {
+            max_out = info_u64(&mut admin, "clients", "client_recent_max_output_buffer");
+            max_out > 1_000_000
+        });
+        let mem_clients = info_u64(&mut admin, "memory", "mem_clients_normal");
+        assert!(mem_clients > 1_000_000, "mem_clients_normal={mem_clients} max={max_out}");
         // Read, it is gone.
         for _ in 0..BIG_COUNT {
             assert!(matches!(slow.read_reply(), Reply::Array(v) if v.len() == 3));
@@ -447,6 +459,14 @@ e2e!(
         within(10, "omem drops to 0 once read", || {
             client_field(&mut admin, "slow", "omem") == Some(0)
         });
+        if !b.is_redis() {
+            // ringkv reports the largest output waiting now, not a recent peak.
+            within(10, "INFO's largest output buffer drops once read", || {
+                info_u64(&mut admin, "clients", "client_recent_max_output_buffer") == 0
+            });
+            let after = info_u64(&mut admin, "memory", "mem_clients_normal");
+            assert!(after < 1_000_000, "mem_clients_normal={after}");
+        }
     }
 );
 

@@ -72,6 +72,22 @@ pub struct Session {
 }
 
 impl Session {
+    /// Output waiting for this client: what the IO layer has not sent yet
+    /// (its meter) and what is still queued here for it (pub/sub messages
+    /// of this batch). In threaded mode output in transit between the
+    /// threads is not counted. CLIENT LIST `omem`.
+    pub fn output_bytes(&self) -> u64 {
+        self.omem.get() + self.pending.len() as u64
+    }
+
+    /// What this client takes in memory, roughly: the session, a read
+    /// buffer's worth, its name and its waiting output. CLIENT LIST
+    /// `tot-mem`, and INFO `mem_clients_normal` summed.
+    pub fn memory(&self) -> u64 {
+        (std::mem::size_of::<Session>() + 1024 + self.name.as_ref().map_or(0, Vec::len)) as u64
+            + self.output_bytes()
+    }
+
     /// A fresh session: db 0, RESP2, no name. Stable API for tests.
     pub fn new(id: ClientId) -> Session {
         Session {

@@ -391,12 +391,8 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
     let (sub, psub, ssub) = crate::pubsub::counts(s);
-    // Output the IO layer has not sent yet, and what is still queued here
-    // for it (pub/sub messages of this batch). In threaded mode output in
-    // transit between the threads is not counted.
-    let omem = s.omem.get() + s.pending.len() as u64;
-    let tot_mem =
-        (std::mem::size_of::<Session>() + 1024 + s.name.as_ref().map_or(0, Vec::len)) as u64 + omem;
+    let omem = s.output_bytes();
+    let tot_mem = s.memory();
     let mut o = String::with_capacity(400);
     let _ = write!(
         o,
