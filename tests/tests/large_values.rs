@@ -331,3 +331,28 @@ e2e!(
         assert!(bulk_bytes(admin.cmd(&["GET", "big"])).len() == 1_000_000);
     }
 );
+
+e2e!(
+    ringkv_only fn bytes_read_are_counted_per_client(b) {
+        // CLIENT INFO `tot-net-in`: every byte the client sent, the CLIENT
+        // INFO command included (Valkey counts on read, before running
+        // it). In threaded mode the count travels with the request.
+        let srv = b.server();
+        let mut r = srv.raw();
+        let tot_net_in = |r: &mut Raw| -> u64 {
+            let line = r.cmd(&["CLIENT", "INFO"]).text();
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix("tot-net-in="))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let info_cmd = encode(&[b"CLIENT", b"INFO"]).len() as u64;
+        let first = tot_net_in(&mut r);
+        assert_eq!(first, info_cmd);
+        let v = pattern(100_000, 3);
+        set(&mut r, "k", &v);
+        let set_cmd = encode(&[b"SET", b"k", &v]).len() as u64;
+        assert_eq!(tot_net_in(&mut r), first + set_cmd + info_cmd);
+    }
+);

@@ -119,6 +119,14 @@ pub struct Job<'a> {
     /// Set by the engine: the client's `client-output-buffer-limit` class
     /// after these commands (only a client's own commands change it).
     pub output_class: OutputClass,
+    /// Bytes read from this client since its last job, counted into its
+    /// CLIENT LIST `tot-net-in` when the job runs (no separate session
+    /// lookup to report them).
+    pub bytes_in: u64,
+    /// Set by the engine: the client still has to AUTH after these
+    /// commands, for [`crate::Engine::limits_for`] (only a client's own
+    /// commands change it).
+    pub auth_required: bool,
 }
 
 /// What the IO layer must do after a job ([`Job::outcome`]).
@@ -130,6 +138,8 @@ pub struct Outcome {
     pub blocked_after: Option<usize>,
     /// The output buffer limit class to hold the client to from now on.
     pub output_class: OutputClass,
+    /// The client still has to AUTH (its parser limits are tighter).
+    pub auth_required: bool,
 }
 
 impl<'a> Job<'a> {
@@ -138,6 +148,7 @@ impl<'a> Job<'a> {
             close_after_reply: self.close_after_reply,
             blocked_after: self.blocked.then_some(self.executed),
             output_class: self.output_class,
+            auth_required: self.auth_required,
         }
     }
 
@@ -150,6 +161,8 @@ impl<'a> Job<'a> {
             blocked: false,
             executed: 0,
             output_class: OutputClass::Normal,
+            bytes_in: 0,
+            auth_required: false,
         }
     }
 }

@@ -437,6 +437,7 @@ impl Engine {
             else {
                 continue;
             };
+            sess.net_input_bytes += job.bytes_in;
             // Output queued for it before this batch goes ahead of its
             // replies, in the order it was produced.
             if !sess.pending.is_empty() {
@@ -485,6 +486,7 @@ impl Engine {
             }
             sess.net_output_bytes += (job.out.len() - start_len) as u64;
             job.output_class = sess.output_class();
+            job.auth_required = !sess.authenticated;
             if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
                 *slot = Some(sess);
             }
@@ -588,7 +590,12 @@ impl Engine {
     /// [`Engine::parser_limits_for`] and [`Engine::query_buffer_limit_for`]
     /// with one Session lookup (sent back with every threaded-mode reply).
     pub fn client_limits(&self, client: ClientId) -> (resp::Limits, usize) {
-        let unauthenticated = self.auth_required(client);
+        self.limits_for(self.auth_required(client))
+    }
+
+    /// [`Engine::client_limits`] for a client whose AUTH state is known
+    /// (a job's [`Outcome::auth_required`]): no session lookup.
+    pub fn limits_for(&self, unauthenticated: bool) -> (resp::Limits, usize) {
         let limit = self.query_buffer_limit();
         let limits = resp::Limits {
             unauthenticated,

@@ -49,20 +49,13 @@ fn batch_cost_per_command() {
                 .zip(outs.iter_mut())
                 .map(|(&client, out)| {
                     out.clear();
-                    Job {
-                        client,
-                        commands: CommandsView {
-                            data: &input,
-                            args: &args,
-                            argc: &argc,
-                            hints: &[],
-                        },
-                        out,
-                        close_after_reply: false,
-                        blocked: false,
-                        executed: 0,
-                        output_class: Default::default(),
-                    }
+                    let view = CommandsView {
+                        data: &input,
+                        args: &args,
+                        argc: &argc,
+                        hints: &[],
+                    };
+                    Job::new(client, view, out)
                 })
                 .collect();
             e.execute_batch(&mut jobs);

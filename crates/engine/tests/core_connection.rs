@@ -264,6 +264,49 @@ fn auth_flows() {
     assert_eq!(cmd(&mut e, c, &["auth", "default", "x"]), "+OK\r\n");
 }
 
+/// A job reports the client's AUTH state after its commands, so the IO
+/// layer gets the parser limits from `limits_for` without looking the
+/// client up; and the input bytes it carries count in `tot-net-in`.
+#[test]
+fn job_reports_auth_state_and_counts_its_input() {
+    let mut e = with_password();
+    let c = connect(&mut e);
+    let (_, outcome) = run_job(&mut e, c, &encode(&[&["ping"]]));
+    assert!(outcome.auth_required);
+    let (limits, qbuf) = e.limits_for(outcome.auth_required);
+    let (looked_up, looked_up_qbuf) = e.client_limits(c);
+    assert_eq!(limits.unauthenticated, looked_up.unauthenticated);
+    assert_eq!(qbuf, looked_up_qbuf);
+    assert!(limits.unauthenticated);
+    assert_eq!(qbuf, 1 << 20);
+    let (_, outcome) = run_job(&mut e, c, &encode(&[&["auth", "sekret"]]));
+    assert!(!outcome.auth_required);
+    let (limits, qbuf) = e.limits_for(outcome.auth_required);
+    let (looked_up, looked_up_qbuf) = e.client_limits(c);
+    assert_eq!(limits.unauthenticated, looked_up.unauthenticated);
+    assert_eq!(qbuf, looked_up_qbuf);
+    assert!(!limits.unauthenticated);
+    assert_eq!(qbuf, e.query_buffer_limit());
+
+    let before = e.server().clients.get(c).unwrap().net_input_bytes;
+    let input = encode(&[&["ping"]]);
+    let (mut args, mut argc) = (Vec::new(), Vec::new());
+    parse_all(&input, &mut args, &mut argc);
+    let mut out = resp::ReplyBuf::new();
+    let view = CommandsView {
+        data: &input,
+        args: &args,
+        argc: &argc,
+        hints: &[],
+    };
+    let mut job = Job::new(c, view, &mut out);
+    job.bytes_in = 1234;
+    e.execute_batch(std::slice::from_mut(&mut job));
+    assert_eq!(out.to_vec(), b"+PONG\r\n");
+    let after = e.server().clients.get(c).unwrap().net_input_bytes;
+    assert_eq!(after - before, 1234);
+}
+
 #[test]
 fn maxclients_is_enforced() {
     let mut cfg = Config::default();
@@ -348,36 +391,22 @@ fn several_clients_in_one_batch_keep_their_own_state() {
     .map(CommandHint::of)
     .collect::<Vec<_>>();
     let (mut out_a, mut out_b) = (resp::ReplyBuf::new(), resp::ReplyBuf::new());
+    let view_a = CommandsView {
+        data: &in_a,
+        args: &args_a,
+        argc: &argc_a,
+        // No hints: the engine works them out.
+        hints: &[],
+    };
+    let view_b = CommandsView {
+        data: &in_b,
+        args: &args_b,
+        argc: &argc_b,
+        hints: &hints_b,
+    };
     let mut jobs = [
-        Job {
-            client: a,
-            commands: CommandsView {
-                data: &in_a,
-                args: &args_a,
-                argc: &argc_a,
-                // No hints: the engine works them out.
-                hints: &[],
-            },
-            out: &mut out_a,
-            close_after_reply: false,
-            blocked: false,
-            executed: 0,
-            output_class: Default::default(),
-        },
-        Job {
-            client: b,
-            commands: CommandsView {
-                data: &in_b,
-                args: &args_b,
-                argc: &argc_b,
-                hints: &hints_b,
-            },
-            out: &mut out_b,
-            close_after_reply: false,
-            blocked: false,
-            executed: 0,
-            output_class: Default::default(),
-        },
+        Job::new(a, view_a, &mut out_a),
+        Job::new(b, view_b, &mut out_b),
     ];
     e.execute_batch(&mut jobs);
     assert_eq!(out_a.to_vec(), b"+OK\r\n+OK\r\n$5\r\nalice\r\n");

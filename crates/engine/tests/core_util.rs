@@ -74,20 +74,13 @@ pub fn run_job(
         }
     }
     let mut out = resp::ReplyBuf::new();
-    let mut jobs = [Job {
-        client,
-        commands: CommandsView {
-            data: input,
-            args: &args,
-            argc: &argc,
-            hints: &hints,
-        },
-        out: &mut out,
-        close_after_reply: false,
-        blocked: false,
-        executed: 0,
-        output_class: Default::default(),
-    }];
+    let view = CommandsView {
+        data: input,
+        args: &args,
+        argc: &argc,
+        hints: &hints,
+    };
+    let mut jobs = [Job::new(client, view, &mut out)];
     e.execute_batch(&mut jobs);
     let outcome = jobs[0].outcome();
     (out, outcome)

@@ -459,10 +459,7 @@ impl ExecLoop {
                     Err(reply) => self.refuse(thread, fd, reply),
                 }
             }
-            ToExec::Commands(ex) => {
-                self.engine.note_client_input(ex.client, ex.bytes_in);
-                self.batch.push(Pending { thread, ex });
-            }
+            ToExec::Commands(ex) => self.batch.push(Pending { thread, ex }),
             ToExec::Released { conn } => self.released(thread, conn),
             // The last reference may be this one: the value is freed on
             // the thread that allocated it.
@@ -493,7 +490,7 @@ impl ExecLoop {
             .iter_mut()
             .map(|p| {
                 let ex = &mut *p.ex;
-                Job::new(
+                let mut job = Job::new(
                     ex.client,
                     CommandsView {
                         data: &ex.req.data,
@@ -502,7 +499,9 @@ impl ExecLoop {
                         hints: &ex.req.hints,
                     },
                     &mut ex.out,
-                )
+                );
+                job.bytes_in = ex.bytes_in;
+                job
             })
             .collect();
         self.engine.execute_batch(&mut jobs);
@@ -512,7 +511,8 @@ impl ExecLoop {
         drop(jobs);
         for (mut p, done) in batch.drain(..).zip(&flags) {
             let ex = &mut *p.ex;
-            (ex.limits, ex.qbuf_limit) = self.engine.client_limits(ex.client);
+            // From the job, not the session: one lookup less per request.
+            (ex.limits, ex.qbuf_limit) = self.engine.limits_for(done.auth_required);
             ex.out_class = done.output_class;
             ex.close_after_reply = done.close_after_reply;
             ex.blocked_after = done.blocked_after;
