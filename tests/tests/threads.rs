@@ -212,6 +212,53 @@ e2e!(
 );
 
 e2e!(
+    ringkv_only fn shutdown_on_the_way_back_to_inline_still_flushes_replies(b) {
+        // SHUTDOWN in the same batch as CONFIG SET io-threads 1: the
+        // connections are on their way back to the main thread when the
+        // server starts shutting down. Their unsent replies are still
+        // flushed, as at any shutdown.
+        let mut srv = b.start(
+            Opts::new()
+                .arg("io-threads", "3")
+                .arg("io-threads-adaptive", "no"),
+        );
+        let mut admin = srv.raw();
+        let big = vec![b'x'; 8_000_000];
+        assert_eq!(admin.cmd_bytes(&[b"SET", b"big", &big]), Reply::status("OK"));
+        let mut slow = srv.raw();
+        assert_eq!(slow.cmd(&["CLIENT", "SETNAME", "slow"]), Reply::status("OK"));
+        let mut req = Vec::new();
+        for _ in 0..4 {
+            req.extend(ringkv_e2e::raw::encode(&[b"GET", b"big"]));
+        }
+        slow.send(&req);
+        // Not read yet: most of the 32 MB waits in the server.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let list = admin.cmd(&["CLIENT", "LIST"]).text();
+            let omem: u64 = list
+                .lines()
+                .find(|l| l.contains(" name=slow "))
+                .and_then(|l| l.split(' ').find_map(|kv| kv.strip_prefix("omem=")))
+                .map_or(0, |v| v.parse().unwrap());
+            if omem > 8_000_000 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the replies never piled up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut req = ringkv_e2e::raw::encode(&[b"CONFIG", b"SET", b"io-threads", b"1"]);
+        req.extend(ringkv_e2e::raw::encode(&[b"SHUTDOWN", b"NOSAVE"]));
+        admin.send(&req);
+        for i in 0..4 {
+            assert!(slow.read_reply() == Reply::Bulk(big.clone()), "reply {i}");
+        }
+        let status = srv.wait_exit(Duration::from_secs(10)).expect("exited");
+        assert!(status.success(), "{status:?}");
+    }
+);
+
+e2e!(
     ringkv_only fn tiny_rings_hold_back_and_lose_nothing(b) {
         // Two messages per ring: with 64 clients the rings are full nearly
         // all the time, so both sides keep messages back in order.
