@@ -13,6 +13,16 @@ use std::time::Duration;
 
 /// `n` bytes no two neighbouring windows of which look alike, so a
 /// misplaced or repeated segment shows.
+/// A numeric field of this client's CLIENT INFO line.
+fn client_info_u64(r: &mut Raw, field: &str) -> u64 {
+    let line = r.cmd(&["CLIENT", "INFO"]).text();
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix(field)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("no {field} in {line}"))
+        .parse()
+        .unwrap()
+}
+
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3] ^ seed)
@@ -237,14 +247,7 @@ e2e!(
             let info = r.cmd(&["INFO", "stats"]).text();
             info_field(&info, "total_net_output_bytes").parse().unwrap()
         };
-        let tot_net_out = |r: &mut Raw| -> u64 {
-            let line = r.cmd(&["CLIENT", "INFO"]).text();
-            line.split_whitespace()
-                .find_map(|f| f.strip_prefix("tot-net-out="))
-                .unwrap()
-                .parse()
-                .unwrap()
-        };
+        let tot_net_out = |r: &mut Raw| client_info_u64(r, "tot-net-out");
         let (before, before_client) = (out_total(&mut r), tot_net_out(&mut r));
         for _ in 0..3 {
             assert!(bulk_bytes(r.cmd(&["GET", "big"])) == v);
@@ -339,14 +342,7 @@ e2e!(
         // it). In threaded mode the count travels with the request.
         let srv = b.server();
         let mut r = srv.raw();
-        let tot_net_in = |r: &mut Raw| -> u64 {
-            let line = r.cmd(&["CLIENT", "INFO"]).text();
-            line.split_whitespace()
-                .find_map(|f| f.strip_prefix("tot-net-in="))
-                .unwrap()
-                .parse()
-                .unwrap()
-        };
+        let tot_net_in = |r: &mut Raw| client_info_u64(r, "tot-net-in");
         let info_cmd = encode(&[b"CLIENT", b"INFO"]).len() as u64;
         let first = tot_net_in(&mut r);
         assert_eq!(first, info_cmd);
