@@ -70,6 +70,30 @@ pub fn info_field(text: &str, name: &str) -> String {
         .to_string()
 }
 
+/// A numeric field of the CLIENT LIST line of the client named `name`
+/// (`None` if there is no such client).
+pub fn client_list_field(c: &mut Raw, name: &str, field: &str) -> Option<u64> {
+    let list = c.cmd(&["CLIENT", "LIST"]).text();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))?;
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(field)?.strip_prefix('='))
+        .map(|v| v.parse().unwrap())
+}
+
+/// Poll `f` every 20 ms until it is true; panics after `secs` seconds.
+pub fn within(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < until,
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 pub fn tcp(port: u16) -> std::net::TcpStream {
     let s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(std::time::Duration::from_secs(30)))

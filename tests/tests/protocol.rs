@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use ringkv_e2e::raw::{encode, encode_str};
-use ringkv_e2e::{Opts, Reply, e2e, query};
+use ringkv_e2e::{Opts, Reply, client_list_field, e2e, query, within};
 
 const N: usize = 10_000;
 
@@ -406,5 +406,38 @@ e2e!(
         let mut v = vec!["DEL"];
         v.extend(args.iter().map(|s| s.as_str()));
         assert_eq!(raw.cmd(&v), Reply::Int(0));
+    }
+);
+
+e2e!(
+    fn half_sent_command_shows_in_the_query_buffer(b) {
+        // CLIENT LIST `qbuf` and INFO `client_recent_max_input_buffer`
+        // show the bytes of a command still arriving.
+        let srv = b.server();
+        let mut admin = srv.raw();
+        let mut slow = srv.raw();
+        assert_eq!(slow.cmd(&["CLIENT", "SETNAME", "slow"]), Reply::status("OK"));
+        let value = vec![b'v'; 1_000_000];
+        let full = encode(&[b"SET", b"k", &value]);
+        let half = full.len() - 500_000;
+        slow.send(&full[..half]);
+        within(10, "qbuf shows the half-sent command", || {
+            client_list_field(&mut admin, "slow", "qbuf").is_some_and(|q| q >= 400_000)
+        });
+        let qbuf = client_list_field(&mut admin, "slow", "qbuf").unwrap();
+        assert!(qbuf <= half as u64, "qbuf={qbuf}");
+        // redis-server samples it in its client cron: poll.
+        within(10, "INFO shows the largest query buffer", || {
+            let info = admin.cmd(&["INFO", "clients"]).text();
+            let max_in: u64 = ringkv_e2e::info_field(&info, "client_recent_max_input_buffer")
+                .parse()
+                .unwrap();
+            max_in >= 400_000
+        });
+        slow.send(&full[half..]);
+        assert_eq!(slow.read_reply(), Reply::status("OK"));
+        within(10, "qbuf back to 0 once the command ran", || {
+            client_list_field(&mut admin, "slow", "qbuf") == Some(0)
+        });
     }
 );

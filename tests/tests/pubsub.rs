@@ -4,7 +4,7 @@
 //! channels, cleanup on disconnect, and keyspace events.
 
 use ringkv_e2e::v::{bulk, int, ok};
-use ringkv_e2e::{Reply, e2e, q};
+use ringkv_e2e::{Reply, client_list_field, e2e, q, within};
 use std::time::{Duration, Instant};
 
 fn push(parts: &[&str], n: Option<i64>) -> Reply {
@@ -24,12 +24,8 @@ fn arr(parts: &[&str], n: Option<i64>) -> Reply {
 
 /// Poll `f` until it is true (a disconnect is seen by the server
 /// asynchronously).
-fn eventually(mut f: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(5);
-    while !f() {
-        assert!(Instant::now() < until, "condition not reached in 5 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn eventually(f: impl FnMut() -> bool) {
+    within(5, "condition", f);
 }
 
 e2e!(
@@ -250,15 +246,6 @@ fn subscribed(srv: &ringkv_e2e::Server, ch: &str) -> ringkv_e2e::Raw {
     s
 }
 
-/// Poll `f` until it is true, for at most `secs` seconds.
-fn within(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < until, "{what}: not within {secs} s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn set_limit(c: &mut ringkv_e2e::Raw, value: &str) {
     let r = c.cmd(&["CONFIG", "SET", "client-output-buffer-limit", value]);
     assert_eq!(r, Reply::status("OK"));
@@ -274,17 +261,6 @@ fn obl_disconnections(c: &mut ringkv_e2e::Raw) -> u64 {
 fn info_u64(c: &mut ringkv_e2e::Raw, section: &str, name: &str) -> u64 {
     let text = c.cmd(&["INFO", section]).text();
     ringkv_e2e::info_field(&text, name).parse().unwrap()
-}
-
-/// A field of the CLIENT LIST line of the client named `name`.
-fn client_field(c: &mut ringkv_e2e::Raw, name: &str, field: &str) -> Option<u64> {
-    let list = c.cmd(&["CLIENT", "LIST"]).text();
-    let line = list
-        .lines()
-        .find(|l| l.contains(&format!(" name={name} ")))?;
-    line.split(' ')
-        .find_map(|kv| kv.strip_prefix(field)?.strip_prefix('='))
-        .map(|v| v.parse().unwrap())
 }
 
 /// Publish `BIG_COUNT` big messages one at a time, letting a reading
@@ -428,7 +404,7 @@ e2e!(
         let mut slow = srv.raw();
         assert_eq!(slow.cmd(&["CLIENT", "SETNAME", "slow"]), Reply::status("OK"));
         assert_eq!(slow.cmd(&["SUBSCRIBE", "ch"]), arr(&["subscribe", "ch"], Some(1)));
-        assert_eq!(client_field(&mut admin, "slow", "omem"), Some(0));
+        assert_eq!(client_list_field(&mut admin, "slow", "omem"), Some(0));
         // 10 MB: within the default pubsub limit (32 MB hard; 8 MB soft
         // for 60 s).
         let payload = vec![b'p'; BIG];
@@ -437,11 +413,11 @@ e2e!(
         }
         let mut omem = 0;
         within(10, "omem shows the pending messages", || {
-            omem = client_field(&mut admin, "slow", "omem").unwrap();
+            omem = client_list_field(&mut admin, "slow", "omem").unwrap();
             omem > 1_000_000
         });
         assert!(omem <= (BIG_COUNT * (BIG + 100)) as u64, "omem={omem}");
-        let tot_mem = client_field(&mut admin, "slow", "tot-mem").unwrap();
+        let tot_mem = client_list_field(&mut admin, "slow", "tot-mem").unwrap();
         assert!(tot_mem >= omem, "tot-mem={tot_mem} omem={omem}");
         // INFO: the largest output waiting (redis-server samples it once a
         // second), and all clients' memory, which includes it.
@@ -457,7 +433,7 @@ e2e!(
             assert!(matches!(slow.read_reply(), Reply::Array(v) if v.len() == 3));
         }
         within(10, "omem drops to 0 once read", || {
-            client_field(&mut admin, "slow", "omem") == Some(0)
+            client_list_field(&mut admin, "slow", "omem") == Some(0)
         });
         if !b.is_redis() {
             // ringkv reports the largest output waiting now, not a recent peak.
@@ -488,7 +464,7 @@ e2e!(
         }
         c.send(&req);
         within(10, "the replies pile up", || {
-            client_field(&mut admin, "was-sub", "omem").is_some_and(|m| m > 1_000_000)
+            client_list_field(&mut admin, "was-sub", "omem").is_some_and(|m| m > 1_000_000)
         });
         for _ in 0..10 {
             assert_eq!(c.read_reply(), Reply::Bulk(big.clone()));

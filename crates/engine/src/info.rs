@@ -200,16 +200,17 @@ fn clients(srv: &Server, out: &mut String) {
     field!(out, "connected_clients:{}", srv.clients.len());
     field!(out, "cluster_connections:0");
     field!(out, "maxclients:{}", srv.config.maxclients);
-    field!(out, "client_recent_max_input_buffer:0");
-    // Valkey samples this over the last few seconds in its client cron;
-    // here it is the largest output waiting right now.
-    let max_out = srv
-        .clients
-        .map
-        .values()
-        .flatten()
-        .map(|s| s.output_bytes())
-        .max();
+    // Valkey samples these over the last few seconds in its client cron;
+    // here they are the largest input not parsed yet and the largest
+    // output waiting, right now.
+    let sessions = || srv.clients.map.values().flatten();
+    let max_in = sessions().map(|s| s.meter.input()).max();
+    field!(
+        out,
+        "client_recent_max_input_buffer:{}",
+        max_in.unwrap_or(0)
+    );
+    let max_out = sessions().map(|s| s.output_bytes()).max();
     field!(
         out,
         "client_recent_max_output_buffer:{}",

@@ -36,7 +36,8 @@
 //!   [`Engine::output_limits`] for its class (from each job's
 //!   [`Job::outcome`]; normal until then); over it, call
 //!   [`Engine::note_output_buffer_limit`] and close at once. Keep
-//!   [`Engine::output_meter`] at the unsent byte count (CLIENT LIST `omem`).
+//!   [`Engine::client_meter`] at the unsent byte count (CLIENT LIST `omem`)
+//!   and at the unparsed input after each read and batch (`qbuf`).
 //! * Then [`Engine::drain_events`]: `Close` (flush or drop pending output,
 //!   then close and `disconnect`), `Shutdown` (flush, stop).
 //! * [`Engine::cron`] `hz` times a second ([`Engine::hz`], live).
@@ -65,7 +66,7 @@ pub mod watch;
 
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, OutputLimit};
-pub use output::{OutputClass, OutputLimits, OutputMeter};
+pub use output::{ClientMeter, OutputClass, OutputLimits};
 pub use server::{MemoryProbe, MemoryStats, Server};
 pub use session::Session;
 
@@ -668,10 +669,11 @@ impl Engine {
         &self.srv.output_limits
     }
 
-    /// Where the IO layer keeps `client`'s pending output bytes current,
-    /// for CLIENT LIST `omem` (`None` once the client is gone).
-    pub fn output_meter(&self, client: ClientId) -> Option<OutputMeter> {
-        self.srv.clients.get(client).map(|s| s.omem.clone())
+    /// Where the IO layer keeps `client`'s buffered bytes current: pending
+    /// output (CLIENT LIST `omem`) and unparsed input (`qbuf`); `None` once
+    /// the client is gone.
+    pub fn client_meter(&self, client: ClientId) -> Option<ClientMeter> {
+        self.srv.clients.get(client).map(|s| s.meter.clone())
     }
 
     /// The IO layer closed `client` for going over its output buffer limit
@@ -682,7 +684,7 @@ impl Engine {
         let now = self.srv.now_ms();
         let who = match self.srv.clients.get(client) {
             Some(s) => {
-                s.omem.set(len);
+                s.meter.set_output(len);
                 cmd::client::client_line(s, now)
             }
             None => format!("id={} omem={len}", client.0),

@@ -59,25 +59,46 @@ impl OutputLimits {
     }
 }
 
-/// Bytes of output waiting for one client, kept current by the thread
-/// that owns its connection and read by CLIENT LIST / CLIENT INFO.
+/// Bytes buffered for one client, kept current by the thread that owns
+/// its connection and read by CLIENT LIST / CLIENT INFO and INFO clients:
+/// output waiting to be sent (`omem`), and input received but not yet
+/// parsed into commands (`qbuf`, with the read buffer's spare room as
+/// `qbuf-free`).
 #[derive(Clone, Debug, Default)]
-pub struct OutputMeter(Arc<MeterCell>);
+pub struct ClientMeter(Arc<MeterCell>);
 
-/// On a cache line of its own: the IO thread writes it as output comes and
-/// goes, and it must not share a line with what other threads use (in
+/// On a cache line of its own: the IO thread writes it as bytes come and
+/// go, and it must not share a line with what other threads use (in
 /// threaded mode the execution thread allocates it, among its own data).
 #[derive(Debug, Default)]
 #[repr(align(64))]
-struct MeterCell(AtomicU64);
+struct MeterCell {
+    output: AtomicU64,
+    input: AtomicU64,
+    input_free: AtomicU64,
+}
 
-impl OutputMeter {
-    pub fn set(&self, bytes: usize) {
-        self.0.0.store(bytes as u64, Relaxed);
+impl ClientMeter {
+    pub fn set_output(&self, bytes: usize) {
+        self.0.output.store(bytes as u64, Relaxed);
     }
 
-    pub fn get(&self) -> u64 {
-        self.0.0.load(Relaxed)
+    pub fn output(&self) -> u64 {
+        self.0.output.load(Relaxed)
+    }
+
+    /// Unparsed input, and the read buffer's room for more.
+    pub fn set_input(&self, bytes: usize, free: usize) {
+        self.0.input.store(bytes as u64, Relaxed);
+        self.0.input_free.store(free as u64, Relaxed);
+    }
+
+    pub fn input(&self) -> u64 {
+        self.0.input.load(Relaxed)
+    }
+
+    pub fn input_free(&self) -> u64 {
+        self.0.input_free.load(Relaxed)
     }
 }
 
@@ -100,9 +121,13 @@ mod tests {
 
     #[test]
     fn meter_is_shared_by_its_clones() {
-        let m = OutputMeter::default();
+        let m = ClientMeter::default();
         let seen = m.clone();
-        m.set(1234);
-        assert_eq!(seen.get(), 1234);
+        m.set_output(1234);
+        m.set_input(56, 78);
+        assert_eq!(
+            (seen.output(), seen.input(), seen.input_free()),
+            (1234, 56, 78)
+        );
     }
 }

@@ -68,7 +68,7 @@ pub struct Session {
     /// Pub/Sub subscriptions; `None` while there are none.
     pub subs: Option<Box<crate::pubsub::ClientSubs>>,
     /// Output waiting in the IO layer for this client (CLIENT LIST `omem`).
-    pub omem: crate::output::OutputMeter,
+    pub meter: crate::output::ClientMeter,
 }
 
 impl Session {
@@ -77,7 +77,7 @@ impl Session {
     /// of this batch). In threaded mode output in transit between the
     /// threads is not counted. CLIENT LIST `omem`.
     pub fn output_bytes(&self) -> u64 {
-        self.omem.get() + self.pending.len() as u64
+        self.meter.output() + self.pending.len() as u64
     }
 
     /// What this client takes in memory, roughly: the session, a read
@@ -120,7 +120,7 @@ impl Session {
             multi: None,
             watched: 0,
             subs: None,
-            omem: Default::default(),
+            meter: Default::default(),
         }
     }
 

@@ -286,7 +286,7 @@ fn omem_counts_output_not_sent_yet() {
     };
     assert_eq!(field(&mut e, "omem"), 0);
     let base = field(&mut e, "tot-mem");
-    e.output_meter(a).unwrap().set(5000);
+    e.client_meter(a).unwrap().set_output(5000);
     assert_eq!(field(&mut e, "omem"), 5000);
     assert_eq!(field(&mut e, "tot-mem"), base + 5000);
     cmd(&mut e, a, &["subscribe", "ch"]);

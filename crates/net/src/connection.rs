@@ -120,7 +120,7 @@ pub(crate) struct Connection {
     /// this client (it changes with SUBSCRIBE and UNSUBSCRIBE).
     pub(crate) out_class: engine::OutputClass,
     /// Where pending output bytes are published for CLIENT LIST `omem`.
-    pub(crate) meter: Option<engine::OutputMeter>,
+    pub(crate) meter: Option<engine::ClientMeter>,
     /// Since when pending output has been over the soft limit.
     soft_since: Option<std::time::Instant>,
     /// Threaded mode: bytes read since the last request (CLIENT LIST
@@ -571,7 +571,16 @@ impl Connection {
     /// thread writes).
     fn publish_output_len(&self) {
         if let Some(m) = &self.meter {
-            m.set(self.output_len());
+            m.set_output(self.output_len());
+        }
+    }
+
+    /// Keep CLIENT LIST `qbuf`/`qbuf-free` current: input not parsed yet
+    /// (a partial command, or commands waiting for their turn) and the
+    /// read buffer's room.
+    pub(crate) fn publish_input_len(&self) {
+        if let Some(m) = &self.meter {
+            m.set_input(self.unparsed_len(), self.rbuf.capacity() - self.rbuf.len());
         }
     }
 

@@ -245,7 +245,7 @@ impl Driver {
             }
         };
         let keepalive = engine.tcp_keepalive_s();
-        let meter = engine.output_meter(id);
+        let meter = engine.client_meter(id);
         if log::enabled(log::Level::Verbose) {
             log::verbose(&format!("Accepted {peer}"));
         }
@@ -356,13 +356,15 @@ impl Driver {
     pub(crate) fn note_read(&mut self, slot: u32, client: ClientId, n: usize) {
         self.reads += 1;
         self.bytes_in += n as u64;
-        match &mut self.side {
-            Side::Inline(engine) => engine.note_client_input(client, n as u64),
-            Side::Io(_) => {
-                if let Some(c) = self.conns[slot as usize].as_mut() {
-                    c.unreported_in += n as u64;
-                }
+        let inline = matches!(self.side, Side::Inline(_));
+        if let Some(c) = self.conns[slot as usize].as_mut() {
+            c.publish_input_len();
+            if !inline {
+                c.unreported_in += n as u64;
             }
+        }
+        if let Side::Inline(engine) = &mut self.side {
+            engine.note_client_input(client, n as u64);
         }
         self.mark_dirty(slot);
     }
@@ -672,6 +674,7 @@ impl Driver {
         if let Some(err) = err {
             self.note_protocol_error(c.client, err);
         }
+        c.publish_input_len();
         let more = more && !c.input_closed();
         if c.peer_eof && !more && !c.in_flight() {
             // Disconnected, possibly mid-command: reply to what ran
@@ -948,7 +951,7 @@ mod tests {
         let id = d.engine().unwrap().connect(info).unwrap();
         let slot = d.conns.len() as u32;
         let mut c = Box::new(Connection::new(-1, id, 0));
-        c.meter = d.engine().unwrap().output_meter(id);
+        c.meter = d.engine().unwrap().client_meter(id);
         d.conns.push(Some(c));
         d.generations.push(0);
         d.by_client.insert(id.0, slot);

@@ -474,7 +474,7 @@ impl ExecLoop {
     fn adopt(&mut self, t: usize, client: ClientId, socket: Arrival) {
         self.owner.insert(client.0, t);
         let (limits, qbuf_limit) = self.engine.client_limits(client);
-        let meter = self.engine.output_meter(client);
+        let meter = self.engine.client_meter(client);
         self.peers[t].send(ToIo::Adopt(Box::new(Adoption {
             client,
             limits,

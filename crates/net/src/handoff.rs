@@ -192,7 +192,7 @@ pub(crate) struct Adoption {
     pub(crate) limits: Limits,
     pub(crate) qbuf_limit: usize,
     /// Where to publish the client's pending output (CLIENT LIST `omem`).
-    pub(crate) meter: Option<engine::OutputMeter>,
+    pub(crate) meter: Option<engine::ClientMeter>,
     pub(crate) socket: Arrival,
 }
 

@@ -397,7 +397,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
     let _ = write!(
         o,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub={} psub={} ssub={} \
-         multi={} watch={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} \
+         multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} \
          tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
         s.id.0,
@@ -414,6 +414,8 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         ssub,
         s.multi.as_ref().map_or(-1, |m| m.len() as i64),
         s.watched,
+        s.meter.input(),
+        s.meter.input_free(),
         s.multi.as_ref().map_or(0, |m| m.mem()),
         omem,
         tot_mem,
