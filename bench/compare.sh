@@ -19,6 +19,8 @@
 # Stops only the processes it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# stop_server, cpu_ticks
+source bench/lib.sh
 
 BACKENDS=("$@")
 [ ${#BACKENDS[@]} -gt 0 ] || BACKENDS=(io_uring epoll)
@@ -46,18 +48,6 @@ RAW_OUT=${RAW_OUT:-$WORK/runs.tsv}
 : >"$RAW_OUT"
 SERVER_PID=""
 
-stop_server() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill -0 "$SERVER_PID" 2>/dev/null && kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
-}
 cleanup() {
   stop_server
   rm -rf "$WORK"
@@ -65,12 +55,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# cpu_ticks PID → utime+stime of the whole process, in clock ticks.
-cpu_ticks() {
-  # Fields after the ")" that ends the command name: state is field 3, so
-  # utime/stime (fields 14/15 of the full line) are $12/$13 here.
-  sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
-}
 
 commands_processed() {
   redis-cli -p "$PORT" INFO stats | tr -d '\r' | awk -F: '$1=="total_commands_processed"{print $2}'

@@ -18,6 +18,8 @@
 # Stops only the processes it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# stop_server, cpu_ticks
+source bench/lib.sh
 
 BACKENDS=("$@")
 [ ${#BACKENDS[@]} -gt 0 ] || BACKENDS=(io_uring epoll)
@@ -32,24 +34,8 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 CLK_TCK=$(getconf CLK_TCK)
 SERVER_PID=""
 
-stop_server() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill -0 "$SERVER_PID" 2>/dev/null && kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
-}
 trap stop_server EXIT
 
-cpu_ticks() {
-  # Fields 14 and 15 of /proc/PID/stat: utime, stime (after the comm field).
-  sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
-}
 
 RESULTS=$(mktemp /tmp/ringkv-large-get.XXXXXX)
 for round in $(seq 1 "$ROUNDS"); do

@@ -18,6 +18,8 @@
 # Stops only the processes it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# stop_server, cpu_ticks
+source bench/lib.sh
 
 SHAPES=("$@")
 [ ${#SHAPES[@]} -gt 0 ] || SHAPES=(hash set zset)
@@ -35,18 +37,6 @@ fi
 
 WORK=$(mktemp -d /tmp/ringkv-memory.XXXXXX)
 SERVER_PID=""
-stop_server() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 100); do
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.05
-    done
-    kill -0 "$SERVER_PID" 2>/dev/null && kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
-}
 trap 'stop_server; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 

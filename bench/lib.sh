@@ -1,0 +1,24 @@
+# Shared by the bench scripts (sourced, not run). A script sets SERVER_PID
+# when it starts a server; these stop only that process, by PID.
+
+# Stop the server this script started: SIGTERM, up to 5 s to exit, then
+# SIGKILL. Safe to call when none is running.
+stop_server() {
+  if [ -n "${SERVER_PID:-}" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -0 "$SERVER_PID" 2>/dev/null && kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=""
+}
+
+# cpu_ticks PID → utime+stime of the whole process, in clock ticks.
+cpu_ticks() {
+  # Fields after the ")" that ends the command name: state is field 3, so
+  # utime/stime (fields 14/15 of the full line) are $12/$13 here.
+  sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
+}
