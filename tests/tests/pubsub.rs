@@ -398,6 +398,30 @@ e2e!(
 );
 
 e2e!(
+    fn bad_output_buffer_limits_are_refused_and_change_nothing(b) {
+        let srv = b.server();
+        let mut admin = srv.raw();
+        set_limit(&mut admin, "normal 0 0 0 pubsub 1mb 512kb 10");
+        let before = admin.cmd(&["CONFIG", "GET", "client-output-buffer-limit"]);
+        let failed = "ERR CONFIG SET failed (possibly related to argument \
+                      'client-output-buffer-limit') - ";
+        for (bad, why) in [
+            ("pubsub 1mb 0", "Wrong number of arguments in buffer limit configuration."),
+            ("master 1mb 0 0", "Invalid client class specified in buffer limit configuration."),
+        ] {
+            let r = admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", bad]);
+            assert_eq!(r, Reply::Error(format!("{failed}{why}")), "{bad}");
+        }
+        for bad in ["pubsub -1 0 0", "pubsub 1xb 0 0", "pubsub 1mb 0 0 normal"] {
+            let r = admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", bad]);
+            assert!(matches!(&r, Reply::Error(e) if e.starts_with(failed)), "{bad}: {r:?}");
+        }
+        assert_eq!(admin.cmd(&["CONFIG", "GET", "client-output-buffer-limit"]), before);
+        assert_eq!(admin.cmd(&["PING"]), Reply::status("PONG"));
+    }
+);
+
+e2e!(
     fn omem_shows_output_a_subscriber_has_not_read(b) {
         let srv = b.server();
         let mut admin = srv.raw();
