@@ -379,6 +379,22 @@ impl OutputLimit {
     }
 }
 
+/// The start-up warning for a value ringkv accepts but does not act on:
+/// an unsupported directive set away from its default, or, of
+/// `client-output-buffer-limit` (whose other classes are enforced), a
+/// changed replica class.
+fn ignored_warning(d: &Def, value: &str) -> Option<String> {
+    if d.name == "client-output-buffer-limit" {
+        // The canonical value names the replica class `slave`.
+        let replica = |v: &str| OutputLimit::parse_class(v, "slave");
+        return (replica(value) != replica(d.default)).then(|| {
+            "'client-output-buffer-limit' replica class is not supported yet, ignored".to_string()
+        });
+    }
+    (d.flags & SUP == 0 && value != d.default && d.flags & HIDDEN == 0)
+        .then(|| format!("'{}' is not supported yet, ignored", d.name))
+}
+
 /// A directive that could not be applied: where, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -814,30 +830,10 @@ impl Config {
     }
 
     fn store(&mut self, idx: usize, value: String) {
-        let d = &DEFS[idx];
-        // The replica class of client-output-buffer-limit is the only one
-        // not enforced (its 4 words follow normal's 4).
-        let (unsupported, what) = if d.name == "client-output-buffer-limit" {
-            let replica = |v: &str| v.split(' ').skip(4).take(4).collect::<Vec<_>>().join(" ");
-            (
-                replica(&value) != replica(d.default),
-                "client-output-buffer-limit' replica class is",
-            )
-        } else {
-            (
-                d.flags & SUP == 0 && value != d.default && d.flags & HIDDEN == 0,
-                "",
-            )
-        };
-        if unsupported {
-            let w = if what.is_empty() {
-                format!("'{}' is not supported yet, ignored", d.name)
-            } else {
-                format!("'{what} not supported yet, ignored")
-            };
-            if !self.warnings.contains(&w) {
-                self.warnings.push(w);
-            }
+        if let Some(w) = ignored_warning(&DEFS[idx], &value)
+            && !self.warnings.contains(&w)
+        {
+            self.warnings.push(w);
         }
         self.values[idx] = value;
         self.apply_typed(idx);

@@ -230,11 +230,11 @@ fn clients(srv: &Server, out: &mut String) {
 /// session's [`Session::memory`]; one whose command is running (taken
 /// out of the map meanwhile: the INFO caller) counts a bare session.
 fn clients_memory(srv: &Server) -> u64 {
-    let bare = (std::mem::size_of::<crate::session::Session>() + 1024) as u64;
+    use crate::session::Session;
     srv.clients
         .map
         .values()
-        .map(|s| s.as_deref().map_or(bare, |s| s.memory()))
+        .map(|s| s.as_deref().map_or(Session::BASE_MEMORY, Session::memory))
         .sum()
 }
 

@@ -22,10 +22,9 @@
 //!
 //! * [`Engine::connect`] on accept; on `Err(bytes)` write the bytes
 //!   (best effort) and close without calling `disconnect`.
-//! * Parse with [`Engine::parser_limits_for`] (it tightens the limits while
-//!   the client still has to AUTH) and cap the read buffer at
-//!   [`Engine::query_buffer_limit_for`] (1 MB while the client has to AUTH);
-//!   over it, call [`Engine::note_query_buffer_limit`] and close. On a
+//! * Parse with the limits of [`Engine::client_limits`] (tighter while the
+//!   client still has to AUTH) and cap the read buffer at its query-buffer
+//!   cap (1 MB while the client has to AUTH); over it, call [`Engine::note_query_buffer_limit`] and close. On a
 //!   protocol error, send [`resp::ProtocolError::to_resp`], call
 //!   [`Engine::note_protocol_error`], close.
 //! * Each loop iteration: one [`Job`] per client with complete commands,
@@ -570,15 +569,6 @@ impl Engine {
         }
     }
 
-    /// Parser limits for this client: as [`Engine::parser_limits`], plus
-    /// Valkey's caps for a client that still has to AUTH.
-    pub fn parser_limits_for(&self, client: ClientId) -> resp::Limits {
-        resp::Limits {
-            unauthenticated: self.auth_required(client),
-            ..self.parser_limits()
-        }
-    }
-
     /// Does this client still have to AUTH (Valkey caps its query buffer at
     /// 1 MB and its requests at 10 arguments of 16 KB)?
     pub fn auth_required(&self, client: ClientId) -> bool {
@@ -588,8 +578,10 @@ impl Engine {
             .is_some_and(|s| !s.authenticated)
     }
 
-    /// [`Engine::parser_limits_for`] and [`Engine::query_buffer_limit_for`]
-    /// with one Session lookup (sent back with every threaded-mode reply).
+    /// This client's parser limits (as [`Engine::parser_limits`], plus
+    /// Valkey's caps while it still has to AUTH) and its query-buffer cap
+    /// (`client-query-buffer-limit`, or 1 MB while it has to AUTH), with
+    /// one session lookup.
     pub fn client_limits(&self, client: ClientId) -> (resp::Limits, usize) {
         self.limits_for(self.auth_required(client))
     }
@@ -615,17 +607,6 @@ impl Engine {
     /// `client-query-buffer-limit` in bytes.
     pub fn query_buffer_limit(&self) -> usize {
         self.srv.config.client_query_buffer_limit
-    }
-
-    /// The query-buffer cap for this client: `client-query-buffer-limit`,
-    /// or Valkey's 1 MB while the client still has to AUTH.
-    pub fn query_buffer_limit_for(&self, client: ClientId) -> usize {
-        let limit = self.query_buffer_limit();
-        if self.auth_required(client) {
-            limit.min(1 << 20)
-        } else {
-            limit
-        }
     }
 
     /// Record a protocol error for `client` (INFO errorstats, log line).

@@ -1,5 +1,5 @@
 //! `client-output-buffer-limit` as the IO layer applies it, and the
-//! pending-output figure (CLIENT LIST `omem`) it reports back.
+//! buffered-bytes figures (CLIENT LIST `omem`, `qbuf`) it reports back.
 //!
 //! ```text
 //!   CONFIG SET ──► Config ──► Server::sync_output_limits ──► OutputLimits
@@ -7,8 +7,9 @@
 //!   execute_batch ──► Job::output_class (per job, free) ──┐    at every check
 //!                                                         ▼    by any thread)
 //!   IO layer: Connection { class, meter } ── output added ──► over its limit?
-//!                                         └─ sent / added ──► meter = pending
-//!   CLIENT LIST ◄── Session::omem (the same meter) ◄──────────────┘
+//!                                         ├─ sent / added ──► meter.output
+//!                                         └─ read / parsed ─► meter.input
+//!   CLIENT LIST, INFO ◄── Session::meter (the same ClientMeter) ◄──┘
 //! ```
 //!
 //! The connection's pending output lives with the IO layer, which in

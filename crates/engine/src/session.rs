@@ -67,11 +67,16 @@ pub struct Session {
     pub watched: usize,
     /// Pub/Sub subscriptions; `None` while there are none.
     pub subs: Option<Box<crate::pubsub::ClientSubs>>,
-    /// Output waiting in the IO layer for this client (CLIENT LIST `omem`).
+    /// Bytes the IO layer holds for this client: output not sent yet
+    /// (CLIENT LIST `omem`) and input not parsed yet (`qbuf`).
     pub meter: crate::output::ClientMeter,
 }
 
 impl Session {
+    /// What any client takes, roughly: its session and a read buffer's
+    /// worth ([`Session::memory`] adds its name and waiting output).
+    pub const BASE_MEMORY: u64 = (std::mem::size_of::<Session>() + 1024) as u64;
+
     /// Output waiting for this client: what the IO layer has not sent yet
     /// (its meter) and what is still queued here for it (pub/sub messages
     /// of this batch). In threaded mode output in transit between the
@@ -84,8 +89,7 @@ impl Session {
     /// buffer's worth, its name and its waiting output. CLIENT LIST
     /// `tot-mem`, and INFO `mem_clients_normal` summed.
     pub fn memory(&self) -> u64 {
-        (std::mem::size_of::<Session>() + 1024 + self.name.as_ref().map_or(0, Vec::len)) as u64
-            + self.output_bytes()
+        Session::BASE_MEMORY + self.name.as_ref().map_or(0, Vec::len) as u64 + self.output_bytes()
     }
 
     /// A fresh session: db 0, RESP2, no name. Stable API for tests.

@@ -214,7 +214,7 @@ fn auth_flows() {
     let mut e = with_password();
     let c = connect(&mut e);
     assert!(e.auth_required(c));
-    assert!(e.parser_limits_for(c).unauthenticated);
+    assert!(e.client_limits(c).0.unauthenticated);
     // Unknown command and arity errors come before NOAUTH, as in Valkey.
     assert_eq!(
         cmd(&mut e, c, &["foo"]),

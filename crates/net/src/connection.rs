@@ -63,6 +63,17 @@ pub(crate) enum Closing {
     Now,
 }
 
+impl Closing {
+    /// How the engine's `Close { flush }` event closes a connection.
+    pub(crate) fn for_event(flush: bool) -> Closing {
+        if flush {
+            Closing::AfterFlush
+        } else {
+            Closing::Now
+        }
+    }
+}
+
 pub(crate) struct Connection {
     pub(crate) fd: RawFd,
     pub(crate) client: ClientId,
@@ -164,7 +175,14 @@ pub(crate) struct ParseResult {
 }
 
 impl Connection {
-    pub(crate) fn new(fd: RawFd, client: ClientId, generation: u32) -> Connection {
+    /// `meter`: where the client's buffered bytes are published (CLIENT
+    /// LIST `omem`, `qbuf`), from [`engine::Engine::client_meter`].
+    pub(crate) fn new(
+        fd: RawFd,
+        client: ClientId,
+        generation: u32,
+        meter: Option<engine::ClientMeter>,
+    ) -> Connection {
         Connection {
             fd,
             client,
@@ -191,7 +209,7 @@ impl Connection {
             in_flight: false,
             limits: None,
             out_class: engine::OutputClass::Normal,
-            meter: None,
+            meter,
             soft_since: None,
             unreported_in: 0,
             moving: false,
@@ -642,7 +660,7 @@ mod tests {
     use super::*;
 
     fn conn() -> Connection {
-        Connection::new(-1, ClientId(1), 0)
+        Connection::new(-1, ClientId(1), 0, None)
     }
 
     /// Parsed commands as owned argv lists.

@@ -249,19 +249,21 @@ impl Driver {
         if log::enabled(log::Level::Verbose) {
             log::verbose(&format!("Accepted {peer}"));
         }
-        let slot = self.install(fd, id, keepalive);
-        if let Some(c) = self.conn(slot) {
-            c.meter = meter;
-        }
-        Some(slot)
+        Some(self.install(fd, id, keepalive, meter))
     }
 
     /// Give a registered client's socket a slot.
-    pub(crate) fn install(&mut self, fd: RawFd, id: ClientId, keepalive_s: u64) -> u32 {
+    pub(crate) fn install(
+        &mut self,
+        fd: RawFd,
+        id: ClientId,
+        keepalive_s: u64,
+        meter: Option<engine::ClientMeter>,
+    ) -> u32 {
         listener::tune_client_socket(fd, keepalive_s);
         let slot = self.free_slot();
         let generation = self.generations[slot as usize];
-        self.occupy(slot, Box::new(Connection::new(fd, id, generation)))
+        self.occupy(slot, Box::new(Connection::new(fd, id, generation, meter)))
     }
 
     /// Give a connection that another IO thread let go of a slot here; its
@@ -495,10 +497,8 @@ impl Driver {
                 continue;
             }
             let (limits, qbuf_limit) = match &self.side {
-                Side::Inline(engine) => (
-                    engine.parser_limits_for(c.client),
-                    engine.query_buffer_limit_for(c.client),
-                ),
+                // Both with one session lookup.
+                Side::Inline(engine) => engine.client_limits(c.client),
                 Side::Io(link) => c.limits.unwrap_or(link.default_limits),
             };
             if c.in_flight() || c.moving {
@@ -688,8 +688,6 @@ impl Driver {
         self.conns[slot as usize] = Some(c);
         if has_output {
             self.enforce_output_limit(slot);
-        }
-        if has_output {
             self.queue_flush(slot);
         }
         if closing {
@@ -721,12 +719,7 @@ impl Driver {
 
     pub(crate) fn close_client(&mut self, client: ClientId, flush: bool) {
         if let Some(&slot) = self.by_client.get(&client.0) {
-            let how = if flush {
-                Closing::AfterFlush
-            } else {
-                Closing::Now
-            };
-            self.close(slot, how);
+            self.close(slot, Closing::for_event(flush));
         }
     }
 
@@ -950,9 +943,9 @@ mod tests {
         };
         let id = d.engine().unwrap().connect(info).unwrap();
         let slot = d.conns.len() as u32;
-        let mut c = Box::new(Connection::new(-1, id, 0));
-        c.meter = d.engine().unwrap().client_meter(id);
-        d.conns.push(Some(c));
+        let meter = d.engine().unwrap().client_meter(id);
+        d.conns
+            .push(Some(Box::new(Connection::new(-1, id, 0, meter))));
         d.generations.push(0);
         d.by_client.insert(id.0, slot);
         d.live += 1;

@@ -454,7 +454,13 @@ impl ExecLoop {
                         let t = self.place();
                         self.peers[t].clients += 1;
                         let keepalive_s = self.engine.tcp_keepalive_s();
-                        self.adopt(t, client, Arrival::New { fd, keepalive_s });
+                        let meter = self.engine.client_meter(client);
+                        let socket = Arrival::New {
+                            fd,
+                            keepalive_s,
+                            meter,
+                        };
+                        self.adopt(t, client, socket);
                     }
                     Err(reply) => self.refuse(thread, fd, reply),
                 }
@@ -474,12 +480,10 @@ impl ExecLoop {
     fn adopt(&mut self, t: usize, client: ClientId, socket: Arrival) {
         self.owner.insert(client.0, t);
         let (limits, qbuf_limit) = self.engine.client_limits(client);
-        let meter = self.engine.client_meter(client);
         self.peers[t].send(ToIo::Adopt(Box::new(Adoption {
             client,
             limits,
             qbuf_limit,
-            meter,
             socket,
         })));
     }

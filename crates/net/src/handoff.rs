@@ -14,7 +14,7 @@
 //!         ◄────────── Output / Close / Unblocked / Shutdown (engine events)
 //!
 //!  large values (≥ store::SHARED_STR_MIN) travel by reference:
-//!         ◄────────── Replies{.., out: bytes + Arc refs to values}
+//!         ◄────────── Replies(Exchange{out: bytes + Arc refs to values})
 //!  sendmsg / IORING_OP_SENDMSG over bytes and values (no copy)
 //!  sent (or the connection gone): refs collected per loop iteration
 //!  spent ──────────── Spent{refs} ──────────────► dropped here: a value
@@ -135,8 +135,13 @@ impl Request {
 /// The socket an `Adopt` hands to an IO thread.
 #[derive(Debug)]
 pub(crate) enum Arrival {
-    /// Just accepted.
-    New { fd: RawFd, keepalive_s: u64 },
+    /// Just accepted; `meter` is where its buffered bytes are published
+    /// (CLIENT LIST `omem`, `qbuf`; a moved connection carries its own).
+    New {
+        fd: RawFd,
+        keepalive_s: u64,
+        meter: Option<engine::ClientMeter>,
+    },
     /// Moved from another IO thread, with all its state.
     Moved(Box<Connection>),
 }
@@ -191,8 +196,6 @@ pub(crate) struct Adoption {
     pub(crate) client: ClientId,
     pub(crate) limits: Limits,
     pub(crate) qbuf_limit: usize,
-    /// Where to publish the client's pending output (CLIENT LIST `omem`).
-    pub(crate) meter: Option<engine::ClientMeter>,
     pub(crate) socket: Arrival,
 }
 

@@ -329,7 +329,6 @@ impl Driver {
                         client,
                         limits,
                         qbuf_limit,
-                        meter,
                         socket,
                     } = *adoption;
                     if self.shutting_down() {
@@ -339,12 +338,15 @@ impl Driver {
                         continue;
                     }
                     let slot = match socket {
-                        Arrival::New { fd, keepalive_s } => self.install(fd, client, keepalive_s),
+                        Arrival::New {
+                            fd,
+                            keepalive_s,
+                            meter,
+                        } => self.install(fd, client, keepalive_s, meter),
                         Arrival::Moved(c) => self.install_moved(c),
                     };
                     if let Some(c) = self.conn(slot) {
                         c.limits = Some((limits, qbuf_limit));
-                        c.meter = meter;
                     }
                     self.link().stats.clients.fetch_add(1, Relaxed);
                     self.note_adopted(slot);

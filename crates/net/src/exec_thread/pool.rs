@@ -146,11 +146,7 @@ fn apply(c: &mut Connection, msg: ToIo) {
         ToIo::Unblocked { .. } => c.blocked = false,
         ToIo::Close { flush, .. } => {
             c.close_input();
-            c.close(if flush {
-                Closing::AfterFlush
-            } else {
-                Closing::Now
-            });
+            c.close(Closing::for_event(flush));
         }
         // Only ever sent for sockets an IO thread owns.
         ToIo::Adopt { .. }
@@ -334,7 +330,9 @@ impl ExecLoop {
     /// A socket accepted while going back to inline mode stays here.
     pub(super) fn home_new(&mut self, fd: std::os::fd::RawFd, client: ClientId) {
         crate::listener::tune_client_socket(fd, self.engine.tcp_keepalive_s());
-        self.bring_home(Box::new(Connection::new(fd, client, 0)), Vec::new());
+        let meter = self.engine.client_meter(client);
+        let conn = Connection::new(fd, client, 0, meter);
+        self.bring_home(Box::new(conn), Vec::new());
     }
 
     /// A connection inline mode handed over (CONFIG SET io-threads from 1
