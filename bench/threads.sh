@@ -4,7 +4,7 @@
 # The machines here have 2 cores, so multi-core throughput cannot be measured;
 # it is projected on paper from measured per-thread costs (docs/DESIGN §7).
 #
-# For ROUNDS rounds, alternating variants, each server is started pinned to
+# For ROUNDS rounds, alternating variants (in reverse order every other round), each server is started pinned to
 # core SERVER_CPU (all of its threads share that core) with the flags of
 # bench/compare.sh, and redis-benchmark, pinned to CLIENT_CPU, runs
 # -t set / -t get, -c 50 -d 100 -r 1000000 --csv at -P 1 (N_P1) and -P 16
@@ -50,6 +50,7 @@
 # Usage: bench/threads.sh [variant ...]
 #   variants: ringkv-t1 ringkv-t2 ringkv-t4 redis-t1 redis-t2 redis-t4 (default: all)
 # Env:   N_P1 (300000)  N_P16 (2000000)  ROUNDS (3)  PORT (first port tried, 17391)
+#        PIPES ("1 16": the pipelines run; "16" for -P 16 only)
 #        BACKENDS (io_uring; or epoll, or "io_uring epoll": ringkv variants per backend)
 #        NO_BUILD=1 (skip cargo build)  RINGKV_BIN  REDIS_BIN (/usr/bin/redis-server)
 #        SERVER_CPU (0)  CLIENT_CPU (1)  RAW_OUT (TSV of per-round, per-thread rows)
@@ -68,6 +69,11 @@ VARIANTS=("$@")
 read -r -a BACKEND_LIST <<<"${BACKENDS:-io_uring}"
 N_P1=${N_P1:-300000}
 N_P16=${N_P16:-2000000}
+PIPES=${PIPES:-1 16}
+[ -n "${PIPES// /}" ] || { echo "threads.sh: PIPES is empty" >&2; exit 1; }
+for p in $PIPES; do
+  [ "$p" = 1 ] || [ "$p" = 16 ] || { echo "threads.sh: PIPES: $p is neither 1 nor 16" >&2; exit 1; }
+done
 ROUNDS=${ROUNDS:-3}
 PORT0=${PORT:-17391}
 REDIS_BIN=${REDIS_BIN:-/usr/bin/redis-server}
@@ -230,12 +236,27 @@ run_one() { # variant test pipeline n round → appends rows; 1 if the server di
 }
 
 for round in $(seq 1 "$ROUNDS"); do
-  for v in "${RUN[@]}"; do
+  # Every other round runs the variants in reverse order, so that a drift
+  # of the host over a round does not always favour the same variant.
+  order=("${RUN[@]}")
+  if [ $((round % 2)) = 0 ]; then
+    order=(); for ((i = ${#RUN[@]} - 1; i >= 0; i--)); do order+=("${RUN[$i]}"); done
+  fi
+  for v in "${order[@]}"; do
     if ! start_server "$v"; then FAILED="$FAILED $v"; continue; fi
     d=1; [[ $v == redis-t[2-9]* ]] && d=$REDIS_TN_DIV
-    specs=("set 1 $((N_P1 / d))" "get 1 $((N_P1 / d))" "set 16 $((N_P16 / d))" "get 16 $((N_P16 / d))")
+    specs=()
+    for p in $PIPES; do
+      n=$N_P1; [ "$p" = 16 ] && n=$N_P16
+      specs+=("set $p $((n / d))" "get $p $((n / d))")
+    done
     # One-thread variants also serve PING: the IO-only cost that splits them.
-    [[ $v =~ -t1(-|$) ]] && specs+=("ping_mbulk 1 $N_P1" "ping_mbulk 16 $N_P16")
+    if [[ $v =~ -t1(-|$) ]]; then
+      for p in $PIPES; do
+        n=$N_P1; [ "$p" = 16 ] && n=$N_P16
+        specs+=("ping_mbulk $p $n")
+      done
+    fi
     for spec in "${specs[@]}"; do
       # shellcheck disable=SC2086
       run_one "$v" $spec "$round" || { FAILED="$FAILED $v"; break; }

@@ -11,10 +11,17 @@
 //! what an IO loop hands over at `-P 16` with 50 connections: 50 jobs of 16
 //! pipelined GETs (or SETs) of uniformly random keys, so nearly every
 //! lookup misses the CPU caches. 64 different batches are cycled so no
-//! batch's keys are warm. Variants: `prefetch-batch-max-size` 16 (default)
+//! batch's keys are warm. Before each batch, untimed, its request bytes
+//! are read once: in the server the IO thread has just received and
+//! parsed them, so they are in the cache, not in DRAM as 64 cycled batches
+//! (29 MB of requests at SET) would otherwise leave them.
+//! RINGKV_BENCH_COLD_INPUT=1 skips that (the numbers in BENCHMARKS.md
+//! before 2026-11-24). Variants: `prefetch-batch-max-size` 16 (default)
 //! and 0 (no prefetching). Throughput is commands per second. jemalloc,
 //! as in ringkv-server. RINGKV_BENCH_CPU_TIME=1 measures the thread's CPU
 //! time instead of wall time (for a machine shared with other work).
+//! RINGKV_BENCH_PREFETCH="8 16 32" picks the prefetch-batch-max-size
+//! values to run (default "16 0").
 //! Each command carries the hint (table entry, key hash) an IO thread
 //! works out while parsing; RINGKV_BENCH_NO_HINTS=1 leaves them out, so
 //! the execution thread reads every request to work them out itself.
@@ -51,6 +58,16 @@ fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [Reply
     e.execute_batch(&mut jobs);
 }
 
+/// Read every line of a batch's input (bytes, spans, argc, hints), as the
+/// IO thread's recv into its buffer and its parse have just done when a
+/// batch reaches the execution thread. Untimed.
+fn warm(batch: &[Input]) {
+    for inp in batch {
+        black_box(inp.data.iter().step_by(64).map(|&x| x as u64).sum::<u64>());
+        black_box((inp.args.clone(), inp.argc.clone(), inp.hints.clone()));
+    }
+}
+
 fn batches(rng: &mut Rng, keys: u64, set: bool, value: &str) -> Vec<Vec<Input>> {
     (0..BATCHES)
         .map(|_| {
@@ -74,6 +91,7 @@ fn batches(rng: &mut Rng, keys: u64, set: bool, value: &str) -> Vec<Vec<Input>> 
 
 fn main() {
     let cpu_time = support::cpu_time();
+    let cold_input = std::env::var("RINGKV_BENCH_COLD_INPUT").is_ok_and(|v| v == "1");
     let hints = !std::env::var("RINGKV_BENCH_NO_HINTS").is_ok_and(|v| v == "1");
     let keys: u64 = std::env::var("RINGKV_BENCH_KEYS")
         .ok()
@@ -120,7 +138,15 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let mut g = c.benchmark_group(format!("exec_batch/{keys}"));
     g.throughput(Throughput::Elements(per_batch));
-    for prefetch in [16, 0] {
+    let windows: Vec<u32> = std::env::var("RINGKV_BENCH_PREFETCH")
+        .ok()
+        .map(|v| {
+            v.split_whitespace()
+                .map(|w| w.parse().expect("RINGKV_BENCH_PREFETCH: numbers"))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![16, 0]);
+    for prefetch in windows {
         let cfg = Input::parse({
             let mut d = Vec::new();
             resp::encode_command(
@@ -145,11 +171,22 @@ fn main() {
         for (name, set) in [("get", &gets), ("set", &sets)] {
             let mut i = 0;
             g.bench_function(format!("{name}/prefetch{prefetch}"), |b| {
-                support::measure(b, cpu_time, || {
-                    run(&mut e, &clients, &set[i % BATCHES], &mut outs, hints);
-                    i += 1;
-                    black_box(&outs);
-                })
+                support::measure_each(
+                    b,
+                    cpu_time,
+                    || {
+                        let batch = &set[i % BATCHES];
+                        i += 1;
+                        if !cold_input {
+                            warm(batch);
+                        }
+                        batch
+                    },
+                    |batch| {
+                        run(&mut e, &clients, batch, &mut outs, hints);
+                        black_box(&outs);
+                    },
+                )
             });
         }
     }

@@ -87,6 +87,7 @@ pub fn cpu_time() -> bool {
 
 /// Measure `step` by wall clock, or by this thread's CPU time when
 /// `cpu_time`.
+#[allow(dead_code)] // each bench compiles this module; exec_batch uses measure_each
 pub fn measure(b: &mut Bencher<'_>, cpu_time: bool, mut step: impl FnMut()) {
     if cpu_time {
         b.iter_custom(|iters| {
@@ -98,6 +99,37 @@ pub fn measure(b: &mut Bencher<'_>, cpu_time: bool, mut step: impl FnMut()) {
         })
     } else {
         b.iter(step)
+    }
+}
+
+/// Like [`measure`], but `setup` runs before each step, outside the timed
+/// part, and hands the step its input. The clock is read around every
+/// step, so it suits steps far longer than a clock read.
+#[allow(dead_code)] // large_get compiles this module too
+pub fn measure_each<T>(
+    b: &mut Bencher<'_>,
+    cpu_time: bool,
+    mut setup: impl FnMut() -> T,
+    mut step: impl FnMut(T),
+) {
+    b.iter_custom(|iters| {
+        let mut total = 0u64;
+        for _ in 0..iters {
+            let input = setup();
+            let t0 = now_ns(cpu_time);
+            step(input);
+            total += now_ns(cpu_time) - t0;
+        }
+        std::time::Duration::from_nanos(total)
+    })
+}
+
+fn now_ns(cpu_time: bool) -> u64 {
+    if cpu_time {
+        thread_cpu_ns()
+    } else {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
     }
 }
 
