@@ -250,3 +250,48 @@ e2e!(
         drop(ns);
     }
 );
+
+/// AnonHugePages of a process, in kB.
+fn anon_huge_kb(pid: u32) -> u64 {
+    let rollup = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
+    rollup
+        .lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("AnonHugePages in smaps_rollup")
+}
+
+e2e!(
+    /// `disable-thp yes` (the default, as in Valkey) keeps the whole
+    /// process off transparent huge pages although jemalloc asks for them;
+    /// `no` lets the heap have them, unless the kernel's THP mode is `never`.
+    ringkv_only fn disable_thp_decides_whether_the_heap_gets_huge_pages(b) {
+        let mode = fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        let kernel_allows = !mode.is_empty() && !mode.contains("[never]");
+        let value = vec![b'x'; 4 << 20];
+        for (setting, allowed) in [("yes", false), ("no", true)] {
+            let srv = b.start(Opts::new().arg("disable-thp", setting));
+            let pid = srv.pid().unwrap();
+            let c = &mut srv.client();
+            for i in 0..16 {
+                let () = redis::cmd("SET").arg(format!("big{i}")).arg(&value).query(c).unwrap();
+            }
+            let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+            if let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) {
+                let want = if allowed { "1" } else { "0" };
+                assert_eq!(line.split_whitespace().nth(1), Some(want), "disable-thp {setting}: {line}");
+            }
+            let huge = anon_huge_kb(pid);
+            if !allowed {
+                assert_eq!(huge, 0, "disable-thp yes, yet {huge} kB of huge pages");
+            } else if kernel_allows {
+                assert!(huge > 0, "disable-thp no with THP mode {mode:?}: 64 MB stored, no huge page");
+            }
+            assert_eq!(q(c, "CONFIG GET disable-thp"), arr(vec![bulk("disable-thp"), bulk(setting)]));
+            let log = srv.log();
+            assert!(!log.contains("'disable-thp' is not supported"), "{log}");
+            assert_eq!(log.contains("the heap asks for them"), allowed, "{log}");
+        }
+    }
+);

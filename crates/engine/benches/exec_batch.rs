@@ -22,6 +22,8 @@
 //! time instead of wall time (for a machine shared with other work).
 //! RINGKV_BENCH_PREFETCH="8 16 32" picks the prefetch-batch-max-size
 //! values to run (default "16 0").
+//! `_RJEM_MALLOC_CONF=thp:always,metadata_thp:auto` puts the heap on
+//! transparent huge pages, as ringkv-server's `disable-thp no` does.
 //! Each command carries the hint (table entry, key hash) an IO thread
 //! works out while parsing; RINGKV_BENCH_NO_HINTS=1 leaves them out, so
 //! the execution thread reads every request to work them out itself.

@@ -203,7 +203,7 @@ static DEFS: &[Def] = &[
     b("crash-log-enabled", true, 0),
     b("crash-memcheck-enabled", true, 0),
     b("use-exit-on-panic", false, HIDDEN),
-    b("disable-thp", true, IMM),
+    b("disable-thp", true, SUP | IMM),
     b("cluster-allow-replica-migration", true, 0),
     b("replica-announced", true, 0),
     b("latency-tracking", true, 0),
@@ -469,6 +469,9 @@ pub struct Config {
     pub dir: String,
     pub pidfile: String,
     pub daemonize: bool,
+    /// `disable-thp`: yes (Valkey's default) keeps the process off
+    /// transparent huge pages; no lets the heap use them (ringkv-server).
+    pub disable_thp: bool,
     pub client_query_buffer_limit: usize,
     /// `client-output-buffer-limit normal <hard> <soft> <soft-seconds>`
     /// in bytes and seconds (0 = no limit). The replica class is accepted
@@ -521,6 +524,7 @@ impl Default for Config {
             dir: String::new(),
             pidfile: String::new(),
             daemonize: false,
+            disable_thp: true,
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit_normal: OutputLimit::default(),
             client_output_buffer_limit_pubsub: OutputLimit::default(),
@@ -881,6 +885,7 @@ impl Config {
             "pidfile" => self.pidfile = v.to_string(),
             "dir" => self.dir = v.to_string(),
             "daemonize" => self.daemonize = v == "yes",
+            "disable-thp" => self.disable_thp = v == "yes",
             "client-query-buffer-limit" => self.client_query_buffer_limit = num() as usize,
             "client-output-buffer-limit" => {
                 self.client_output_buffer_limit_normal = OutputLimit::parse_class(v, "normal");
