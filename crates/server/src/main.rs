@@ -1,7 +1,8 @@
 //! `ringkv-server`: the binary. It owns process-level concerns only —
 //! command line and config file, daemonizing, the working directory, the
-//! pidfile, signals, the allocator and its huge pages — and then hands an [`engine::Engine`] to
-//! [`net::serve`], which runs until SHUTDOWN or a signal.
+//! pidfile, signals, the allocator and its huge pages — and then hands an
+//! [`engine::Engine`] to [`net::serve`], which runs until SHUTDOWN or a
+//! signal.
 //!
 //! ```text
 //!  (THP off, before the runtime) ─► argv ─► Config::load(file, --directives)
