@@ -4,8 +4,8 @@
 # The machines here have 2 cores, so multi-core throughput cannot be measured;
 # it is projected on paper from measured per-thread costs (docs/DESIGN §7).
 #
-# For ROUNDS rounds, alternating variants (in reverse order every other round), each server is started pinned to
-# core SERVER_CPU (all of its threads share that core) with the flags of
+# For ROUNDS rounds, alternating variants (in reverse order every other
+# round), each server is started pinned to core SERVER_CPU (all of its threads share that core) with the flags of
 # bench/compare.sh, and redis-benchmark, pinned to CLIENT_CPU, runs
 # -t set / -t get, -c 50 -d 100 -r 1000000 --csv at -P 1 (N_P1) and -P 16
 # (N_P16), one invocation per test. Around each invocation the script reads,
@@ -245,18 +245,14 @@ for round in $(seq 1 "$ROUNDS"); do
   for v in "${order[@]}"; do
     if ! start_server "$v"; then FAILED="$FAILED $v"; continue; fi
     d=1; [[ $v == redis-t[2-9]* ]] && d=$REDIS_TN_DIV
-    specs=()
+    specs=() pings=()
     for p in $PIPES; do
       n=$N_P1; [ "$p" = 16 ] && n=$N_P16
       specs+=("set $p $((n / d))" "get $p $((n / d))")
+      # One-thread variants also serve PING: the IO-only cost that splits them.
+      [[ $v =~ -t1(-|$) ]] && pings+=("ping_mbulk $p $n")
     done
-    # One-thread variants also serve PING: the IO-only cost that splits them.
-    if [[ $v =~ -t1(-|$) ]]; then
-      for p in $PIPES; do
-        n=$N_P1; [ "$p" = 16 ] && n=$N_P16
-        specs+=("ping_mbulk $p $n")
-      done
-    fi
+    specs+=("${pings[@]}")
     for spec in "${specs[@]}"; do
       # shellcheck disable=SC2086
       run_one "$v" $spec "$round" || { FAILED="$FAILED $v"; break; }

@@ -206,6 +206,10 @@ def main(path):
         x, p = m.get((v, t)), m.get((v, f"{PING} -P {t.split()[-1]}"))
         return (p["total"], x["total"] - p["total"]) if x and p else (NAN, NAN)
 
+    def redis_split(t):  # redis-t1's (io_cost, E), a negative E (noise) taken as 0
+        io, e = split("redis-t1", t)
+        return io, (max(e, 0.0) if e == e else e)
+
     # One ringkv column set per backend suffix ("" with one backend, "-epoll", ...).
     sfx = sorted({v.split("-", 2)[2] if v.count("-") > 1 else "" for v in variants
                   if v.startswith("ringkv-")})
@@ -265,8 +269,7 @@ def main(path):
     print(hdr)
     print("|---|---:|" + "---:|" * (hdr.count("|") - 3))
     for t in kv_tests:
-        rio, re_ = split("redis-t1", t)
-        re_ = max(re_, 0.0) if re_ == re_ else re_
+        rio, re_ = redis_split(t)
         for n in NS:
             row, ours = f"| {t} | {n} |", []
             for s, v, _ in rk:
@@ -305,10 +308,8 @@ def main(path):
             for s, _ in awake_rk))
         print("|---|---:|---:|" + "---:|---:|---:|---:|---:|" * len(awake_rk))
         for t in kv_tests:
-            rio, re_ = split("redis-t1", t)
-            re_ = max(re_, 0.0) if re_ == re_ else re_
-            e16 = split("redis-t1", t.rsplit(" -P ", 1)[0] + " -P 16")[1]
-            e16 = max(e16, 0.0) if e16 == e16 else e16
+            rio, re_ = redis_split(t)
+            e16 = redis_split(t.rsplit(" -P ", 1)[0] + " -P 16")[1]
             for n in NS:
                 ra = proj(rio, re_ + (1 - fs[t]) * rio, n)
                 rb = proj(rio, re_ + rio / (n + 1), n + 1)

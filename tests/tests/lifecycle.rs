@@ -292,6 +292,14 @@ e2e!(
             let log = srv.log();
             assert!(!log.contains("'disable-thp' is not supported"), "{log}");
             assert_eq!(log.contains("the heap asks for them"), allowed, "{log}");
+            // Fixed at start-up, as in Valkey: refused live, data kept.
+            let err = redis::cmd("CONFIG").arg(&["SET", "disable-thp", "no"]).query::<()>(c).unwrap_err();
+            assert!(err.to_string().contains("can't set immutable config"), "{err}");
+            let len: usize = redis::cmd("STRLEN").arg("big15").query(c).unwrap();
+            assert_eq!(len, value.len());
         }
+        let (st, log) = b.start_expect_exit(Opts::new().arg("disable-thp", "maybe"));
+        assert!(!st.success());
+        assert!(log.contains("disable-thp") && log.contains("argument must be 'yes' or 'no'"), "{log}");
     }
 );

@@ -128,9 +128,11 @@ fn main() -> ExitCode {
         log::warning(w);
     }
     match thp {
-        Ok(true) => log::notice("Transparent huge pages: the heap asks for them (disable-thp no)"),
-        Ok(false) => {}
         Err(e) => log::warning(&format!("Can't set transparent huge pages with prctl: {e}")),
+        Ok(()) if !config.disable_thp => {
+            log::notice("Transparent huge pages: the heap asks for them (disable-thp no)")
+        }
+        Ok(()) => {}
     }
 
     let pidfile = (!config.pidfile.is_empty()).then(|| PathBuf::from(&config.pidfile));
@@ -167,15 +169,14 @@ fn main() -> ExitCode {
 /// `disable-thp`: allow (no) or forbid (yes) transparent huge pages for
 /// this process with `PR_SET_THP_DISABLE`, which the kernel checks at
 /// every fault, so it holds for mappings jemalloc made before `main` too.
-/// Returns whether huge pages are allowed.
-fn set_thp(allow: bool) -> std::io::Result<bool> {
+fn set_thp(allow: bool) -> std::io::Result<()> {
     let disable: libc::c_ulong = if allow { 0 } else { 1 };
     // SAFETY: prctl(2) with PR_SET_THP_DISABLE takes integers only.
     let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, disable, 0, 0, 0) };
     if rc == -1 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(allow)
+    Ok(())
 }
 
 fn remove_pidfile(p: &Path) {

@@ -125,16 +125,19 @@ pub fn measure_each<T>(
 }
 
 fn now_ns(cpu_time: bool) -> u64 {
-    if cpu_time {
-        thread_cpu_ns()
+    clock_ns(if cpu_time {
+        rustix::time::ClockId::ThreadCPUTime
     } else {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    }
+        rustix::time::ClockId::Monotonic
+    })
 }
 
 /// Nanoseconds this thread has run on a CPU.
 fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    clock_ns(rustix::time::ClockId::ThreadCPUTime)
+}
+
+fn clock_ns(id: rustix::time::ClockId) -> u64 {
+    let t = rustix::time::clock_gettime(id);
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
