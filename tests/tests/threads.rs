@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 use ringkv_e2e::{Opts, Reply, Server, e2e, info_field};
 
-/// The server's IO threads by name, once every one has named itself (a
-/// thread is listed in /proc a moment before it has).
+/// The server's IO threads by name, once `want` of them are listed (a new
+/// thread is in /proc a moment before it has named itself, and a retired
+/// one stays there until it has exited, a moment after its clients moved).
 fn io_thread_names(srv: &Server, want: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let io = io_threads_now(srv);
-        if io.len() >= want || Instant::now() > deadline {
+        if io.len() == want || Instant::now() > deadline {
             return io;
         }
         std::thread::sleep(Duration::from_millis(10));
