@@ -25,6 +25,10 @@ use std::time::Instant;
 
 use ringkv_store::table::prefetch_ptr;
 
+#[path = "common/region.rs"]
+mod region;
+use region::region;
+
 const ENTRIES: usize = 10_000_000;
 const BUCKETS: usize = 1 << 22;
 const NODE: usize = 80;
@@ -37,31 +41,6 @@ enum Layout {
     Separate,
     Inline,
     InlineHinted,
-}
-
-/// A zero-filled anonymous mapping, touched so every page is present.
-fn region(len: usize, thp: bool) -> &'static mut [u8] {
-    // SAFETY: an anonymous private mapping, checked below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(p, libc::MAP_FAILED, "mmap {len} bytes");
-    if thp {
-        // SAFETY: advice on the mapping made above; no contents change.
-        unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
-    }
-    // SAFETY: `len` readable and writable bytes, mapped until `main`
-    // unmaps them after their last use.
-    let s = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) };
-    s.fill(1);
-    s
 }
 
 fn read_word(m: &[u8], at: usize) -> usize {

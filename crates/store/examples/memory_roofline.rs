@@ -12,6 +12,10 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+#[path = "common/region.rs"]
+mod region;
+use region::region;
+
 const BLOCKS: usize = 10_000_000;
 const BLOCK: usize = 512;
 const OPS: usize = 4_000_000;
@@ -19,28 +23,7 @@ const AHEAD: usize = 16;
 
 fn main() {
     let thp = std::env::args().any(|a| a == "thp");
-    let len = BLOCKS * BLOCK;
-    // SAFETY: an anonymous private mapping of `len` bytes, checked below;
-    // it is only ever accessed through the slice made from it.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(base, libc::MAP_FAILED, "mmap {len} bytes");
-    if thp {
-        // SAFETY: advice on the mapping made above; it changes no contents.
-        unsafe { libc::madvise(base, len, libc::MADV_HUGEPAGE) };
-    }
-    // SAFETY: the mapping is `len` bytes, readable and writable, zeroed,
-    // and lives until the process exits.
-    let mem: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(base.cast(), len) };
-    mem.fill(1);
+    let mem = region(BLOCKS * BLOCK, thp);
 
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let idx: Vec<usize> = (0..OPS)
