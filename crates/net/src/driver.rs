@@ -358,15 +358,18 @@ impl Driver {
     pub(crate) fn note_read(&mut self, slot: u32, client: ClientId, n: usize) {
         self.reads += 1;
         self.bytes_in += n as u64;
-        let inline = matches!(self.side, Side::Inline(_));
-        if let Some(c) = self.conns[slot as usize].as_mut() {
+        let conn = self.conns[slot as usize].as_deref_mut();
+        if let Some(c) = &conn {
             c.publish_input_len();
-            if !inline {
-                c.unreported_in += n as u64;
-            }
         }
-        if let Side::Inline(engine) = &mut self.side {
-            engine.note_client_input(client, n as u64);
+        match &mut self.side {
+            Side::Inline(engine) => engine.note_client_input(client, n as u64),
+            // Reported to the engine with the client's next request.
+            Side::Io(_) => {
+                if let Some(c) = conn {
+                    c.unreported_in += n as u64;
+                }
+            }
         }
         self.mark_dirty(slot);
     }

@@ -25,9 +25,9 @@ use std::time::Instant;
 
 use ringkv_store::table::prefetch_ptr;
 
-#[path = "common/region.rs"]
-mod region;
-use region::region;
+#[path = "common/roofline.rs"]
+mod roofline;
+use roofline::{Region, touch};
 
 const ENTRIES: usize = 10_000_000;
 const BUCKETS: usize = 1 << 22;
@@ -41,6 +41,16 @@ enum Layout {
     Separate,
     Inline,
     InlineHinted,
+}
+
+impl Layout {
+    fn name(self) -> &'static str {
+        match self {
+            Layout::Separate => "separate",
+            Layout::Inline => "inline",
+            Layout::InlineHinted => "inline-hinted",
+        }
+    }
 }
 
 fn read_word(m: &[u8], at: usize) -> usize {
@@ -90,9 +100,9 @@ fn main() {
         } else {
             640
         };
-        let buckets = region(BUCKETS * 64, thp);
-        let nodes = region(ENTRIES * stride, thp);
-        let values = region(
+        let mut buckets = Region::new(BUCKETS * 64, thp);
+        let mut nodes = Region::new(ENTRIES * stride, thp);
+        let mut values = Region::new(
             if layout == Layout::Separate {
                 ENTRIES * VALUE
             } else {
@@ -102,13 +112,13 @@ fn main() {
         );
         for e in 0..ENTRIES {
             let node = place[e] * stride;
-            write_word(buckets, bucket_of(e) + 8, node);
+            write_word(&mut buckets, bucket_of(e) + 8, node);
             // The node's second word: the value's address, or its length.
             let word = match layout {
                 Layout::Separate => place[(e + 7) % ENTRIES] * VALUE,
                 _ => VALUE,
             };
-            write_word(nodes, node + 8, word);
+            write_word(&mut nodes, node + 8, word);
         }
         let (mut bucket, mut node, mut value) = ([0; WINDOW], [0; WINDOW], [0; WINDOW]);
         let mut sum = 0usize;
@@ -119,59 +129,45 @@ fn main() {
                 prefetch_ptr(buckets[bucket[k]..].as_ptr());
             }
             for k in 0..w.len() {
-                node[k] = read_word(buckets, bucket[k] + 8);
+                node[k] = read_word(&buckets, bucket[k] + 8);
                 let len = if layout == Layout::InlineHinted {
                     NODE + VALUE
                 } else {
                     NODE
                 };
-                prefetch_lines(nodes, node[k], len);
+                prefetch_lines(&nodes, node[k], len);
             }
             for k in 0..w.len() {
                 match layout {
                     Layout::Separate => {
-                        value[k] = read_word(nodes, node[k] + 8);
-                        prefetch_lines(values, value[k], VALUE);
+                        value[k] = read_word(&nodes, node[k] + 8);
+                        prefetch_lines(&values, value[k], VALUE);
                     }
                     Layout::Inline => {
                         value[k] = node[k] + NODE;
-                        prefetch_lines(nodes, value[k], read_word(nodes, node[k] + 8));
+                        prefetch_lines(&nodes, value[k], read_word(&nodes, node[k] + 8));
                     }
                     Layout::InlineHinted => value[k] = node[k] + NODE,
                 }
             }
             for &at in &value[..w.len()] {
                 let m: &mut [u8] = if layout == Layout::Separate {
-                    &mut *values
+                    &mut values
                 } else {
-                    &mut *nodes
+                    &mut nodes
                 };
-                let v = &mut m[at..at + VALUE];
-                if write {
-                    v.copy_from_slice(&src);
-                } else {
-                    sum += v.iter().step_by(64).map(|&b| b as usize).sum::<usize>();
-                }
+                sum += touch(&mut m[at..at + VALUE], write, &src);
             }
         }
         black_box(sum);
         let dt = t.elapsed().as_secs_f64();
         println!(
             "{:>13}, {} pages, {}: {:.2}M/s ({:.0} ns each)",
-            match layout {
-                Layout::Separate => "separate",
-                Layout::Inline => "inline",
-                Layout::InlineHinted => "inline-hinted",
-            },
+            layout.name(),
             if thp { "huge" } else { "4 KiB" },
             if write { "SET" } else { "GET" },
             LOOKUPS as f64 / dt / 1e6,
             dt * 1e9 / LOOKUPS as f64
         );
-        for m in [buckets, nodes, values] {
-            // SAFETY: each region is one mapping made by `region`, no
-            // longer used.
-            unsafe { libc::munmap(m.as_mut_ptr().cast(), m.len()) };
-        }
     }
 }

@@ -12,9 +12,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-#[path = "common/region.rs"]
-mod region;
-use region::region;
+#[path = "common/roofline.rs"]
+mod roofline;
+use roofline::{Region, touch};
 
 const BLOCKS: usize = 10_000_000;
 const BLOCK: usize = 512;
@@ -23,7 +23,7 @@ const AHEAD: usize = 16;
 
 fn main() {
     let thp = std::env::args().any(|a| a == "thp");
-    let mem = region(BLOCKS * BLOCK, thp);
+    let mut mem = Region::new(BLOCKS * BLOCK, thp);
 
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let idx: Vec<usize> = (0..OPS)
@@ -37,19 +37,14 @@ fn main() {
     let src = [7u8; BLOCK];
     for write in [false, true] {
         let t = Instant::now();
-        let mut sum = 0u64;
+        let mut sum = 0usize;
         for i in 0..OPS {
             if let Some(&ahead) = idx.get(i + AHEAD) {
                 for off in (0..BLOCK).step_by(64) {
                     ringkv_store::table::prefetch_ptr(mem[ahead + off..].as_ptr());
                 }
             }
-            let block = &mut mem[idx[i]..idx[i] + BLOCK];
-            if write {
-                block.copy_from_slice(&src);
-            } else {
-                sum += block.iter().step_by(64).map(|&b| b as u64).sum::<u64>();
-            }
+            sum += touch(&mut mem[idx[i]..idx[i] + BLOCK], write, &src);
         }
         black_box(sum);
         let dt = t.elapsed().as_secs_f64();
