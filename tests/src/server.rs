@@ -119,6 +119,7 @@ pub struct Opts {
     dir: Option<PathBuf>,
     no_backend_args: bool,
     bind: Option<Vec<String>>,
+    open_files: Option<(u64, u64)>,
 }
 
 impl Opts {
@@ -154,10 +155,52 @@ impl Opts {
         self.dir = Some(dir.to_path_buf());
         self
     }
+    /// Start the server with this open-file limit (soft, hard) and without
+    /// the privilege to raise the hard one, as an unprivileged user would.
+    pub fn open_files(mut self, soft: u64, hard: u64) -> Self {
+        self.open_files = Some((soft, hard));
+        self
+    }
     /// Do not pass `--io-uring`: the config file chooses.
     pub fn no_backend_args(mut self) -> Self {
         self.no_backend_args = true;
         self
+    }
+}
+
+/// `Opts::open_files`: in the child, before exec, set `RLIMIT_NOFILE` and
+/// drop `CAP_SYS_RESOURCE` from the capability bounding set, so that a
+/// server run as root cannot lift the hard limit either (exec recomputes
+/// root's capabilities from that set). The spawn fails if either call does.
+fn limit_open_files(cmd: &mut Command, limit: Option<(u64, u64)>) {
+    use std::os::unix::process::CommandExt;
+    /// linux/capability.h (the libc crate does not export it).
+    const CAP_SYS_RESOURCE: libc::c_ulong = 24;
+    let Some((soft, hard)) = limit else {
+        return;
+    };
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // only async-signal-safe system calls (setrlimit, prctl), touching no
+    // memory the parent's other threads could have left inconsistent.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Only root gets the bounding set's capabilities at exec; a
+            // user's process gets none, and may not drop any either.
+            if libc::geteuid() == 0
+                && libc::prctl(libc::PR_CAPBSET_READ, CAP_SYS_RESOURCE, 0, 0, 0) == 1
+                && libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0) == -1
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
 }
 
@@ -268,6 +311,7 @@ impl Server {
             }
         }
         cmd.args(&opts.args);
+        limit_open_files(&mut cmd, opts.open_files);
         cmd.stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log);
@@ -323,6 +367,7 @@ impl Server {
         }
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
         cmd.args(&opts.args);
+        limit_open_files(&mut cmd, opts.open_files);
         cmd.stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);

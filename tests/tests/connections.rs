@@ -153,3 +153,102 @@ e2e!(
         );
     }
 );
+
+/// `io-threads` as the server runs it (the suite may run every server
+/// threaded), and the descriptors ringkv keeps back for itself with it:
+/// Valkey's 32, and two per IO thread. redis-server keeps 32.
+fn reserved_fds(b: ringkv_e2e::Backend, c: &mut ringkv_e2e::Raw) -> u64 {
+    let Reply::Array(kv) = c.cmd(&["CONFIG", "GET", "io-threads"]) else {
+        panic!("CONFIG GET io-threads: not an array");
+    };
+    let n: u64 = match kv.get(1) {
+        Some(Reply::Bulk(v)) => String::from_utf8_lossy(v).parse().unwrap(),
+        other => panic!("io-threads value: {other:?}"),
+    };
+    if b.is_redis() { 32 } else { 32 + 2 * (n - 1) }
+}
+
+/// The soft open-file limit of a running process, from /proc.
+fn open_file_limit(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+e2e!(
+    /// A server that may not raise its open-file limit far enough lowers
+    /// maxclients to fit, as Valkey does: the client over it is told so
+    /// and closed, instead of waiting in the backlog for an accept that
+    /// fails. CONFIG SET cannot raise maxclients past the limit either.
+    fn maxclients_comes_down_to_the_open_file_limit(b) {
+        let srv = b.start(Opts::new().open_files(64, 64));
+        std::thread::sleep(Duration::from_millis(200));
+        let mut held = vec![srv.raw()];
+        let fit = 64 - reserved_fds(b, &mut held[0]);
+        let want = Reply::Array(vec![Reply::bulk("maxclients"), Reply::bulk(&fit.to_string())]);
+        assert_eq!(held[0].cmd(&["CONFIG", "GET", "maxclients"]), want);
+        if !b.is_redis() {
+            let log = srv.log();
+            assert!(log.contains(&format!("maxclients has been reduced to {fit}")), "{log}");
+        }
+        assert_eq!(open_file_limit(srv.pid().unwrap()), 64);
+        while (held.len() as u64) < fit {
+            let mut r = srv.raw();
+            assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"), "client {}", held.len() + 1);
+            held.push(r);
+        }
+        let mut over = srv.raw();
+        assert_eq!(over.read_line(), "-ERR max number of clients reached");
+        over.expect_closed();
+        let err = held[0].cmd(&["CONFIG", "SET", "maxclients", "100"]);
+        assert_eq!(
+            err,
+            Reply::Error(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The \
+                 operating system is not able to handle the specified number of clients, try \
+                 with {fit}"
+            ))
+        );
+        assert_eq!(held[0].cmd(&["CONFIG", "GET", "maxclients"]), want);
+        // Lowering needs no descriptors.
+        assert_eq!(held[0].cmd(&["CONFIG", "SET", "maxclients", "10"]), Reply::status("OK"));
+        for (i, r) in held.iter_mut().enumerate() {
+            assert_eq!(r.cmd(&["PING"]), Reply::status("PONG"), "client {}", i + 1);
+        }
+    }
+);
+
+e2e!(
+    /// Room in the hard limit: the soft limit is raised to cover maxclients.
+    fn the_open_file_limit_is_raised_for_maxclients(b) {
+        let srv = b.start(Opts::new().open_files(64, 4096).arg("maxclients", "1000"));
+        let mut c = srv.raw();
+        let need = 1000 + reserved_fds(b, &mut c);
+        assert_eq!(open_file_limit(srv.pid().unwrap()), need);
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "maxclients"]),
+            Reply::Array(vec![Reply::bulk("maxclients"), Reply::bulk("1000")])
+        );
+        let set = c.cmd(&["CONFIG", "SET", "maxclients", "2000"]);
+        if b.is_redis() {
+            // redis-server lowered its hard limit to what it set at start,
+            // so it cannot go further live; ringkv leaves the hard limit be.
+            assert!(matches!(&set, Reply::Error(e) if e.ends_with("try with 1000")), "{set:?}");
+        } else {
+            assert_eq!(set, Reply::status("OK"));
+            assert_eq!(open_file_limit(srv.pid().unwrap()), 2000 + reserved_fds(b, &mut c));
+        }
+    }
+);
+
+e2e!(
+    /// No room for a single client: the server does not start.
+    fn an_open_file_limit_with_no_room_for_clients_stops_the_start(b) {
+        let (st, log) = b.start_expect_exit(Opts::new().open_files(32, 32));
+        assert!(!st.success(), "exit status {st}; log:\n{log}");
+        assert!(log.contains("ulimit -n"), "{log}");
+    }
+);

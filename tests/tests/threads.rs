@@ -772,3 +772,45 @@ e2e!(
         assert_eq!(info_field(&threads, "io_threads_active"), "2", "{threads}");
     }
 );
+
+e2e!(
+    /// CONFIG SET io-threads from 1 when the IO threads cannot all get
+    /// their descriptors: the server stays in inline mode with every
+    /// connection, its data and its listener, rather than stopping, and
+    /// says so in its log.
+    ringkv_only fn io_threads_that_cannot_start_leave_the_server_inline(b) {
+        // maxclients comes down to 32. 31 clients, the listener and the
+        // standard streams leave at most 29 descriptors: 15 IO threads
+        // need 31 (two each, and the execution thread's doorbell).
+        let srv = b.start(Opts::new().open_files(64, 64).arg("io-threads", "1"));
+        std::thread::sleep(Duration::from_millis(200));
+        let mut held: Vec<_> = (0..31).map(|_| srv.raw()).collect();
+        for (i, r) in held.iter_mut().enumerate() {
+            assert_eq!(r.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]), Reply::status("OK"));
+        }
+        assert_eq!(held[0].cmd(&["CONFIG", "SET", "io-threads", "16"]), Reply::status("OK"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !srv.log().contains("io-threads stays 1") {
+            assert!(Instant::now() < deadline, "no word of the failed switch:\n{}", srv.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(srv.pid().is_some_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists()));
+        for (i, r) in held.iter_mut().enumerate() {
+            assert_eq!(r.cmd(&["GET", &format!("k{i}")]), Reply::bulk(&format!("v{i}")), "client {i}");
+        }
+        assert_eq!(
+            held[0].cmd(&["CONFIG", "GET", "io-threads"]),
+            Reply::Array(vec![Reply::bulk("io-threads"), Reply::bulk("1")])
+        );
+        assert!(io_thread_names(&srv, 0).is_empty());
+        let mut late = srv.raw();
+        assert_eq!(late.cmd(&["GET", "k30"]), Reply::bulk("v30"));
+        // Fewer threads fit: threaded mode comes up with everyone still on.
+        drop(late);
+        assert_eq!(held[0].cmd(&["CONFIG", "SET", "io-threads", "3"]), Reply::status("OK"));
+        assert_eq!(io_thread_names(&srv, 2).len(), 2);
+        for (i, r) in held.iter_mut().enumerate() {
+            assert_eq!(r.cmd(&["GET", &format!("k{i}")]), Reply::bulk(&format!("v{i}")), "client {i}");
+        }
+    }
+);

@@ -339,6 +339,9 @@ static DEFS: &[Def] = &[
     sp("latency-tracking-info-percentiles", "50 99 99.9", 0),
 ];
 
+/// Valkey's `CONFIG_MIN_RESERVED_FDS`.
+const RESERVED_FDS: u64 = 32;
+
 fn find_def(name: &str) -> Option<usize> {
     DEFS.iter().position(|d| {
         d.name.eq_ignore_ascii_case(name) || d.alias.is_some_and(|a| a.eq_ignore_ascii_case(name))
@@ -947,6 +950,28 @@ impl Config {
                 .unwrap_or_default();
         }
         self.values[idx].clone()
+    }
+
+    /// Descriptors kept back from `maxclients` for the server's own use:
+    /// Valkey's 32 (listeners, log, standard streams and the like), plus
+    /// two per IO thread (its doorbell and its event loop). The open-file
+    /// limit must cover `maxclients` plus these.
+    pub fn reserved_fds(&self) -> u64 {
+        RESERVED_FDS + 2 * self.io_threads.saturating_sub(1) as u64
+    }
+
+    /// The open-file limit a server with this configuration needs.
+    pub fn files_needed(&self) -> u64 {
+        self.maxclients.saturating_add(self.reserved_fds())
+    }
+
+    /// Bring `maxclients` down to `n` (at least 1) because the open-file
+    /// limit allows no more; CONFIG GET and CONFIG REWRITE show it.
+    pub fn lower_maxclients(&mut self, n: u64) {
+        if let Some(idx) = find_def("maxclients") {
+            self.values[idx] = n.max(1).to_string();
+            self.apply_typed(idx);
+        }
     }
 
     /// CONFIG SET of several `(name, value)` pairs, all or nothing.

@@ -66,7 +66,7 @@ pub mod watch;
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, OutputLimit};
 pub use output::{ClientMeter, OutputClass, OutputLimits};
-pub use server::{MemoryProbe, MemoryStats, Server};
+pub use server::{FileLimit, MemoryProbe, MemoryStats, Server};
 pub use session::Session;
 
 use resp::{Mark, ReplyBuf, ReplyWriter};
@@ -310,6 +310,11 @@ impl Engine {
     /// plugs in jemalloc's stats).
     pub fn set_memory_probe(&mut self, probe: MemoryProbe) {
         self.srv.memory_probe = Some(probe);
+    }
+    /// CONFIG SET maxclients (and io-threads) raise the open-file limit
+    /// through `raise`, and a `maxclients` it cannot cover is refused.
+    pub fn set_file_limit(&mut self, raise: FileLimit) {
+        self.srv.file_limit = Some(raise);
     }
     /// Pin the clock at `now_ms` (Unix ms) for tests; `None` = real time.
     pub fn pin_clock(&mut self, now_ms: Option<i64>) {

@@ -26,6 +26,11 @@ pub struct MemoryStats {
 
 pub type MemoryProbe = fn() -> MemoryStats;
 
+/// Raises the process's open-file limit towards the number asked for and
+/// returns the limit now in force (the server crate plugs in
+/// `setrlimit`; the engine makes no such system call itself).
+pub type FileLimit = fn(u64) -> u64;
+
 /// The first key of the running command and its hash, computed once in
 /// the batch's prefetch pass (see [`crate::command::Ctx::key_hash`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -149,6 +154,9 @@ pub struct Server {
     /// Tests pin the clock here (ms since the epoch).
     pub clock_override: Option<i64>,
     pub memory_probe: Option<MemoryProbe>,
+    /// CONFIG SET maxclients / io-threads raise the open-file limit
+    /// through this; `None` (tests): no limit to mind.
+    pub file_limit: Option<FileLimit>,
     /// DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire_enabled: bool,
     /// SHUTDOWN was accepted: no more commands run.
@@ -199,6 +207,7 @@ impl Server {
             start_ms,
             clock_override: None,
             memory_probe: None,
+            file_limit: None,
             active_expire_enabled: true,
             shutting_down: false,
             run_id: make_run_id(start_ms),

@@ -577,3 +577,54 @@ fn output_limits_follow_config_set_and_jobs_report_the_class() {
     );
     assert_eq!(class_after(&mut e, &[&["reset"]]), OutputClass::Normal);
 }
+
+/// The open-file limit the hook below grants, whatever is asked.
+fn limit_of_100(_want: u64) -> u64 {
+    100
+}
+
+#[test]
+fn maxclients_past_the_open_file_limit_is_refused() {
+    let mut e = engine();
+    e.set_file_limit(limit_of_100);
+    let c = connect(&mut e);
+    assert_eq!(
+        cmd(&mut e, c, &["config", "set", "maxclients", "50"]),
+        "+OK\r\n"
+    );
+    // 100 descriptors less the 32 kept back.
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["config", "set", "maxclients", "1000", "timeout", "5"]
+        ),
+        "-ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating \
+         system is not able to handle the specified number of clients, try with 68\r\n"
+    );
+    // All or nothing: neither value changed.
+    assert_eq!(
+        cmd(&mut e, c, &["config", "get", "maxclients"]),
+        "*2\r\n$10\r\nmaxclients\r\n$2\r\n50\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["config", "get", "timeout"]),
+        "*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["config", "set", "maxclients", "68"]),
+        "+OK\r\n"
+    );
+    // More IO threads than the limit covers are not refused (one that
+    // cannot get its descriptors does not start).
+    assert_eq!(
+        cmd(&mut e, c, &["config", "set", "io-threads", "8"]),
+        "+OK\r\n"
+    );
+    // With 7 IO threads, 14 more descriptors are kept back.
+    assert_eq!(
+        cmd(&mut e, c, &["config", "set", "maxclients", "69"]),
+        "-ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating \
+         system is not able to handle the specified number of clients, try with 54\r\n"
+    );
+}

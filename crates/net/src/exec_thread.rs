@@ -97,48 +97,68 @@ pub(crate) fn serve(
 ) -> io::Result<Option<crate::Handover>> {
     let crate::Handover {
         engine,
-        listeners,
+        mut listeners,
         conns,
     } = h;
     let n = engine.config().io_threads.saturating_sub(1).max(1);
-    let exec_bell = Arc::new(Doorbell::new()?);
+    // The execution thread waits on its doorbell alone: a futex, so a
+    // wake-up costs it no read of an eventfd.
+    let exec_bell = Arc::new(Doorbell::new_futex());
     let shared: SharedExec = Arc::new_cyclic(|me| {
         Mutex::new(ExecLoop::new(engine, exec_bell, stop, backend, me.clone()))
     });
     // Held until "Ready" is logged: with idle-exec an IO thread could
     // otherwise run a client's command before the server says it is up.
     let mut held = lock(&shared);
-    let mut listeners = Some(listeners);
+    // The first IO thread takes the listeners: it accepts for everyone.
     let mut started = Vec::with_capacity(n);
-    for i in 0..n {
-        // The first IO thread accepts for everyone.
-        let own = if i == 0 {
-            listeners.take().unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        started.push(held.spawn_io_thread(own)?);
-    }
-    for ready in started {
-        match ready.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(reason)) => {
-                return Err(io::Error::other(format!(
-                    "an IO thread could not start: {reason}"
-                )));
+    let mut failed = None;
+    for _ in 0..n {
+        match held.spawn_io_thread(&mut listeners) {
+            Ok(ready) => started.push(ready),
+            Err(e) => {
+                failed = Some(e.to_string());
+                break;
             }
-            Err(_) => return Err(io::Error::other("an IO thread exited at start-up")),
         }
     }
-    held.start_pool(n);
-    for c in conns {
-        held.take_over(c);
+    for ready in started {
+        let reason = match ready.recv() {
+            Ok(Ok(())) => continue,
+            Ok(Err(reason)) => reason,
+            Err(_) => "it exited at start-up".to_string(),
+        };
+        failed.get_or_insert(reason);
     }
-    log::notice(&format!(
-        "{n} IO thread(s) started; this thread executes commands"
-    ));
-    if first {
-        log::notice("Ready to accept connections tcp");
+    if let Some(reason) = failed {
+        if first {
+            return Err(io::Error::other(format!(
+                "an IO thread could not start: {reason}"
+            )));
+        }
+        // CONFIG SET io-threads from 1: back to inline mode the way
+        // CONFIG SET io-threads 1 goes, every connection kept. The threads
+        // that did start retire, io-thread-1 returning the listeners if it
+        // took them.
+        stay_inline(&mut held.engine, &reason);
+        held.listeners_back.append(&mut listeners);
+        let up = held.peers.len();
+        held.start_pool(up);
+        for c in conns {
+            held.keep_home(c);
+        }
+        held.set_io_threads(1);
+    } else {
+        held.start_pool(n);
+        for c in conns {
+            held.take_over(c);
+        }
+        log::notice(&format!(
+            "{n} IO thread(s) started; this thread executes commands"
+        ));
+        if first {
+            log::notice("Ready to accept connections tcp");
+        }
     }
     run(&shared, held);
     let mut ex = lock(&shared);
@@ -170,6 +190,16 @@ pub(crate) fn serve(
         listeners,
         conns,
     }))
+}
+
+/// CONFIG SET io-threads from 1 could not bring threaded mode up: say why,
+/// and set io-threads back to 1 (CONFIG GET shows the mode that runs).
+fn stay_inline(engine: &mut Engine, reason: &str) {
+    log::warning(&format!(
+        "Could not start the IO threads ({reason}): io-threads stays 1"
+    ));
+    let back: &[(&[u8], &[u8])] = &[(b"io-threads", b"1")];
+    let _ = engine.server_mut().config.set_many(back);
 }
 
 /// Join an IO thread; the listeners it gives back, if any.

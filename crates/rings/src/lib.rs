@@ -5,7 +5,7 @@
 //!
 //! - [`spsc`]: a bounded single-producer single-consumer ring whose producer
 //!   stages items and publishes them all with one Release store;
-//! - [`doorbell`]: the sleep/wake hand-off (a flag plus an eventfd) that lets a
+//! - [`doorbell`]: the sleep/wake hand-off (a flag plus an eventfd or a futex) that lets a
 //!   consumer block when all its rings are empty without losing a wake-up.
 //!
 //! It must not know about sockets, connections, RESP, commands or the engine:
@@ -42,9 +42,10 @@
 //! # The wake-up protocol
 //!
 //! A producer publishes its batch, then rings the consumer's doorbell. Ringing
-//! costs a fence and a load while the consumer is awake; it writes the eventfd
-//! only if the consumer has announced that it is going to sleep, and of several
-//! ringers only the first one that sees the announcement writes.
+//! costs a fence and a load while the consumer is awake; it wakes the consumer
+//! (an eventfd write, or a futex wake) only if the consumer has announced that
+//! it is going to sleep, and of several ringers only the first one that sees
+//! the announcement does.
 //!
 //! A consumer that finds all its rings empty first announces that it is going
 //! to sleep ([`Doorbell::prepare_sleep`]), then checks all its rings once more.

@@ -1,13 +1,14 @@
 //! `ringkv-server`: the binary. It owns process-level concerns only —
 //! command line and config file, daemonizing, the working directory, the
-//! pidfile, signals, the allocator and its huge pages — and then hands an
-//! [`engine::Engine`] to [`net::serve`], which runs until SHUTDOWN or a
-//! signal.
+//! pidfile, signals, the open-file limit, the allocator and its huge
+//! pages — and then hands an [`engine::Engine`] to [`net::serve`], which
+//! runs until SHUTDOWN or a signal.
 //!
 //! ```text
 //!  (THP off, before the runtime) ─► argv ─► Config::load(file, --directives)
 //!       ─► disable-thp: prctl ─► daemonize? ─► chdir(dir)
-//!       ─► log::init ─► pidfile ─► signal handlers ─► net::serve(engine, &STOP)
+//!       ─► log::init ─► open-file limit vs maxclients ─► pidfile
+//!       ─► signal handlers ─► net::serve(engine, &STOP)
 //!       ─► remove pidfile ─► exit 0
 //! ```
 //!
@@ -19,6 +20,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use engine::log;
+
+mod fdlimit;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -87,7 +90,7 @@ fn main() -> ExitCode {
         Some(a) if !a.starts_with("--") => (Some(PathBuf::from(a)), &args[1..]),
         _ => (None, &args[..]),
     };
-    let config = match engine::Config::load(file.as_deref(), rest) {
+    let mut config = match engine::Config::load(file.as_deref(), rest) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -135,6 +138,10 @@ fn main() -> ExitCode {
         Ok(()) => {}
     }
 
+    if !fit_open_files(&mut config) {
+        return ExitCode::FAILURE;
+    }
+
     let pidfile = (!config.pidfile.is_empty()).then(|| PathBuf::from(&config.pidfile));
     if let Some(p) = &pidfile
         && let Err(e) = std::fs::write(p, format!("{}\n", std::process::id()))
@@ -150,6 +157,7 @@ fn main() -> ExitCode {
 
     let mut engine = engine::Engine::new(config, file);
     engine.set_memory_probe(jemalloc_stats);
+    engine.set_file_limit(fdlimit::raise_for_engine);
     let result = net::serve(engine, &STOP);
     if let Some(p) = &pidfile {
         remove_pidfile(p);
@@ -164,6 +172,52 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Raise the open-file limit for `maxclients` (Valkey's start-up step),
+/// or lower `maxclients` to what the limit allows. False: the limit leaves
+/// no room for a single client, and the server must not start.
+fn fit_open_files(config: &mut engine::Config) -> bool {
+    let want = config.files_needed();
+    let reserved = config.reserved_fds();
+    let r = match fdlimit::raise(want) {
+        Ok(r) => r,
+        Err(e) => {
+            // As Valkey: assume the common default.
+            config.lower_maxclients(1024u64.saturating_sub(reserved));
+            log::warning(&format!(
+                "Could not read the open-file limit ({e}): assuming 1024, so maxclients is {}.",
+                config.maxclients
+            ));
+            return true;
+        }
+    };
+    if r.now >= want {
+        if r.now > r.was {
+            log::notice(&format!(
+                "Raised the open-file limit from {} to {want} for maxclients {}.",
+                r.was, config.maxclients
+            ));
+        }
+        return true;
+    }
+    if r.now <= reserved {
+        log::warning(&format!(
+            "The open-file limit ('ulimit -n') of {} leaves no room for clients: at least {want} \
+             is needed for maxclients {}. Exiting.",
+            r.now, config.maxclients
+        ));
+        return false;
+    }
+    let asked = config.maxclients;
+    config.lower_maxclients(r.now - reserved);
+    let why = r.refused.map(|e| e.to_string()).unwrap_or_default();
+    log::warning(&format!(
+        "maxclients {asked} needs an open-file limit of {want}, and it could not be raised past \
+         {} ({why}): maxclients has been reduced to {}. To serve more clients, raise 'ulimit -n'.",
+        r.now, config.maxclients
+    ));
+    true
 }
 
 /// `disable-thp`: allow (no) or forbid (yes) transparent huge pages for

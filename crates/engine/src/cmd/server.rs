@@ -466,7 +466,8 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             "SAVE requested, but ringkv has no persistence yet: shutting down without saving.",
         );
     }
-    log::warning("ringkv is now ready to exit, bye bye...");
+    // "ready to exit" is logged by the process once it is (after the
+    // replies are flushed and the sockets closed).
     ctx.srv.shutting_down = true;
     ctx.srv.events.push(Event::Shutdown);
     // Valkey sends no reply: the client sees the connection close.
@@ -573,24 +574,49 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .step_by(2)
         .map(|i| (argv.get(i), argv.get(i + 1)))
         .collect();
-    let threads_before = ctx.srv.config.io_threads;
-    match ctx.srv.config.set_many(&pairs) {
-        Ok(()) => {
-            let n = ctx.srv.config.io_threads;
-            if n != threads_before {
-                ctx.srv.events.push(crate::Event::IoThreads { n });
-            }
-            ctx.srv.sync_expiry_logging();
-            ctx.srv.sync_output_limits();
-            let c = &ctx.srv.config;
-            log::set_level(c.loglevel);
-            if ctx.srv.keyspace.dbs.len() != c.databases {
-                // `databases` is immutable; nothing to resize.
-            }
-            ctx.reply.ok();
-        }
-        Err(e) => ctx.error(&e),
+    let before = ctx.srv.config.clone();
+    if let Err(e) = ctx.srv.config.set_many(&pairs) {
+        ctx.error(&e);
+        return;
     }
+    if let Err(e) = check_file_limit(ctx.srv, &before) {
+        ctx.srv.config = before;
+        ctx.error(&e);
+        return;
+    }
+    let n = ctx.srv.config.io_threads;
+    if n != before.io_threads {
+        ctx.srv.events.push(crate::Event::IoThreads { n });
+    }
+    ctx.srv.sync_expiry_logging();
+    ctx.srv.sync_output_limits();
+    log::set_level(ctx.srv.config.loglevel);
+    ctx.reply.ok();
+}
+
+/// After CONFIG SET: a configuration that needs more descriptors (a higher
+/// `maxclients`, more IO threads) raises the open-file limit first. As in
+/// Valkey, a `maxclients` the system cannot cover is refused, naming the
+/// most it can; more IO threads than it covers are not (one that cannot
+/// get its descriptors does not start, and the server says so in its log).
+fn check_file_limit(srv: &mut crate::Server, before: &crate::Config) -> Result<(), String> {
+    let c = &srv.config;
+    let want = c.files_needed();
+    let Some(raise) = srv.file_limit else {
+        return Ok(());
+    };
+    if want <= before.files_needed() {
+        return Ok(());
+    }
+    let now = raise(want);
+    if now >= want || c.maxclients <= before.maxclients {
+        return Ok(());
+    }
+    Err(format!(
+        "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating \
+         system is not able to handle the specified number of clients, try with {}",
+        now.saturating_sub(c.reserved_fds())
+    ))
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {

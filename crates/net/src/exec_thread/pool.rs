@@ -161,9 +161,11 @@ fn apply(c: &mut Connection, msg: ToIo) {
 impl ExecLoop {
     /// Start one more IO thread (its rings, doorbell and counters) at the
     /// end of the pool. The receiver says whether its event loop came up.
+    /// `listeners` are handed over only once the thread exists: when it
+    /// cannot be started they stay with the caller, open.
     pub(super) fn spawn_io_thread(
         &mut self,
-        listeners: Vec<Listener>,
+        listeners: &mut Vec<Listener>,
     ) -> io::Result<mpsc::Receiver<Result<(), String>>> {
         let index = self.peers.len();
         let ring_size = self.engine.config().io_threads_ring_size;
@@ -190,10 +192,17 @@ impl ExecLoop {
             link.set_exec(me);
         }
         let (ready_tx, ready_rx) = mpsc::channel();
+        let (give, take) = mpsc::channel::<Vec<Listener>>();
         let (backend, stop) = (self.backend, self.stop);
         let handle = std::thread::Builder::new()
             .name(format!("io-thread-{}", index + 1))
-            .spawn(move || super::io_thread_main(link, listeners, backend, stop, ready_tx))?;
+            .spawn(move || {
+                let listeners = take.recv().unwrap_or_default();
+                super::io_thread_main(link, listeners, backend, stop, ready_tx)
+            })?;
+        // The thread waits for them before anything else, so this cannot
+        // find it gone.
+        let _ = give.send(std::mem::take(listeners));
         self.engine.net_stats_mut().io_threads.push(stats.clone());
         self.peers.push(Peer {
             rx: from_io,
@@ -327,6 +336,12 @@ impl ExecLoop {
         self.pool.home.insert(client.0, conn);
     }
 
+    /// A connection inline mode handed over when threaded mode could not
+    /// come up: it stays here, for inline mode again.
+    pub(super) fn keep_home(&mut self, conn: Box<Connection>) {
+        self.bring_home(conn, Vec::new());
+    }
+
     /// A socket accepted while going back to inline mode stays here.
     pub(super) fn home_new(&mut self, fd: std::os::fd::RawFd, client: ClientId) {
         crate::listener::tune_client_socket(fd, self.engine.tcp_keepalive_s());
@@ -435,7 +450,7 @@ impl ExecLoop {
                 p.retiring = false;
             }
             while self.peers.len() < want {
-                if let Err(e) = self.spawn_io_thread(Vec::new()) {
+                if let Err(e) = self.spawn_io_thread(&mut Vec::new()) {
                     log::warning(&format!("Could not start an IO thread: {e}"));
                     break;
                 }
