@@ -337,6 +337,10 @@ fn chain_remove<V>(
 /// Move every node of `b` (not its chain) into `to`. Returns overflow
 /// buckets allocated there.
 fn spill<V>(b: &mut Bucket<V>, to: &mut [Bucket<V>]) -> usize {
+    // Each node's hash is read to place it: let the misses overlap.
+    for n in b.slots.iter().flatten() {
+        prefetch_ptr(&**n);
+    }
     let mut grown = 0;
     for slot in &mut b.slots {
         if let Some(node) = slot.take() {
@@ -766,7 +770,34 @@ impl<V> Table<V> {
             self.rehash.is_some()
         } else {
             self.rehash = Some(r);
+            self.prefetch_rehash(r);
             true
+        }
+    }
+
+    /// The next rehash step will most likely move bucket `r` of the old
+    /// array: start the misses it would wait on now, so that they overlap
+    /// with the work between the two steps. The nodes (the step reads each
+    /// one's hash) come from `r`'s line, which the step before prefetched;
+    /// then the two buckets of the new array they can go to, and the line
+    /// of the bucket after `r`, for the step after next.
+    fn prefetch_rehash(&self, r: usize) {
+        let [t0, t1] = &self.tabs;
+        let Some(b) = t0.get(r) else { return };
+        if t1.is_empty() {
+            return;
+        }
+        for n in b.slots.iter().flatten() {
+            prefetch_ptr(&**n);
+        }
+        if let Some(c) = &b.child {
+            prefetch_ptr(&**c);
+        }
+        let m = t1.len() - 1;
+        prefetch_ptr(&t1[r & m]);
+        prefetch_ptr(&t1[(r + t0.len()) & m]);
+        if let Some(next) = t0.get(r + 1) {
+            prefetch_ptr(next);
         }
     }
 
