@@ -471,9 +471,10 @@ impl Driver {
         self.timers.wait(engine, MAX_WAIT)
     }
 
-    pub(crate) fn after_wait(&mut self) {
+    /// The backend's wait returned; `rung`: it reported the doorbell's fd.
+    pub(crate) fn after_wait(&mut self, rung: bool) {
         if let Side::Io(link) = &mut self.side {
-            link.after_wait();
+            link.after_wait(rung);
         }
     }
 

@@ -118,8 +118,9 @@ impl Epoll {
             if n < 0 && errno() != libc::EINTR {
                 return Err(io::Error::last_os_error());
             }
-            d.after_wait();
-            for ev in &events[..n.max(0) as usize] {
+            let ready = &events[..n.max(0) as usize];
+            d.after_wait(ready.iter().any(|ev| ev.u64 == BELL));
+            for ev in ready {
                 let (flags, data) = (ev.events, ev.u64);
                 if data == BELL {
                     // Drained by after_wait.

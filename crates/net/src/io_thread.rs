@@ -189,7 +189,7 @@ impl IoLink {
         self.bell.prepare_sleep();
         self.sleeping = true;
         if !self.rx.is_empty() {
-            self.after_wait();
+            self.after_wait(false);
             return Duration::ZERO;
         }
         max
@@ -200,13 +200,17 @@ impl IoLink {
         self.stats.busy_ns.store(self.busy_ns, Relaxed);
     }
 
-    pub(crate) fn after_wait(&mut self) {
+    /// The wait is over; `rung`: it reported the doorbell's fd readable.
+    pub(crate) fn after_wait(&mut self, rung: bool) {
         if self.waiting {
             self.waiting = false;
             self.woke = Instant::now();
         }
         if self.sleeping {
             self.sleeping = false;
+            self.bell.awake_after(rung);
+        } else if rung {
+            // Readable while not announced asleep: a count left behind.
             self.bell.awake();
         }
     }

@@ -460,8 +460,9 @@ impl Uring {
         loop {
             let timeout = d.before_wait();
             self.wait(timeout, d.live())?;
-            d.after_wait();
-            self.reap(d)?;
+            let rung = self.collect();
+            d.after_wait(rung);
+            self.handle(d)?;
             if let Some(fd) = bell
                 && !self.bell_armed
             {
@@ -617,14 +618,29 @@ impl Uring {
         }
     }
 
-    fn reap(&mut self, d: &mut Driver) -> io::Result<()> {
-        let mut cqes = std::mem::take(&mut self.cqes);
-        cqes.clear();
-        cqes.extend(
+    /// Take the completions off the ring (for [`Uring::reap`]); whether
+    /// the doorbell's poll is among them.
+    fn collect(&mut self) -> bool {
+        self.cqes.clear();
+        self.cqes.extend(
             self.ring
                 .completion()
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
+        self.cqes
+            .iter()
+            .any(|&(data, _, _)| untag(data).0 == KIND_BELL)
+    }
+
+    /// Take the completions off the ring and handle them.
+    fn reap(&mut self, d: &mut Driver) -> io::Result<()> {
+        self.collect();
+        self.handle(d)
+    }
+
+    /// Handle the completions [`Uring::collect`] took.
+    fn handle(&mut self, d: &mut Driver) -> io::Result<()> {
+        let cqes = std::mem::take(&mut self.cqes);
         for &(data, res, flags) in &cqes {
             let (kind, slot, generation) = untag(data);
             match kind {

@@ -144,6 +144,22 @@ impl Doorbell {
         self.event.drain();
     }
 
+    /// [`awake`](Self::awake), for a sleeper whose own wait (epoll,
+    /// io_uring) says whether it saw the eventfd readable (`rung`): the
+    /// counter is read only then, or when a ringer took the flag since
+    /// [`prepare_sleep`](Self::prepare_sleep) (its write may still be on
+    /// the way: a later wait reports it, and that call drains it). Most
+    /// wake-ups of an IO thread are its sockets', and this spares each of
+    /// them a read that would find the counter at zero. A count left
+    /// behind is never lost and never spun on: a wait that returns for it
+    /// reports `rung`.
+    pub fn awake_after(&self, rung: bool) {
+        let untouched = self.sleeping.swap(false, Ordering::Relaxed);
+        if rung || !untouched {
+            self.event.drain();
+        }
+    }
+
     /// Sleeper: block until rung or until `timeout` passes (`None` = forever),
     /// with poll(2) on the eventfd. Call only between
     /// [`prepare_sleep`](Self::prepare_sleep) and [`awake`](Self::awake).
@@ -456,6 +472,28 @@ mod tests {
         bell.prepare_sleep();
         bell.awake();
         assert!(!bell.ring(), "awake cleared the flag");
+    }
+
+    #[test]
+    fn awake_after_reads_the_counter_only_when_it_may_hold_a_ring() {
+        let bell = Doorbell::new().unwrap();
+        // A ringer took the flag: drained although the wait was not asked.
+        bell.prepare_sleep();
+        assert!(bell.ring());
+        bell.awake_after(false);
+        assert!(!readable(bell.fd()));
+        // Nobody rang: nothing to read, and the flag is down.
+        bell.prepare_sleep();
+        bell.awake_after(false);
+        assert!(!bell.ring());
+        // A ringer's write that landed after the drain is left behind,
+        // and the next wait reports it: then it is read.
+        bell.event.signal();
+        bell.prepare_sleep();
+        let rung = bell.wait(Some(Duration::ZERO));
+        assert!(rung);
+        bell.awake_after(rung);
+        assert!(!readable(bell.fd()));
     }
 
     #[test]

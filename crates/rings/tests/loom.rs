@@ -57,10 +57,19 @@ fn produce(p: &mut Producer<u32>, batches: &[&[u32]], bell: Option<&Doorbell>) {
     }
 }
 
+/// How the sleeper wakes: `Drain::Always` reads the counter on every
+/// wake-up (`awake`), `Drain::IfRung` only when its wait saw the doorbell or
+/// a ringer took the flag (`awake_after`, as IO threads do).
+#[derive(Clone, Copy)]
+enum Drain {
+    Always,
+    IfRung,
+}
+
 /// The execution thread's loop: drain every ring; when all are empty, announce
 /// sleep, re-check, block only if still empty, then wake. Checks that each
 /// ring's items arrive in order, exactly once, until `expected[i]` arrived.
-fn sleeper(bell: &Doorbell, consumers: &mut [Consumer<u32>], expected: &[u32]) {
+fn sleeper(bell: &Doorbell, consumers: &mut [Consumer<u32>], expected: &[u32], drain: Drain) {
     let mut next = vec![0u32; consumers.len()];
     loop {
         for (c, next) in consumers.iter_mut().zip(next.iter_mut()) {
@@ -76,10 +85,14 @@ fn sleeper(bell: &Doorbell, consumers: &mut [Consumer<u32>], expected: &[u32]) {
             return;
         }
         bell.prepare_sleep();
+        let mut rung = false;
         if consumers.iter_mut().all(|c| c.is_empty()) {
-            bell.wait(None);
+            rung = bell.wait(None);
         }
-        bell.awake();
+        match drain {
+            Drain::Always => bell.awake(),
+            Drain::IfRung => bell.awake_after(rung),
+        }
     }
 }
 
@@ -187,7 +200,7 @@ fn doorbell_one_ringer_no_lost_wakeup() {
             // capacity-2 ring until the sleeper has drained.
             thread::spawn(move || produce(&mut p, &[&[0], &[1, 2]], Some(&bell)))
         };
-        sleeper(&bell, &mut [c], &[3]);
+        sleeper(&bell, &mut [c], &[3], Drain::Always);
         producer.join().unwrap();
     });
 }
@@ -210,7 +223,31 @@ fn doorbell_two_ringers_one_sleeper_no_lost_wakeup() {
             let bell = Arc::clone(&bell);
             thread::spawn(move || produce(&mut p1, &[&[0]], Some(&bell)))
         };
-        sleeper(&bell, &mut [c0, c1], &[2, 1]);
+        sleeper(&bell, &mut [c0, c1], &[2, 1], Drain::Always);
+        ringer0.join().unwrap();
+        ringer1.join().unwrap();
+    });
+}
+
+/// The same race with the IO threads' wake-up, which reads the counter only
+/// when its wait saw the doorbell or a ringer took the flag: a count left
+/// behind must neither lose a wake-up nor keep the sleeper from blocking
+/// (the model's wait returns at once on a non-zero count and reports it).
+#[test]
+fn doorbell_drain_if_rung_two_ringers_no_lost_wakeup() {
+    model(|| {
+        let bell = Arc::new(Doorbell::new().unwrap());
+        let (mut p0, c0) = channel::<u32>(2);
+        let (mut p1, c1) = channel::<u32>(2);
+        let ringer0 = {
+            let bell = Arc::clone(&bell);
+            thread::spawn(move || produce(&mut p0, &[&[0], &[1]], Some(&bell)))
+        };
+        let ringer1 = {
+            let bell = Arc::clone(&bell);
+            thread::spawn(move || produce(&mut p1, &[&[0]], Some(&bell)))
+        };
+        sleeper(&bell, &mut [c0, c1], &[2, 1], Drain::IfRung);
         ringer0.join().unwrap();
         ringer1.join().unwrap();
     });
