@@ -618,7 +618,7 @@ impl Uring {
         }
     }
 
-    /// Take the completions off the ring (for [`Uring::reap`]); whether
+    /// Take the completions off the ring (for [`Uring::handle`]); whether
     /// the doorbell's poll is among them.
     fn collect(&mut self) -> bool {
         self.cqes.clear();

@@ -209,9 +209,8 @@ fn doorbell_one_ringer_no_lost_wakeup() {
 /// ring, share one doorbell and race for its flag. Ringer 0 publishes twice,
 /// so it also rings after the other ringer has already taken the flag. (Two
 /// publishes on both ringers is ~6x slower for little more coverage.)
-#[test]
-fn doorbell_two_ringers_one_sleeper_no_lost_wakeup() {
-    model(|| {
+fn two_ringers_one_sleeper(drain: Drain) {
+    model(move || {
         let bell = Arc::new(Doorbell::new().unwrap());
         let (mut p0, c0) = channel::<u32>(2);
         let (mut p1, c1) = channel::<u32>(2);
@@ -223,10 +222,15 @@ fn doorbell_two_ringers_one_sleeper_no_lost_wakeup() {
             let bell = Arc::clone(&bell);
             thread::spawn(move || produce(&mut p1, &[&[0]], Some(&bell)))
         };
-        sleeper(&bell, &mut [c0, c1], &[2, 1], Drain::Always);
+        sleeper(&bell, &mut [c0, c1], &[2, 1], drain);
         ringer0.join().unwrap();
         ringer1.join().unwrap();
     });
+}
+
+#[test]
+fn doorbell_two_ringers_one_sleeper_no_lost_wakeup() {
+    two_ringers_one_sleeper(Drain::Always);
 }
 
 /// The same race with the IO threads' wake-up, which reads the counter only
@@ -235,22 +239,7 @@ fn doorbell_two_ringers_one_sleeper_no_lost_wakeup() {
 /// (the model's wait returns at once on a non-zero count and reports it).
 #[test]
 fn doorbell_drain_if_rung_two_ringers_no_lost_wakeup() {
-    model(|| {
-        let bell = Arc::new(Doorbell::new().unwrap());
-        let (mut p0, c0) = channel::<u32>(2);
-        let (mut p1, c1) = channel::<u32>(2);
-        let ringer0 = {
-            let bell = Arc::clone(&bell);
-            thread::spawn(move || produce(&mut p0, &[&[0], &[1]], Some(&bell)))
-        };
-        let ringer1 = {
-            let bell = Arc::clone(&bell);
-            thread::spawn(move || produce(&mut p1, &[&[0]], Some(&bell)))
-        };
-        sleeper(&bell, &mut [c0, c1], &[2, 1], Drain::IfRung);
-        ringer0.join().unwrap();
-        ringer1.join().unwrap();
-    });
+    two_ringers_one_sleeper(Drain::IfRung);
 }
 
 #[test]
