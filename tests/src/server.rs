@@ -179,6 +179,17 @@ fn limit_open_files(cmd: &mut Command, limit: Option<(u64, u64)>) {
     let Some((soft, hard)) = limit else {
         return;
     };
+    // Not above this process's own hard limit: without privilege the child
+    // could not set it.
+    let mut own = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: u64::MAX,
+    };
+    // SAFETY: getrlimit writes one rlimit into `own`, valid for writes; on
+    // failure `own` keeps "no limit".
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut own) };
+    let hard = hard.min(own.rlim_max);
+    let soft = soft.min(hard);
     // SAFETY: the closure runs in the forked child before exec and makes
     // only async-signal-safe system calls (setrlimit, prctl), touching no
     // memory the parent's other threads could have left inconsistent.
