@@ -65,6 +65,8 @@ e2e!(
         raw.expect_closed();
         let st = srv.wait_exit(Duration::from_secs(10)).expect("server still running after SHUTDOWN");
         assert_eq!(st.code(), Some(0), "{st}");
+        let log = srv.log();
+        assert_eq!(log.matches("ready to exit, bye bye").count(), 1, "{log}");
     }
 );
 

@@ -780,15 +780,15 @@ e2e!(
     /// says so in its log.
     ringkv_only fn io_threads_that_cannot_start_leave_the_server_inline(b) {
         // maxclients comes down to 32. 31 clients, the listener and the
-        // standard streams leave at most 29 descriptors: 15 IO threads
-        // need 31 (two each, and the execution thread's doorbell).
+        // standard streams leave at most 29 descriptors: 23 IO threads
+        // need 46 (two each).
         let srv = b.start(Opts::new().open_files(64, 64).arg("io-threads", "1"));
         std::thread::sleep(Duration::from_millis(200));
         let mut held: Vec<_> = (0..31).map(|_| srv.raw()).collect();
         for (i, r) in held.iter_mut().enumerate() {
             assert_eq!(r.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]), Reply::status("OK"));
         }
-        assert_eq!(held[0].cmd(&["CONFIG", "SET", "io-threads", "16"]), Reply::status("OK"));
+        assert_eq!(held[0].cmd(&["CONFIG", "SET", "io-threads", "24"]), Reply::status("OK"));
         let deadline = Instant::now() + Duration::from_secs(10);
         while !srv.log().contains("io-threads stays 1") {
             assert!(Instant::now() < deadline, "no word of the failed switch:\n{}", srv.log());

@@ -142,8 +142,6 @@ pub(crate) fn serve(
         // took them.
         stay_inline(&mut held.engine, &reason);
         held.listeners_back.append(&mut listeners);
-        let up = held.peers.len();
-        held.start_pool(up);
         for c in conns {
             held.keep_home(c);
         }

@@ -206,12 +206,10 @@ impl IoLink {
             self.waiting = false;
             self.woke = Instant::now();
         }
-        if self.sleeping {
+        // Rung while not announced asleep: a count left behind, read too.
+        if self.sleeping || rung {
             self.sleeping = false;
             self.bell.awake_after(rung);
-        } else if rung {
-            // Readable while not announced asleep: a count left behind.
-            self.bell.awake();
         }
     }
 

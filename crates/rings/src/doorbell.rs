@@ -85,11 +85,7 @@ impl Doorbell {
     /// A doorbell with nobody asleep and a fresh eventfd
     /// (`EFD_NONBLOCK | EFD_CLOEXEC`).
     pub fn new() -> io::Result<Doorbell> {
-        Ok(Doorbell {
-            sleeping: AtomicBool::new(false),
-            event: Event::new()?,
-            rings_written: std::sync::atomic::AtomicU64::new(0),
-        })
+        Ok(Doorbell::with(Event::new()?))
     }
 
     /// A doorbell whose sleeper waits on nothing else ([`wait`](Self::wait)
@@ -101,9 +97,13 @@ impl Doorbell {
     /// `-P 1`: its CPU per request while awake fell to 0.91× (SET) and
     /// 0.82× (GET) of the eventfd's (docs/BENCHMARKS.md §7.2).
     pub fn new_futex() -> Doorbell {
+        Doorbell::with(Event::futex())
+    }
+
+    fn with(event: Event) -> Doorbell {
         Doorbell {
             sleeping: AtomicBool::new(false),
-            event: Event::futex(),
+            event,
             rings_written: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -133,15 +133,7 @@ impl Doorbell {
     /// Sleeper, after waking (or when the re-check found work): clear the flag
     /// and drain the eventfd so that it stops reporting readable.
     pub fn awake(&self) {
-        // No ordering needed: a ringer that reads this `false` skips the write,
-        // which is safe because the sleeper re-checks its rings after the next
-        // `prepare_sleep` before it can block again. A swap for the same reason
-        // as in `prepare_sleep`.
-        self.sleeping.swap(false, Ordering::Relaxed);
-        // Drained after the flag is cleared so that a ringer which swapped the
-        // flag just before leaves at most one stale count behind, which costs
-        // one spurious wake-up later and is never lost.
-        self.event.drain();
+        self.awake_after(true);
     }
 
     /// [`awake`](Self::awake), for a sleeper whose own wait (epoll,
@@ -154,14 +146,23 @@ impl Doorbell {
     /// behind is never lost and never spun on: a wait that returns for it
     /// reports `rung`.
     pub fn awake_after(&self, rung: bool) {
+        // No ordering needed: a ringer that reads this `false` skips the write,
+        // which is safe because the sleeper re-checks its rings after the next
+        // `prepare_sleep` before it can block again. A swap for the same reason
+        // as in `prepare_sleep`; what it read says whether a ringer took the
+        // flag.
         let untouched = self.sleeping.swap(false, Ordering::Relaxed);
+        // Drained after the flag is cleared so that a ringer which swapped the
+        // flag just before leaves at most one stale count behind, which costs
+        // one spurious wake-up later and is never lost.
         if rung || !untouched {
             self.event.drain();
         }
     }
 
     /// Sleeper: block until rung or until `timeout` passes (`None` = forever),
-    /// with poll(2) on the eventfd. Call only between
+    /// with ppoll(2) on the eventfd, or FUTEX_WAIT on the word of a
+    /// [`new_futex`](Self::new_futex) doorbell. Call only between
     /// [`prepare_sleep`](Self::prepare_sleep) and [`awake`](Self::awake).
     /// Returns true if rung; false on timeout. Either way the caller re-checks
     /// its rings, so a false return is never a lost item.
@@ -297,10 +298,9 @@ impl Event {
             })
         };
         match self {
-            Event::Fd(fd) => loop {
-                use std::os::fd::AsRawFd;
+            Event::Fd(_) => loop {
                 let mut pfd = libc::pollfd {
-                    fd: fd.as_raw_fd(),
+                    fd: self.raw_fd(),
                     events: libc::POLLIN,
                     revents: 0,
                 };

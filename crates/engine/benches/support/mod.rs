@@ -91,11 +91,11 @@ pub fn cpu_time() -> bool {
 pub fn measure(b: &mut Bencher<'_>, cpu_time: bool, mut step: impl FnMut()) {
     if cpu_time {
         b.iter_custom(|iters| {
-            let t0 = thread_cpu_ns();
+            let t0 = now_ns(true);
             for _ in 0..iters {
                 step();
             }
-            std::time::Duration::from_nanos(thread_cpu_ns() - t0)
+            std::time::Duration::from_nanos(now_ns(true) - t0)
         })
     } else {
         b.iter(step)
@@ -124,20 +124,12 @@ pub fn measure_each<T>(
     })
 }
 
+/// This thread's CPU time (`cpu_time`) or the monotonic clock, in ns.
 fn now_ns(cpu_time: bool) -> u64 {
-    clock_ns(if cpu_time {
+    let t = rustix::time::clock_gettime(if cpu_time {
         rustix::time::ClockId::ThreadCPUTime
     } else {
         rustix::time::ClockId::Monotonic
-    })
-}
-
-/// Nanoseconds this thread has run on a CPU.
-fn thread_cpu_ns() -> u64 {
-    clock_ns(rustix::time::ClockId::ThreadCPUTime)
-}
-
-fn clock_ns(id: rustix::time::ClockId) -> u64 {
-    let t = rustix::time::clock_gettime(id);
+    });
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }

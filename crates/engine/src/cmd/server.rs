@@ -600,11 +600,11 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 /// most it can; more IO threads than it covers are not (one that cannot
 /// get its descriptors does not start, and the server says so in its log).
 fn check_file_limit(srv: &mut crate::Server, before: &crate::Config) -> Result<(), String> {
-    let c = &srv.config;
-    let want = c.files_needed();
     let Some(raise) = srv.file_limit else {
         return Ok(());
     };
+    let c = &srv.config;
+    let want = c.files_needed();
     if want <= before.files_needed() {
         return Ok(());
     }
