@@ -428,7 +428,12 @@ e2e!(
         let mut slow = srv.raw();
         assert_eq!(slow.cmd(&["CLIENT", "SETNAME", "slow"]), Reply::status("OK"));
         assert_eq!(slow.cmd(&["SUBSCRIBE", "ch"]), arr(&["subscribe", "ch"], Some(1)));
-        assert_eq!(client_list_field(&mut admin, "slow", "omem"), Some(0));
+        // The client has read its reply, but in threaded mode the IO thread
+        // that sent it records the send just after the write returns, and
+        // `admin` may be on another IO thread: wait for that record.
+        within(10, "omem is 0 once the SUBSCRIBE reply is sent", || {
+            client_list_field(&mut admin, "slow", "omem") == Some(0)
+        });
         // 10 MB: within the default pubsub limit (32 MB hard; 8 MB soft
         // for 60 s).
         let payload = vec![b'p'; BIG];
