@@ -94,6 +94,48 @@ pub fn within(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Keep the calling thread, and any server it starts afterwards (a child
+/// inherits the mask), on one CPU: the CPU it may run on with the lowest
+/// number. Races between a server thread and a client that read its reply
+/// show up far more often when they share a core, where the client's
+/// wake-up can preempt the thread that sent it.
+pub fn pin_to_one_cpu() {
+    // SAFETY: `set` is a plain bitmask, zeroed and then filled by the
+    // kernel for the calling thread (pid 0); its size is passed.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+        let cpu = (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| libc::CPU_ISSET(c, &set))
+            .expect("a CPU to run on");
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(libc::sched_setaffinity(0, size, &set), 0);
+    }
+}
+
+/// Run `f` on a thread of its own at `SCHED_IDLE` priority, pinned as
+/// [`pin_to_one_cpu`] pins; a server `f` starts inherits both. Pinned to
+/// the same CPU, a client thread then preempts every server thread the
+/// moment it is woken, so a server thread that wakes a client is stopped
+/// right after the system call that did it: what it does next happens
+/// after the client's next move.
+pub fn at_idle_priority<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        pin_to_one_cpu();
+        // SAFETY: a zeroed sched_param is priority 0, the only one
+        // SCHED_IDLE takes; pid 0 is the calling thread.
+        unsafe {
+            let param: libc::sched_param = std::mem::zeroed();
+            assert_eq!(libc::sched_setscheduler(0, libc::SCHED_IDLE, &param), 0);
+        }
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
 pub fn tcp(port: u16) -> std::net::TcpStream {
     let s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(std::time::Duration::from_secs(30)))

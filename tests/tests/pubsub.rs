@@ -4,7 +4,7 @@
 //! channels, cleanup on disconnect, and keyspace events.
 
 use ringkv_e2e::v::{bulk, int, ok};
-use ringkv_e2e::{Reply, client_list_field, e2e, q, within};
+use ringkv_e2e::{Reply, at_idle_priority, client_list_field, e2e, pin_to_one_cpu, q, within};
 use std::time::{Duration, Instant};
 
 fn push(parts: &[&str], n: Option<i64>) -> Reply {
@@ -428,12 +428,9 @@ e2e!(
         let mut slow = srv.raw();
         assert_eq!(slow.cmd(&["CLIENT", "SETNAME", "slow"]), Reply::status("OK"));
         assert_eq!(slow.cmd(&["SUBSCRIBE", "ch"]), arr(&["subscribe", "ch"], Some(1)));
-        // The client has read its reply, but in threaded mode the IO thread
-        // that sent it records the send just after the write returns, and
-        // `admin` may be on another IO thread: wait for that record.
-        within(10, "omem is 0 once the SUBSCRIBE reply is sent", || {
-            client_list_field(&mut admin, "slow", "omem") == Some(0)
-        });
+        // Read, so nothing is waiting (Valkey: the reply buffer, `obl`).
+        assert_eq!(client_list_field(&mut admin, "slow", "obl"), Some(0));
+        assert_eq!(client_list_field(&mut admin, "slow", "omem"), Some(0));
         // 10 MB: within the default pubsub limit (32 MB hard; 8 MB soft
         // for 60 s).
         let payload = vec![b'p'; BIG];
@@ -471,6 +468,34 @@ e2e!(
             });
             let after = info_u64(&mut admin, "memory", "mem_clients_normal");
             assert!(after < 1_000_000, "mem_clients_normal={after}");
+        }
+    }
+);
+
+// Output a client has read is not counted, whichever IO thread the asking
+// client is on: an IO thread stops counting output when it issues the send,
+// not when the send returns (by then the client may have read it and asked).
+e2e!(
+    fn output_a_client_has_read_is_not_counted(b) {
+        // The server at idle priority on this thread's core: the reader's
+        // wake-up preempts the IO thread that sent it the reply right after
+        // the send. When an IO thread stopped counting output only once the
+        // send had returned, this failed in 10 runs of 10 (io-threads 4,
+        // idle-exec and adaptive off).
+        pin_to_one_cpu();
+        let srv = at_idle_priority(move || b.server());
+        let mut admins: Vec<_> = (0..3).map(|_| srv.raw()).collect();
+        let mut reader = srv.raw();
+        assert_eq!(reader.cmd(&["CLIENT", "SETNAME", "reader"]), Reply::status("OK"));
+        // Past the 1 KiB reply buffer: in CLIENT LIST as omem, not obl.
+        let value = vec![b'v'; 4_000];
+        assert_eq!(admins[0].cmd_bytes(&[b"SET", b"k", &value]), Reply::status("OK"));
+        for i in 0..300 {
+            assert_eq!(reader.cmd(&["GET", "k"]), Reply::Bulk(value.clone()));
+            let admin = &mut admins[i % 3];
+            let list = admin.cmd(&["CLIENT", "LIST"]).text();
+            let line = list.lines().find(|l| l.contains(" name=reader ")).unwrap();
+            assert!(line.contains(" obl=0 oll=0 omem=0 "), "round {i}: {line}");
         }
     }
 );

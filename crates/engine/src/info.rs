@@ -210,7 +210,7 @@ fn clients(srv: &Server, out: &mut String) {
         "client_recent_max_input_buffer:{}",
         max_in.unwrap_or(0)
     );
-    let max_out = sessions().map(|s| s.output_bytes()).max();
+    let max_out = sessions().map(|s| s.output_shape().list).max();
     field!(
         out,
         "client_recent_max_output_buffer:{}",

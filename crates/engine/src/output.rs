@@ -20,7 +20,10 @@
 
 use crate::config::OutputLimit;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 /// Which `client-output-buffer-limit` class applies to a client (Valkey's
 /// `getClientType`, less the replication classes ringkv has no use for).
@@ -60,6 +63,49 @@ impl OutputLimits {
     }
 }
 
+/// CLIENT LIST's `rbs`: the reply buffer Valkey gives a client that is
+/// not busy (it grows to 16 KiB under load; ringkv has no such buffer and
+/// shows the idle size).
+pub const REPLY_BUFFER: u64 = 1024;
+
+/// Valkey's reply-list block (`PROTO_REPLY_CHUNK_BYTES`).
+const LIST_BLOCK: u64 = 16 * 1024;
+
+/// Waiting output in Valkey's terms, for CLIENT LIST and the limits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputShape {
+    /// `obl`: bytes in the client's reply buffer.
+    pub buffer: u64,
+    /// `oll`: blocks in its reply list.
+    pub blocks: u64,
+    /// `omem`: bytes in the reply list, what `client-output-buffer-limit`
+    /// is checked against.
+    pub list: u64,
+}
+
+impl OutputShape {
+    /// `pending` bytes not yet taken by the kernel. Valkey puts replies in
+    /// its reply buffer until one does not fit, then in the list, and sends
+    /// the buffer first; so output that fits the buffer is `obl` and takes
+    /// no `omem`, and a backlog larger than that is all list (redis-server
+    /// 7 shows `obl=0 oll=88 omem=1804352` for a subscriber 1.8 MB behind).
+    pub fn of(pending: u64) -> OutputShape {
+        if pending <= REPLY_BUFFER {
+            OutputShape {
+                buffer: pending,
+                blocks: 0,
+                list: 0,
+            }
+        } else {
+            OutputShape {
+                buffer: 0,
+                blocks: pending.div_ceil(LIST_BLOCK),
+                list: pending,
+            }
+        }
+    }
+}
+
 /// Bytes buffered for one client, kept current by the thread that owns
 /// its connection and read by CLIENT LIST / CLIENT INFO and INFO clients:
 /// output waiting to be sent (`omem`), and input received but not yet
@@ -80,12 +126,17 @@ struct MeterCell {
 }
 
 impl ClientMeter {
+    /// Release, paired with [`ClientMeter::output`]'s Acquire: an IO thread
+    /// stores the figure before the send that lets the client read its
+    /// bytes, and a CLIENT LIST that client asks for afterwards (through
+    /// the kernel and the hand-off rings) must see that store, not an
+    /// older one. Free on x86, where both are plain moves.
     pub fn set_output(&self, bytes: usize) {
-        self.0.output.store(bytes as u64, Relaxed);
+        self.0.output.store(bytes as u64, Release);
     }
 
     pub fn output(&self) -> u64 {
-        self.0.output.load(Relaxed)
+        self.0.output.load(Acquire)
     }
 
     /// Unparsed input, and the read buffer's room for more.
@@ -106,6 +157,22 @@ impl ClientMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_that_fits_the_reply_buffer_takes_no_omem() {
+        assert_eq!(OutputShape::of(0), OutputShape::default());
+        let small = OutputShape::of(31);
+        assert_eq!((small.buffer, small.blocks, small.list), (31, 0, 0));
+        let edge = OutputShape::of(REPLY_BUFFER);
+        assert_eq!((edge.buffer, edge.list), (REPLY_BUFFER, 0));
+        let over = OutputShape::of(REPLY_BUFFER + 1);
+        assert_eq!(
+            (over.buffer, over.blocks, over.list),
+            (0, 1, REPLY_BUFFER + 1)
+        );
+        let big = OutputShape::of(1_804_352);
+        assert_eq!((big.buffer, big.blocks, big.list), (0, 111, 1_804_352));
+    }
 
     #[test]
     fn limits_per_class() {

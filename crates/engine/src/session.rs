@@ -85,6 +85,12 @@ impl Session {
         self.meter.output() + self.pending.len() as u64
     }
 
+    /// [`Session::output_bytes`] as Valkey would hold it: CLIENT LIST
+    /// `obl`, `oll`, `omem`.
+    pub fn output_shape(&self) -> crate::output::OutputShape {
+        crate::output::OutputShape::of(self.output_bytes())
+    }
+
     /// What this client takes in memory, roughly: the session, a read
     /// buffer's worth, its name and its waiting output. CLIENT LIST
     /// `tot-mem`, and INFO `mem_clients_normal` summed.

@@ -270,7 +270,8 @@ fn reply_off_on_skip() {
 }
 
 /// `omem` is the output the IO layer has not sent (its meter) plus what is
-/// queued here for it; `tot-mem` includes it.
+/// queued here for it, less what fits Valkey's reply buffer (`obl`);
+/// `tot-mem` includes both.
 #[test]
 fn omem_counts_output_not_sent_yet() {
     let mut e = engine();
@@ -286,7 +287,16 @@ fn omem_counts_output_not_sent_yet() {
     };
     assert_eq!(field(&mut e, "omem"), 0);
     let base = field(&mut e, "tot-mem");
+    // Within Valkey's 1 KiB reply buffer: `obl`, no `omem`.
+    e.client_meter(a).unwrap().set_output(31);
+    assert_eq!(field(&mut e, "obl"), 31);
+    assert_eq!(field(&mut e, "oll"), 0);
+    assert_eq!(field(&mut e, "omem"), 0);
+    assert_eq!(field(&mut e, "tot-mem"), base + 31);
+    // Past it: all in the reply list, 16 KiB blocks.
     e.client_meter(a).unwrap().set_output(5000);
+    assert_eq!(field(&mut e, "obl"), 0);
+    assert_eq!(field(&mut e, "oll"), 1);
     assert_eq!(field(&mut e, "omem"), 5000);
     assert_eq!(field(&mut e, "tot-mem"), base + 5000);
     cmd(&mut e, a, &["subscribe", "ch"]);

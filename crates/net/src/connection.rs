@@ -585,9 +585,27 @@ impl Connection {
         self.publish_output_len();
     }
 
+    /// [`Connection::pending`] for a send about to be issued, or `None`
+    /// with nothing to send. From the moment the send is issued the client
+    /// may read those bytes and ask CLIENT LIST (through another IO
+    /// thread) before the send returns, so the meter stops counting them
+    /// here, first. What a short send leaves is counted again by
+    /// [`Connection::advance`]; a send that fails or is cancelled calls
+    /// [`Connection::publish_output_len`].
+    pub(crate) fn begin_send(&mut self) -> Option<(&ReplyBuf, usize)> {
+        let (buf, from) = self.pending();
+        if buf.len() == from {
+            return None;
+        }
+        if let Some(m) = &self.meter {
+            m.set_output(self.out.len());
+        }
+        Some((&self.sending, self.sent))
+    }
+
     /// Keep CLIENT LIST `omem` current (one store to a line only this
     /// thread writes).
-    fn publish_output_len(&self) {
+    pub(crate) fn publish_output_len(&self) {
         if let Some(m) = &self.meter {
             m.set_output(self.output_len());
         }
@@ -603,7 +621,8 @@ impl Connection {
     }
 
     /// Bytes queued or being sent, referenced values counted as copied
-    /// (what `client-output-buffer-limit` is checked against).
+    /// (what `client-output-buffer-limit` is checked against, less what
+    /// fits Valkey's reply buffer: [`engine::output::OutputShape`]).
     pub(crate) fn output_len(&self) -> usize {
         self.out.len() + self.sending.len() - self.sent
     }
@@ -620,7 +639,9 @@ impl Connection {
             self.soft_since = None;
             return false;
         }
-        let len = self.output_len() as u64;
+        // Valkey's `omem`: output that fits its reply buffer is not held
+        // against the limit.
+        let len = engine::output::OutputShape::of(self.output_len() as u64).list;
         if l.hard > 0 && len > l.hard {
             return true;
         }

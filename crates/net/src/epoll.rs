@@ -327,7 +327,12 @@ impl Epoll {
                 d.on_eof(slot);
                 break;
             } else {
-                match errno() {
+                let e = errno();
+                // Nothing went out: count it all again.
+                if let Some(c) = d.conn(slot) {
+                    c.publish_output_len();
+                }
+                match e {
                     libc::EAGAIN => break,
                     libc::EINTR => continue,
                     _ => {
@@ -347,10 +352,9 @@ impl Epoll {
                 return;
             }
             let fd = c.fd;
-            let (buf, from) = c.pending();
-            if buf.len() == from {
+            let Some((buf, from)) = c.begin_send() else {
                 break;
-            }
+            };
             let (n, want) = if buf.has_refs() {
                 // Large values by reference: one sendmsg over the bytes
                 // and the values, nothing copied.
@@ -381,7 +385,12 @@ impl Epoll {
                     break;
                 }
             } else {
-                match errno() {
+                let e = errno();
+                // Nothing went out: count it all again.
+                if let Some(c) = d.conn(slot) {
+                    c.publish_output_len();
+                }
+                match e {
                     libc::EAGAIN => break,
                     libc::EINTR => continue,
                     _ => {

@@ -12,6 +12,10 @@
 //!   sending buffer, which is not touched until its completion. All sends
 //!   queued during an iteration go to the kernel with the next wait, in
 //!   one `io_uring_enter`; partial sends continue from where they stopped.
+//!   A send's bytes leave the client's output meter (CLIENT LIST) when it
+//!   is queued, since the client may read them before the completion is
+//!   reaped; one still waiting for socket room after that wait is counted
+//!   again.
 //!   A buffer holding large values by reference goes as one
 //!   `IORING_OP_SENDMSG` whose msghdr and iovec array live in this loop's
 //!   per-slot [`SendMsg`], untouched until the completion.
@@ -231,6 +235,9 @@ pub(crate) struct Uring {
     last_accept_error_log: Option<Instant>,
     /// Connections whose multishot recv ended and must be re-armed.
     rearm: Vec<u32>,
+    /// Sends queued since the last wait, by slot and generation: their
+    /// bytes left the output meter when queued (`begin_send`).
+    issued: Vec<(u32, u32)>,
     cqes: Vec<(u64, i32, u32)>,
     /// `io-uring-batch-wait-us`, 0 when off or the kernel lacks
     /// IORING_FEAT_MIN_TIMEOUT.
@@ -324,6 +331,7 @@ impl Uring {
             accept_paused_until: None,
             last_accept_error_log: None,
             rearm: Vec::new(),
+            issued: Vec::new(),
             cqes: Vec::new(),
             batch_wait_us,
             last_cqes: 0,
@@ -412,10 +420,9 @@ impl Uring {
             return Ok(());
         }
         let (fd, generation) = (c.fd, c.generation);
-        let (buf, from) = c.pending();
-        if buf.len() == from {
+        let Some((buf, from)) = c.begin_send() else {
             return Ok(());
-        }
+        };
         let e = if buf.has_refs() {
             let i = slot as usize;
             if self.msgs.len() <= i {
@@ -436,7 +443,23 @@ impl Uring {
         if let Some(c) = d.conn(slot) {
             c.send_busy = true;
         }
+        self.issued.push((slot, generation));
         self.push(e.user_data(tag(KIND_SEND, slot, generation)))
+    }
+
+    /// After the wait that submitted them: a send still not complete is
+    /// waiting for room in the socket, and has sent nothing (no
+    /// MSG_WAITALL, so a partial send completes), so its bytes count as
+    /// the client's waiting output again. One that went out has been
+    /// handled and republished by then ([`Driver::on_sent`]).
+    fn recount_stalled_sends(&mut self, d: &mut Driver) {
+        for (slot, generation) in self.issued.drain(..) {
+            if let Some(c) = d.conn_gen(slot, generation)
+                && c.send_busy
+            {
+                c.publish_output_len();
+            }
+        }
     }
 
     /// Serve until shutdown (every connection closed; returns no
@@ -463,6 +486,7 @@ impl Uring {
             let rung = self.collect();
             d.after_wait(rung);
             self.handle(d)?;
+            self.recount_stalled_sends(d);
             if let Some(fd) = bell
                 && !self.bell_armed
             {
@@ -758,6 +782,7 @@ impl Uring {
         } else if res == -libc::ECANCELED && moving {
             // Cancelled to let go of the socket: nothing went out (see
             // `detach`), the output travels with the connection.
+            c.publish_output_len();
         } else {
             d.on_send_error(slot);
         }

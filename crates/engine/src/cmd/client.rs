@@ -391,13 +391,13 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
     let (sub, psub, ssub) = crate::pubsub::counts(s);
-    let omem = s.output_bytes();
+    let out = s.output_shape();
     let tot_mem = s.memory();
     let mut o = String::with_capacity(400);
     let _ = write!(
         o,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub={} psub={} ssub={} \
-         multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs=1024 rbp=0 obl=0 oll=0 omem={} \
+         multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl={} oll={} omem={} \
          tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
         s.id.0,
@@ -417,7 +417,10 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         s.meter.input(),
         s.meter.input_free(),
         s.multi.as_ref().map_or(0, |m| m.mem()),
-        omem,
+        crate::output::REPLY_BUFFER,
+        out.buffer,
+        out.blocks,
+        out.list,
         tot_mem,
         cmd,
         if s.proto == Protocol::Resp3 { 3 } else { 2 },
