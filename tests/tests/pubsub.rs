@@ -443,6 +443,10 @@ e2e!(
             omem > 1_000_000
         });
         assert!(omem <= (BIG_COUNT * (BIG + 100)) as u64, "omem={omem}");
+        // Output waits: its socket is watched for writability (`w`).
+        let list = admin.cmd(&["CLIENT", "LIST"]).text();
+        let line = list.lines().find(|l| l.contains(" name=slow ")).unwrap();
+        assert!(line.contains(" events=rw "), "{line}");
         let tot_mem = client_list_field(&mut admin, "slow", "tot-mem").unwrap();
         assert!(tot_mem >= omem, "tot-mem={tot_mem} omem={omem}");
         // INFO: the largest output waiting (redis-server samples it once a

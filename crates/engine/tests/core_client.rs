@@ -286,9 +286,17 @@ fn omem_counts_output_not_sent_yet() {
         kv.parse().unwrap()
     };
     assert_eq!(field(&mut e, "omem"), 0);
+    let events = |e: &mut engine::Engine| {
+        let text = bulk_text(&cmd(e, b, &["client", "list", "id", &a.0.to_string()]));
+        let ev = text.split(' ').find_map(|kv| kv.strip_prefix("events="));
+        ev.unwrap().to_string()
+    };
+    assert_eq!(events(&mut e), "r");
     let base = field(&mut e, "tot-mem");
     // Within Valkey's 1 KiB reply buffer: `obl`, no `omem`.
     e.client_meter(a).unwrap().set_output(31);
+    // Output waits: the socket is watched for writability too.
+    assert_eq!(events(&mut e), "rw");
     assert_eq!(field(&mut e, "obl"), 31);
     assert_eq!(field(&mut e, "oll"), 0);
     assert_eq!(field(&mut e, "omem"), 0);

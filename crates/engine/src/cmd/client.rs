@@ -398,7 +398,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         o,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub={} psub={} ssub={} \
          multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl={} oll={} omem={} \
-         tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
+         tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
         s.id.0,
         s.addr_string(),
@@ -422,6 +422,8 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         out.blocks,
         out.list,
         tot_mem,
+        // Valkey watches for writability only while output waits.
+        if s.output_bytes() > 0 { "rw" } else { "r" },
         cmd,
         if s.proto == Protocol::Resp3 { 3 } else { 2 },
         lib_name,
