@@ -327,12 +327,7 @@ impl Epoll {
                 d.on_eof(slot);
                 break;
             } else {
-                let e = errno();
-                // Nothing went out: count it all again.
-                if let Some(c) = d.conn(slot) {
-                    c.publish_output_len();
-                }
-                match e {
+                match errno() {
                     libc::EAGAIN => break,
                     libc::EINTR => continue,
                     _ => {
