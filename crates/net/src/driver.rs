@@ -1188,17 +1188,32 @@ mod tests {
         );
     }
 
-    #[test]
-    fn client_list_shows_pending_output() {
+    /// A subscriber (`slow`) with three publishes waiting, an admin
+    /// client, and how many bytes wait.
+    fn subscriber_behind() -> (Driver, u32, u32, usize) {
         let mut d = driver(engine::Config::default());
         let (slow, admin) = (add(&mut d), add(&mut d));
         d.on_input(slow, b"SUBSCRIBE ch\r\n");
         d.process();
         run(&mut d, admin, &publishes(b"ch", 3));
         let pending = d.conn(slow).unwrap().output_len();
+        (d, slow, admin, pending)
+    }
+
+    /// The subscriber's CLIENT LIST line, asked by `admin`.
+    fn subscriber_line(d: &mut Driver, admin: u32) -> String {
+        let list = String::from_utf8(run(d, admin, b"CLIENT LIST\r\n")).unwrap();
+        list.lines()
+            .find(|l| l.contains("sub=1"))
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn client_list_shows_pending_output() {
+        let (mut d, slow, admin, pending) = subscriber_behind();
         assert!(pending > 30_000);
-        let list = String::from_utf8(run(&mut d, admin, b"CLIENT LIST\r\n")).unwrap();
-        let line = list.lines().find(|l| l.contains("sub=1")).unwrap();
+        let line = subscriber_line(&mut d, admin);
         // A backlog past the 1 KiB reply buffer is all reply list, in
         // 16 KiB blocks, as in Valkey.
         let blocks = pending.div_ceil(16 * 1024);
@@ -1208,8 +1223,7 @@ mod tests {
         );
         // Sent: nothing pending any more.
         output(&mut d, slow);
-        let list = String::from_utf8(run(&mut d, admin, b"CLIENT LIST\r\n")).unwrap();
-        let line = list.lines().find(|l| l.contains("sub=1")).unwrap();
+        let line = subscriber_line(&mut d, admin);
         assert!(line.contains(" obl=0 oll=0 omem=0 "), "{line}");
     }
 
@@ -1218,19 +1232,9 @@ mod tests {
     /// send counts its remainder again.
     #[test]
     fn output_handed_to_a_send_is_no_longer_counted() {
-        let mut d = driver(engine::Config::default());
-        let (slow, admin) = (add(&mut d), add(&mut d));
-        d.on_input(slow, b"SUBSCRIBE ch\r\n");
-        d.process();
-        run(&mut d, admin, &publishes(b"ch", 3));
-        let pending = d.conn(slow).unwrap().output_len();
+        let (mut d, slow, admin, pending) = subscriber_behind();
         let omem = |d: &mut Driver| {
-            let list = String::from_utf8(run(d, admin, b"CLIENT LIST\r\n")).unwrap();
-            let line = list
-                .lines()
-                .find(|l| l.contains("sub=1"))
-                .unwrap()
-                .to_owned();
+            let line = subscriber_line(d, admin);
             let v = line.split(' ').find_map(|f| f.strip_prefix("omem="));
             v.unwrap().parse::<usize>().unwrap()
         };
