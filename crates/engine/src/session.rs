@@ -80,7 +80,8 @@ impl Session {
     /// Output waiting for this client: what the IO layer has not sent yet
     /// (its meter) and what is still queued here for it (pub/sub messages
     /// of this batch). In threaded mode output in transit between the
-    /// threads is not counted. CLIENT LIST `omem`.
+    /// threads is not counted. CLIENT LIST shows it as `obl`/`oll`/`omem`
+    /// ([`crate::output::OutputShape`]).
     pub fn output_bytes(&self) -> u64 {
         self.meter.output() + self.pending.len() as u64
     }
@@ -95,7 +96,13 @@ impl Session {
     /// buffer's worth, its name and its waiting output. CLIENT LIST
     /// `tot-mem`, and INFO `mem_clients_normal` summed.
     pub fn memory(&self) -> u64 {
-        Session::BASE_MEMORY + self.name.as_ref().map_or(0, Vec::len) as u64 + self.output_bytes()
+        self.memory_with_output(self.output_bytes())
+    }
+
+    /// [`Session::memory`] with the waiting output already read (the meter
+    /// moves under a reader: one CLIENT LIST line reads it once).
+    pub fn memory_with_output(&self, output: u64) -> u64 {
+        Session::BASE_MEMORY + self.name.as_ref().map_or(0, Vec::len) as u64 + output
     }
 
     /// A fresh session: db 0, RESP2, no name. Stable API for tests.

@@ -391,8 +391,11 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         .map(String::from_utf8_lossy)
         .unwrap_or_default();
     let (sub, psub, ssub) = crate::pubsub::counts(s);
-    let out = s.output_shape();
-    let tot_mem = s.memory();
+    // Read once: the IO thread moves the meter meanwhile, and the line's
+    // `obl`/`oll`/`omem`, `tot-mem` and `events` must agree.
+    let pending = s.output_bytes();
+    let out = crate::output::OutputShape::of(pending);
+    let tot_mem = s.memory_with_output(pending);
     let mut o = String::with_capacity(400);
     let _ = write!(
         o,
@@ -423,7 +426,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         out.list,
         tot_mem,
         // Valkey watches for writability only while output waits.
-        if s.output_bytes() > 0 { "rw" } else { "r" },
+        if pending > 0 { "rw" } else { "r" },
         cmd,
         if s.proto == Protocol::Resp3 { 3 } else { 2 },
         lib_name,
