@@ -424,8 +424,9 @@ impl Engine {
         // keys of the next `window` (buckets first, then the entries their
         // tags point at, then the values' bytes): close enough ahead that
         // the lines are in flight together, near enough that they are still
-        // in cache when used. (A finer pipeline, each stage a few commands
-        // ahead of the next, measured slower at 10M keys.)
+        // in cache when used. (Finer pipelines measured slower at 10M keys:
+        // each stage a few commands ahead of the next, and each stage a
+        // window ahead of the next; docs/BENCHMARKS.md §6.1, §6.6.)
         let window = srv.config.prefetch_batch_max_size;
         let mut next_prefetch = 0;
         let mut at = 0;
