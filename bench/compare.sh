@@ -80,11 +80,7 @@ start_server() { # name
     *) echo "compare.sh: unknown backend $name (io_uring|io_uring-bwN|epoll)" >&2; exit 1 ;;
   esac
   SERVER_PID=$!
-  for _ in $(seq 1 200); do
-    redis-cli -p "$PORT" PING >/dev/null 2>&1 && return 0
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.05
-  done
+  wait_ready && return 0
   echo "compare.sh: $name did not start; log:" >&2
   cat "$WORK/$name.log" >&2
   exit 1

@@ -51,12 +51,7 @@ for round in $(seq 1 "$ROUNDS"); do
       taskset -c "$SERVER_CPU" "$path" --port "$PORT" --io-uring "$uring" \
         --io-threads "$threads" --save "" --loglevel warning >"$RESULTS.log" 2>&1 &
       SERVER_PID=$!
-      up=no
-      for _ in $(seq 1 100); do
-        redis-cli -p "$PORT" ping >/dev/null 2>&1 && { up=yes; break; }
-        sleep 0.05
-      done
-      if [ "$up" != yes ]; then
+      if ! wait_ready; then
         echo "large_get.sh: $label $backend did not start:" >&2
         cat "$RESULTS.log" >&2
         exit 1

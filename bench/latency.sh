@@ -64,10 +64,7 @@ start() { # variant → server on $PORT, answering PING
     *) echo "latency.sh: unknown variant $v" >&2; exit 1 ;;
   esac
   SERVER_PID=$!
-  for _ in $(seq 1 200); do
-    redis-cli -p "$PORT" PING 2>/dev/null | grep -q PONG && return 0
-    sleep 0.05
-  done
+  wait_ready && return 0
   echo "latency.sh: $v did not start:" >&2
   tail -n 20 "$WORK/server.log" >&2
   exit 1

@@ -16,6 +16,17 @@ stop_server() {
   SERVER_PID=""
 }
 
+# wait_ready → success once the server on $PORT answers PING, within 10 s;
+# failure if it exits first or does not answer in time.
+wait_ready() {
+  for _ in $(seq 1 200); do
+    redis-cli -p "$PORT" PING 2>/dev/null | grep -q PONG && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
 # cpu_ticks PID → utime+stime of the whole process, in clock ticks.
 cpu_ticks() {
   # Fields after the ")" that ends the command name: state is field 3, so

@@ -51,10 +51,7 @@ start_server() { # name
     ringkv) "$RINGKV_BIN" "${common[@]}" >"$WORK/$1.log" 2>&1 & ;;
   esac
   SERVER_PID=$!
-  for _ in $(seq 1 200); do
-    redis-cli -p "$PORT" PING >/dev/null 2>&1 && return 0
-    sleep 0.05
-  done
+  wait_ready && return 0
   echo "memory.sh: $1 did not start" >&2
   cat "$WORK/$1.log" >&2
   exit 1

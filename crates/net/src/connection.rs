@@ -600,6 +600,7 @@ impl Connection {
         if let Some(m) = &self.meter {
             m.set_output(self.out.len());
         }
+        // What `pending` returned, borrowed again after the meter's store.
         Some((&self.sending, self.sent))
     }
 
