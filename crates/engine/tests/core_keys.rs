@@ -15,7 +15,7 @@ const T0: i64 = 1_700_000_000_000;
 /// Last accessed 100 s before T0.
 fn put(e: &mut Engine, db: usize, key: &str, val: Str) {
     let mut entry = Entry::new(Value::Str(val));
-    entry.access_s = (T0 / 1000 - 100) as u32;
+    entry.set_access(store::lru_clock(T0 - 100_000));
     e.server_mut().keyspace.dbs[db].insert(store::hash_key(key.as_bytes()), key.as_bytes(), entry);
 }
 
@@ -407,7 +407,7 @@ fn rename_and_renamenx() {
     assert_eq!(cmd(&mut e, c, &["ttl", "c"]), ":-1\r\n");
     assert_eq!(e.server().keyspace.dbs[0].expires_len(), 0);
     assert_eq!(
-        entry(&e, 0, "c").map(|x| x.value.clone()),
+        entry(&e, 0, "c").map(|x| x.to_value()),
         Some(Value::Str(Str::from_bytes(b"1")))
     );
 
@@ -433,7 +433,7 @@ fn copy_command() {
     assert_eq!(cmd(&mut e, c, &["copy", "a", "b"]), ":1\r\n");
     assert_eq!(cmd(&mut e, c, &["ttl", "b"]), ":100\r\n");
     assert_eq!(
-        entry(&e, 0, "b").map(|x| x.value.clone()),
+        entry(&e, 0, "b").map(|x| x.to_value()),
         Some(Value::Str(Str::Int(42)))
     );
     assert_eq!(e.server().keyspace.dbs[0].expires_len(), 2);
@@ -446,7 +446,7 @@ fn copy_command() {
     assert_eq!(cmd(&mut e, c, &["copy", "x", "b", "REPLACE"]), ":1\r\n");
     assert_eq!(cmd(&mut e, c, &["ttl", "b"]), ":-1\r\n");
     assert_eq!(
-        entry(&e, 0, "b").map(|x| x.value.clone()),
+        entry(&e, 0, "b").map(|x| x.to_value()),
         Some(Value::Str(Str::from_bytes(b"new")))
     );
 
@@ -543,7 +543,7 @@ fn move_command() {
     e.server_mut().keyspace.dbs[2].set_expire(store::hash_key(b"t"), b"t", Some(T0 - 1));
     assert_eq!(cmd(&mut e, c, &["move", "t", "2"]), ":1\r\n");
     assert_eq!(
-        entry(&e, 2, "t").map(|x| x.value.clone()),
+        entry(&e, 2, "t").map(|x| x.to_value()),
         Some(Value::Str(Str::from_bytes(b"src")))
     );
 }

@@ -49,10 +49,7 @@ fn value(e: &engine::Engine, key: &str) -> Option<store::Str> {
     let h = store::hash_key(key.as_bytes());
     e.server().keyspace.dbs[0]
         .peek(h, key.as_bytes())
-        .and_then(|x| match &x.value {
-            store::Value::Str(s) => Some(s.clone()),
-            _ => None,
-        })
+        .and_then(|x| x.str().map(store::StrRef::to_owned))
 }
 
 #[test]
@@ -667,9 +664,10 @@ fn keyspace_hits_and_misses() {
 #[test]
 fn wrong_type_goes_through_the_helper() {
     use engine::cmd::strings::{WRONGTYPE, as_str, encode};
-    // Only strings exist yet; the check itself must accept them.
-    let v = store::Value::Str(encode(b"12"));
-    assert_eq!(as_str(&v), Some(&store::Str::Int(12)));
+    let v = store::Entry::keyed_str(b"k", encode(b"12"), None);
+    assert_eq!(as_str(&v), Some(store::StrRef::Int(12)));
+    let h = store::Entry::keyed(b"h", store::Value::Hash(store::types::Hash::new()));
+    assert_eq!(as_str(&h), None);
     assert!(WRONGTYPE.starts_with("WRONGTYPE Operation against a key holding"));
 }
 

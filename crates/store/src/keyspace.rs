@@ -1,52 +1,82 @@
-//! Databases, entries and expiry.
+//! Databases, access stamps and expiry.
 //!
-//! A [`Db`] is the main table plus a second, smaller table of its volatile
-//! keys (key → expire time), as Valkey keeps its `expires` dict. The second
-//! table makes `expires_len` exact and gives the active expire cycle
-//! something to sample that contains only keys with a TTL, however few of
-//! them there are among persistent keys. It must be kept in sync, so change
-//! a key's TTL only through [`Db::insert`] and [`Db::set_expire`], never by
-//! writing `Entry::expire_at_ms` through a `&mut Entry`.
+//! A [`Db`] is one table of [`Entry`] nodes (key, value, expiry and access
+//! bits in one allocation) plus an index of expiry times. The index is a
+//! min-heap of `(time, key hash)`, 16 bytes per volatile key and no second
+//! hash-table entry: the active cycle pops what is due instead of sampling
+//! (so it finds every expired key Valkey's sampling would, and more), and
+//! eviction's `volatile-*` policies sample it. An index item goes stale
+//! when its key's TTL changes or the key goes away; it is dropped when it
+//! comes up without a key of that hash and time, and the heap is rebuilt
+//! without stale items once they outnumber the live ones. Change a key's
+//! TTL only through [`Db::insert`] and [`Db::set_expire`], never through
+//! [`Entry::set_expire_at_ms`] on a `&mut Entry`.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-use crate::{Table, Value};
+use crate::table::{Item, RawTable};
+use crate::{Entry, hash_key};
 
-pub struct Entry {
-    pub value: Value,
-    /// Absolute Unix time in ms at which the key expires; `None` =
-    /// persistent. Non-zero so the option costs no tag: 16 bytes less per
-    /// key (a node fits jemalloc's 80-byte class, not 96). A time of 0 is
-    /// stored as -1: both are long past, and an expired key is never seen.
-    expire: Option<std::num::NonZeroI64>,
-    /// Last access, in seconds of the server's clock (OBJECT IDLETIME).
-    pub access_s: u32,
+/// How a database stamps an entry's 24 access bits on each access (as
+/// Valkey, chosen by `maxmemory-policy`). Switching does not convert the
+/// bits already stamped: they read as the other kind until next touched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessPolicy {
+    /// Valkey's LRU clock: Unix seconds modulo 2^24.
+    Lru,
+    /// Valkey's LFU: minutes modulo 2^16 (8 bits up) and a logarithmic
+    /// counter (low 8 bits), decaying by one per `decay_time` minutes.
+    Lfu { log_factor: u32, decay_time: u32 },
 }
 
-/// Node = hash (8) + inline key (24) + entry: 80 bytes, a jemalloc class.
-const _: () = assert!(std::mem::size_of::<Entry>() <= 48);
+/// Valkey's `LFU_INIT_VAL`: a new key's counter, so that it is not
+/// evicted before it had a chance to be read.
+pub const LFU_INIT_VAL: u8 = 5;
+const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+
+/// Valkey's `LRU_CLOCK()` at `now_ms` (second resolution).
+#[inline]
+pub fn lru_clock(now_ms: i64) -> u32 {
+    ((now_ms / 1000) as u64 & LRU_CLOCK_MAX as u64) as u32
+}
+
+#[inline]
+fn lfu_minutes(now_ms: i64) -> u32 {
+    ((now_ms / 60_000) as u64 & 0xFFFF) as u32
+}
 
 impl Entry {
-    pub fn new(value: Value) -> Entry {
-        Entry {
-            value,
-            expire: None,
-            access_s: 0,
+    /// Valkey's `estimateObjectIdleTime`, in ms: how long since the last
+    /// access, from LRU access bits.
+    pub fn idle_ms(&self, now_ms: i64) -> u64 {
+        let clock = lru_clock(now_ms);
+        let at = self.access();
+        let secs = if clock >= at {
+            clock - at
+        } else {
+            clock + (LRU_CLOCK_MAX - at)
+        };
+        secs as u64 * 1000
+    }
+
+    /// Valkey's `LFUDecrAndReturn`: the counter of LFU access bits after
+    /// the decay due by `now_ms` (not stored).
+    pub fn lfu_counter(&self, now_ms: i64, decay_time: u32) -> u8 {
+        let a = self.access();
+        let (last, counter) = (a >> 8, (a & 0xFF) as u8);
+        if decay_time == 0 {
+            return counter;
         }
-    }
-    /// Absolute Unix time in ms at which the key expires.
-    #[inline]
-    pub fn expire_at_ms(&self) -> Option<i64> {
-        self.expire.map(std::num::NonZeroI64::get)
-    }
-    #[inline]
-    pub fn set_expire_at_ms(&mut self, at: Option<i64>) {
-        self.expire =
-            at.and_then(|t| std::num::NonZeroI64::new(t).or(std::num::NonZeroI64::new(-1)));
-    }
-    #[inline]
-    pub fn is_expired(&self, now_ms: i64) -> bool {
-        self.expire_at_ms().is_some_and(|t| t <= now_ms)
+        let now = lfu_minutes(now_ms);
+        let elapsed = if now >= last {
+            now - last
+        } else {
+            65535 - last + now
+        };
+        let periods = elapsed / decay_time;
+        counter.saturating_sub(periods.min(255) as u8)
     }
 }
 
@@ -58,59 +88,51 @@ pub struct ExpireStats {
     pub expired_time_cap_reached_count: u64,
 }
 
-/// Keys the active cycle looks at per loop (Valkey's
-/// `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
-const KEYS_PER_LOOP: usize = 20;
-/// Keep looping while more than this percentage of a sample was expired.
-const ACCEPTABLE_STALE: usize = 10;
 /// `random_key` gives up after this many expired picks.
 const RANDOM_TRIES: usize = 32;
+/// Expiry index items popped between two looks at the clock.
+const POPS_PER_CLOCK_READ: usize = 16;
 
-#[inline]
-fn secs(now_ms: i64) -> u32 {
-    (now_ms / 1000).clamp(0, u32::MAX as i64) as u32
-}
-
-/// Bytes of a string value prefetched ahead of a read: a GET copies all of
-/// it into the reply, and past this the hardware's stream prefetcher keeps
-/// up with the copy.
-const VALUE_PREFETCH_BYTES: usize = 1024;
-
-fn prefetch_str(e: &Entry) {
-    if let Value::Str(crate::Str::Bytes(b) | crate::Str::Raw(b)) = &e.value {
-        let p = b.as_ptr();
-        let n = b.len().min(VALUE_PREFETCH_BYTES);
-        let mut off = 0;
-        while off < n {
-            crate::table::prefetch_ptr(p.wrapping_add(off));
-            off += 64;
-        }
-        // The value's last line when its start is not line-aligned.
-        if n > 0 {
-            crate::table::prefetch_ptr(p.wrapping_add(n - 1));
-        }
-    }
-}
-
-/// One database: a table of entries plus what expiry needs.
+/// The expiry index; see the module doc.
 #[derive(Default)]
+struct ExpireIndex {
+    heap: BinaryHeap<Reverse<(i64, u64)>>,
+}
+
+/// One database: a table of entries plus what expiry and eviction need.
 pub struct Db {
-    table: Table<Entry>,
-    /// Volatile keys and their expire time (see the module doc).
-    volatile: Table<i64>,
-    /// Where the active cycle resumes its SCAN of `volatile`.
-    expire_cursor: u64,
-    /// The last clock the engine showed us, in seconds: stamps `access_s`
-    /// of inserted entries that did not set it.
-    clock_s: u32,
-    /// Reused buffer of expired keys found by one sample.
-    doomed: Vec<(u64, Box<[u8]>)>,
+    table: RawTable<Entry>,
+    expires: ExpireIndex,
+    /// Keys with a TTL (exact; the index also holds stale items).
+    volatile: usize,
+    policy: AccessPolicy,
+    /// State of the LFU counter's coin flips.
+    rng: u64,
+    /// The last clock the engine showed us, in ms: stamps entries inserted
+    /// without one.
+    clock_ms: i64,
     pub stats: ExpireStats,
     /// Record the keys expiry deletes (lazily or actively) for the engine,
     /// which turns them into `expired` keyspace events and WATCH
     /// invalidations. Off unless someone listens: it costs a copy per key.
     pub log_expired: bool,
     expired_log: Vec<Box<[u8]>>,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db {
+            table: RawTable::new(),
+            expires: ExpireIndex::default(),
+            volatile: 0,
+            policy: AccessPolicy::Lru,
+            rng: 0x853c_49e6_748f_ea9b,
+            clock_ms: 0,
+            stats: ExpireStats::default(),
+            log_expired: false,
+            expired_log: Vec::new(),
+        }
+    }
 }
 
 impl Db {
@@ -122,12 +144,51 @@ impl Db {
     }
     /// Keys with a TTL (INFO keyspace `expires=`).
     pub fn expires_len(&self) -> usize {
-        self.volatile.len()
+        self.volatile
     }
+    pub fn access_policy(&self) -> AccessPolicy {
+        self.policy
+    }
+
+    fn next_rand(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// Access bits for an entry touched now (Valkey's `updateLFU` or
+    /// `LRU_CLOCK`).
+    fn touched(&mut self, e_access: u32, counter: Option<u8>, now_ms: i64) -> u32 {
+        match self.policy {
+            AccessPolicy::Lru => lru_clock(now_ms),
+            AccessPolicy::Lfu { log_factor, .. } => {
+                let c = counter.unwrap_or((e_access & 0xFF) as u8);
+                let c = if c == 255 {
+                    255
+                } else {
+                    let base = c.saturating_sub(LFU_INIT_VAL) as f64;
+                    let p = 1.0 / (base * log_factor as f64 + 1.0);
+                    let r = (self.next_rand() >> 11) as f64 / (1u64 << 53) as f64;
+                    c + (r < p) as u8
+                };
+                (lfu_minutes(now_ms) << 8) | c as u32
+            }
+        }
+    }
+
+    /// Access bits of a new key (Valkey's `createObject`).
+    fn fresh_access(&self, now_ms: i64) -> u32 {
+        match self.policy {
+            AccessPolicy::Lru => lru_clock(now_ms),
+            AccessPolicy::Lfu { .. } => (lfu_minutes(now_ms) << 8) | LFU_INIT_VAL as u32,
+        }
+    }
+
     /// Look a key up, deleting it first if its time has passed (lazy
-    /// expiry), and mark it accessed now.
+    /// expiry), and stamp the access.
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        self.clock_s = secs(now_ms);
+        self.clock_ms = now_ms;
         // Writes (and lookups for writing) move a resize along.
         self.table.rehash_step(1);
         // Located once, then borrowed: a borrow returned from one branch
@@ -137,39 +198,57 @@ impl Db {
             self.expire_key(hash, key);
             return None;
         }
+        let (access, counter) = {
+            let e = self.table.at(loc);
+            let counter = match self.policy {
+                AccessPolicy::Lfu { decay_time, .. } => Some(e.lfu_counter(now_ms, decay_time)),
+                AccessPolicy::Lru => None,
+            };
+            (e.access(), counter)
+        };
+        let stamp = self.touched(access, counter, now_ms);
         let e = self.table.at_mut(loc);
-        e.access_s = secs(now_ms);
+        e.set_access(stamp);
         Some(e)
     }
-    /// Read without expiring or touching (for SCAN/KEYS filtering, DEBUG).
+    /// Read without expiring or touching (for SCAN/KEYS filtering, DEBUG,
+    /// OBJECT).
     pub fn peek(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
         self.table.get(hash, key)
     }
     /// Insert or overwrite. Returns the old entry (even if it had expired).
-    /// An entry with `access_s == 0` is stamped with the last clock seen by
-    /// `get`/`scan`/`random_key`/`active_expire`.
+    /// A new key's access bits are stamped fresh unless `entry` carries
+    /// some (a moved key keeps its own); an overwrite under LFU keeps the
+    /// old key's counter, as Valkey's `dbSetValue`.
     pub fn insert(&mut self, hash: u64, key: &[u8], mut entry: Entry) -> Option<Entry> {
-        if entry.access_s == 0 {
-            entry.access_s = self.clock_s;
+        if entry.key() != key {
+            entry = entry.rekey(key);
         }
         let at = entry.expire_at_ms();
-        let old = self.table.insert(hash, key, entry);
-        match at {
-            Some(t) => {
-                self.volatile.insert(hash, key, t);
-            }
-            None => {
-                if old.as_ref().is_some_and(|o| o.expire_at_ms().is_some()) {
-                    self.volatile.remove(hash, key);
-                }
-            }
+        let old = self.table.insert(hash, entry);
+        let fresh = self.fresh_access(self.clock_ms);
+        let policy = self.policy;
+        let e = self.table.get_mut(hash, key).expect("just inserted");
+        if e.access() == 0 {
+            let keep = match (&old, policy) {
+                (Some(o), AccessPolicy::Lfu { .. }) => o.access(),
+                _ => fresh,
+            };
+            e.set_access(keep);
+        }
+        self.volatile += at.is_some() as usize;
+        if let Some(t) = at {
+            self.index_expiry(t, hash);
+        }
+        if old.as_ref().is_some_and(|o| o.expire_at_ms().is_some()) {
+            self.volatile -= 1;
         }
         old
     }
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
         let old = self.table.remove(hash, key);
         if old.as_ref().is_some_and(|o| o.expire_at_ms().is_some()) {
-            self.volatile.remove(hash, key);
+            self.volatile -= 1;
         }
         old
     }
@@ -197,134 +276,184 @@ impl Db {
         };
         let before = e.expire_at_ms().is_some();
         e.set_expire_at_ms(at_ms);
-        match at_ms {
-            Some(t) => {
-                self.volatile.insert(hash, key, t);
-            }
-            None if before => {
-                self.volatile.remove(hash, key);
-            }
-            None => {}
+        self.volatile = self.volatile + at_ms.is_some() as usize - before as usize;
+        if let Some(t) = at_ms {
+            self.index_expiry(t, hash);
         }
         true
     }
+
+    fn index_expiry(&mut self, at: i64, hash: u64) {
+        let heap = &mut self.expires.heap;
+        heap.push(Reverse((at, hash)));
+        // Stale items past the live ones: rebuild without them (amortised:
+        // at least as many inserts as the rebuild visits came before it).
+        if heap.len() > 2 * self.volatile + 64 {
+            let items = std::mem::take(heap).into_vec();
+            let table = &self.table;
+            let live: Vec<_> = items
+                .into_iter()
+                .filter(|&Reverse((at, h))| find_volatile(table, h, at).is_some())
+                .collect();
+            self.expires.heap = BinaryHeap::from(live);
+        }
+    }
+
     pub fn prefetch_batch(&self, hashes: &[u64]) {
         self.table.prefetch_batch(hashes)
     }
-    /// After [`Db::prefetch_batch`]: prefetch the first cache lines of the
-    /// string values of those keys (a GET copies them into the reply).
+    /// After [`Db::prefetch_batch`]: prefetch the rest of the inline string
+    /// values of those keys (a GET copies them into the reply).
     pub fn prefetch_values(&self, hashes: &[u64]) {
-        self.table.prefetch_values(hashes, prefetch_str)
+        self.table
+            .prefetch_values(hashes, |_, _| true, Entry::prefetch_value)
     }
-    /// One SCAN step over live keys; see [`Table::scan`].
+    /// One SCAN step over live keys; see [`RawTable::scan`].
     pub fn scan(&self, cursor: u64, now_ms: i64, mut f: impl FnMut(&[u8], &Entry)) -> u64 {
-        self.table.scan(cursor, |k, e| {
+        self.table.scan(cursor, |e| {
             if !e.is_expired(now_ms) {
-                f(k, e)
+                f(e.key(), e)
             }
         })
     }
     /// A random live key. Expired keys it lands on are deleted (as a lookup
     /// would); after 32 such picks it gives up and returns `None`.
     pub fn random_key(&mut self, seed: u64, now_ms: i64) -> Option<Vec<u8>> {
-        self.clock_s = secs(now_ms);
+        self.clock_ms = now_ms;
         let mut s = seed;
         for _ in 0..RANDOM_TRIES {
             // Each try needs a different pick; the table changes only when
             // a key is deleted.
             s = s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
-            let (h, k, e) = self.table.random_hashed(s)?;
+            let e = self.table.random(s)?;
             if !e.is_expired(now_ms) {
-                return Some(k.to_vec());
+                return Some(e.key().to_vec());
             }
-            let k = k.to_vec();
-            self.expire_key(h, &k);
+            let k = e.key().to_vec();
+            self.expire_key(hash_key(&k), &k);
         }
         None
     }
+    /// Up to `count` random live keys, from all keys or only those with a
+    /// TTL (eviction's sample); `seed` varies the pick. Calls
+    /// `f(hash, key, entry)` for each; a key may come twice.
+    pub fn sample(
+        &mut self,
+        count: usize,
+        volatile_only: bool,
+        seed: u64,
+        mut f: impl FnMut(u64, &[u8], &Entry),
+    ) {
+        let now = self.clock_ms;
+        let mut s = seed;
+        let mut next = || {
+            s = s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
+            s ^ (s >> 29)
+        };
+        let mut found = 0;
+        if volatile_only {
+            let items = self.expires.heap.as_slice();
+            if self.volatile == 0 || items.is_empty() {
+                return;
+            }
+            // Stale items are skipped; give up after a few times `count`.
+            for _ in 0..count * 4 {
+                let Reverse((at, h)) = items[(next() % items.len() as u64) as usize];
+                if let Some(e) = find_volatile(&self.table, h, at) {
+                    f(h, e.key(), e);
+                    found += 1;
+                    if found == count {
+                        return;
+                    }
+                }
+            }
+        } else {
+            for _ in 0..count * 4 {
+                let Some(e) = self.table.random(next()) else {
+                    return;
+                };
+                if e.is_expired(now) && now != 0 {
+                    continue;
+                }
+                f(hash_key(e.key()), e.key(), e);
+                found += 1;
+                if found == count {
+                    return;
+                }
+            }
+        }
+    }
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.table.iter()
+        self.table.iter().map(|e| (e.key(), e))
     }
     /// Move every key out into a new database (to be freed elsewhere:
     /// FLUSHDB ASYNC), leaving this one empty.
     pub fn take_contents(&mut self) -> Db {
         let mut out = Db::default();
         std::mem::swap(&mut out.table, &mut self.table);
-        std::mem::swap(&mut out.volatile, &mut self.volatile);
-        self.expire_cursor = 0;
+        std::mem::swap(&mut out.expires, &mut self.expires);
+        out.volatile = std::mem::take(&mut self.volatile);
         out
     }
     pub fn clear(&mut self) {
         self.table.clear();
-        self.volatile.clear();
-        self.expire_cursor = 0;
+        self.expires = ExpireIndex::default();
+        self.volatile = 0;
     }
     /// Move up to `steps` buckets of any resize in progress (for the cron to
     /// finish resizes of databases that see no writes). True while work is
     /// left.
     pub fn rehash_step(&mut self, steps: usize) -> bool {
-        let a = self.table.rehash_step(steps);
-        let b = self.volatile.rehash_step(steps);
-        a || b
+        self.table.rehash_step(steps)
     }
-    /// The adaptive active-expire cycle (Valkey's `activeExpireCycle`):
-    /// sample volatile keys, delete the expired, repeat while more than
-    /// ~10% of a sample was stale, stop at `budget_us`. Returns keys removed.
+    /// The active expire cycle: delete every key whose time has come, in
+    /// time order, until none is due or `budget_us` is spent. Returns keys
+    /// removed.
     pub fn active_expire(&mut self, now_ms: i64, budget_us: u64) -> usize {
-        self.clock_s = secs(now_ms);
-        if self.volatile.is_empty() {
+        self.clock_ms = now_ms;
+        if self.volatile == 0 {
+            self.expires = ExpireIndex::default();
             return 0;
         }
         let start = Instant::now();
         let budget = Duration::from_micros(budget_us);
-        let (mut total_sampled, mut total_expired) = (0usize, 0usize);
-        loop {
-            let want = KEYS_PER_LOOP.min(self.volatile.len());
-            // Bounds the empty buckets one loop may walk in a sparse table.
-            let max_buckets = want * 20;
-            let mut sampled = 0;
-            let mut buckets = 0;
-            let mut doomed = std::mem::take(&mut self.doomed);
-            while sampled < want && buckets < max_buckets {
-                self.expire_cursor = self.volatile.scan_hashed(self.expire_cursor, |h, k, &at| {
-                    sampled += 1;
-                    if at <= now_ms {
-                        doomed.push((h, k.into()));
-                    }
-                });
-                buckets += 1;
-                if self.expire_cursor == 0 {
-                    break;
-                }
-            }
-            // A scan step may return a key twice during a resize; count
-            // what was really deleted.
-            let mut expired = 0;
-            for (h, k) in doomed.drain(..) {
-                expired += self.expire_key(h, &k) as usize;
-            }
-            self.doomed = doomed;
-            total_sampled += sampled;
-            total_expired += expired;
-            if self.volatile.is_empty()
-                || (sampled > 0 && expired * 100 <= sampled * ACCEPTABLE_STALE)
-            {
+        let volatile_before = self.volatile;
+        let mut removed = 0;
+        let mut popped = 0;
+        while let Some(&Reverse((at, h))) = self.expires.heap.peek() {
+            if at > now_ms {
                 break;
             }
-            if start.elapsed() > budget {
+            self.expires.heap.pop();
+            popped += 1;
+            if let Some(e) = find_volatile(&self.table, h, at) {
+                let k = e.key().to_vec();
+                removed += self.expire_key(h, &k) as usize;
+            }
+            if popped % POPS_PER_CLOCK_READ == 0 && start.elapsed() > budget {
                 self.stats.expired_time_cap_reached_count += 1;
                 break;
             }
         }
-        if total_sampled > 0 {
-            let perc = total_expired as f64 / total_sampled as f64;
-            self.stats.expired_stale_perc = perc * 0.05 + self.stats.expired_stale_perc * 0.95;
-        }
-        total_expired
+        let sample = removed as f64 / volatile_before as f64;
+        self.stats.expired_stale_perc = sample * 0.05 + self.stats.expired_stale_perc * 0.95;
+        removed
     }
+    /// Bytes of the table's own buckets.
+    pub fn table_overhead(&self) -> usize {
+        self.table.memory_usage()
+    }
+    /// Bytes of the database's own structures (buckets and expiry index);
+    /// keys and values are in the entries ([`Entry::memory_usage`]).
     pub fn memory_usage(&self) -> usize {
-        self.table.memory_usage() + self.volatile.memory_usage()
+        self.table_overhead() + self.expires.heap.capacity() * 16
     }
+}
+
+/// The live entry an expiry index item `(at, hash)` stands for: one with
+/// that hash (recomputed from its key) and that expire time.
+fn find_volatile(table: &RawTable<Entry>, hash: u64, at: i64) -> Option<&Entry> {
+    table.get_by(hash, |e| e.expire_at_ms() == Some(at) && e.hash() == hash)
 }
 
 /// All databases (`databases` directive, 16 by default).
@@ -340,5 +469,11 @@ impl Keyspace {
     }
     pub fn swap(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b)
+    }
+    /// How every database stamps accesses from now on.
+    pub fn set_access_policy(&mut self, p: AccessPolicy) {
+        for db in &mut self.dbs {
+            db.policy = p;
+        }
     }
 }

@@ -2,32 +2,34 @@
 //! per-database view with expiry.
 //!
 //! ```text
-//!  Keyspace ── Db[0..databases] ── Table<Entry>   (cache-line buckets, tags,
-//!                                  │               incremental resize, prefetch)
-//!                                  └─ Entry { value: Value, expire_at_ms, access clock }
-//! ```
-//!
-//! ```text
-//!  Db ── table:    Table<Entry>  every key
-//!     └─ volatile: Table<i64>    keys with a TTL → expire time (exact
-//!                                `expires`, sampled by the active cycle)
+//!  Keyspace ── Db[0..databases] ── RawTable<Entry>   (cache-line buckets of
+//!                               │                    8 tagged words, incremental
+//!                               │                    resize, prefetch)
+//!                               │    └─ Entry: one node = key + value (inline
+//!                               │       string, integer or Box<Value>) +
+//!                               │       expire time + 24 access bits
+//!                               └─ expiry index: min-heap of (time, key hash)
 //! ```
 //!
 //! This crate owns memory layout, the key hash ([`hash_key`], seeded per
-//! process) and expiry bookkeeping (lazy expiry in [`Db::get`], Valkey's
-//! adaptive cycle in [`Db::active_expire`]). It knows nothing of commands,
+//! process), access stamps (Valkey's LRU clock or LFU counter, per
+//! [`AccessPolicy`]) and expiry bookkeeping (lazy expiry in [`Db::get`], the
+//! active cycle in [`Db::active_expire`]). It knows nothing of commands,
 //! replies, sessions or sockets, and never reads the clock for expiry
 //! decisions: the engine passes `now_ms` in. It is the only crate besides
-//! `net` allowed `unsafe`, and only inside the table (prefetch and the bucket
-//! array allocation).
+//! `net` allowed `unsafe`, and only in the table and the entry node layout.
 
+pub mod alloc_size;
+pub mod entry;
 pub mod hash;
 pub mod keyspace;
 pub mod table;
 pub mod types;
 pub mod value;
 
+pub use alloc_size::alloc_size;
+pub use entry::{Entry, StrRef, ValueRef};
 pub use hash::hash_key;
-pub use keyspace::{Db, Entry, ExpireStats, Keyspace};
-pub use table::Table;
+pub use keyspace::{AccessPolicy, Db, ExpireStats, Keyspace, LFU_INIT_VAL, lru_clock};
+pub use table::{RawTable, Table};
 pub use value::{EncodingLimits, SHARED_STR_MIN, Str, Value};

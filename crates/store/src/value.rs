@@ -52,6 +52,10 @@ impl Str {
     }
 }
 
+/// The strong and weak counts an `Arc<[u8]>` keeps in front of its bytes,
+/// in the same allocation.
+const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
+
 /// Every key pays for the largest variant: collections keep their large
 /// encodings behind a pointer so the enum stays this small.
 const _: () = assert!(std::mem::size_of::<Value>() <= 32);
@@ -93,6 +97,24 @@ impl Value {
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+        }
+    }
+    /// Bytes the allocator holds for this value's heap data, each
+    /// allocation rounded up to jemalloc's size class (see
+    /// [`crate::alloc_size`]); the `Value` itself, which lives inside the
+    /// keyspace's entry, is not counted. An integer string owns nothing;
+    /// owned bytes cost their capacity (APPEND leaves spare room in a
+    /// `Raw`); a shared string is one `Arc` block, the two reference
+    /// counts followed by the bytes. Collections report their own.
+    pub fn memory_usage(&self) -> usize {
+        match self {
+            Value::Str(Str::Int(_)) => 0,
+            Value::Str(Str::Bytes(b) | Str::Raw(b)) => crate::alloc_size(b.capacity()),
+            Value::Str(Str::Shared(b)) => crate::alloc_size(ARC_HEADER + b.len()),
+            Value::List(l) => l.memory_usage(),
+            Value::Hash(h) => h.memory_usage(),
+            Value::Set(s) => s.memory_usage(),
+            Value::ZSet(z) => z.memory_usage(),
         }
     }
     /// TYPE's answer (and what SCAN TYPE compares against).
@@ -150,5 +172,54 @@ impl Default for EncodingLimits {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::list::End;
+
+    #[test]
+    fn memory_usage_of_strings() {
+        assert_eq!(Value::Str(Str::Int(42)).memory_usage(), 0);
+        assert_eq!(Value::Str(Str::from_bytes(b"")).memory_usage(), 0);
+        // `to_vec` allocates exactly: 100 bytes are served from 112.
+        assert_eq!(
+            Value::Str(Str::from_bytes(&[b'x'; 100])).memory_usage(),
+            112
+        );
+        // Spare capacity is held too: 100 bytes in a 129-byte buffer.
+        let mut raw = Vec::with_capacity(129);
+        raw.extend_from_slice(&[b'x'; 100]);
+        assert_eq!(Value::Str(Str::Raw(raw)).memory_usage(), 160);
+        // A shared string: 16 bytes of counts + 16 KiB = 16400, in the
+        // 20 KiB class.
+        let big = Str::from_bytes(&[b'x'; SHARED_STR_MIN]);
+        assert!(matches!(big, Str::Shared(_)));
+        assert_eq!(Value::Str(big).memory_usage(), 20 * 1024);
+    }
+
+    #[test]
+    fn memory_usage_of_collections_is_theirs() {
+        let lim = EncodingLimits::default();
+        let mut l = List::new();
+        l.push(End::Right, &[b"a", b"b"], &lim);
+        let want = l.memory_usage();
+        assert!(want > 0);
+        assert_eq!(Value::List(l).memory_usage(), want);
+        let mut h = Hash::new();
+        h.set(b"f", b"v", &lim);
+        assert_eq!(Value::Hash(h).memory_usage(), 8);
+        let mut s = Set::new();
+        s.add(b"1", &lim);
+        let want = s.memory_usage();
+        assert!(want > 0);
+        assert_eq!(Value::Set(s).memory_usage(), want);
+        let mut z = ZSet::new();
+        z.insert(b"m", 1.0, &lim);
+        z.shrink();
+        assert_eq!(Value::ZSet(z).memory_usage(), 8);
+        assert_eq!(Value::ZSet(ZSet::new()).memory_usage(), 0);
     }
 }

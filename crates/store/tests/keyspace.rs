@@ -58,11 +58,11 @@ fn get_updates_access_clock() {
     let mut db = Db::default();
     put(&mut db, "k", None);
     let h = hash_key(b"k");
-    assert_eq!(db.get(h, b"k", 42_999).unwrap().access_s, 42);
-    assert_eq!(db.peek(h, b"k").unwrap().access_s, 42);
+    assert_eq!(db.get(h, b"k", 42_999).unwrap().access(), 42);
+    assert_eq!(db.peek(h, b"k").unwrap().access(), 42);
     // New entries take the last clock seen instead of 0.
     put(&mut db, "j", None);
-    assert_eq!(db.peek(hash_key(b"j"), b"j").unwrap().access_s, 42);
+    assert_eq!(db.peek(hash_key(b"j"), b"j").unwrap().access(), 42);
 }
 
 #[test]

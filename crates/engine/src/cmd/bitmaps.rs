@@ -188,7 +188,7 @@ fn with_value<R>(
     let now = ctx.now_ms;
     match lookup_read(ctx.srv, db, h, key, now) {
         None => Ok(f(None)),
-        Some(e) => match as_str(&e.value) {
+        Some(e) => match as_str(e) {
             None => {
                 ctx.reply.error(WRONGTYPE);
                 Err(())
@@ -215,15 +215,15 @@ fn bytes_for_write<'c>(
     let db = &mut ctx.srv.keyspace.dbs[dbi];
     let mut created = false;
     match lookup_write(db, h, key, now) {
-        Some(e) if as_str(&e.value).is_none() => {
+        Some(e) if as_str(e).is_none() => {
             ctx.reply.error(WRONGTYPE);
             return Err(());
         }
         Some(_) => {}
-        None => created = store(db, h, key, Str::Raw(Vec::new()), None, now),
+        None => created = store(db, h, key, Str::Raw(Vec::new()), now),
     }
     let e = lookup_write(db, h, key, now).expect("present");
-    let b = unshare(as_str_mut(&mut e.value).expect("a string"));
+    let b = unshare(as_str_mut(e).expect("a string"));
     if b.len() < len {
         b.resize(len, 0);
     }
@@ -496,7 +496,7 @@ fn bitop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
         return ctx.reply.int(0);
     }
-    let created = store(d, h, dst, Str::Raw(out), None, now);
+    let created = store(d, h, dst, Str::Raw(out), now);
     ctx.reply.int(len as i64);
     ctx.touched(db, dst);
     notify_write(ctx, created, "bitop", dst);

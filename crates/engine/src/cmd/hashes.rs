@@ -282,11 +282,11 @@ fn hash_for_write<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Hash> 
             ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::Hash(Hash::new())));
         }
     }
-    match ctx.srv.keyspace.dbs[db].get(h, key, now) {
-        Some(Entry {
-            value: Value::Hash(hash),
-            ..
-        }) => Some(hash),
+    match ctx.srv.keyspace.dbs[db]
+        .get(h, key, now)
+        .and_then(|e| e.boxed_mut())
+    {
+        Some(Value::Hash(hash)) => Some(hash),
         _ => unreachable!("just looked up or inserted"),
     }
 }
@@ -377,7 +377,7 @@ fn hdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.reply.int(n);
     if n > 0 {
-        after_removal(ctx, key, notify::HASH, "hdel", Value::is_empty_collection);
+        after_removal(ctx, key, notify::HASH, "hdel");
     }
 }
 

@@ -340,7 +340,7 @@ fn load(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     let now = ctx.now_ms;
     let bytes = match lookup_read(ctx.srv, db, h, key, now) {
         None => return Ok(None),
-        Some(e) => match as_str(&e.value) {
+        Some(e) => match as_str(e) {
             None => None,
             Some(s) => {
                 let mut buf = [0u8; resp::num::I64_MAX_LEN];
@@ -377,12 +377,12 @@ fn save(ctx: &mut Ctx<'_>, key: &[u8], bytes: Vec<u8>) -> bool {
     let dbi = ctx.session.db;
     let now = ctx.now_ms;
     let db = &mut ctx.srv.keyspace.dbs[dbi];
-    match lookup_write(db, h, key, now).and_then(|e| as_str_mut(&mut e.value)) {
+    match lookup_write(db, h, key, now).and_then(as_str_mut) {
         Some(s) => {
             *unshare(s) = bytes;
             false
         }
-        None => store(db, h, key, Str::Raw(bytes), None, now),
+        None => store(db, h, key, Str::Raw(bytes), now),
     }
 }
 

@@ -14,7 +14,7 @@ use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
 use crate::glob;
 use crate::num::parse_i64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use store::{Entry, Str, Value};
+use store::{Entry, StrRef};
 
 const WRITE_SLOW: &[&str] = &["keyspace", "write", "slow"];
 const WRITE_FAST: &[&str] = &["keyspace", "write", "fast"];
@@ -447,26 +447,9 @@ const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 const DB_RANGE: &str = "ERR DB index is out of range";
 const NO_SUCH_KEY: &str = "ERR no such key";
 
-/// TYPE's answer and what SCAN TYPE compares against.
-pub fn type_name(v: &Value) -> &'static str {
-    v.type_name()
-}
-
 /// Every name SCAN TYPE accepts (Valkey's `obj_type_name`), whether or not
 /// we store that type yet: an unsupported one just matches nothing.
 const TYPE_NAMES: &[&str] = &["string", "list", "set", "zset", "hash", "stream"];
-
-/// OBJECT ENCODING, with Valkey's names (see [`Value::encoding`]).
-pub fn encoding_name(v: &Value) -> &'static str {
-    v.encoding()
-}
-
-/// The access clock `Entry::access_s` holds (seconds; wraps like Valkey's
-/// LRU clock, and readers subtract the same way).
-#[inline]
-fn clock_s(now_ms: i64) -> u32 {
-    (now_ms / 1000) as u32
-}
 
 /// Not past its expire time (the store drops such keys only lazily).
 #[inline]
@@ -510,10 +493,7 @@ fn lookup_in<'c>(
     let srv = &mut *ctx.srv;
     let d = &mut srv.keyspace.dbs[db];
     let found = if touch {
-        d.get(hash, key, now).map(|e| {
-            e.access_s = clock_s(now);
-            &*e
-        })
+        d.get(hash, key, now).map(|e| &*e)
     } else if d.peek(hash, key).is_some_and(|e| !live(e, now)) {
         // `Db::get` stamps the access clock, so a NOTOUCH lookup only uses
         // it to drop an expired key.
@@ -548,7 +528,7 @@ fn del(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             if let Some(old) = d.remove(hash, key)
                 && lazy
             {
-                ctx.srv.lazyfree.free(old.value);
+                ctx.srv.lazyfree.free(old.into_value());
             }
             ctx.touched(db, key);
             ctx.notify(notify::GENERIC, "del", key);
@@ -579,8 +559,7 @@ fn touch(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn type_cmd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let name =
-        lookup(ctx, argv.get(1), Lookup::ReadNoTouch).map_or("none", |e| type_name(&e.value));
+    let name = lookup(ctx, argv.get(1), Lookup::ReadNoTouch).map_or("none", Entry::type_name);
     ctx.reply.simple(name);
 }
 
@@ -809,13 +788,11 @@ fn copy(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if src_db == dst_db && src == dst {
         return ctx.error(SAME_OBJECT);
     }
-    let now = ctx.now_ms;
     let Some(e) = lookup(ctx, src, Lookup::Read) else {
         return ctx.reply.int(0);
     };
-    let mut copied = Entry::new(e.value.clone());
+    let mut copied = Entry::keyed(dst, e.to_value());
     copied.set_expire_at_ms(e.expire_at_ms());
-    copied.access_s = clock_s(now);
     let hd = ctx.key_hash(dst);
     if lookup_in(ctx, dst_db, hd, dst, Lookup::Write).is_some() && !replace {
         return ctx.reply.int(0);
@@ -924,7 +901,7 @@ fn scan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     loop {
         cursor = db.scan(cursor, now, |k, e| {
             sampled += 1;
-            if want_type.is_some_and(|t| type_name(&e.value) != t) {
+            if want_type.is_some_and(|t| e.type_name() != t) {
                 return;
             }
             if pattern.is_some_and(|p| !glob::matches(p, k, false)) {
@@ -988,8 +965,6 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 const LFU_ERR: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 const LRU_ERR: &str = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
-/// Valkey's counter for a new object under an LFU policy.
-const LFU_INIT_VAL: i64 = 5;
 /// Integers below this are shared objects in Valkey (OBJ_SHARED_INTEGERS).
 const SHARED_INTEGERS: i64 = 10_000;
 /// The refcount Valkey reports for a shared object (OBJ_SHARED_REFCOUNT).
@@ -1002,7 +977,7 @@ fn policy(ctx: &Ctx<'_>) -> String {
 fn object_encoding(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match lookup(ctx, argv.get(2), Lookup::ReadNoTouch) {
         Some(e) => {
-            let enc = encoding_name(&e.value);
+            let enc = e.encoding();
             ctx.reply.bulk(enc.as_bytes())
         }
         None => ctx.reply.null(),
@@ -1016,16 +991,11 @@ fn object_refcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match lookup(ctx, argv.get(2), Lookup::ReadNoTouch) {
         Some(e) => {
             let shared = shares
-                && matches!(e.value, Value::Str(Str::Int(n)) if (0..SHARED_INTEGERS).contains(&n));
+                && matches!(e.str(), Some(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n));
             ctx.reply.int(if shared { SHARED_REFCOUNT } else { 1 })
         }
         None => ctx.reply.null(),
     }
-}
-
-fn idle_s(e: &Entry, now_ms: i64) -> i64 {
-    // Both sides wrap the same way, so wrapping_sub gives the elapsed time.
-    i64::from(clock_s(now_ms).wrapping_sub(e.access_s))
 }
 
 fn object_idletime(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -1037,13 +1007,13 @@ fn object_idletime(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if lfu {
         return ctx.error(LRU_ERR);
     }
-    let idle = idle_s(e, now);
-    ctx.reply.int(idle);
+    let idle = e.idle_ms(now) / 1000;
+    ctx.reply.int(idle as i64);
 }
 
 fn object_freq(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let lfu = policy(ctx).contains("lfu");
-    let decay_min: i64 = ctx
+    let decay_min: u32 = ctx
         .srv
         .config
         .get("lfu-decay-time")
@@ -1056,15 +1026,8 @@ fn object_freq(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !lfu {
         return ctx.error(LFU_ERR);
     }
-    // Entries keep no LFU counter, so this is Valkey's value for a key
-    // never hit since its last access: the initial counter, decayed by one
-    // per `lfu-decay-time` minutes idle.
-    let periods = if decay_min > 0 {
-        idle_s(e, now) / 60 / decay_min
-    } else {
-        0
-    };
-    ctx.reply.int((LFU_INIT_VAL - periods).max(0));
+    let freq = e.lfu_counter(now, decay_min);
+    ctx.reply.int(i64::from(freq));
 }
 
 fn object_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {

@@ -427,11 +427,11 @@ fn push_to(ctx: &mut Ctx<'_>, key: &[u8], end: End, items: &[&[u8]], only_existi
         }
         ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::List(List::new())));
     }
-    let len = match ctx.srv.keyspace.dbs[db].get(h, key, ctx.now_ms) {
-        Some(Entry {
-            value: Value::List(l),
-            ..
-        }) => {
+    let len = match ctx.srv.keyspace.dbs[db]
+        .get(h, key, ctx.now_ms)
+        .and_then(|e| e.boxed_mut())
+    {
+        Some(Value::List(l)) => {
             l.push(end, items, &limits);
             l.len()
         }
@@ -474,13 +474,7 @@ fn pop_from(ctx: &mut Ctx<'_>, key: &[u8], end: End, n: usize) -> Vec<Vec<u8>> {
         None => Vec::new(),
     };
     if !popped.is_empty() {
-        after_removal(
-            ctx,
-            key,
-            notify::LIST,
-            end_event(end, false),
-            Value::is_empty_collection,
-        );
+        after_removal(ctx, key, notify::LIST, end_event(end, false));
     }
     popped
 }
@@ -681,7 +675,7 @@ fn lrem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.reply.int(removed as i64);
     if removed > 0 {
-        after_removal(ctx, key, notify::LIST, "lrem", Value::is_empty_collection);
+        after_removal(ctx, key, notify::LIST, "lrem");
     }
 }
 
@@ -709,7 +703,7 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         l.replace_all(keep, &limits);
     }
     ctx.reply.ok();
-    after_removal(ctx, key, notify::LIST, "ltrim", Value::is_empty_collection);
+    after_removal(ctx, key, notify::LIST, "ltrim");
 }
 
 fn lpos(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -817,13 +811,7 @@ fn do_move(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
     };
     push_to(ctx, dst, to, &[&elem], false);
     ctx.reply.bulk(&elem);
-    after_removal(
-        ctx,
-        src,
-        notify::LIST,
-        end_event(from, false),
-        Value::is_empty_collection,
-    );
+    after_removal(ctx, src, notify::LIST, end_event(from, false));
 }
 
 /// Type checks of LMOVE: `Ok(false)` when the source is missing.

@@ -130,25 +130,19 @@ pub(crate) fn lookup_typed<'s, T>(
     }
     match found {
         None => Ok(None),
-        Some(e) => pick(&mut e.value).map(Some).ok_or(WrongType),
+        Some(e) => e.boxed_mut().and_then(pick).map(Some).ok_or(WrongType),
     }
 }
 
 /// After a command removed elements from `key` (of class `class`): fire
 /// `event`, delete the key if it is now empty (firing `del`), and signal
 /// WATCH and blocked clients.
-pub(crate) fn after_removal(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    class: u32,
-    event: &str,
-    is_empty: fn(&store::Value) -> bool,
-) {
+pub(crate) fn after_removal(ctx: &mut Ctx<'_>, key: &[u8], class: u32, event: &str) {
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
     let emptied = ctx.srv.keyspace.dbs[db]
         .peek(h, key)
-        .is_some_and(|e| is_empty(&e.value));
+        .is_some_and(|e| e.value().is_empty_collection());
     ctx.notify(class, event, key);
     if emptied {
         ctx.srv.keyspace.dbs[db].remove(h, key);

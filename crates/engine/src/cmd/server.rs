@@ -530,22 +530,17 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     let line = match ctx.db().get(hash, key, now) {
         None => None,
         Some(e) => {
-            let (enc, len) = match &e.value {
-                store::Value::Str(store::Str::Int(n)) => ("int", n.to_string().len()),
-                #[allow(unreachable_patterns)]
-                store::Value::Str(store::Str::Bytes(b)) if b.len() <= 44 => ("embstr", b.len()),
-                #[allow(unreachable_patterns)]
-                store::Value::Str(store::Str::Bytes(b) | store::Str::Raw(b)) => ("raw", b.len()),
-                store::Value::Str(store::Str::Shared(b)) => ("raw", b.len()),
-                #[allow(unreachable_patterns)]
-                _ => ("raw", 0),
-            };
-            let idle = (now / 1000 - e.access_s as i64).max(0);
+            let enc = e.encoding();
+            let len = e.str().map_or(0, |s| match s {
+                store::StrRef::Int(n) => n.to_string().len(),
+                s => s.bytes().map_or(0, <[u8]>::len),
+            });
+            let idle = e.idle_ms(now) / 1000;
             Some(format!(
                 "Value at:0x{:x} refcount:1 encoding:{enc} serializedlength:{} lru:{} lru_seconds_idle:{idle}",
                 e as *const _ as usize,
                 len + 1,
-                e.access_s & 0xFF_FFFF,
+                e.access(),
             ))
         }
     };

@@ -333,7 +333,7 @@ fn srem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.reply.int(n);
     if n > 0 {
-        after_removal(ctx, key, notify::SET, "srem", Value::is_empty_collection);
+        after_removal(ctx, key, notify::SET, "srem");
     }
 }
 
@@ -404,7 +404,7 @@ fn spop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     for m in &popped {
         r.bulk(m);
     }
-    after_removal(ctx, key, notify::SET, "spop", Value::is_empty_collection);
+    after_removal(ctx, key, notify::SET, "spop");
 }
 
 fn srandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -478,7 +478,7 @@ fn smove(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     typed_or_reply!(ctx, src, false, Value::as_set_mut)
         .expect("exists")
         .remove(m);
-    after_removal(ctx, src, notify::SET, "srem", Value::is_empty_collection);
+    after_removal(ctx, src, notify::SET, "srem");
     let limits = ctx.srv.config.encoding;
     if !dst_exists {
         let h = ctx.key_hash(dst);

@@ -10,7 +10,7 @@ use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
 use crate::num::{self, LongDouble};
 use crate::server::Server;
 use resp::ReplyWriter;
-use store::{Db, Entry, Str, Value};
+use store::{Db, Entry, Str, StrRef, Value};
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -367,19 +367,17 @@ pub const COMMANDS: &[CommandSpec] = &[
 
 // ---- Value helpers ---------------------------------------------------------
 
-/// The string in a value, `None` for any other type (WRONGTYPE). Every
+/// The string of an entry, `None` for any other type (WRONGTYPE). Every
 /// type check of this module goes through here.
-#[allow(unreachable_patterns)] // only strings exist yet; other types must fall through
-pub fn as_str(v: &Value) -> Option<&Str> {
-    match v {
-        Value::Str(s) => Some(s),
-        _ => None,
-    }
+pub fn as_str(e: &Entry) -> Option<StrRef<'_>> {
+    e.str()
 }
 
-#[allow(unreachable_patterns)]
-pub(crate) fn as_str_mut(v: &mut Value) -> Option<&mut Str> {
-    match v {
+/// The string of an entry, to edit in place: an inline string moves into
+/// its own buffer first (it is about to become Valkey's `raw`).
+pub(crate) fn as_str_mut(e: &mut Entry) -> Option<&mut Str> {
+    e.str()?;
+    match e.value_mut() {
         Value::Str(s) => Some(s),
         _ => None,
     }
@@ -387,55 +385,33 @@ pub(crate) fn as_str_mut(v: &mut Value) -> Option<&mut Str> {
 
 /// Valkey's `tryObjectEncoding` for an argument: integers in `string2ll`
 /// form are kept as integers (OBJECT ENCODING `int`).
-pub fn encode(b: &[u8]) -> Str {
+pub fn encode(b: &[u8]) -> StrRef<'_> {
     match num::parse_i64(b) {
-        Some(n) => Str::Int(n),
-        None => Str::from_bytes(b),
+        Some(n) => StrRef::Int(n),
+        None => StrRef::Bytes(b),
     }
-}
-
-/// Replace a value with the string `b` as [`encode`] would make it, reusing
-/// the old string's buffer when it is about the right size (an overwrite of
-/// a same-sized value then costs no allocation and no free).
-pub(crate) fn overwrite_str(v: &mut Value, b: &[u8]) {
-    if let Value::Str(s) = v
-        && let Str::Bytes(buf) | Str::Raw(buf) = s
-        && b.len() <= buf.capacity()
-        && buf.capacity() - b.len() <= buf.capacity() / 8
-        && b.len() < store::SHARED_STR_MIN
-        && num::parse_i64(b).is_none()
-    {
-        buf.clear();
-        buf.extend_from_slice(b);
-        if let Str::Raw(buf) = s {
-            // SET makes a plain string: `embstr`/`raw` by length again.
-            *s = Str::Bytes(std::mem::take(buf));
-        }
-        return;
-    }
-    *v = Value::Str(encode(b));
 }
 
 /// The bytes of a string; integers are formatted into `buf`.
-pub(crate) fn bytes_of<'a>(s: &'a Str, buf: &'a mut [u8; resp::num::I64_MAX_LEN]) -> &'a [u8] {
+pub(crate) fn bytes_of<'a>(s: StrRef<'a>, buf: &'a mut [u8; resp::num::I64_MAX_LEN]) -> &'a [u8] {
     match s {
-        Str::Int(n) => resp::num::fmt_i64(*n, buf),
-        Str::Bytes(b) | Str::Raw(b) => b,
-        Str::Shared(b) => b,
+        StrRef::Int(n) => resp::num::fmt_i64(n, buf),
+        StrRef::Bytes(b) | StrRef::Raw(b) => b,
+        StrRef::Shared(b) => b,
     }
 }
 
-fn str_len(s: &Str) -> usize {
+fn str_len(s: StrRef<'_>) -> usize {
     let mut buf = [0u8; resp::num::I64_MAX_LEN];
     bytes_of(s, &mut buf).len()
 }
 
-fn reply_str(r: &mut ReplyWriter<'_>, s: &Str) {
+fn reply_str(r: &mut ReplyWriter<'_>, s: StrRef<'_>) {
     match s {
-        Str::Int(n) => r.bulk_from_int(*n),
-        Str::Bytes(b) | Str::Raw(b) => r.bulk(b),
+        StrRef::Int(n) => r.bulk_from_int(n),
+        StrRef::Bytes(b) | StrRef::Raw(b) => r.bulk(b),
         // By reference: no copy of a large value on this thread.
-        Str::Shared(b) => r.bulk_shared(b),
+        StrRef::Shared(b) => r.bulk_shared(b),
     }
 }
 
@@ -462,10 +438,6 @@ pub(crate) fn too_long(max: usize, size: u64, append: u64) -> bool {
 
 // ---- Keyspace helpers ------------------------------------------------------
 
-fn touch(e: &mut Entry, now_ms: i64) {
-    e.access_s = (now_ms / 1000) as u32;
-}
-
 /// `lookupKeyRead`: lazy expiry, access time, hit/miss statistics.
 pub(crate) fn lookup_read<'a>(
     srv: &'a mut Server,
@@ -477,7 +449,6 @@ pub(crate) fn lookup_read<'a>(
     match srv.keyspace.dbs[dbi].get(h, key, now_ms) {
         Some(e) => {
             srv.stats.keyspace_hits += 1;
-            touch(e, now_ms);
             Some(e)
         }
         None => {
@@ -494,24 +465,36 @@ pub(crate) fn lookup_write<'a>(
     key: &[u8],
     now_ms: i64,
 ) -> Option<&'a mut Entry> {
-    let e = db.get(h, key, now_ms)?;
-    touch(e, now_ms);
-    Some(e)
+    db.get(h, key, now_ms)
 }
 
-/// Store a string, replacing whatever was there, with the given expiry.
-/// True if the key is new (nothing live was there: a `new` event).
-pub(crate) fn store(
+/// Store a string built elsewhere (an edited buffer), replacing whatever
+/// was there. True if the key is new (nothing live was there: a `new`
+/// event).
+pub(crate) fn store(db: &mut Db, h: u64, key: &[u8], s: Str, now_ms: i64) -> bool {
+    store_entry(db, h, key, Entry::keyed(key, Value::Str(s)), now_ms)
+}
+
+/// Store an argument as [`encode`] makes it, with the given expiry: SET's
+/// path, one allocation for key and value.
+pub(crate) fn store_arg(
     db: &mut Db,
     h: u64,
     key: &[u8],
-    s: Str,
+    arg: &[u8],
     expire_at_ms: Option<i64>,
     now_ms: i64,
 ) -> bool {
-    let mut e = Entry::new(Value::Str(s));
-    e.set_expire_at_ms(expire_at_ms);
-    touch(&mut e, now_ms);
+    store_entry(
+        db,
+        h,
+        key,
+        Entry::keyed_str(key, encode(arg), expire_at_ms),
+        now_ms,
+    )
+}
+
+fn store_entry(db: &mut Db, h: u64, key: &[u8], e: Entry, now_ms: i64) -> bool {
     db.insert(h, key, e)
         .is_none_or(|old| old.is_expired(now_ms))
 }
@@ -543,7 +526,7 @@ fn get_generic(ctx: &mut Ctx<'_>, key: &[u8], h: u64) -> Got {
             ctx.reply.null();
             Got::Missing
         }
-        Some(e) => match as_str(&e.value) {
+        Some(e) => match as_str(e) {
             Some(s) => {
                 reply_str(&mut ctx.reply, s);
                 Got::Found
@@ -681,7 +664,7 @@ fn set_generic(
         // place, reusing its buffer, instead of a second lookup to insert.
         let ttl = if flags & opt::KEEPTTL != 0 { was } else { when };
         if flags & opt::NX == 0 && when.is_none_or(|t| t > now) && ttl == was {
-            overwrite_str(&mut e.value, val);
+            e.set_str(encode(val));
             done = true;
         }
     }
@@ -719,7 +702,7 @@ fn set_generic(
         None if flags & opt::KEEPTTL != 0 => old_ttl.flatten(),
         None => None,
     };
-    store(db, h, key, encode(val), ttl, now);
+    store_arg(db, h, key, val, ttl, now);
     set_done(ctx, dbi, key, !found, when.is_some(), with_get, replies);
 }
 
@@ -813,7 +796,7 @@ fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let dbi = ctx.session.db;
     let had_ttl = match lookup_read(ctx.srv, dbi, h, key, now) {
         None => return ctx.reply.null(),
-        Some(e) => match as_str(&e.value) {
+        Some(e) => match as_str(e) {
             None => return ctx.error(WRONGTYPE),
             Some(_) => e.expire_at_ms().is_some(),
         },
@@ -826,7 +809,7 @@ fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Err(msg) => return ctx.error(&msg),
     };
     let db = &mut ctx.srv.keyspace.dbs[dbi];
-    if let Some(s) = db.peek(h, key).and_then(|e| as_str(&e.value)) {
+    if let Some(s) = db.peek(h, key).and_then(as_str) {
         reply_str(&mut ctx.reply, s);
     }
     match when {
@@ -869,11 +852,11 @@ fn getset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let dbi = ctx.session.db;
     let now = ctx.now_ms;
-    let created = store(
+    let created = store_arg(
         &mut ctx.srv.keyspace.dbs[dbi],
         h,
         key,
-        encode(argv.get(2)),
+        argv.get(2),
         None,
         now,
     );
@@ -890,7 +873,7 @@ fn mget(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     for i in 1..argv.len() {
         let key = argv.get(i);
         let h = ctx.key_hash(key);
-        match lookup_read(ctx.srv, dbi, h, key, now).and_then(|e| as_str(&e.value)) {
+        match lookup_read(ctx.srv, dbi, h, key, now).and_then(|e| as_str(e)) {
             Some(s) => reply_str(&mut ctx.reply, s),
             // Other types read as missing here, not as an error.
             None => ctx.reply.null(),
@@ -918,8 +901,8 @@ fn mset_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, nx: bool, name: &str) {
     for i in (1..argv.len()).step_by(2) {
         let key = argv.get(i);
         let h = ctx.key_hash(key);
-        let val = encode(argv.get(i + 1));
-        let created = store(&mut ctx.srv.keyspace.dbs[dbi], h, key, val, None, now);
+        let db = &mut ctx.srv.keyspace.dbs[dbi];
+        let created = store_arg(db, h, key, argv.get(i + 1), None, now);
         ctx.touched(dbi, key);
         notify_write(ctx, created, "set", key);
     }
@@ -949,18 +932,18 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
     let mut created = false;
     let result = match lookup_write(db, h, key, now) {
         None => {
-            created = store(db, h, key, Str::Int(incr), None, now);
+            created = store(db, h, key, Str::Int(incr), now);
             incr
         }
         Some(e) => {
-            let Some(s) = as_str_mut(&mut e.value) else {
+            let Some(s) = as_str(e) else {
                 return ctx.error(WRONGTYPE);
             };
             let old = match s {
-                Str::Int(n) => *n,
+                StrRef::Int(n) => n,
                 // A shared string is too long to be an integer.
-                Str::Shared(_) => return ctx.error(NOT_INT),
-                Str::Bytes(b) | Str::Raw(b) => match num::parse_i64(b) {
+                StrRef::Shared(_) => return ctx.error(NOT_INT),
+                StrRef::Bytes(b) | StrRef::Raw(b) => match num::parse_i64(b) {
                     Some(n) => n,
                     None => return ctx.error(NOT_INT),
                 },
@@ -968,7 +951,7 @@ fn incr_decr(ctx: &mut Ctx<'_>, key: &[u8], incr: i64) {
             let Some(v) = old.checked_add(incr) else {
                 return ctx.error("ERR increment or decrement would overflow");
             };
-            *s = Str::Int(v);
+            e.set_str(StrRef::Int(v));
             v
         }
     };
@@ -1009,12 +992,12 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let now = ctx.now_ms;
     let db = &mut ctx.srv.keyspace.dbs[dbi];
     let entry = lookup_write(db, h, key, now);
-    let old = match entry.as_deref().map(|e| as_str(&e.value)) {
+    let old = match entry.as_deref().map(as_str) {
         None => Some(LongDouble::ZERO),
         Some(None) => return ctx.error(WRONGTYPE),
-        Some(Some(Str::Int(n))) => Some(LongDouble::from_i64(*n)),
-        Some(Some(Str::Bytes(b) | Str::Raw(b))) => LongDouble::parse(b),
-        Some(Some(Str::Shared(b))) => LongDouble::parse(b),
+        Some(Some(StrRef::Int(n))) => Some(LongDouble::from_i64(n)),
+        Some(Some(StrRef::Bytes(b) | StrRef::Raw(b))) => LongDouble::parse(b),
+        Some(Some(StrRef::Shared(b))) => LongDouble::parse(b),
     };
     let (Some(old), Some(incr)) = (old, LongDouble::parse(argv.get(2))) else {
         return ctx.error(NOT_FLOAT);
@@ -1025,12 +1008,12 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     };
     let text = sum.to_human();
     ctx.reply.bulk(&text);
-    let created = match entry.and_then(|e| as_str_mut(&mut e.value)) {
-        Some(s) => {
-            *s = Str::Bytes(text);
+    let created = match entry {
+        Some(e) => {
+            e.set_str(StrRef::Bytes(&text));
             false
         }
-        None => store(db, h, key, Str::Bytes(text), None, now),
+        None => store(db, h, key, Str::Bytes(text), now),
     };
     ctx.touched(dbi, key);
     notify_write(ctx, created, "incrbyfloat", key);
@@ -1048,17 +1031,17 @@ fn append(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut created = false;
     let total = match lookup_write(db, h, key, now) {
         None => {
-            created = store(db, h, key, encode(tail), None, now);
+            created = store_arg(db, h, key, tail, None, now);
             tail.len()
         }
         Some(e) => {
-            let Some(s) = as_str_mut(&mut e.value) else {
+            let Some(s) = as_str(e) else {
                 return ctx.error(WRONGTYPE);
             };
             if too_long(max, str_len(s) as u64, tail.len() as u64) {
                 return ctx.error(TOO_BIG);
             }
-            let b = unshare(s);
+            let b = unshare(as_str_mut(e).expect("a string"));
             b.extend_from_slice(tail);
             b.len()
         }
@@ -1074,7 +1057,7 @@ fn strlen(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let dbi = ctx.session.db;
     match lookup_read(ctx.srv, dbi, h, key, ctx.now_ms) {
         None => ctx.reply.int(0),
-        Some(e) => match as_str(&e.value) {
+        Some(e) => match as_str(e) {
             Some(s) => ctx.reply.int(str_len(s) as i64),
             None => ctx.error(WRONGTYPE),
         },
@@ -1095,7 +1078,7 @@ fn getrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(e) = lookup_read(ctx.srv, dbi, h, key, ctx.now_ms) else {
         return ctx.reply.bulk(b"");
     };
-    let Some(s) = as_str(&e.value) else {
+    let Some(s) = as_str(e) else {
         return ctx.error(WRONGTYPE);
     };
     let mut buf = [0u8; resp::num::I64_MAX_LEN];
@@ -1135,7 +1118,7 @@ fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let db = &mut ctx.srv.keyspace.dbs[dbi];
     let existing = match lookup_write(db, h, key, now) {
         None => None,
-        Some(e) => match as_str(&e.value) {
+        Some(e) => match as_str(e) {
             None => return ctx.error(WRONGTYPE),
             Some(s) => Some(str_len(s)),
         },
@@ -1150,7 +1133,7 @@ fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let offset = offset as usize;
     let end = offset + value.len();
     let mut created = false;
-    let total = match lookup_write(db, h, key, now).and_then(|e| as_str_mut(&mut e.value)) {
+    let total = match lookup_write(db, h, key, now).and_then(as_str_mut) {
         Some(s) => {
             let b = unshare(s);
             if b.len() < end {
@@ -1162,7 +1145,7 @@ fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         None => {
             let mut b = vec![0u8; end];
             b[offset..].copy_from_slice(value);
-            created = store(db, h, key, Str::Raw(b), None, now);
+            created = store(db, h, key, Str::Raw(b), now);
             end
         }
     };

@@ -31,7 +31,7 @@ use resp::{Protocol, ReplyWriter};
 use std::collections::HashMap;
 use store::types::ZSet;
 use store::types::zset::{LexBound, LexRange, ScoreRange};
-use store::{EncodingLimits, Entry, Value};
+use store::{EncodingLimits, Entry, Value, ValueRef};
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
 const NAN_ERR: &str = "ERR resulting score is not a number (NaN)";
@@ -745,8 +745,8 @@ fn lookup<'s>(
     }
     match found {
         None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::ZSet(z) => Ok(Some(z)),
+        Some(e) => match e.boxed_mut() {
+            Some(Value::ZSet(z)) => Ok(Some(z)),
             _ => Err(WrongType),
         },
     }
@@ -783,7 +783,7 @@ fn after_removal(ctx: &mut Ctx<'_>, key: &[u8], event: &str) {
     let h = ctx.key_hash(key);
     let emptied = ctx.srv.keyspace.dbs[db]
         .peek(h, key)
-        .is_some_and(|e| matches!(&e.value, Value::ZSet(z) if z.is_empty()));
+        .is_some_and(|e| matches!(e.value(), ValueRef::ZSet(z) if z.is_empty()));
     ctx.notify(notify::ZSET, event, key);
     if emptied {
         ctx.srv.keyspace.dbs[db].remove(h, key);
@@ -1482,11 +1482,11 @@ pub(crate) fn pop_reply(
 ) -> usize {
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
-    let popped = match ctx.srv.keyspace.dbs[db].get(h, key, ctx.now_ms) {
-        Some(Entry {
-            value: Value::ZSet(z),
-            ..
-        }) => z.pop(max, count),
+    let popped = match ctx.srv.keyspace.dbs[db]
+        .get(h, key, ctx.now_ms)
+        .and_then(|e| e.boxed_mut())
+    {
+        Some(Value::ZSet(z)) => z.pop(max, count),
         _ => Vec::new(),
     };
     let r = &mut ctx.reply;
@@ -1756,7 +1756,7 @@ fn setop_generic(
         let found = ctx.srv.keyspace.dbs[db].get(h, key, now);
         let wrong = found
             .as_ref()
-            .is_some_and(|e| !matches!(e.value, Value::ZSet(_) | Value::Set(_)));
+            .is_some_and(|e| !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)));
         if dst.is_none() {
             if found.is_some() {
                 ctx.srv.stats.keyspace_hits += 1;
@@ -1817,8 +1817,8 @@ fn setop_generic(
     let limits = ctx.srv.config.encoding;
     let as_zsets: Vec<Option<ZSet>> = (0..setnum)
         .map(
-            |k| match d.peek(hashes[k], argv.get(first + k)).map(|e| &e.value) {
-                Some(Value::Set(s)) => Some(ZSet::from_pairs(
+            |k| match d.peek(hashes[k], argv.get(first + k)).map(Entry::value) {
+                Some(ValueRef::Set(s)) => Some(ZSet::from_pairs(
                     crate::cmd::sets::members(s).map(|m| (m, 1.0)).collect(),
                     &limits,
                 )),
@@ -1828,9 +1828,9 @@ fn setop_generic(
         .collect();
     let mut srcs: Vec<(Src<'_>, f64)> = (0..setnum)
         .map(|k| {
-            let src = match d.peek(hashes[k], argv.get(first + k)).map(|e| &e.value) {
-                Some(Value::ZSet(z)) => Src::Z(z),
-                Some(Value::Set(_)) => Src::Z(as_zsets[k].as_ref().expect("materialized")),
+            let src = match d.peek(hashes[k], argv.get(first + k)).map(Entry::value) {
+                Some(ValueRef::ZSet(z)) => Src::Z(z),
+                Some(ValueRef::Set(_)) => Src::Z(as_zsets[k].as_ref().expect("materialized")),
                 _ => Src::Missing,
             };
             (src, weights[k])

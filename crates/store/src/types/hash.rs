@@ -246,12 +246,22 @@ impl Hash {
         }
     }
 
-    /// Heap bytes held (approximate, for MEMORY USAGE-like reports).
+    /// Bytes the allocator holds for this hash's heap data, each
+    /// allocation rounded up to jemalloc's size class (see
+    /// [`crate::alloc_size`]): the pack's buffer, or the boxed table with
+    /// what [`Table::memory_usage`] counts (buckets, nodes, long fields)
+    /// plus each value's own allocation. The `Value` holding the hash is
+    /// not counted.
     pub fn memory_usage(&self) -> usize {
+        use crate::alloc_size;
         match &self.repr {
             Repr::Empty => 0,
-            Repr::Pack(p) => p.bytes(),
-            Repr::Table(t) => t.memory_usage() + self.iter().map(|(_, v)| v.len()).sum::<usize>(),
+            Repr::Pack(p) => p.memory_usage(),
+            Repr::Table(t) => {
+                alloc_size(std::mem::size_of::<Table<Box<[u8]>>>())
+                    + t.memory_usage()
+                    + t.iter().map(|(_, v)| alloc_size(v.len())).sum::<usize>()
+            }
         }
     }
 }
@@ -313,6 +323,51 @@ mod tests {
         assert_eq!(g.encoding(), "hashtable");
         let c = g.clone();
         assert_eq!(c, g);
+    }
+
+    #[test]
+    fn memory_usage_grows_and_rounds_to_size_classes() {
+        let l = limits(8, 16);
+        let mut h = Hash::new();
+        assert_eq!(h.memory_usage(), 0);
+        // Count byte, then (1 + 1) + (1 + 1) for "f" and "v": 5 bytes, the
+        // 8-byte class.
+        h.set(b"f", b"v", &l);
+        assert_eq!(h.memory_usage(), 8);
+        let small = h.memory_usage();
+        let mut last = small;
+        let mut converted_at = None;
+        for i in 0..100 {
+            h.set(format!("field{i}").as_bytes(), b"value", &l);
+            let now = h.memory_usage();
+            // Only the pack is checked step by step: the table's
+            // incremental rehash briefly holds both bucket arrays, so its
+            // total dips when a rehash finishes.
+            if h.encoding() == "listpack" {
+                assert!(now >= last, "{now} < {last} after {i}");
+            } else if converted_at.is_none() {
+                assert!(now > last, "conversion to a table costs more");
+                converted_at = Some(now);
+            }
+            last = now;
+        }
+        assert!(last > converted_at.expect("converted"));
+        // What the table counts plus one smallest-class allocation per
+        // value, each of the 101 values being 1 or 5 bytes.
+        let table_part = |h: &Hash| {
+            let Repr::Table(t) = &h.repr else {
+                panic!("hashtable")
+            };
+            crate::alloc_size(std::mem::size_of::<Table<Box<[u8]>>>()) + t.memory_usage()
+        };
+        assert_eq!(last, table_part(&h) + 101 * 8);
+        // Rewriting every value at 9 bytes moves each into the 16-byte
+        // class.
+        for i in 0..100 {
+            h.set(format!("field{i}").as_bytes(), b"123456789", &l);
+        }
+        h.set(b"f", b"123456789", &l);
+        assert_eq!(h.memory_usage(), table_part(&h) + 101 * 16);
     }
 
     #[test]

@@ -118,6 +118,24 @@ impl List {
         self.len() == 0
     }
 
+    /// Bytes the allocator holds for this list's heap data, each
+    /// allocation rounded up to jemalloc's size class (see
+    /// [`crate::alloc_size`]): the pack's buffer, or the boxed deque with
+    /// its ring buffer (spare capacity included) and one allocation per
+    /// element. The `Value` holding the list is not counted.
+    pub fn memory_usage(&self) -> usize {
+        use crate::alloc_size;
+        match &self.repr {
+            Repr::Empty => 0,
+            Repr::Pack(p) => p.memory_usage(),
+            Repr::Deque(d) => {
+                alloc_size(std::mem::size_of::<Deque>())
+                    + alloc_size(d.items.capacity() * std::mem::size_of::<Box<[u8]>>())
+                    + d.items.iter().map(|e| alloc_size(e.len())).sum::<usize>()
+            }
+        }
+    }
+
     /// OBJECT ENCODING, with Valkey's names.
     pub fn encoding(&self) -> &'static str {
         match &self.repr {
@@ -317,6 +335,33 @@ mod tests {
             );
             assert!(l.is_empty());
         }
+    }
+
+    #[test]
+    fn memory_usage_grows_and_rounds_to_size_classes() {
+        let lim = EncodingLimits {
+            list_max_listpack_size: 8,
+            ..EncodingLimits::default()
+        };
+        let mut l = List::new();
+        assert_eq!(l.memory_usage(), 0);
+        // Count byte + (length byte + 1 byte) = 3 bytes: the 8-byte class.
+        l.push(End::Right, &[b"a"], &lim);
+        assert_eq!(l.memory_usage(), 8);
+        let small = l.memory_usage();
+        let mut last = small;
+        for i in 0..100 {
+            l.push(End::Right, &[format!("element{i}").as_bytes()], &lim);
+            let now = l.memory_usage();
+            assert!(now >= last, "{now} < {last} after {i}");
+            last = now;
+        }
+        assert_eq!(l.encoding(), "quicklist");
+        // 101 boxed elements (each at least the 8-byte class) plus their
+        // 16-byte slots in the ring buffer.
+        assert!(last >= small + 101 * (8 + 16));
+        l.pop(End::Left, 101, &lim);
+        assert_eq!(l.memory_usage(), 0);
     }
 
     #[test]

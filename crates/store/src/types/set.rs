@@ -240,6 +240,24 @@ impl Set {
         self.len() == 0
     }
 
+    /// Bytes the allocator holds for this set's heap data, each
+    /// allocation rounded up to jemalloc's size class (see
+    /// [`crate::alloc_size`]): the intset's or pack's buffer, or the boxed
+    /// table with what [`Table::memory_usage`] counts (members are its
+    /// keys; the values are `()` and own nothing). The `Value` holding the
+    /// set is not counted.
+    pub fn memory_usage(&self) -> usize {
+        match &self.repr {
+            Repr::Empty => 0,
+            // A boxed slice: no spare capacity beyond its length.
+            Repr::Ints(i) => crate::alloc_size(i.buf.len()),
+            Repr::Pack(p) => p.memory_usage(),
+            Repr::Table(t) => {
+                crate::alloc_size(std::mem::size_of::<Table<()>>()) + t.memory_usage()
+            }
+        }
+    }
+
     /// OBJECT ENCODING, with Valkey's names.
     pub fn encoding(&self) -> &'static str {
         match &self.repr {
@@ -488,6 +506,43 @@ mod tests {
             panic!("intset")
         };
         assert_eq!(i.buf.len(), 1 + 4 + 10);
+    }
+
+    #[test]
+    fn memory_usage_grows_and_rounds_to_size_classes() {
+        let l = EncodingLimits {
+            set_max_intset_entries: 16,
+            set_max_listpack_entries: 16,
+            ..EncodingLimits::default()
+        };
+        let mut s = Set::new();
+        assert_eq!(s.memory_usage(), 0);
+        // Ten close integers: width byte + 4-byte base + 10 offsets = 15
+        // bytes, served from the 16-byte class.
+        for v in 4_711_230..4_711_240 {
+            s.add(v.to_string().as_bytes(), &l);
+        }
+        assert_eq!(s.memory_usage(), 16);
+        let mut p = Set::new_for(b"x", 1, &l);
+        p.add(b"x", &l);
+        // Count byte, length byte, "x": 3 bytes in the 8-byte class.
+        assert_eq!(p.memory_usage(), 8);
+        let small = p.memory_usage();
+        let mut last = small;
+        for i in 0..100 {
+            p.add(format!("member{i}").as_bytes(), &l);
+            let now = p.memory_usage();
+            // Only the pack is checked step by step: the table's
+            // incremental rehash briefly holds both bucket arrays, so its
+            // total dips when a rehash finishes.
+            if p.encoding() == "listpack" {
+                assert!(now >= last, "{now} < {last} after {i}");
+            }
+            last = now;
+        }
+        assert_eq!(p.encoding(), "hashtable");
+        // 101 table nodes and their buckets are well past a pack of one.
+        assert!(last > small + 101 * 16);
     }
 
     #[test]

@@ -115,9 +115,17 @@ impl StrPack {
         }
     }
 
-    /// Bytes held (for MEMORY USAGE-like accounting).
+    /// Bytes of the encoding (tests compare it with the size class that
+    /// [`StrPack::memory_usage`] reports).
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.buf.len()
+    }
+
+    /// Bytes the allocator holds for the buffer: its exact length (a boxed
+    /// slice has no spare capacity) rounded up to jemalloc's size class.
+    pub fn memory_usage(&self) -> usize {
+        crate::alloc_size(self.buf.len())
     }
 
     /// Append entries at the end.
@@ -209,6 +217,17 @@ mod tests {
         }
         assert_eq!(p.len(), 0);
         assert_eq!(p.bytes(), 0);
+        assert_eq!(p.memory_usage(), 0);
+    }
+
+    #[test]
+    fn memory_usage_is_the_size_class_of_the_buffer() {
+        // Count byte + 33 entries of "mNN" (1 + 3 bytes each) = 133 bytes,
+        // which jemalloc serves from its 160-byte class.
+        let v: Vec<Vec<u8>> = (10..43).map(|i| format!("m{i}").into_bytes()).collect();
+        let p = StrPack::from_items(v.iter().map(|x| x.as_slice()));
+        assert_eq!(p.bytes(), 133);
+        assert_eq!(p.memory_usage(), 160);
     }
 
     #[test]

@@ -234,6 +234,17 @@ impl ZSet {
         }
     }
 
+    /// Bytes the allocator holds for this set's heap data, each allocation
+    /// rounded up to jemalloc's size class (see [`crate::alloc_size`]):
+    /// the pack's buffer, or the boxed tree with its node arena, bucket
+    /// array and members. The `Value` holding the set is not counted.
+    pub fn memory_usage(&self) -> usize {
+        match &self.repr {
+            Repr::Pack(p) => p.memory_usage(),
+            Repr::Tree(t) => crate::alloc_size(std::mem::size_of::<Tree>()) + t.memory_usage(),
+        }
+    }
+
     /// Release spare capacity left by [`ZSet::insert`] (which grows the
     /// compact encoding amortised): call once a command is done inserting.
     pub fn shrink(&mut self) {
@@ -413,6 +424,35 @@ mod tests {
         z.remove(b"a");
         assert_eq!(z.encoding(), "skiplist");
         assert_eq!(z.rank(b"b"), Some((2, 5.0)));
+    }
+
+    #[test]
+    fn memory_usage_grows_and_rounds_to_size_classes() {
+        let lim = limits(4, 8);
+        let mut z = ZSet::new();
+        assert_eq!(z.memory_usage(), 0);
+        // One tiny pair: a count byte plus a header byte and "a" = 3 bytes,
+        // the 8-byte class once the buffer is exact.
+        z.insert(b"a", 1.0, &lim);
+        z.shrink();
+        assert_eq!(z.memory_usage(), 8);
+        let small = z.memory_usage();
+        let mut last = small;
+        for i in 0..200 {
+            z.insert(format!("member{i}").as_bytes(), i as f64, &lim);
+            z.shrink();
+            let now = z.memory_usage();
+            assert!(now >= last, "{now} < {last} after {i}");
+            last = now;
+        }
+        assert_eq!(z.encoding(), "skiplist");
+        // Every one of the 201 members owns a heap buffer of at least the
+        // 8-byte class, on top of its node in the arena.
+        assert!(last > small + 201 * 8);
+        // A tree is far bigger than the pack it replaced, even when empty.
+        let empty_tree = ZSet::with_hint(16, 0, &lim);
+        assert!(empty_tree.memory_usage() > small);
+        assert!(empty_tree.memory_usage() < last);
     }
 
     #[test]

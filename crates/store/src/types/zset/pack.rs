@@ -208,6 +208,13 @@ impl Pack {
         self.set_count(n + 1);
     }
 
+    /// Bytes the allocator holds for the buffer: its capacity (which
+    /// includes any spare room [`Pack::shrink`] has not yet dropped),
+    /// rounded up to jemalloc's size class.
+    pub fn memory_usage(&self) -> usize {
+        crate::alloc_size(self.buf.capacity())
+    }
+
     /// Drop spare capacity, so a stored set costs its exact size.
     pub fn shrink(&mut self) {
         if self.buf.capacity() > self.buf.len() {
@@ -389,6 +396,8 @@ mod tests {
         // 1 count byte, then one header byte + the member per pair.
         assert_eq!(p.buf.len(), 1 + 9 * 3 + 4);
         assert_eq!(p.bytes(), p.buf.len());
+        // 32 bytes is a jemalloc class of its own: nothing is rounded up.
+        assert_eq!(p.memory_usage(), 32);
         // Ten pairs like `ZADD k 0 m0 … 9 m9` fit in 32 bytes.
         let ten: Vec<(Vec<u8>, f64)> = (0..10)
             .map(|i| (format!("m{i}").into_bytes(), i as f64))

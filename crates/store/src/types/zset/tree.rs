@@ -72,6 +72,21 @@ impl Tree {
         self.nodes.len()
     }
 
+    /// Bytes the allocator holds for the arena, the bucket array and each
+    /// node's member (each rounded up to jemalloc's size class), not
+    /// counting the `Tree` struct itself, which its owner boxes. The
+    /// arena's spare capacity counts: the allocator holds it.
+    pub fn memory_usage(&self) -> usize {
+        use crate::alloc_size;
+        alloc_size(self.nodes.capacity() * std::mem::size_of::<Node>())
+            + alloc_size(self.buckets.capacity() * std::mem::size_of::<u32>())
+            + self
+                .nodes
+                .iter()
+                .map(|n| alloc_size(n.member.len()))
+                .sum::<usize>()
+    }
+
     fn next_prio(&mut self) -> u32 {
         let mut x = self.rng;
         x ^= x << 13;
