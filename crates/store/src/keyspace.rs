@@ -111,6 +111,10 @@ pub struct Db {
     /// invalidations. Off unless someone listens: it costs a copy per key.
     pub log_expired: bool,
     expired_log: Vec<Box<[u8]>>,
+    /// How `get` and `insert` stamp `access_s` (eviction API below).
+    access: AccessPolicy,
+    /// State of the LFU counter's random increments.
+    lfu_rand: u64,
 }
 
 impl Db {
@@ -137,8 +141,10 @@ impl Db {
             self.expire_key(hash, key);
             return None;
         }
+        let access = self.access;
+        let r = self.next_lfu_rand();
         let e = self.table.at_mut(loc);
-        e.access_s = secs(now_ms);
+        e.stamp_access(access, now_ms, r);
         Some(e)
     }
     /// Read without expiring or touching (for SCAN/KEYS filtering, DEBUG).
@@ -150,7 +156,10 @@ impl Db {
     /// `get`/`scan`/`random_key`/`active_expire`.
     pub fn insert(&mut self, hash: u64, key: &[u8], mut entry: Entry) -> Option<Entry> {
         if entry.access_s == 0 {
-            entry.access_s = self.clock_s;
+            entry.access_s = match self.access {
+                AccessPolicy::Lru => self.clock_s,
+                AccessPolicy::Lfu { .. } => lfu_fresh(self.clock_s as i64 * 1000),
+            };
         }
         let at = entry.expire_at_ms();
         let old = self.table.insert(hash, key, entry);
@@ -340,5 +349,150 @@ impl Keyspace {
     }
     pub fn swap(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b)
+    }
+}
+
+// ---- eviction API (temporary implementation on the old layout) ----
+//
+// The contract the engine's eviction codes against; the compact-node
+// keyspace replaces this block. Here `Entry::access_s` holds the 24-bit
+// field: under `Lru` whole seconds of the clock (as before), under `Lfu`
+// 16 bits of minutes and an 8-bit logarithmic counter, as Valkey's
+// `robj.lru`. Switching policy reinterprets the field, as Valkey does.
+
+/// What the 24-bit access field of every entry holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessPolicy {
+    /// The 24-bit field holds Valkey's LRU clock (seconds, wraps at 2^24).
+    Lru,
+    /// The 24-bit field holds Valkey's LFU data: 16 bits of minutes + 8-bit log counter.
+    Lfu { log_factor: u32, decay_time: u32 },
+}
+
+impl Default for AccessPolicy {
+    fn default() -> AccessPolicy {
+        AccessPolicy::Lru
+    }
+}
+
+/// Valkey's `LFU_INIT_VAL`: new keys start here, not at 0, so they can
+/// collect a few hits before they are the first to go.
+const LFU_INIT_VAL: u32 = 5;
+
+fn lfu_minutes(now_ms: i64) -> u32 {
+    ((now_ms.max(0) / 60_000) & 0xFFFF) as u32
+}
+
+/// The LFU field of a key created now.
+fn lfu_fresh(now_ms: i64) -> u32 {
+    (lfu_minutes(now_ms) << 8) | LFU_INIT_VAL
+}
+
+impl Entry {
+    /// Valkey's estimateObjectIdleTime, in ms (under Lru).
+    pub fn idle_ms(&self, now_ms: i64) -> u64 {
+        u64::from(secs(now_ms).saturating_sub(self.access_s)) * 1000
+    }
+
+    /// Valkey's LFUDecrAndReturn: the counter after decay, not stored (under Lfu).
+    pub fn lfu_counter(&self, now_ms: i64, decay_time: u32) -> u8 {
+        let ldt = (self.access_s >> 8) & 0xFFFF;
+        let counter = self.access_s & 0xFF;
+        let now = lfu_minutes(now_ms);
+        // The minutes wrap at 16 bits; assume at most one wrap.
+        let elapsed = if now >= ldt {
+            now - ldt
+        } else {
+            0xFFFF - ldt + now
+        };
+        let periods = if decay_time > 0 {
+            elapsed / decay_time
+        } else {
+            0
+        };
+        counter.saturating_sub(periods) as u8
+    }
+
+    /// The value, to hand to lazyfree when evicting: consumes the entry.
+    pub fn into_value(self) -> Value {
+        self.value
+    }
+
+    /// Record an access under `policy`; `rand` is a uniform random u64
+    /// (the LFU counter's logarithmic increment).
+    fn stamp_access(&mut self, policy: AccessPolicy, now_ms: i64, rand: u64) {
+        match policy {
+            AccessPolicy::Lru => self.access_s = secs(now_ms),
+            AccessPolicy::Lfu {
+                log_factor,
+                decay_time,
+            } => {
+                let mut counter = u32::from(self.lfu_counter(now_ms, decay_time));
+                if counter < 255 {
+                    let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+                    let p = 1.0 / (base * f64::from(log_factor) + 1.0);
+                    let r = (rand >> 11) as f64 / (1u64 << 53) as f64;
+                    if r < p {
+                        counter += 1;
+                    }
+                }
+                self.access_s = (lfu_minutes(now_ms) << 8) | counter;
+            }
+        }
+    }
+}
+
+impl Keyspace {
+    /// Sets how every database stamps accesses from now on (as Valkey, existing
+    /// entries' fields are reinterpreted, not converted).
+    pub fn set_access_policy(&mut self, p: AccessPolicy) {
+        for db in &mut self.dbs {
+            db.access = p;
+        }
+    }
+}
+
+impl Db {
+    fn next_lfu_rand(&mut self) -> u64 {
+        if !matches!(self.access, AccessPolicy::Lfu { .. }) {
+            return 0;
+        }
+        // splitmix64: cheap and good enough for a coin flip per access.
+        self.lfu_rand = self.lfu_rand.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.lfu_rand;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Up to `count` random live keys, from all keys or only those with a TTL;
+    /// `seed` varies the pick. Calls f(hash, key, entry) for each.
+    pub fn sample(
+        &mut self,
+        count: usize,
+        volatile_only: bool,
+        seed: u64,
+        mut f: impl FnMut(u64, &[u8], &Entry),
+    ) {
+        let mut s = seed;
+        for _ in 0..count {
+            s = s
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .wrapping_add(0x632b_e59b_d9b4_e019);
+            let s = s ^ (s >> 29);
+            if volatile_only {
+                let Some((h, k, _)) = self.volatile.random_hashed(s) else {
+                    return;
+                };
+                if let Some(e) = self.table.get(h, k) {
+                    f(h, k, e);
+                }
+            } else {
+                let Some((h, k, e)) = self.table.random_hashed(s) else {
+                    return;
+                };
+                f(h, k, e);
+            }
+        }
     }
 }

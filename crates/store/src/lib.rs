@@ -28,6 +28,6 @@ pub mod types;
 pub mod value;
 
 pub use hash::hash_key;
-pub use keyspace::{Db, Entry, ExpireStats, Keyspace};
+pub use keyspace::{AccessPolicy, Db, Entry, ExpireStats, Keyspace};
 pub use table::Table;
 pub use value::{EncodingLimits, SHARED_STR_MIN, Str, Value};
