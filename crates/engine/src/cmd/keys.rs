@@ -510,10 +510,8 @@ fn lookup_in<'c>(
     let srv = &mut *ctx.srv;
     let d = &mut srv.keyspace.dbs[db];
     let found = if touch {
-        d.get(hash, key, now).map(|e| {
-            e.access_s = clock_s(now);
-            &*e
-        })
+        // `Db::get` stamps the access (LRU clock or LFU counter).
+        d.get(hash, key, now).map(|e| &*e)
     } else if d.peek(hash, key).is_some_and(|e| !live(e, now)) {
         // `Db::get` stamps the access clock, so a NOTOUCH lookup only uses
         // it to drop an expired key.
@@ -809,13 +807,11 @@ fn copy(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if src_db == dst_db && src == dst {
         return ctx.error(SAME_OBJECT);
     }
-    let now = ctx.now_ms;
     let Some(e) = lookup(ctx, src, Lookup::Read) else {
         return ctx.reply.int(0);
     };
     let mut copied = Entry::new(e.value.clone());
     copied.set_expire_at_ms(e.expire_at_ms());
-    copied.access_s = clock_s(now);
     let hd = ctx.key_hash(dst);
     if lookup_in(ctx, dst_db, hd, dst, Lookup::Write).is_some() && !replace {
         return ctx.reply.int(0);
@@ -988,8 +984,6 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 const LFU_ERR: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 const LRU_ERR: &str = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
-/// Valkey's counter for a new object under an LFU policy.
-const LFU_INIT_VAL: i64 = 5;
 /// Integers below this are shared objects in Valkey (OBJ_SHARED_INTEGERS).
 const SHARED_INTEGERS: i64 = 10_000;
 /// The refcount Valkey reports for a shared object (OBJ_SHARED_REFCOUNT).
@@ -1056,15 +1050,8 @@ fn object_freq(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !lfu {
         return ctx.error(LFU_ERR);
     }
-    // Entries keep no LFU counter, so this is Valkey's value for a key
-    // never hit since its last access: the initial counter, decayed by one
-    // per `lfu-decay-time` minutes idle.
-    let periods = if decay_min > 0 {
-        idle_s(e, now) / 60 / decay_min
-    } else {
-        0
-    };
-    ctx.reply.int((LFU_INIT_VAL - periods).max(0));
+    let freq = e.lfu_counter(now, decay_min.clamp(0, u32::MAX as i64) as u32);
+    ctx.reply.int(i64::from(freq));
 }
 
 fn object_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {

@@ -462,10 +462,6 @@ pub(crate) fn too_long(max: usize, size: u64, append: u64) -> bool {
 
 // ---- Keyspace helpers ------------------------------------------------------
 
-fn touch(e: &mut Entry, now_ms: i64) {
-    e.access_s = (now_ms / 1000) as u32;
-}
-
 /// `lookupKeyRead`: lazy expiry, access time, hit/miss statistics.
 pub(crate) fn lookup_read<'a>(
     srv: &'a mut Server,
@@ -476,8 +472,8 @@ pub(crate) fn lookup_read<'a>(
 ) -> Option<&'a mut Entry> {
     match srv.keyspace.dbs[dbi].get(h, key, now_ms) {
         Some(e) => {
+            // `Db::get` stamped the access (LRU clock or LFU counter).
             srv.stats.keyspace_hits += 1;
-            touch(e, now_ms);
             Some(e)
         }
         None => {
@@ -494,9 +490,7 @@ pub(crate) fn lookup_write<'a>(
     key: &[u8],
     now_ms: i64,
 ) -> Option<&'a mut Entry> {
-    let e = db.get(h, key, now_ms)?;
-    touch(e, now_ms);
-    Some(e)
+    db.get(h, key, now_ms)
 }
 
 /// Store a string, replacing whatever was there, with the given expiry.
@@ -511,7 +505,7 @@ pub(crate) fn store(
 ) -> bool {
     let mut e = Entry::new(Value::Str(s));
     e.set_expire_at_ms(expire_at_ms);
-    touch(&mut e, now_ms);
+    // The store stamps the new entry's access field for the policy.
     db.insert(h, key, e)
         .is_none_or(|old| old.is_expired(now_ms))
 }
