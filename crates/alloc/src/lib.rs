@@ -98,11 +98,15 @@ fn count(delta: i64) {
 /// Bytes allocated and not yet freed by the whole process, as jemalloc's
 /// `stats.allocated` counts them (usable size), but current at every call.
 pub fn used_memory() -> u64 {
-    COUNTERS
+    // Only slots some thread has claimed can be non-zero (a claim is
+    // counted before its slot is first written), plus the overflow slot:
+    // a handful of cache lines, not all of them.
+    let claimed = NEXT_SLOT.load(Ordering::Relaxed).min(OVERFLOW);
+    let sum: i64 = COUNTERS[..claimed]
         .iter()
         .map(|s| s.0.load(Ordering::Relaxed))
-        .sum::<i64>()
-        .max(0) as u64
+        .sum();
+    (sum + COUNTERS[OVERFLOW].0.load(Ordering::Relaxed)).max(0) as u64
 }
 
 /// This thread's net allocated bytes (what it allocated less what it

@@ -32,6 +32,10 @@ pub const POOL_SIZE: usize = 16;
 /// Valkey's OOM reply to a denyoom command.
 pub const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
+/// Valkey's reply to an EXEC refused for OOM (`execCommandAbort`).
+pub const EXECABORT_OOM_ERR: &str =
+    "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.";
+
 /// What [`perform_evictions`] achieved (Valkey's `EVICT_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -229,7 +233,7 @@ fn evict_until(
             &key,
         );
         keys_freed += 1;
-        if keys_freed % 16 == 0 {
+        if keys_freed.is_multiple_of(16) {
             // Values freed on the lazyfree thread leave memory later than
             // the removal measured: look at the real figure from time to time.
             if lazy && bytes_to_free(srv) == 0 {

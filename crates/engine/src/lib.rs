@@ -910,13 +910,9 @@ fn check_oom(
         // Valkey's execCommandAbort: the transaction is gone.
         sess.multi = None;
         watch::unwatch_all(srv, sess);
-        return Some(
-            "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.",
-        );
+        return Some(evict::EXECABORT_OOM_ERR);
     }
-    Some(concat!(
-        "OOM command not allowed when used memory > 'maxmemory'."
-    ))
+    Some(evict::OOM_ERR)
 }
 
 /// Count an error reply (errorstats) and drop the reply if CLIENT REPLY

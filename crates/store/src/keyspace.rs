@@ -361,18 +361,13 @@ impl Keyspace {
 // `robj.lru`. Switching policy reinterprets the field, as Valkey does.
 
 /// What the 24-bit access field of every entry holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AccessPolicy {
     /// The 24-bit field holds Valkey's LRU clock (seconds, wraps at 2^24).
+    #[default]
     Lru,
     /// The 24-bit field holds Valkey's LFU data: 16 bits of minutes + 8-bit log counter.
     Lfu { log_factor: u32, decay_time: u32 },
-}
-
-impl Default for AccessPolicy {
-    fn default() -> AccessPolicy {
-        AccessPolicy::Lru
-    }
 }
 
 /// Valkey's `LFU_INIT_VAL`: new keys start here, not at 0, so they can
@@ -405,11 +400,8 @@ impl Entry {
         } else {
             0xFFFF - ldt + now
         };
-        let periods = if decay_time > 0 {
-            elapsed / decay_time
-        } else {
-            0
-        };
+        // lfu-decay-time 0: never decays.
+        let periods = elapsed.checked_div(decay_time).unwrap_or(0);
         counter.saturating_sub(periods) as u8
     }
 
