@@ -103,3 +103,32 @@ e2e!(
         assert_eq!(q(c, "PING"), Ok(redis::Value::SimpleString("PONG".into())));
     }
 );
+
+e2e!(
+    fn lowering_maxmemory_evicts_down_without_stalling_clients(b) {
+        let srv = b.start(Opts::new().arg("maxmemory-policy", "allkeys-random"));
+        let c = &mut srv.client();
+        write_keys(c, "k", 30_000);
+        let before = int_of(&q(c, "DBSIZE"));
+        let max: u64 = 8 << 20;
+        let t = std::time::Instant::now();
+        assert_eq!(q(c, &format!("CONFIG SET maxmemory {max}")), ok());
+        // The reply does not wait for the eviction of ~20 MB of keys.
+        assert!(t.elapsed() < std::time::Duration::from_millis(200), "{:?}", t.elapsed());
+        // Meanwhile other commands are served between short eviction runs.
+        let mut slowest = std::time::Duration::ZERO;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while used_memory(c) > max + max / 20 {
+            assert!(std::time::Instant::now() < deadline, "still over maxmemory after 5 s");
+            let t = std::time::Instant::now();
+            assert_eq!(q(c, "PING"), Ok(redis::Value::SimpleString("PONG".into())));
+            slowest = slowest.max(t.elapsed());
+        }
+        assert!(slowest < std::time::Duration::from_millis(100), "a PING took {slowest:?}");
+        let after = int_of(&q(c, "DBSIZE"));
+        assert!(after < before / 2, "{before} -> {after}");
+        let stats = text(&q(c, "INFO stats"));
+        let evicted: i64 = info_field(&stats, "evicted_keys").parse().unwrap();
+        assert_eq!(evicted, before - after);
+    }
+);
