@@ -33,8 +33,7 @@ pub const POOL_SIZE: usize = 16;
 pub const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Valkey's reply to an EXEC refused for OOM (`execCommandAbort`).
-pub const EXECABORT_OOM_ERR: &str =
-    "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.";
+pub const EXECABORT_OOM_ERR: &str = "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.";
 
 /// What [`perform_evictions`] achieved (Valkey's `EVICT_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
