@@ -174,7 +174,7 @@ static DEFS: &[Def] = &[
     b("set-proc-title", true, IMM),
     b("dynamic-hz", true, 0),
     // Valkey 8 turned every lazyfree default to yes.
-    b("lazyfree-lazy-eviction", true, 0),
+    b("lazyfree-lazy-eviction", true, SUP),
     b("lazyfree-lazy-expire", true, 0),
     b("lazyfree-lazy-server-del", true, 0),
     b("lazyfree-lazy-user-del", true, SUP),
@@ -241,7 +241,7 @@ static DEFS: &[Def] = &[
     e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM),
     e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM),
     e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", 0),
-    e("maxmemory-policy", &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"], "noeviction", 0),
+    e("maxmemory-policy", &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"], "noeviction", SUP),
     e("appendfsync", &["everysec", "always", "no"], "everysec", 0),
     e("oom-score-adj", &["no", "yes", "relative", "absolute"], "no", 0),
     e("acl-pubsub-default", &["allchannels", "resetchannels"], "resetchannels", 0),
@@ -260,12 +260,12 @@ static DEFS: &[Def] = &[
     i("active-defrag-cycle-max", 1, 99, "25", 0),
     i("active-defrag-threshold-lower", 0, 1000, "10", 0),
     i("active-defrag-threshold-upper", 0, 1000, "100", 0),
-    i("lfu-log-factor", 0, INT_MAX, "10", 0),
-    i("lfu-decay-time", 0, INT_MAX, "1", 0),
+    i("lfu-log-factor", 0, INT_MAX, "10", SUP),
+    i("lfu-decay-time", 0, INT_MAX, "1", SUP),
     al(i("replica-priority", 0, INT_MAX, "100", 0), "slave-priority"),
     i("repl-diskless-sync-delay", 0, INT_MAX, "5", 0),
-    i("maxmemory-samples", 1, 64, "5", 0),
-    i("maxmemory-eviction-tenacity", 0, 100, "10", 0),
+    i("maxmemory-samples", 1, 64, "5", SUP),
+    i("maxmemory-eviction-tenacity", 0, 100, "10", SUP),
     al(i("replica-announce-port", 0, 65535, "0", 0), "slave-announce-port"),
     i("cluster-port", 0, 65535, "0", IMM),
     i("cluster-announce-bus-port", 0, 65535, "0", 0),
@@ -485,6 +485,15 @@ pub struct Config {
     pub proto_max_bulk_len: usize,
     pub hz: u32,
     pub maxmemory: u64,
+    pub maxmemory_policy: MaxmemoryPolicy,
+    /// Keys sampled per database to fill the eviction pool.
+    pub maxmemory_samples: usize,
+    /// 0..=100: how long one eviction run may take (see `crate::evict`).
+    pub maxmemory_eviction_tenacity: u32,
+    pub lfu_log_factor: u32,
+    /// Minutes per halving step of an idle key's LFU counter.
+    pub lfu_decay_time: u32,
+    pub lazyfree_lazy_eviction: bool,
     pub active_expire_effort: u32,
     /// When small collections leave their compact encodings.
     pub encoding: store::EncodingLimits,
@@ -534,6 +543,12 @@ impl Default for Config {
             proto_max_bulk_len: 512 << 20,
             hz: 10,
             maxmemory: 0,
+            maxmemory_policy: MaxmemoryPolicy::NoEviction,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            lazyfree_lazy_eviction: true,
             active_expire_effort: 1,
             encoding: store::EncodingLimits::default(),
             enable_debug_command: Allowed::No,
@@ -551,6 +566,51 @@ impl Default for Config {
 
 /// Parse Valkey's memory notation: `123`, `1k` (1000), `1kb` (1024), `m`,
 /// `mb`, `g`, `gb`, any case, optional leading `-`.
+/// `maxmemory-policy`: what to evict over `maxmemory`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MaxmemoryPolicy {
+    VolatileLru,
+    VolatileLfu,
+    VolatileRandom,
+    VolatileTtl,
+    AllkeysLru,
+    AllkeysLfu,
+    AllkeysRandom,
+    #[default]
+    NoEviction,
+}
+
+impl MaxmemoryPolicy {
+    pub fn from_name(name: &str) -> Option<MaxmemoryPolicy> {
+        use MaxmemoryPolicy::*;
+        Some(match name {
+            "volatile-lru" => VolatileLru,
+            "volatile-lfu" => VolatileLfu,
+            "volatile-random" => VolatileRandom,
+            "volatile-ttl" => VolatileTtl,
+            "allkeys-lru" => AllkeysLru,
+            "allkeys-lfu" => AllkeysLfu,
+            "allkeys-random" => AllkeysRandom,
+            "noeviction" => NoEviction,
+            _ => return None,
+        })
+    }
+    /// Samples only keys with a TTL.
+    pub fn volatile_only(self) -> bool {
+        use MaxmemoryPolicy::*;
+        matches!(
+            self,
+            VolatileLru | VolatileLfu | VolatileRandom | VolatileTtl
+        )
+    }
+    pub fn is_lfu(self) -> bool {
+        matches!(
+            self,
+            MaxmemoryPolicy::VolatileLfu | MaxmemoryPolicy::AllkeysLfu
+        )
+    }
+}
+
 pub fn parse_memory(s: &str) -> Option<i64> {
     let lower = s.to_ascii_lowercase();
     let (num, mul): (&str, i64) = if let Some(n) = lower.strip_suffix("gb") {
@@ -897,6 +957,14 @@ impl Config {
             "proto-max-bulk-len" => self.proto_max_bulk_len = num() as usize,
             "hz" => self.hz = num().clamp(1, 500) as u32,
             "maxmemory" => self.maxmemory = num() as u64,
+            "maxmemory-policy" => {
+                self.maxmemory_policy = MaxmemoryPolicy::from_name(v).unwrap_or_default()
+            }
+            "maxmemory-samples" => self.maxmemory_samples = num() as usize,
+            "maxmemory-eviction-tenacity" => self.maxmemory_eviction_tenacity = num() as u32,
+            "lfu-log-factor" => self.lfu_log_factor = num() as u32,
+            "lfu-decay-time" => self.lfu_decay_time = num() as u32,
+            "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = v == "yes",
             "active-expire-effort" => self.active_expire_effort = num() as u32,
             "list-max-listpack-size" => self.encoding.list_max_listpack_size = num(),
             "hash-max-listpack-entries" => self.encoding.hash_max_listpack_entries = num() as usize,

@@ -266,7 +266,9 @@ fn total_system_memory() -> u64 {
 fn memory(srv: &Server, out: &mut String) {
     let m = srv.memory();
     let rss = rss_bytes();
-    let used = if srv.memory_probe.is_some() {
+    let used = if srv.has_used_memory() {
+        srv.used_memory()
+    } else if srv.memory_probe.is_some() {
         m.allocated
     } else {
         rss
@@ -468,11 +470,19 @@ fn stats(srv: &Server, out: &mut String) {
     field!(out, "expired_stale_perc:{stale:.2}");
     field!(out, "expired_time_cap_reached_count:{cap}");
     field!(out, "expire_cycle_cpu_milliseconds:0");
-    field!(out, "evicted_keys:0");
+    field!(out, "evicted_keys:{}", st.evicted_keys);
     field!(out, "evicted_clients:{}", st.evicted_clients);
     field!(out, "evicted_scripts:0");
-    field!(out, "total_eviction_exceeded_time:0");
-    field!(out, "current_eviction_exceeded_time:0");
+    field!(
+        out,
+        "total_eviction_exceeded_time:{}",
+        srv.evict.total_exceeded_ms()
+    );
+    field!(
+        out,
+        "current_eviction_exceeded_time:{}",
+        srv.evict.current_exceeded_ms()
+    );
     field!(out, "keyspace_hits:{}", st.keyspace_hits);
     field!(out, "keyspace_misses:{}", st.keyspace_misses);
     field!(

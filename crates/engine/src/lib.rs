@@ -51,6 +51,7 @@ pub mod blocking;
 pub mod cmd;
 pub mod command;
 pub mod config;
+pub mod evict;
 pub mod glob;
 pub mod info;
 pub mod lazyfree;
@@ -64,9 +65,9 @@ pub mod table;
 pub mod watch;
 
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
-pub use config::{Config, ConfigError, IoUringMode, OutputLimit};
+pub use config::{Config, ConfigError, IoUringMode, MaxmemoryPolicy, OutputLimit};
 pub use output::{ClientMeter, OutputClass, OutputLimits};
-pub use server::{FileLimit, MemoryProbe, MemoryStats, Server};
+pub use server::{FileLimit, MemoryProbe, MemoryStats, Server, UsedMemoryModel, UsedMemoryProbe};
 pub use session::Session;
 
 use resp::{Mark, ReplyBuf, ReplyWriter};
@@ -311,6 +312,17 @@ impl Engine {
     pub fn set_memory_probe(&mut self, probe: MemoryProbe) {
         self.srv.memory_probe = Some(probe);
     }
+    /// Where used memory is read before each command while `maxmemory`
+    /// is set, and for INFO `used_memory` (the server crate plugs in its
+    /// counting allocator).
+    pub fn set_used_memory_probe(&mut self, probe: UsedMemoryProbe) {
+        self.srv.used_memory_probe = Some(probe);
+    }
+    /// Tests: used memory computed from the keyspace instead of measured,
+    /// so that eviction is deterministic. A probe, if set, wins.
+    pub fn set_used_memory_model(&mut self, model: UsedMemoryModel) {
+        self.srv.used_memory_model = Some(model);
+    }
     /// CONFIG SET maxclients (and io-threads) raise the open-file limit
     /// through `raise`, and a `maxclients` it cannot cover is refused.
     pub fn set_file_limit(&mut self, raise: FileLimit) {
@@ -380,17 +392,29 @@ impl Engine {
     }
 
     /// Unix ms of the next blocked-client timeout, so the IO layer can
-    /// wake for it (cron also checks).
+    /// wake for it (cron also checks); a time already past while eviction
+    /// is under way (the IO loop must not sleep: see
+    /// [`Engine::expire_blocked`]).
     pub fn next_timeout_ms(&self) -> Option<i64> {
+        if self.srv.evict.running {
+            return Some(0);
+        }
         self.srv.blocking.next_deadline()
     }
 
     /// Unblock the clients whose timeouts have passed (cheap when none
-    /// has: one peek). The IO layer may call it every iteration.
+    /// has: one peek), and go on with a `maxmemory` eviction that stopped
+    /// at its time limit (Valkey's eviction time event: one more short
+    /// run per loop iteration until memory is under the limit). The IO
+    /// layer calls it every iteration.
     pub fn expire_blocked(&mut self) {
         if self.srv.blocking.next_deadline().is_some() {
             let now = self.srv.now_ms();
             blocking::expire_timeouts(&mut self.srv, now);
+        }
+        if self.srv.evict.running {
+            let now = self.srv.now_ms();
+            evict::perform_evictions(&mut self.srv, now, None);
         }
     }
 
@@ -513,6 +537,9 @@ impl Engine {
         let srv = &mut self.srv;
         let now = srv.now_ms();
         blocking::expire_timeouts(srv, now);
+        if srv.evict.running {
+            evict::perform_evictions(srv, now, None);
+        }
         if srv.active_expire_enabled {
             // Valkey's slow cycle: 25% of a cron period, more with effort.
             let hz = srv.config.hz.max(1) as u64;
@@ -768,6 +795,18 @@ fn execute_one(
             return;
         }
     };
+    if srv.config.maxmemory > 0
+        && let Some(msg) = check_oom(srv, sess, i, out, now_ms)
+    {
+        if let Some(m) = sess.multi.as_deref_mut() {
+            m.dirty = true;
+        }
+        srv.stats.commands[i].rejected_calls += 1;
+        ReplyWriter::for_buf(out, proto).error(msg);
+        timer.switch(srv, None);
+        finish_reply(srv, sess, out, reply_start);
+        return;
+    }
     // Inside MULTI, everything but EXEC DISCARD MULTI WATCH QUIT RESET is
     // queued rather than run (the tail of Valkey's processCommand).
     if let Some(m) = sess.multi.as_deref_mut()
@@ -828,6 +867,52 @@ fn execute_one(
     }
     srv.stats.total_commands_processed += 1;
     finish_reply(srv, sess, out, reply_start);
+}
+
+/// Valkey's `maxmemory` step of `processCommand`: evict as needed before
+/// every command; if memory is still over the limit with nothing left to
+/// evict, refuse a denyoom command, an EXEC whose queue holds one (the
+/// transaction is discarded), and, inside MULTI, anything to be queued.
+/// Returns the error to reply.
+#[cold]
+fn check_oom(
+    srv: &mut Server,
+    sess: &mut Session,
+    i: usize,
+    out: &mut ReplyBuf,
+    now_ms: i64,
+) -> Option<&'static str> {
+    let oom = {
+        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
+        let me = pubsub::Me {
+            id: sess.id,
+            reply: &mut w,
+        };
+        evict::perform_evictions(srv, now_ms, Some(me)) == evict::Outcome::Fail
+    };
+    if !oom {
+        return None;
+    }
+    let e = &table().entries[i];
+    let name = e.fullname.as_str();
+    let is_exec = name == "exec";
+    let denyoom = e.spec.flags & command::flags::DENYOOM != 0
+        || (is_exec
+            && sess
+                .multi
+                .as_deref()
+                .is_some_and(|m| m.any_flag(command::flags::DENYOOM)));
+    let queueing = sess.multi.is_some() && !matches!(name, "exec" | "discard" | "quit" | "reset");
+    if !(denyoom || queueing) {
+        return None;
+    }
+    if is_exec {
+        // Valkey's execCommandAbort: the transaction is gone.
+        sess.multi = None;
+        watch::unwatch_all(srv, sess);
+        return Some(evict::EXECABORT_OOM_ERR);
+    }
+    Some(evict::OOM_ERR)
 }
 
 /// Count an error reply (errorstats) and drop the reply if CLIENT REPLY
@@ -964,7 +1049,12 @@ fn sample_stats(srv: &mut Server, now: i64) {
     st.last_sample_ops = ops;
     st.last_sample_in = inb;
     st.last_sample_out = outb;
-    let used = srv.memory_probe.map_or(0, |p| p().allocated);
+    let used = if srv.has_used_memory() {
+        srv.used_memory()
+    } else {
+        srv.memory_probe.map_or(0, |p| p().allocated)
+    };
+    let st = &mut srv.stats;
     if used > st.peak_memory {
         st.peak_memory = used;
     }

@@ -300,7 +300,7 @@ pub fn keyspace_event(
     }
 }
 
-fn reborrow<'a, 'b>(m: &'a mut Me<'_, 'b>) -> Me<'a, 'b> {
+pub fn reborrow<'a, 'b>(m: &'a mut Me<'_, 'b>) -> Me<'a, 'b> {
     Me {
         id: m.id,
         reply: &mut *m.reply,

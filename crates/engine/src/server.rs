@@ -26,6 +26,16 @@ pub struct MemoryStats {
 
 pub type MemoryProbe = fn() -> MemoryStats;
 
+/// Bytes the process has allocated now, cheap enough to read before every
+/// command (the server crate plugs in its counting allocator through
+/// [`crate::Engine::set_used_memory_probe`]): INFO `used_memory` and the
+/// `maxmemory` check.
+pub type UsedMemoryProbe = fn() -> u64;
+
+/// For tests: used memory as a function of the keyspace, so that eviction
+/// is deterministic ([`crate::Engine::set_used_memory_model`]).
+pub type UsedMemoryModel = fn(&Keyspace) -> u64;
+
 /// Raises the process's open-file limit towards the number asked for and
 /// returns the limit now in force (the server crate plugs in
 /// `setrlimit`; the engine makes no such system call itself).
@@ -66,6 +76,8 @@ pub struct Stats {
     pub total_reads_processed: u64,
     pub total_writes_processed: u64,
     pub evicted_clients: u64,
+    /// Keys removed by `maxmemory` eviction.
+    pub evicted_keys: u64,
     pub client_query_buffer_limit_disconnections: u64,
     pub client_output_buffer_limit_disconnections: u64,
     pub protocol_errors: u64,
@@ -154,6 +166,10 @@ pub struct Server {
     /// Tests pin the clock here (ms since the epoch).
     pub clock_override: Option<i64>,
     pub memory_probe: Option<MemoryProbe>,
+    pub used_memory_probe: Option<UsedMemoryProbe>,
+    pub used_memory_model: Option<UsedMemoryModel>,
+    /// `maxmemory` eviction between runs.
+    pub evict: crate::evict::Evictor,
     /// CONFIG SET maxclients / io-threads raise the open-file limit
     /// through this; `None` (tests): no limit to mind.
     pub file_limit: Option<FileLimit>,
@@ -207,6 +223,9 @@ impl Server {
             start_ms,
             clock_override: None,
             memory_probe: None,
+            used_memory_probe: None,
+            used_memory_model: None,
+            evict: Default::default(),
             file_limit: None,
             active_expire_enabled: true,
             shutting_down: false,
@@ -223,7 +242,34 @@ impl Server {
         };
         srv.sync_expiry_logging();
         srv.sync_output_limits();
+        srv.sync_access_policy();
         srv
+    }
+
+    /// Tell the store how to stamp accesses for `maxmemory-policy` (LRU
+    /// clock, or LFU counter with `lfu-log-factor`/`lfu-decay-time`).
+    /// Call after CONFIG SET.
+    pub fn sync_access_policy(&mut self) {
+        let p = crate::evict::access_policy(self);
+        self.keyspace.set_access_policy(p);
+    }
+
+    /// Bytes in use as `maxmemory` sees them: the counting allocator's
+    /// figure, or the test's model; 0 when the engine has neither (no
+    /// limit can apply).
+    pub fn used_memory(&self) -> u64 {
+        if let Some(p) = self.used_memory_probe {
+            p()
+        } else if let Some(m) = self.used_memory_model {
+            m(&self.keyspace)
+        } else {
+            0
+        }
+    }
+
+    /// Is there a used-memory figure (probe or model) at all?
+    pub fn has_used_memory(&self) -> bool {
+        self.used_memory_probe.is_some() || self.used_memory_model.is_some()
     }
 
     /// Publish the configured output buffer limits to the IO layer, which

@@ -826,10 +826,16 @@ fn object_freq_and_lfu_policy() {
         ),
         "+OK\r\n"
     );
-    assert_eq!(cmd(&mut e, c, &["touch", "k"]), ":1\r\n");
-    assert_eq!(cmd(&mut e, c, &["object", "freq", "k"]), ":5\r\n");
+    // As in Valkey, switching policy reinterprets the access field of
+    // existing keys; a key made under LFU starts at LFU_INIT_VAL (5).
+    assert_eq!(cmd(&mut e, c, &["set", "f", "v"]), "+OK\r\n");
+    assert_eq!(cmd(&mut e, c, &["object", "freq", "f"]), ":5\r\n");
+    // From 5 the first hit always counts.
+    assert_eq!(cmd(&mut e, c, &["touch", "f"]), ":1\r\n");
+    assert_eq!(cmd(&mut e, c, &["object", "freq", "f"]), ":6\r\n");
+    // lfu-decay-time 1: one less per idle minute.
     e.pin_clock(Some(T0 + 3 * 60_000));
-    assert_eq!(cmd(&mut e, c, &["object", "freq", "k"]), ":2\r\n");
+    assert_eq!(cmd(&mut e, c, &["object", "freq", "f"]), ":3\r\n");
     e.pin_clock(Some(T0 + 60 * 60_000));
     assert_eq!(cmd(&mut e, c, &["object", "freq", "k"]), ":0\r\n");
     assert_eq!(

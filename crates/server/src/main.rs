@@ -23,8 +23,11 @@ use engine::log;
 
 mod fdlimit;
 
+/// jemalloc, counting the bytes it hands out: INFO `used_memory` and the
+/// `maxmemory` check before each command read the count
+/// ([`ringkv_alloc::used_memory`]), which costs a few loads.
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: ringkv_alloc::CountingJemalloc = ringkv_alloc::CountingJemalloc;
 
 /// jemalloc's options, read at its first allocation (before `main`): ask
 /// for transparent huge pages on every heap mapping, and on its own
@@ -157,6 +160,7 @@ fn main() -> ExitCode {
 
     let mut engine = engine::Engine::new(config, file);
     engine.set_memory_probe(jemalloc_stats);
+    engine.set_used_memory_probe(ringkv_alloc::used_memory);
     engine.set_file_limit(fdlimit::raise_for_engine);
     let result = net::serve(engine, &STOP);
     if let Some(p) = &pidfile {

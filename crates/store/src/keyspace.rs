@@ -249,6 +249,7 @@ impl Db {
         let old = self.table.remove(hash, key);
         if old.as_ref().is_some_and(|o| o.expire_at_ms().is_some()) {
             self.volatile -= 1;
+            self.maybe_compact_expiry_index();
         }
         old
     }
@@ -284,10 +285,15 @@ impl Db {
     }
 
     fn index_expiry(&mut self, at: i64, hash: u64) {
+        self.expires.heap.push(Reverse((at, hash)));
+        self.maybe_compact_expiry_index();
+    }
+
+    /// Once stale items outnumber the live ones, rebuild the index without
+    /// them. Amortised: since the last rebuild, at least half as many TTL
+    /// changes or deletions as the rebuild visits have happened.
+    fn maybe_compact_expiry_index(&mut self) {
         let heap = &mut self.expires.heap;
-        heap.push(Reverse((at, hash)));
-        // Stale items past the live ones: rebuild without them (amortised:
-        // at least as many inserts as the rebuild visits came before it).
         if heap.len() > 2 * self.volatile + 64 {
             let items = std::mem::take(heap).into_vec();
             let table = &self.table;
@@ -356,12 +362,28 @@ impl Db {
             if self.volatile == 0 || items.is_empty() {
                 return;
             }
-            // Stale items are skipped; give up after a few times `count`.
-            for _ in 0..count * 4 {
-                let Reverse((at, h)) = items[(next() % items.len() as u64) as usize];
+            // Random picks (at least half the items are live, see
+            // `maybe_compact_expiry_index`); stale ones are skipped. Then,
+            // if few were found, a walk from a random item, so that a live
+            // key is found whenever there is one.
+            let n = items.len();
+            let mut visit = |i: usize, found: &mut usize| {
+                let Reverse((at, h)) = items[i];
                 if let Some(e) = find_volatile(&self.table, h, at) {
                     f(h, e.key(), e);
-                    found += 1;
+                    *found += 1;
+                }
+            };
+            for _ in 0..count * 2 {
+                visit((next() % n as u64) as usize, &mut found);
+                if found == count {
+                    return;
+                }
+            }
+            if found == 0 {
+                let start = (next() % n as u64) as usize;
+                for k in 0..n {
+                    visit((start + k) % n, &mut found);
                     if found == count {
                         return;
                     }

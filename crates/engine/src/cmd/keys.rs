@@ -493,6 +493,7 @@ fn lookup_in<'c>(
     let srv = &mut *ctx.srv;
     let d = &mut srv.keyspace.dbs[db];
     let found = if touch {
+        // `Db::get` stamps the access (LRU clock or LFU counter).
         d.get(hash, key, now).map(|e| &*e)
     } else if d.peek(hash, key).is_some_and(|e| !live(e, now)) {
         // `Db::get` stamps the access clock, so a NOTOUCH lookup only uses

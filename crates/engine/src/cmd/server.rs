@@ -585,6 +585,21 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();
+    ctx.srv.sync_access_policy();
+    let max = ctx.srv.config.maxmemory;
+    if max != before.maxmemory && max > 0 {
+        let used = ctx.srv.used_memory();
+        if used > max {
+            // As Valkey: evict from the event loop, a short run at a time,
+            // rather than stall this reply.
+            log::warning(&format!(
+                "WARNING: the new maxmemory value set via CONFIG SET ({max}) is smaller than \
+                 the current memory usage ({used}). This will result in key eviction and/or the \
+                 inability to accept new write commands depending on the maxmemory-policy."
+            ));
+            ctx.srv.evict.running = true;
+        }
+    }
     log::set_level(ctx.srv.config.loglevel);
     ctx.reply.ok();
 }
@@ -616,6 +631,7 @@ fn check_file_limit(srv: &mut crate::Server, before: &crate::Config) -> Result<(
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.srv.stats.reset();
+    ctx.srv.evict.reset_stats();
     for db in ctx.srv.keyspace.dbs.iter_mut() {
         db.stats = Default::default();
     }

@@ -448,6 +448,7 @@ pub(crate) fn lookup_read<'a>(
 ) -> Option<&'a mut Entry> {
     match srv.keyspace.dbs[dbi].get(h, key, now_ms) {
         Some(e) => {
+            // `Db::get` stamped the access (LRU clock or LFU counter).
             srv.stats.keyspace_hits += 1;
             Some(e)
         }

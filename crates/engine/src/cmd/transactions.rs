@@ -47,6 +47,13 @@ impl Multi {
         }
         self.cmds.push((idx as u32, self.spans.len() as u32));
     }
+    /// Does a queued command carry one of `flags` (EXEC's OOM check)?
+    pub fn any_flag(&self, flags: u32) -> bool {
+        let entries = &table().entries;
+        self.cmds
+            .iter()
+            .any(|&(idx, _)| entries[idx as usize].spec.flags & flags != 0)
+    }
     /// Queued commands (CLIENT LIST `multi=`).
     pub fn len(&self) -> usize {
         self.cmds.len()

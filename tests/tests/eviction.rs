@@ -1,0 +1,134 @@
+//! `maxmemory` as a client sees it: eviction holds used memory at the
+//! limit under a write load three times its size, and `noeviction` refuses
+//! writes with Valkey's OOM error while reads and deletes go on.
+
+use ringkv_e2e::v::{bulk, err, int, int_of, ok, text};
+use ringkv_e2e::{Opts, e2e, info_field, q};
+
+/// Bytes of each value written.
+const VALUE: usize = 1000;
+
+fn used_memory(c: &mut redis::Connection) -> u64 {
+    info_field(&text(&q(c, "INFO memory")), "used_memory")
+        .parse()
+        .unwrap()
+}
+
+/// SET `n` keys `prefix:i` of VALUE bytes, pipelined 500 at a time; every
+/// reply must be OK.
+fn write_keys(c: &mut redis::Connection, prefix: &str, n: usize) {
+    let value = vec![b'x'; VALUE];
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let mut p = redis::pipe();
+        for i in chunk {
+            p.cmd("SET").arg(format!("{prefix}:{i}")).arg(&value[..]);
+        }
+        let replies: Vec<redis::Value> = p.query(c).unwrap();
+        assert!(
+            replies.iter().all(|r| *r == redis::Value::Okay),
+            "a SET failed: {:?}",
+            replies.iter().find(|r| **r != redis::Value::Okay)
+        );
+    }
+}
+
+e2e!(
+    fn allkeys_lru_holds_used_memory_at_maxmemory(b) {
+        let max: u64 = 20 << 20;
+        let srv = b.start(
+            Opts::new()
+                .arg("maxmemory", "20mb")
+                .arg("maxmemory-policy", "allkeys-lru"),
+        );
+        let c = &mut srv.client();
+        // Three times maxmemory in values alone.
+        let n = (3 * max as usize) / VALUE;
+        write_keys(c, "k", n);
+        let used = used_memory(c);
+        assert!(used <= max + max / 20, "used_memory {used} over maxmemory {max} by > 5%");
+        assert!(used >= max - max / 10, "used_memory {used}: far below maxmemory {max}");
+        let stats = text(&q(c, "INFO stats"));
+        let evicted: u64 = info_field(&stats, "evicted_keys").parse().unwrap();
+        assert!(evicted > 0);
+        let kept = int_of(&q(c, "DBSIZE")) as u64;
+        assert_eq!(kept + evicted, n as u64);
+        // The most recent writes are the ones kept.
+        assert_eq!(q(c, &format!("STRLEN k:{}", n - 1)), int(VALUE as i64));
+        let mem = text(&q(c, "INFO memory"));
+        assert_eq!(info_field(&mem, "maxmemory_policy"), "allkeys-lru");
+    }
+);
+
+e2e!(
+    fn noeviction_refuses_writes_and_serves_reads_and_deletes(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        // A limit 2 MB above what the idle server uses.
+        let max = used_memory(c) + (2 << 20);
+        assert_eq!(q(c, &format!("CONFIG SET maxmemory {max}")), ok());
+        assert_eq!(q(c, "CONFIG GET maxmemory-policy"), Ok(redis::Value::Array(vec![
+            redis::Value::BulkString(b"maxmemory-policy".to_vec()),
+            redis::Value::BulkString(b"noeviction".to_vec()),
+        ])));
+        let value = "x".repeat(VALUE);
+        let mut refused_at = None;
+        for i in 0..10_000 {
+            match q(c, &format!("SET k:{i} {value}")) {
+                Ok(_) => {}
+                Err(e) => {
+                    assert_eq!(
+                        e,
+                        "OOM command not allowed when used memory > 'maxmemory'."
+                    );
+                    refused_at = Some(i);
+                    break;
+                }
+            }
+        }
+        let n = refused_at.expect("no OOM after 10 MB of writes");
+        assert!(n > 1000, "refused after only {n} keys");
+        assert_eq!(q(c, "GET k:0"), bulk(&value));
+        assert_eq!(
+            q(c, "LPUSH l x"),
+            err("OOM command not allowed when used memory > 'maxmemory'.")
+        );
+        let stats = text(&q(c, "INFO stats"));
+        assert_eq!(info_field(&stats, "evicted_keys"), "0");
+        // Deleting makes room again.
+        let mut del = vec!["DEL".to_string()];
+        del.extend((0..n / 2).map(|i| format!("k:{i}")));
+        let del: Vec<&str> = del.iter().map(String::as_str).collect();
+        assert_eq!(ringkv_e2e::query(c, &del), int((n / 2) as i64));
+        assert_eq!(q(c, "SET again v"), ok());
+        assert_eq!(q(c, "PING"), Ok(redis::Value::SimpleString("PONG".into())));
+    }
+);
+
+e2e!(
+    fn lowering_maxmemory_evicts_down_without_stalling_clients(b) {
+        let srv = b.start(Opts::new().arg("maxmemory-policy", "allkeys-random"));
+        let c = &mut srv.client();
+        write_keys(c, "k", 30_000);
+        let before = int_of(&q(c, "DBSIZE"));
+        let max: u64 = 8 << 20;
+        let t = std::time::Instant::now();
+        assert_eq!(q(c, &format!("CONFIG SET maxmemory {max}")), ok());
+        // The reply does not wait for the eviction of ~20 MB of keys.
+        assert!(t.elapsed() < std::time::Duration::from_millis(200), "{:?}", t.elapsed());
+        // Meanwhile other commands are served between short eviction runs.
+        let mut slowest = std::time::Duration::ZERO;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while used_memory(c) > max + max / 20 {
+            assert!(std::time::Instant::now() < deadline, "still over maxmemory after 5 s");
+            let t = std::time::Instant::now();
+            assert_eq!(q(c, "PING"), Ok(redis::Value::SimpleString("PONG".into())));
+            slowest = slowest.max(t.elapsed());
+        }
+        assert!(slowest < std::time::Duration::from_millis(100), "a PING took {slowest:?}");
+        let after = int_of(&q(c, "DBSIZE"));
+        assert!(after < before / 2, "{before} -> {after}");
+        let stats = text(&q(c, "INFO stats"));
+        let evicted: i64 = info_field(&stats, "evicted_keys").parse().unwrap();
+        assert_eq!(evicted, before - after);
+    }
+);
