@@ -327,6 +327,146 @@ impl Db {
     }
 }
 
+// ---- memory API (temporary implementation on the old layout) ----
+//
+// The engine reads memory through these two names only (MEMORY USAGE,
+// MEMORY STATS, INFO memory): `Entry::memory_usage` and
+// `Db::table_overhead` (with the existing `Db::memory_usage`). The new
+// keyspace layout replaces this block; until then the figures are
+// estimates from the old types' shapes, rounded up to jemalloc's size
+// classes because that is what the allocator really holds.
+
+/// jemalloc's size class for a request of `n` bytes: 8, 16, then steps of
+/// 16 up to 128, then four classes per doubling (160, 192, 224, 256, 320,
+/// ...). Large allocations are page-rounded by jemalloc, which the class
+/// spacing at that size already covers within a few percent.
+fn alloc_size(n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    if n <= 8 {
+        return 8;
+    }
+    if n <= 128 {
+        return n.div_ceil(16) * 16;
+    }
+    // Four classes between 2^k and 2^(k+1): a step of 2^(k-2).
+    let k = usize::BITS - 1 - (n - 1).leading_zeros();
+    let step = 1usize << (k - 2);
+    n.div_ceil(step) * step
+}
+
+/// Bytes of the table node holding a key: its hash, the key (inline up to
+/// 22 bytes) and the entry.
+const NODE_BYTES: usize = 8 + 24 + std::mem::size_of::<Entry>();
+/// A bucket is one cache line of six slots.
+const BUCKET_BYTES: usize = 64;
+const BUCKET_SLOTS: usize = 6;
+
+/// Heap bytes of a compact (listpack-like) encoding of `items`: a header
+/// and per element its bytes plus about two bytes of length prefixes.
+fn packed_bytes<'a>(items: impl Iterator<Item = &'a [u8]>) -> usize {
+    alloc_size(7 + items.map(|b| b.len() + 2).sum::<usize>())
+}
+
+/// Heap bytes of a hashed collection's member: its node in a table (hash
+/// and inline key), its share of a bucket, and the member itself when it
+/// is too long to sit inline.
+fn hashed_member(len: usize) -> usize {
+    alloc_size(32) + BUCKET_BYTES / BUCKET_SLOTS + if len > 22 { alloc_size(len) } else { 0 }
+}
+
+fn member_len(m: &crate::types::set::Member<'_>) -> usize {
+    match m {
+        crate::types::set::Member::Bytes(b) => b.len(),
+        crate::types::set::Member::Int(_) => 8,
+    }
+}
+
+fn value_bytes(v: &Value) -> usize {
+    use crate::Str;
+    match v {
+        Value::Str(Str::Int(_)) => 0,
+        Value::Str(Str::Bytes(b) | Str::Raw(b)) => alloc_size(b.capacity()),
+        // The Arc's two counters sit in front of the bytes.
+        Value::Str(Str::Shared(b)) => alloc_size(16 + b.len()),
+        Value::Hash(h) => h.memory_usage(),
+        Value::List(l) => match l.encoding() {
+            "listpack" => packed_bytes(l.iter()),
+            // A ring buffer of boxed elements (16-byte slots).
+            _ => 64 + l.len() * 16 + l.iter().map(|b| alloc_size(b.len())).sum::<usize>(),
+        },
+        Value::Set(s) => match s.encoding() {
+            "intset" => alloc_size(8 + s.len() * 8),
+            "listpack" => alloc_size(7 + s.iter().map(|m| member_len(&m) + 2).sum::<usize>()),
+            _ => s.iter().map(|m| hashed_member(member_len(&m))).sum(),
+        },
+        Value::ZSet(z) => match z.encoding() {
+            // Member and score (up to 9 bytes), each with its prefixes.
+            "listpack" => alloc_size(7 + z.iter().map(|(m, _)| m.len() + 13).sum::<usize>()),
+            // A tree node with the member, plus its entry in the member
+            // index.
+            _ => z
+                .iter()
+                .map(|(m, _)| alloc_size(m.len() + 48) + hashed_member(0))
+                .sum(),
+        },
+    }
+}
+
+impl Entry {
+    /// Bytes the allocator holds for this key: its table node and its
+    /// value, collections included. (A key longer than 22 bytes also has
+    /// a heap copy, which this layout's entry cannot see.)
+    pub fn memory_usage(&self) -> usize {
+        alloc_size(NODE_BYTES) + value_bytes(&self.value)
+    }
+}
+
+impl Db {
+    /// Bytes of the database's own table structure, not of its entries:
+    /// the main table's buckets, and the whole index of volatile keys
+    /// (which holds nothing but copies of keys and their times).
+    pub fn table_overhead(&self) -> usize {
+        let (a, b) = self.table.buckets();
+        (a + b) * BUCKET_BYTES + self.volatile.memory_usage()
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_are_jemallocs() {
+        let classes: Vec<usize> = [1, 8, 9, 17, 80, 81, 129, 160, 161, 257, 1025, 4097]
+            .iter()
+            .map(|&n| alloc_size(n))
+            .collect();
+        assert_eq!(
+            classes,
+            [8, 8, 16, 32, 80, 96, 160, 160, 192, 320, 1280, 5120]
+        );
+    }
+
+    #[test]
+    fn usage_grows_with_the_value() {
+        let small = Entry::new(Value::Str(crate::Str::from_bytes(b"x"))).memory_usage();
+        let big = Entry::new(Value::Str(crate::Str::from_bytes(&[7; 100_000]))).memory_usage();
+        assert!(small >= NODE_BYTES && small < 200, "{small}");
+        // 100,000 bytes take the 112 KiB class.
+        assert!(big > 114_688 && big < 115_000, "{big}");
+        let mut db = Db::default();
+        assert_eq!(db.table_overhead(), 0);
+        db.insert(
+            crate::hash_key(b"k"),
+            b"k",
+            Entry::new(Value::Str(crate::Str::Int(1))),
+        );
+        assert!(db.table_overhead() >= BUCKET_BYTES);
+    }
+}
+
 /// All databases (`databases` directive, 16 by default).
 pub struct Keyspace {
     pub dbs: Vec<Db>,
