@@ -55,6 +55,7 @@ pub mod glob;
 pub mod info;
 pub mod lazyfree;
 pub mod log;
+pub mod memory;
 pub mod num;
 pub mod output;
 pub mod pubsub;
@@ -66,7 +67,7 @@ pub mod watch;
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, OutputLimit};
 pub use output::{ClientMeter, OutputClass, OutputLimits};
-pub use server::{FileLimit, MemoryProbe, MemoryStats, Server};
+pub use server::{AllocatorOps, FileLimit, MemoryProbe, MemoryStats, Server};
 pub use session::Session;
 
 use resp::{Mark, ReplyBuf, ReplyWriter};
@@ -310,6 +311,21 @@ impl Engine {
     /// plugs in jemalloc's stats).
     pub fn set_memory_probe(&mut self, probe: MemoryProbe) {
         self.srv.memory_probe = Some(probe);
+    }
+    /// MEMORY MALLOC-STATS and MEMORY PURGE go to the allocator through
+    /// these (the server crate plugs in jemalloc's); without them MEMORY
+    /// MALLOC-STATS answers Valkey's "not supported" text.
+    pub fn set_allocator_ops(&mut self, ops: AllocatorOps) {
+        self.srv.allocator_ops = Some(ops);
+    }
+    /// The IO layer calls this once, when the server is ready to accept
+    /// connections: the used memory then is INFO `used_memory_startup`
+    /// (Valkey's `initial_memory_usage`), the base that MEMORY STATS and
+    /// `used_memory_dataset_perc` leave out.
+    pub fn server_ready(&mut self) {
+        let used = self.srv.memory().used;
+        self.srv.startup_memory = used;
+        self.srv.note_used_memory(used);
     }
     /// CONFIG SET maxclients (and io-threads) raise the open-file limit
     /// through `raise`, and a `maxclients` it cannot cover is refused.
@@ -964,8 +980,8 @@ fn sample_stats(srv: &mut Server, now: i64) {
     st.last_sample_ops = ops;
     st.last_sample_in = inb;
     st.last_sample_out = outb;
-    let used = srv.memory_probe.map_or(0, |p| p().allocated);
-    if used > st.peak_memory {
-        st.peak_memory = used;
+    // Valkey's cron keeps the peak current between INFO calls.
+    if let Some(p) = srv.memory_probe {
+        srv.note_used_memory(p().used);
     }
 }

@@ -14,14 +14,37 @@ use store::Keyspace;
 /// dependency).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemoryStats {
+    /// INFO `used_memory`: what the program holds. The one figure every
+    /// used-memory report (INFO, MEMORY STATS, peak, startup) reads, so its
+    /// source can change in the probe alone: jemalloc's `stats.allocated`
+    /// today, a counting allocator's total later.
+    pub used: u64,
     /// Bytes handed out to the program (jemalloc `stats.allocated`).
     pub allocated: u64,
     /// Bytes in active pages (`stats.active`).
     pub active: u64,
     /// Bytes mapped resident by the allocator (`stats.resident`).
     pub resident: u64,
+    /// Bytes mapped but given back to the OS (`stats.retained`).
+    pub retained: u64,
+    /// Bytes of the allocator's own metadata (`stats.metadata`).
+    pub metadata: u64,
+    /// Bytes in pages purged lazily, still mapped (`pmuzzy` × page size).
+    pub muzzy: u64,
     /// Name for INFO `mem_allocator`, e.g. "jemalloc-5.3.0".
     pub allocator: &'static str,
+}
+
+/// What the allocator does on request (MEMORY MALLOC-STATS, MEMORY PURGE),
+/// plugged in by the server crate with [`crate::Engine::set_allocator_ops`].
+#[derive(Clone, Copy, Debug)]
+pub struct AllocatorOps {
+    /// The allocator's own statistics report (jemalloc's
+    /// `malloc_stats_print`).
+    pub stats_text: fn() -> String,
+    /// Give unused dirty pages back to the OS; false if the allocator
+    /// refused.
+    pub purge: fn() -> bool,
 }
 
 pub type MemoryProbe = fn() -> MemoryStats;
@@ -154,6 +177,11 @@ pub struct Server {
     /// Tests pin the clock here (ms since the epoch).
     pub clock_override: Option<i64>,
     pub memory_probe: Option<MemoryProbe>,
+    /// MEMORY MALLOC-STATS and PURGE; `None`: not supported.
+    pub allocator_ops: Option<AllocatorOps>,
+    /// Used memory when the server became ready (INFO
+    /// `used_memory_startup`), see [`crate::Engine::server_ready`].
+    pub startup_memory: u64,
     /// CONFIG SET maxclients / io-threads raise the open-file limit
     /// through this; `None` (tests): no limit to mind.
     pub file_limit: Option<FileLimit>,
@@ -207,6 +235,8 @@ impl Server {
             start_ms,
             clock_override: None,
             memory_probe: None,
+            allocator_ops: None,
+            startup_memory: 0,
             file_limit: None,
             active_expire_enabled: true,
             shutting_down: false,
@@ -293,13 +323,32 @@ impl Server {
         true
     }
 
+    /// The allocator's figures. Without a probe (tests, a build without
+    /// jemalloc) every figure is the process's RSS, as Valkey falls back
+    /// for allocators that report nothing.
     pub fn memory(&self) -> MemoryStats {
         match self.memory_probe {
             Some(p) => p(),
-            None => MemoryStats {
-                allocator: "libc",
-                ..MemoryStats::default()
-            },
+            None => {
+                let rss = crate::info::rss_bytes();
+                MemoryStats {
+                    used: rss,
+                    allocated: rss,
+                    active: rss,
+                    resident: rss,
+                    allocator: "libc",
+                    ..MemoryStats::default()
+                }
+            }
+        }
+    }
+
+    /// Raise the used-memory peak to `used` if it is higher (Valkey updates
+    /// it in its cron and whenever INFO or MEMORY reads used memory, so a
+    /// report never shows a peak below the current figure).
+    pub fn note_used_memory(&mut self, used: u64) {
+        if used > self.stats.peak_memory {
+            self.stats.peak_memory = used;
         }
     }
 }
