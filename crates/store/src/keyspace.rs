@@ -327,6 +327,22 @@ impl Db {
     }
 }
 
+/// All databases (`databases` directive, 16 by default).
+pub struct Keyspace {
+    pub dbs: Vec<Db>,
+}
+
+impl Keyspace {
+    pub fn new(databases: usize) -> Self {
+        Keyspace {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+        }
+    }
+    pub fn swap(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b)
+    }
+}
+
 // ---- memory API (temporary implementation on the old layout) ----
 //
 // The engine reads memory through these two names only (MEMORY USAGE,
@@ -453,9 +469,9 @@ mod memory_tests {
     fn usage_grows_with_the_value() {
         let small = Entry::new(Value::Str(crate::Str::from_bytes(b"x"))).memory_usage();
         let big = Entry::new(Value::Str(crate::Str::from_bytes(&[7; 100_000]))).memory_usage();
-        assert!(small >= NODE_BYTES && small < 200, "{small}");
+        assert!((NODE_BYTES..200).contains(&small), "{small}");
         // 100,000 bytes take the 112 KiB class.
-        assert!(big > 114_688 && big < 115_000, "{big}");
+        assert!((114_689..115_000).contains(&big), "{big}");
         let mut db = Db::default();
         assert_eq!(db.table_overhead(), 0);
         db.insert(
@@ -464,21 +480,5 @@ mod memory_tests {
             Entry::new(Value::Str(crate::Str::Int(1))),
         );
         assert!(db.table_overhead() >= BUCKET_BYTES);
-    }
-}
-
-/// All databases (`databases` directive, 16 by default).
-pub struct Keyspace {
-    pub dbs: Vec<Db>,
-}
-
-impl Keyspace {
-    pub fn new(databases: usize) -> Self {
-        Keyspace {
-            dbs: (0..databases).map(|_| Db::default()).collect(),
-        }
-    }
-    pub fn swap(&mut self, a: usize, b: usize) {
-        self.dbs.swap(a, b)
     }
 }
