@@ -58,7 +58,7 @@ fn wanted(args: &[&[u8]]) -> Vec<&'static str> {
 }
 
 /// The INFO text for `sections` (the command's arguments).
-pub fn render(srv: &Server, sections: &[&[u8]], now_ms: i64) -> String {
+pub fn render(srv: &mut Server, sections: &[&[u8]], now_ms: i64) -> String {
     let want = wanted(sections);
     let mut out = String::with_capacity(4096);
     let mut n = 0;
@@ -226,18 +226,6 @@ fn clients(srv: &Server, out: &mut String) {
     field!(out, "total_blocking_keys_on_nokey:0");
 }
 
-/// Valkey's `mem_clients_normal` (normal and pub/sub clients): each
-/// session's [`Session::memory`]; one whose command is running (taken
-/// out of the map meanwhile: the INFO caller) counts a bare session.
-fn clients_memory(srv: &Server) -> u64 {
-    use crate::session::Session;
-    srv.clients
-        .map
-        .values()
-        .map(|s| s.as_deref().map_or(Session::BASE_MEMORY, Session::memory))
-        .sum()
-}
-
 /// Resident set size from /proc/self/statm (pages × page size).
 pub fn rss_bytes() -> u64 {
     let Ok(s) = std::fs::read_to_string("/proc/self/statm") else {
@@ -263,106 +251,66 @@ fn total_system_memory() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn memory(srv: &Server, out: &mut String) {
-    let m = srv.memory();
-    let rss = rss_bytes();
-    let used = if srv.has_used_memory() {
-        srv.used_memory()
-    } else if srv.memory_probe.is_some() {
-        m.allocated
-    } else {
-        rss
-    };
-    let peak = srv.stats.peak_memory.max(used);
-    let dataset: u64 = srv
-        .keyspace
-        .dbs
-        .iter()
-        .map(|d| d.memory_usage() as u64)
-        .sum();
-    let overhead = used.saturating_sub(dataset);
+/// Valkey 8's memory section, field for field in its order. Scripts,
+/// functions, replication and AOF do not exist in ringkv: their fields
+/// read 0.
+fn memory(srv: &mut Server, out: &mut String) {
+    let mh = crate::memory::Overhead::read(srv);
+    let m = &mh.alloc;
     let maxmem = srv.config.maxmemory;
     let sysmem = total_system_memory();
     let policy = srv.config.get("maxmemory-policy").unwrap_or_default();
     out.push_str("# Memory\r\n");
-    field!(out, "used_memory:{used}");
-    field!(out, "used_memory_human:{}", human(used));
-    field!(out, "used_memory_rss:{rss}");
-    field!(out, "used_memory_rss_human:{}", human(rss));
-    field!(out, "used_memory_peak:{peak}");
-    field!(out, "used_memory_peak_human:{}", human(peak));
-    field!(
-        out,
-        "used_memory_peak_perc:{:.2}%",
-        if peak > 0 {
-            used as f64 * 100.0 / peak as f64
-        } else {
-            100.0
-        }
-    );
-    field!(out, "used_memory_overhead:{overhead}");
-    field!(out, "used_memory_startup:0");
-    field!(out, "used_memory_dataset:{dataset}");
-    field!(
-        out,
-        "used_memory_dataset_perc:{:.2}%",
-        if used > 0 {
-            dataset as f64 * 100.0 / used as f64
-        } else {
-            0.0
-        }
-    );
+    field!(out, "used_memory:{}", mh.used);
+    field!(out, "used_memory_human:{}", human(mh.used));
+    field!(out, "used_memory_rss:{}", mh.rss);
+    field!(out, "used_memory_rss_human:{}", human(mh.rss));
+    field!(out, "used_memory_peak:{}", mh.peak);
+    field!(out, "used_memory_peak_human:{}", human(mh.peak));
+    field!(out, "used_memory_peak_perc:{:.2}%", mh.peak_perc);
+    field!(out, "used_memory_overhead:{}", mh.total);
+    field!(out, "used_memory_startup:{}", mh.startup);
+    field!(out, "used_memory_dataset:{}", mh.dataset);
+    field!(out, "used_memory_dataset_perc:{:.2}%", mh.dataset_perc);
     field!(out, "allocator_allocated:{}", m.allocated);
     field!(out, "allocator_active:{}", m.active);
     field!(out, "allocator_resident:{}", m.resident);
+    field!(out, "allocator_muzzy:{}", m.muzzy);
     field!(out, "total_system_memory:{sysmem}");
     field!(out, "total_system_memory_human:{}", human(sysmem));
     field!(out, "used_memory_lua:0");
     field!(out, "used_memory_vm_eval:0");
+    field!(out, "used_memory_lua_human:0B");
+    field!(out, "used_memory_scripts_eval:0");
+    field!(out, "number_of_cached_scripts:0");
+    field!(out, "number_of_functions:0");
+    field!(out, "number_of_libraries:0");
+    field!(out, "used_memory_vm_functions:0");
+    field!(out, "used_memory_vm_total:0");
+    field!(out, "used_memory_vm_total_human:0B");
+    field!(out, "used_memory_functions:0");
     field!(out, "used_memory_scripts:0");
+    field!(out, "used_memory_scripts_human:0B");
     field!(out, "maxmemory:{maxmem}");
     field!(out, "maxmemory_human:{}", human(maxmem));
     field!(out, "maxmemory_policy:{policy}");
-    field!(
-        out,
-        "allocator_frag_ratio:{:.2}",
-        if m.allocated > 0 {
-            m.active as f64 / m.allocated as f64
-        } else {
-            1.0
-        }
-    );
-    field!(
-        out,
-        "allocator_frag_bytes:{}",
-        m.active.saturating_sub(m.allocated)
-    );
-    field!(
-        out,
-        "mem_fragmentation_ratio:{:.2}",
-        if used > 0 {
-            rss as f64 / used as f64
-        } else {
-            1.0
-        }
-    );
-    field!(out, "mem_fragmentation_bytes:{}", rss as i64 - used as i64);
+    field!(out, "allocator_frag_ratio:{:.2}", mh.allocator_frag());
+    field!(out, "allocator_frag_bytes:{}", mh.allocator_frag_bytes());
+    field!(out, "allocator_rss_ratio:{:.2}", mh.allocator_rss());
+    field!(out, "allocator_rss_bytes:{}", mh.allocator_rss_bytes());
+    field!(out, "rss_overhead_ratio:{:.2}", mh.rss_extra());
+    field!(out, "rss_overhead_bytes:{}", mh.rss_extra_bytes());
+    field!(out, "mem_fragmentation_ratio:{:.2}", mh.total_frag());
+    field!(out, "mem_fragmentation_bytes:{}", mh.total_frag_bytes());
     field!(out, "mem_not_counted_for_evict:0");
     field!(out, "mem_replication_backlog:0");
     field!(out, "mem_total_replication_buffers:0");
     field!(out, "mem_clients_slaves:0");
-    field!(out, "mem_clients_normal:{}", clients_memory(srv));
+    field!(out, "mem_clients_normal:{}", mh.clients_normal);
     field!(out, "mem_cluster_links:0");
     field!(out, "mem_aof_buffer:0");
-    field!(
-        out,
-        "mem_allocator:{}",
-        if m.allocator.is_empty() {
-            "libc"
-        } else {
-            m.allocator
-        }
-    );
+    field!(out, "mem_allocator:{}", m.allocator);
+    field!(out, "mem_overhead_db_hashtable_rehashing:0");
     field!(out, "active_defrag_running:0");
     field!(out, "lazyfree_pending_objects:{}", srv.lazyfree.pending());
     field!(out, "lazyfreed_objects:{}", srv.lazyfree.freed());

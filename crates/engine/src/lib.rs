@@ -56,6 +56,7 @@ pub mod glob;
 pub mod info;
 pub mod lazyfree;
 pub mod log;
+pub mod memory;
 pub mod num;
 pub mod output;
 pub mod pubsub;
@@ -67,7 +68,9 @@ pub mod watch;
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, MaxmemoryPolicy, OutputLimit};
 pub use output::{ClientMeter, OutputClass, OutputLimits};
-pub use server::{FileLimit, MemoryProbe, MemoryStats, Server, UsedMemoryModel, UsedMemoryProbe};
+pub use server::{
+    AllocatorOps, FileLimit, MemoryProbe, MemoryStats, Server, UsedMemoryModel, UsedMemoryProbe,
+};
 pub use session::Session;
 
 use resp::{Mark, ReplyBuf, ReplyWriter};
@@ -322,6 +325,21 @@ impl Engine {
     /// so that eviction is deterministic. A probe, if set, wins.
     pub fn set_used_memory_model(&mut self, model: UsedMemoryModel) {
         self.srv.used_memory_model = Some(model);
+    }
+    /// MEMORY MALLOC-STATS and MEMORY PURGE go to the allocator through
+    /// these (the server crate plugs in jemalloc's); without them MEMORY
+    /// MALLOC-STATS answers Valkey's "not supported" text.
+    pub fn set_allocator_ops(&mut self, ops: AllocatorOps) {
+        self.srv.allocator_ops = Some(ops);
+    }
+    /// The IO layer calls this once, when the server is ready to accept
+    /// connections: the used memory then is INFO `used_memory_startup`
+    /// (Valkey's `initial_memory_usage`), the base that MEMORY STATS and
+    /// `used_memory_dataset_perc` leave out.
+    pub fn server_ready(&mut self) {
+        let used = self.srv.memory().used;
+        self.srv.startup_memory = used;
+        self.srv.note_used_memory(used);
     }
     /// CONFIG SET maxclients (and io-threads) raise the open-file limit
     /// through `raise`, and a `maxclients` it cannot cover is refused.
@@ -1049,13 +1067,7 @@ fn sample_stats(srv: &mut Server, now: i64) {
     st.last_sample_ops = ops;
     st.last_sample_in = inb;
     st.last_sample_out = outb;
-    let used = if srv.has_used_memory() {
-        srv.used_memory()
-    } else {
-        srv.memory_probe.map_or(0, |p| p().allocated)
-    };
-    let st = &mut srv.stats;
-    if used > st.peak_memory {
-        st.peak_memory = used;
-    }
+    // Valkey's cron keeps the peak current between INFO calls.
+    let used = srv.memory().used;
+    srv.note_used_memory(used);
 }

@@ -14,14 +14,37 @@ use store::Keyspace;
 /// dependency).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemoryStats {
+    /// INFO `used_memory`: what the program holds. The one figure every
+    /// used-memory report (INFO, MEMORY STATS, peak, startup) reads, so its
+    /// source can change in the probe alone: jemalloc's `stats.allocated`
+    /// today, a counting allocator's total later.
+    pub used: u64,
     /// Bytes handed out to the program (jemalloc `stats.allocated`).
     pub allocated: u64,
     /// Bytes in active pages (`stats.active`).
     pub active: u64,
     /// Bytes mapped resident by the allocator (`stats.resident`).
     pub resident: u64,
+    /// Bytes mapped but given back to the OS (`stats.retained`).
+    pub retained: u64,
+    /// Bytes of the allocator's own metadata (`stats.metadata`).
+    pub metadata: u64,
+    /// Bytes in pages purged lazily, still mapped (`pmuzzy` × page size).
+    pub muzzy: u64,
     /// Name for INFO `mem_allocator`, e.g. "jemalloc-5.3.0".
     pub allocator: &'static str,
+}
+
+/// What the allocator does on request (MEMORY MALLOC-STATS, MEMORY PURGE),
+/// plugged in by the server crate with [`crate::Engine::set_allocator_ops`].
+#[derive(Clone, Copy, Debug)]
+pub struct AllocatorOps {
+    /// The allocator's own statistics report (jemalloc's
+    /// `malloc_stats_print`).
+    pub stats_text: fn() -> String,
+    /// Give unused dirty pages back to the OS; false if the allocator
+    /// refused.
+    pub purge: fn() -> bool,
 }
 
 pub type MemoryProbe = fn() -> MemoryStats;
@@ -170,6 +193,11 @@ pub struct Server {
     pub used_memory_model: Option<UsedMemoryModel>,
     /// `maxmemory` eviction between runs.
     pub evict: crate::evict::Evictor,
+    /// MEMORY MALLOC-STATS and PURGE; `None`: not supported.
+    pub allocator_ops: Option<AllocatorOps>,
+    /// Used memory when the server became ready (INFO
+    /// `used_memory_startup`), see [`crate::Engine::server_ready`].
+    pub startup_memory: u64,
     /// CONFIG SET maxclients / io-threads raise the open-file limit
     /// through this; `None` (tests): no limit to mind.
     pub file_limit: Option<FileLimit>,
@@ -226,6 +254,8 @@ impl Server {
             used_memory_probe: None,
             used_memory_model: None,
             evict: Default::default(),
+            allocator_ops: None,
+            startup_memory: 0,
             file_limit: None,
             active_expire_enabled: true,
             shutting_down: false,
@@ -339,13 +369,34 @@ impl Server {
         true
     }
 
+    /// The allocator's figures. Without a probe (tests, a build without
+    /// jemalloc) every figure is the process's RSS, as Valkey falls back
+    /// for allocators that report nothing.
     pub fn memory(&self) -> MemoryStats {
-        match self.memory_probe {
+        let mut m = match self.memory_probe {
             Some(p) => p(),
-            None => MemoryStats {
-                allocator: "libc",
-                ..MemoryStats::default()
-            },
+            None => {
+                let rss = crate::info::rss_bytes();
+                MemoryStats {
+                    used: rss,
+                    allocated: rss,
+                    active: rss,
+                    resident: rss,
+                    allocator: "libc",
+                    ..MemoryStats::default()
+                }
+            }
+        };
+        // The counter eviction reads is what INFO shows as used_memory.
+        if self.has_used_memory() {
+            m.used = self.used_memory();
+        }
+        m
+    }
+
+    pub fn note_used_memory(&mut self, used: u64) {
+        if used > self.stats.peak_memory {
+            self.stats.peak_memory = used;
         }
     }
 }

@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 14] {
+fn groups() -> [&'static [CommandSpec]; 15] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -69,6 +69,7 @@ fn groups() -> [&'static [CommandSpec]; 14] {
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,
+        cmd::memory::COMMANDS,
         cmd::introspection::COMMANDS,
     ]
 }

@@ -156,10 +156,12 @@ fn commandstats_and_errorstats_lines() {
 fn memory_probe_feeds_used_memory() {
     let mut e = engine();
     e.set_memory_probe(|| engine::MemoryStats {
+        used: 3 * 1024 * 1024,
         allocated: 3 * 1024 * 1024,
         active: 4 * 1024 * 1024,
         resident: 5 * 1024 * 1024,
         allocator: "jemalloc-5.3.0",
+        ..Default::default()
     });
     let c = connect(&mut e);
     let t = bulk_text(&cmd(&mut e, c, &["info", "memory"]));

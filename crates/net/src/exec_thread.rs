@@ -155,6 +155,9 @@ pub(crate) fn serve(
             "{n} IO thread(s) started; this thread executes commands"
         ));
         if first {
+            // Startup memory includes the IO threads' buffers and rings,
+            // as Valkey's includes its IO threads'.
+            held.engine.server_ready();
             log::notice("Ready to accept connections tcp");
         }
     }

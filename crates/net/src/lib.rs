@@ -149,10 +149,13 @@ fn serve_inline(
     first: bool,
 ) -> io::Result<Option<Handover>> {
     let Handover {
-        engine,
+        mut engine,
         listeners,
         conns,
     } = h;
+    if first {
+        engine.server_ready();
+    }
     let mut driver = driver::Driver::new(engine, stop);
     driver.take_in(conns);
     let ready = || {

@@ -161,6 +161,10 @@ fn main() -> ExitCode {
     let mut engine = engine::Engine::new(config, file);
     engine.set_memory_probe(jemalloc_stats);
     engine.set_used_memory_probe(ringkv_alloc::used_memory);
+    engine.set_allocator_ops(engine::AllocatorOps {
+        stats_text: jemalloc_stats_text,
+        purge: jemalloc_purge,
+    });
     engine.set_file_limit(fdlimit::raise_for_engine);
     let result = net::serve(engine, &STOP);
     if let Some(p) = &pidfile {
@@ -309,12 +313,53 @@ fn install_signal_handlers() -> std::io::Result<()> {
 /// INFO memory's allocator numbers, read from jemalloc after refreshing its
 /// statistics epoch.
 fn jemalloc_stats() -> engine::MemoryStats {
-    use tikv_jemalloc_ctl::{epoch, stats};
+    use tikv_jemalloc_ctl::{epoch, raw, stats};
     let _ = epoch::advance();
+    let allocated = stats::allocated::read().unwrap_or(0) as u64;
+    // Pages purged lazily (`pmuzzy`) over every arena; 4096 is jemalloc's
+    // MALLCTL_ARENAS_ALL, the merged view.
+    // SAFETY: `stats.arenas.<i>.pmuzzy` is a size_t; the name is
+    // NUL-terminated.
+    let pmuzzy = unsafe { raw::read::<libc::size_t>(b"stats.arenas.4096.pmuzzy\0") };
+    // SAFETY: `arenas.page` is a size_t; the name is NUL-terminated.
+    let page = unsafe { raw::read::<libc::size_t>(b"arenas.page\0") };
     engine::MemoryStats {
-        allocated: stats::allocated::read().unwrap_or(0) as u64,
+        // The one source of used_memory: a counting allocator's total can
+        // take this place.
+        used: allocated,
+        allocated,
         active: stats::active::read().unwrap_or(0) as u64,
         resident: stats::resident::read().unwrap_or(0) as u64,
+        retained: stats::retained::read().unwrap_or(0) as u64,
+        metadata: stats::metadata::read().unwrap_or(0) as u64,
+        muzzy: (pmuzzy.unwrap_or(0) * page.unwrap_or(0)) as u64,
         allocator: "jemalloc-5.3.0",
     }
+}
+
+/// MEMORY MALLOC-STATS: jemalloc's own report (`malloc_stats_print`).
+fn jemalloc_stats_text() -> String {
+    let mut out = Vec::new();
+    match tikv_jemalloc_ctl::stats_print::stats_print(&mut out, Default::default()) {
+        Ok(()) => String::from_utf8_lossy(&out).into_owned(),
+        Err(e) => format!("jemalloc statistics failed: {e}"),
+    }
+}
+
+/// MEMORY PURGE: return every arena's unused dirty pages to the OS
+/// (`arena.<MALLCTL_ARENAS_ALL>.purge`, as Valkey asks jemalloc).
+fn jemalloc_purge() -> bool {
+    // SAFETY: the purge control takes and returns nothing: every pointer is
+    // null and the length 0, as jemalloc requires of it; the name is a
+    // NUL-terminated static string.
+    let rc = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"arena.4096.purge".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    rc == 0
 }

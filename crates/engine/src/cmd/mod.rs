@@ -25,6 +25,7 @@ pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
+pub mod memory;
 pub mod pubsub;
 pub mod server;
 pub mod sets;
