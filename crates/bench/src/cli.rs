@@ -37,6 +37,10 @@ pub enum Command {
         #[arg(long = "log-y")]
         log_y: bool,
     },
+    /// Eviction quality: fill a server with maxmemory until it evicts,
+    /// then GET (SET on a miss) keys of a seeded power-law trace, and set
+    /// its hit rate beside exact LRU and LFU simulations of the same trace.
+    Evict(Box<crate::evict::args::EvictArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -252,9 +256,38 @@ mod tests {
                 assert_eq!(files, [PathBuf::from("a.hgrm"), PathBuf::from("b.hgrm")]);
                 assert_eq!(out, PathBuf::from("cmp.svg"));
             }
-            None => panic!("no subcommand"),
+            _ => panic!("not the plot subcommand"),
         }
         assert!(parse(&["plot", "-o", "x.svg"]).is_err(), "plot needs files");
+    }
+
+    #[test]
+    fn evict_subcommand() {
+        let c = parse(&[
+            "evict",
+            "-p",
+            "7000",
+            "--policy",
+            "allkeys-lfu",
+            "--samples",
+            "10",
+            "--key-dist",
+            "zipf:1.1",
+            "--cycles",
+            "3",
+        ])
+        .unwrap();
+        let Some(Command::Evict(e)) = c.command else {
+            panic!("not evict")
+        };
+        assert_eq!(
+            (e.port, e.policy.as_str(), e.samples),
+            (7000, "allkeys-lfu", Some(10))
+        );
+        assert_eq!(e.key_dist, crate::evict::trace::KeyDist::Zipf(1.1));
+        assert_eq!((e.cycles, e.warmup, e.pipeline), (3, 8, 250));
+        assert!(parse(&["evict", "--key-dist", "uniform"]).is_err());
+        assert!(parse(&["evict", "-P", "0"]).is_err());
     }
 
     #[test]

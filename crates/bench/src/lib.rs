@@ -23,6 +23,8 @@
 //! * [`keygen`]: uniform, sequential, Zipf and Gaussian key indexes.
 //! * [`conn`]: the per-connection state machine both loops share:
 //!   pipelining, open-loop schedule, reply matching, `--verify`.
+//! * [`evict`]: the `evict` subcommand, an eviction-quality test (server
+//!   hit rate against exact LRU/LFU simulations of the same trace).
 //! * [`uring`] / [`epoll`]: the two event loops; [`worker`] runs one per
 //!   thread; [`run`] splits work and measures CPU; [`report`], [`stats`],
 //!   [`plot`] turn histograms into output.
@@ -37,6 +39,7 @@
 pub mod cli;
 pub mod conn;
 pub mod epoll;
+pub mod evict;
 pub mod keygen;
 pub mod plot;
 pub mod report;
@@ -61,6 +64,7 @@ pub fn main_cli() -> i32 {
             title,
             log_y,
         }) => plot_files(&files, &out, &title, log_y),
+        Some(Command::Evict(a)) => evict::run(&a),
         None => bench(&cli.run),
     };
     match r {

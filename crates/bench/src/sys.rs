@@ -62,9 +62,14 @@ pub struct Target {
 }
 
 /// A blocking connection for set-up and INFO, with read/write timeouts.
+/// The eviction test also pipelines through it ([`Blocking::send`] many
+/// requests, then [`Blocking::read_reply`] as many times).
 pub struct Blocking {
     stream: TcpStream,
     buf: Vec<u8>,
+    /// Bytes of `buf` already parsed: replies of a pipeline are consumed by
+    /// moving this offset, not by shifting the buffer once per reply.
+    start: usize,
 }
 
 impl Blocking {
@@ -91,6 +96,7 @@ impl Blocking {
                         let mut c = Blocking {
                             stream,
                             buf: Vec::new(),
+                            start: 0,
                         };
                         c.handshake(t)?;
                         return Ok(c);
@@ -130,13 +136,32 @@ impl Blocking {
     pub fn call(&mut self, args: &[&str]) -> Result<Value, String> {
         let mut out = Vec::new();
         resp::encode_command(args, &mut out);
+        self.send(&out)?;
+        self.read_reply()
+    }
+
+    /// Write already-encoded requests (any number of them).
+    pub fn send(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.stream
-            .write_all(&out)
-            .map_err(|e| format!("send: {e}"))?;
+            .write_all(bytes)
+            .map_err(|e| format!("send: {e}"))
+    }
+
+    /// Read the next reply.
+    pub fn read_reply(&mut self) -> Result<Value, String> {
         loop {
-            if let Some((v, n)) = parse_value(&self.buf).map_err(|e| format!("bad reply: {e}"))? {
-                self.buf.drain(..n);
+            let pending = &self.buf[self.start..];
+            if let Some((v, n)) = parse_value(pending).map_err(|e| format!("bad reply: {e}"))? {
+                self.start += n;
+                if self.start == self.buf.len() {
+                    self.buf.clear();
+                    self.start = 0;
+                }
                 return Ok(v);
+            }
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.start = 0;
             }
             let mut chunk = [0u8; 16 * 1024];
             let n = self
@@ -152,7 +177,7 @@ impl Blocking {
 
     /// Hand over the socket, non-blocking, for the event loop.
     pub fn into_fd(self) -> Result<RawFd, String> {
-        if !self.buf.is_empty() {
+        if self.start != self.buf.len() {
             return Err("unexpected bytes after handshake".into());
         }
         self.stream

@@ -615,3 +615,130 @@ fn duration_run_drains_in_flight_requests() {
         assert!(num(&j, "duration_s") < 10.0, "waited for a timeout: {j}");
     }
 }
+
+/// `ringkv-bench evict ARGS` against `port`.
+fn evict(port: u16, args: &[&str]) -> Output {
+    let out = Command::new(BENCH)
+        .args(["evict", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("run ringkv-bench evict");
+    eprintln!("stderr: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// The text of the JSON object that follows `"key":`.
+fn object_at<'a>(json: &'a str, key: &str) -> &'a str {
+    let at = json
+        .find(&format!("\"{key}\":{{"))
+        .unwrap_or_else(|| panic!("no {key} in {json}"));
+    let end = json[at..].find('}').unwrap() + at;
+    &json[at..=end]
+}
+
+const SMALL_EVICT: &[&str] = &[
+    "--maxmemory",
+    "2mb",
+    "--keyspace",
+    "50000",
+    "--warmup",
+    "2",
+    "--cycles",
+    "3",
+    "--cycle-requests",
+    "5000",
+    "-P",
+    "100",
+];
+
+#[test]
+fn evict_measures_hit_rate_beside_exact_simulations() {
+    let Some(s) = Server::redis() else { return };
+    let o = evict(
+        s.port,
+        &[SMALL_EVICT, &["--json", "--samples", "10"]].concat(),
+    );
+    assert!(o.status.success());
+    let j = stdout(&o);
+    assert!(j.contains("\"status\":\"ok\"") && j.contains("\"policy\":\"allkeys-lru\""));
+    assert!(j.contains("\"maxmemory_samples\":\"10\""), "{j}");
+    assert!(num(object_at(&j, "fill"), "evicted_keys") > 0.0);
+    assert_eq!(j.matches("\"cycle\":").count(), 5);
+    let server = num(object_at(&j, "server"), "hit_rate");
+    let lru = num(object_at(&j, "lru"), "hit_rate");
+    assert!(server > 0.1 && server < 1.0, "server hit rate {server}");
+    assert!(lru > 0.1 && lru < 1.0, "exact LRU hit rate {lru}");
+    let ratio = num(&j, "ratio");
+    assert!((ratio - server / lru).abs() < 1e-3 && ratio > 0.5 && ratio < 1.5);
+    // 3 measured cycles of 5000 GETs each.
+    let total = num(object_at(&j, "server"), "hits") + num(object_at(&j, "server"), "misses");
+    assert_eq!(total, 15000.0);
+    assert_eq!(num(&j, "errors"), 0.0);
+
+    let o = evict(
+        s.port,
+        &[SMALL_EVICT, &["--policy", "allkeys-lfu"]].concat(),
+    );
+    assert!(o.status.success());
+    let t = stdout(&o);
+    assert!(
+        t.contains("policy allkeys-lfu") && t.contains("server ÷ exact LFU"),
+        "{t}"
+    );
+}
+
+#[test]
+fn evict_same_seed_same_trace() {
+    let Some(s) = Server::redis() else { return };
+    let dir = std::env::temp_dir();
+    let file = |n: &str| dir.join(format!("ringkv-evict-{}-{n}.txt", std::process::id()));
+    let run = |seed: &str, n: &str| {
+        let path = file(n);
+        let o = evict(
+            s.port,
+            &[
+                SMALL_EVICT,
+                &[
+                    "--seed",
+                    seed,
+                    "--trace-out",
+                    path.to_str().unwrap(),
+                    "--json",
+                ],
+            ]
+            .concat(),
+        );
+        assert!(o.status.success());
+        let t = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        t
+    };
+    let (a, b, c) = (run("5", "a"), run("5", "b"), run("6", "c"));
+    assert_eq!(a.lines().count(), 25_000);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn evict_reports_a_server_that_never_evicts() {
+    let Some(s) = Server::redis() else { return };
+    // No limit: the fill writes the whole keyspace, sees no eviction, stops.
+    let o = evict(
+        s.port,
+        &["--maxmemory", "0", "--keyspace", "20000", "--json"],
+    );
+    assert!(o.status.success());
+    let j = stdout(&o);
+    assert!(j.contains("\"status\":\"no_eviction\""), "{j}");
+    assert!(j.contains("\"stop\":\"keyspace written\"") && j.contains("\"cycles\":[]"));
+    // A keyspace too large to write in time: the fill timeout ends it.
+    let t = Instant::now();
+    let o = evict(s.port, &["--maxmemory", "0", "--fill-timeout", "300ms"]);
+    assert!(o.status.success());
+    assert!(t.elapsed() < Duration::from_secs(10));
+    let text = stdout(&o);
+    assert!(
+        text.contains("stopped: fill-timeout") && text.contains("no eviction"),
+        "{text}"
+    );
+}
