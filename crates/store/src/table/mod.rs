@@ -98,6 +98,18 @@ pub fn addr_word(addr: usize) -> usize {
     addr
 }
 
+/// The set bits of `m`, lowest first: the slots a bucket mask names.
+#[inline(always)]
+fn bits(mut m: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (m != 0).then(|| {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            i
+        })
+    })
+}
+
 #[inline(always)]
 fn tag_of(hash: u64) -> usize {
     (hash >> TAG_SHIFT) as usize
@@ -244,16 +256,21 @@ impl Bucket {
     /// The first item slot whose tag matches and whose item `is` accepts.
     #[inline(always)]
     fn find<I: Item>(&self, tag: usize, is: &mut impl FnMut(&I) -> bool) -> Option<usize> {
-        let mut m = self.matches(tag);
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            m &= m - 1;
-            // SAFETY: `matches` only reports slots holding items.
-            if is(unsafe { self.item::<I>(i) }) {
-                return Some(i);
-            }
+        // SAFETY: `matches` only reports slots holding items.
+        bits(self.matches(tag)).find(|&i| is(unsafe { self.item::<I>(i) }))
+    }
+
+    /// Start the loads of the items in `mask` (slots holding items) and
+    /// of the overflow bucket.
+    #[inline(always)]
+    fn prefetch_items<I: Item>(&self, mask: u32) {
+        for i in bits(mask) {
+            // SAFETY: the caller's mask names slots holding items.
+            unsafe { self.item::<I>(i) }.prefetch();
         }
-        None
+        if let Some(c) = self.child_word() {
+            prefetch_ptr(c as *const Bucket);
+        }
     }
 
     fn chain(&self) -> impl Iterator<Item = &Bucket> {
@@ -263,15 +280,8 @@ impl Bucket {
     /// Every item of the chain starting here.
     fn items<'a, I: Item + 'a>(&'a self) -> impl Iterator<Item = &'a I> {
         self.chain().flat_map(|b| {
-            let mut m = b.occupied();
-            std::iter::from_fn(move || {
-                (m != 0).then(|| {
-                    let i = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    // SAFETY: `occupied` only reports slots holding items.
-                    unsafe { b.item::<I>(i) }
-                })
-            })
+            // SAFETY: `occupied` only reports slots holding items.
+            bits(b.occupied()).map(move |i| unsafe { b.item::<I>(i) })
         })
     }
 
@@ -339,20 +349,17 @@ fn chain_push(mut b: &mut Bucket, word: usize) -> bool {
     let mut grew = false;
     loop {
         let free = !b.occupied() & ((1 << b.item_slots()) - 1);
+        if free != 0 {
+            b.words[free.trailing_zeros() as usize] = word;
+            return grew;
+        }
         if b.child_word().is_none() {
-            if free != 0 {
-                b.words[free.trailing_zeros() as usize] = word;
-                return grew;
-            }
             // Full: the last item moves down into a new child, whose
             // address takes its word.
             let mut child = Box::new(Bucket::EMPTY);
             child.words[0] = b.words[SLOTS - 1];
             b.words[SLOTS - 1] = Box::into_raw(child) as usize | CHILD_BIT;
             grew = true;
-        } else if free != 0 {
-            b.words[free.trailing_zeros() as usize] = word;
-            return grew;
         }
         b = b.child_mut().expect("chained above");
     }
@@ -398,20 +405,12 @@ fn chain_remove<I: Item>(
 /// buckets allocated there.
 fn spill<I: Item>(b: &mut Bucket, to: &mut [Bucket]) -> usize {
     let occupied = b.occupied();
-    // Each item's hash is read to place it: let the misses overlap.
-    let mut m = occupied;
-    while m != 0 {
-        let i = m.trailing_zeros() as usize;
-        m &= m - 1;
-        // SAFETY: `occupied` reports slots holding items.
-        unsafe { b.item::<I>(i) }.prefetch();
-    }
+    // Each item's hash is read to place it: let the misses overlap. (The
+    // chain was unlinked by the caller: no child to prefetch.)
+    b.prefetch_items::<I>(occupied);
     let mut grown = 0;
-    let mut m = occupied;
-    while m != 0 {
-        let i = m.trailing_zeros() as usize;
-        m &= m - 1;
-        // SAFETY: as above.
+    for i in bits(occupied) {
+        // SAFETY: `occupied` reports slots holding items.
         let h = unsafe { b.item::<I>(i) }.hash();
         let w = b.take(i);
         grown += chain_push(&mut to[index(h, to.len())], w) as usize;
@@ -429,10 +428,7 @@ fn chain_drop<I: Item>(b: &mut Bucket) {
             // SAFETY: the owned child, unlinked just above.
             *unsafe { Box::from_raw(a as *mut Bucket) }
         });
-        let mut m = cur.occupied();
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            m &= m - 1;
+        for i in bits(cur.occupied()) {
             // SAFETY: an item word of this chain, taken out once.
             drop(unsafe { from_word::<I>(cur.take(i)) });
         }
@@ -912,16 +908,7 @@ impl<I: Item> RawTable<I> {
         if t1.is_empty() {
             return;
         }
-        let mut m = b.occupied();
-        while m != 0 {
-            let i = m.trailing_zeros() as usize;
-            m &= m - 1;
-            // SAFETY: `occupied` reports slots holding items.
-            unsafe { b.item::<I>(i) }.prefetch();
-        }
-        if let Some(c) = b.child_word() {
-            prefetch_ptr(c as *const Bucket);
-        }
+        b.prefetch_items::<I>(b.occupied());
         let m = t1.len() - 1;
         prefetch_ptr(&t1[r & m]);
         prefetch_ptr(&t1[(r + t0.len()) & m]);
@@ -962,16 +949,7 @@ impl<I: Item> RawTable<I> {
         }
         let tag = tag_of(hash);
         for b in self.homes(hash) {
-            let mut m = b.matches(tag);
-            while m != 0 {
-                let i = m.trailing_zeros() as usize;
-                m &= m - 1;
-                // SAFETY: `matches` reports slots holding items.
-                unsafe { b.item::<I>(i) }.prefetch();
-            }
-            if let Some(c) = b.child_word() {
-                prefetch_ptr(c as *const Bucket);
-            }
+            b.prefetch_items::<I>(b.matches(tag));
         }
     }
 

@@ -23,10 +23,7 @@ impl<I: Item> RawTable<I> {
                 for (depth, b) in head.chain().enumerate() {
                     children += (depth > 0) as usize;
                     assert!(b.occupied() != 0 || (depth == 0 && b.is_empty()));
-                    let mut m = b.occupied();
-                    while m != 0 {
-                        let s = m.trailing_zeros() as usize;
-                        m &= m - 1;
+                    for s in bits(b.occupied()) {
                         // SAFETY: `occupied` reports slots holding items.
                         let it: &I = unsafe { b.item(s) };
                         assert_eq!(b.words[s] >> TAG_SHIFT, tag_of(it.hash()));
