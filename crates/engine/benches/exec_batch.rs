@@ -37,7 +37,7 @@ use std::hint::black_box;
 use support::{Input, Rng};
 
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: ringkv_alloc::CountingJemalloc = ringkv_alloc::CountingJemalloc;
 
 const CLIENTS: usize = 50;
 const PIPELINE: usize = 16;
