@@ -468,7 +468,13 @@ impl Entry {
         // then the new payload is written inside the new size. The old
         // boxed value, if any, was read out above and is dropped once.
         unsafe {
-            let p = alloc::realloc(self.ptr(), layout, new_size);
+            // The common overwrite (a value of the same length): no call
+            // into the allocator at all.
+            let p = if new_size == parts.size {
+                self.ptr()
+            } else {
+                alloc::realloc(self.ptr(), layout, new_size)
+            };
             if p.is_null() {
                 alloc::handle_alloc_error(Layout::from_size_align_unchecked(new_size, NODE_ALIGN));
             }
@@ -489,25 +495,24 @@ impl Entry {
 
     /// The value, owned; frees the node.
     pub fn into_value(self) -> Value {
-        let v = match self.value() {
-            ValueRef::Str(StrRef::Int(n)) => Some(Value::Str(Str::Int(n))),
-            ValueRef::Str(StrRef::Bytes(b)) => Some(Value::Str(Str::Bytes(b.to_vec()))),
-            _ => None,
-        };
-        match v {
-            Some(v) => v,
-            None => {
-                let parts = self.parts();
-                let b = self.boxed_ptr(&parts).expect("boxed");
-                // Turn the payload into an integer so that dropping the node
-                // does not drop the box handed out here.
-                // SAFETY: the node's flags byte, then the box this node owned,
-                // now owned by the caller only.
-                unsafe {
-                    self.ptr().write((parts.flags & !KIND_MASK) | KIND_INT);
-                    *Box::from_raw(b)
-                }
-            }
+        match self.value() {
+            ValueRef::Str(StrRef::Int(n)) => Value::Str(Str::Int(n)),
+            ValueRef::Str(StrRef::Bytes(b)) => Value::Str(Str::Bytes(b.to_vec())),
+            _ => *self.into_box(),
+        }
+    }
+
+    /// The boxed value of a BOXED node, owned; frees the node.
+    fn into_box(self) -> Box<Value> {
+        let parts = self.parts();
+        let b = self.boxed_ptr(&parts).expect("boxed");
+        // Turn the payload into an integer so that dropping the node does
+        // not drop the box handed out here.
+        // SAFETY: the node's flags byte, then the box this node owned, now
+        // owned by the caller only.
+        unsafe {
+            self.ptr().write((parts.flags & !KIND_MASK) | KIND_INT);
+            Box::from_raw(b)
         }
     }
 
@@ -525,10 +530,8 @@ impl Entry {
             ValueRef::Str(s @ (StrRef::Int(_) | StrRef::Bytes(_))) => {
                 Entry::from_addr(build(key, str_payload(s), expire, access))
             }
-            _ => {
-                let v = self.into_value();
-                Entry::from_addr(build(key, payload_of(v), expire, access))
-            }
+            // The box moves to the new node as it is.
+            _ => Entry::from_addr(build(key, Payload::Boxed(self.into_box()), expire, access)),
         }
     }
 

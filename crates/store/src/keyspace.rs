@@ -150,26 +150,27 @@ impl Db {
         self.policy
     }
 
-    fn next_rand(&mut self) -> u64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        self.rng
-    }
-
-    /// Access bits for an entry touched now (Valkey's `updateLFU` or
-    /// `LRU_CLOCK`).
-    fn touched(&mut self, e_access: u32, counter: Option<u8>, now_ms: i64) -> u32 {
-        match self.policy {
+    /// Access bits for an entry touched now: Valkey's `updateLFU` (the
+    /// decayed counter, then its logarithmic increment) or `LRU_CLOCK`.
+    /// A free function of the fields it needs, so that it can run while
+    /// the entry is borrowed from the table.
+    fn touched(policy: AccessPolicy, rng: &mut u64, e: &Entry, now_ms: i64) -> u32 {
+        match policy {
             AccessPolicy::Lru => lru_clock(now_ms),
-            AccessPolicy::Lfu { log_factor, .. } => {
-                let c = counter.unwrap_or((e_access & 0xFF) as u8);
+            AccessPolicy::Lfu {
+                log_factor,
+                decay_time,
+            } => {
+                let c = e.lfu_counter(now_ms, decay_time);
                 let c = if c == 255 {
                     255
                 } else {
                     let base = c.saturating_sub(LFU_INIT_VAL) as f64;
                     let p = 1.0 / (base * log_factor as f64 + 1.0);
-                    let r = (self.next_rand() >> 11) as f64 / (1u64 << 53) as f64;
+                    *rng ^= *rng << 13;
+                    *rng ^= *rng >> 7;
+                    *rng ^= *rng << 17;
+                    let r = (*rng >> 11) as f64 / (1u64 << 53) as f64;
                     c + (r < p) as u8
                 };
                 (lfu_minutes(now_ms) << 8) | c as u32
@@ -198,16 +199,8 @@ impl Db {
             self.expire_key(hash, key);
             return None;
         }
-        let (access, counter) = {
-            let e = self.table.at(loc);
-            let counter = match self.policy {
-                AccessPolicy::Lfu { decay_time, .. } => Some(e.lfu_counter(now_ms, decay_time)),
-                AccessPolicy::Lru => None,
-            };
-            (e.access(), counter)
-        };
-        let stamp = self.touched(access, counter, now_ms);
         let e = self.table.at_mut(loc);
+        let stamp = Db::touched(self.policy, &mut self.rng, e, now_ms);
         e.set_access(stamp);
         Some(e)
     }

@@ -953,11 +953,13 @@ impl<I: Item> RawTable<I> {
         }
     }
 
-    /// Third prefetch pass: for each hash, the first item in its home
-    /// buckets whose tag matches and that `is` accepts (its node is expected
-    /// in cache from [`RawTable::prefetch_batch`]), handed to `f` to
-    /// prefetch what it points at. A tag collision costs a useless
-    /// prefetch, never a wrong result.
+    /// Third prefetch pass: for each hash, the first item of its home
+    /// chains whose tag matches and that `is` accepts, handed to `f` to
+    /// prefetch what it points at. An item in the home bucket is expected
+    /// in cache from [`RawTable::prefetch_batch`]; one in an overflow
+    /// bucket (whose line that pass prefetched) gets its own lines
+    /// prefetched here first. A tag collision costs a useless prefetch,
+    /// never a wrong result.
     pub fn prefetch_values(
         &self,
         hashes: &[u64],
@@ -969,12 +971,18 @@ impl<I: Item> RawTable<I> {
         }
         for &h in hashes {
             let tag = tag_of(h);
-            if let Some(it) = self.homes(h).find_map(|b| {
-                b.find(tag, &mut |it| is(h, it)).map(|i| {
-                    // SAFETY: `find` reports slots holding items.
-                    unsafe { b.item::<I>(i) }
+            let found = self.homes(h).find_map(|home| {
+                home.chain().enumerate().find_map(|(depth, b)| {
+                    b.find(tag, &mut |it| is(h, it)).map(|i| {
+                        // SAFETY: `find` reports slots holding items.
+                        (depth, unsafe { b.item::<I>(i) })
+                    })
                 })
-            }) {
+            });
+            if let Some((depth, it)) = found {
+                if depth > 0 {
+                    it.prefetch();
+                }
                 f(it);
             }
         }
