@@ -25,7 +25,8 @@
 //! one; an insert into a full node splits it at the insertion point; a
 //! deletion merges a node with a neighbour when both fit in one node.
 //! The nodes sit in a `VecDeque` rather than a linked list, with no LZF
-//! compression of inner nodes (`list-compress-depth` is not supported).
+//! compression of inner nodes (`list-compress-depth` is accepted by
+//! CONFIG SET and has no effect).
 //! LINDEX, LSET and LRANGE find their node by walking node counts from
 //! the nearer end, O(n / node size), then walk within the node, as
 //! Valkey does. Each node is kept at its exact size, so pushing at an end
