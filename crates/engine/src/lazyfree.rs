@@ -41,10 +41,11 @@ struct Counters {
 }
 
 /// How many allocations dropping `v` walks, roughly: 1 for strings and
-/// compact encodings, the element count for the large ones.
+/// compact encodings, the element count for the large ones but lists,
+/// whose quicklist frees one buffer per node (Valkey counts its nodes).
 pub fn free_effort(v: &Value) -> usize {
     let (len, encoding) = match v {
-        Value::List(l) => (l.len(), l.encoding()),
+        Value::List(l) => return l.nodes().max(1),
         Value::Hash(h) => (h.len(), h.encoding()),
         Value::Set(s) => (s.len(), s.encoding()),
         Value::ZSet(z) => (z.len(), z.encoding()),

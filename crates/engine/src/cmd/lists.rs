@@ -622,11 +622,8 @@ fn linsert(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(at) = l.iter().position(|e| e == pivot) else {
         return ctx.reply.int(-1);
     };
-    let mut items: Vec<Vec<u8>> = l.iter().map(<[u8]>::to_vec).collect();
-    items.insert(if after { at + 1 } else { at }, elem.to_vec());
-    let n = items.len();
-    l.replace_all(items, &limits);
-    ctx.reply.int(n as i64);
+    l.insert(if after { at + 1 } else { at }, elem, &limits);
+    ctx.reply.int(l.len() as i64);
     let db = ctx.session.db;
     ctx.notify(notify::LIST, "linsert", key);
     ctx.touched(db, key);
@@ -641,38 +638,7 @@ fn lrem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(l) = typed_or_reply!(ctx, key, false, Value::as_list_mut) else {
         return ctx.reply.int(0);
     };
-    let elem = argv.get(3);
-    let mut items: Vec<Vec<u8>> = l.iter().map(<[u8]>::to_vec).collect();
-    let limit = if count == 0 {
-        usize::MAX
-    } else {
-        count.unsigned_abs() as usize
-    };
-    let mut removed = 0;
-    if count >= 0 {
-        items.retain(|e| {
-            if removed < limit && e == elem {
-                removed += 1;
-                false
-            } else {
-                true
-            }
-        });
-    } else {
-        items.reverse();
-        items.retain(|e| {
-            if removed < limit && e == elem {
-                removed += 1;
-                false
-            } else {
-                true
-            }
-        });
-        items.reverse();
-    }
-    if removed > 0 {
-        l.replace_all(items, &limits);
-    }
+    let removed = l.remove(argv.get(3), count, &limits);
     ctx.reply.int(removed as i64);
     if removed > 0 {
         after_removal(ctx, key, notify::LIST, "lrem");
@@ -691,16 +657,11 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let len = l.len();
     let start = norm(start, len).max(0);
     let stop = norm(stop, len).min(len as i64 - 1);
-    let keep: Vec<Vec<u8>> = if start > stop || start >= len as i64 {
-        Vec::new()
-    } else {
-        l.range(start as usize, stop as usize)
-            .into_iter()
-            .map(<[u8]>::to_vec)
-            .collect()
-    };
-    if keep.len() != len {
-        l.replace_all(keep, &limits);
+    if start > stop || start >= len as i64 {
+        // An empty range: the list empties and the key goes.
+        l.trim(1, 0, &limits);
+    } else if start > 0 || stop < len as i64 - 1 {
+        l.trim(start as usize, stop as usize, &limits);
     }
     ctx.reply.ok();
     after_removal(ctx, key, notify::LIST, "ltrim");
@@ -753,29 +714,12 @@ fn lpos(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         };
     };
     let elem = argv.get(2);
-    let len = l.len();
     let want = match count {
         Some(0) => usize::MAX,
         Some(n) => n,
         None => 1,
     };
-    let scan = if maxlen == 0 { len } else { maxlen.min(len) };
-    let mut skip = rank.unsigned_abs() - 1;
-    let mut found: Vec<usize> = Vec::new();
-    let items: Vec<&[u8]> = l.iter().collect();
-    for k in 0..scan {
-        let i = if rank > 0 { k } else { len - 1 - k };
-        if items[i] == elem {
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            found.push(i);
-            if found.len() >= want {
-                break;
-            }
-        }
-    }
+    let found = l.positions(elem, rank, want, maxlen);
     let r = &mut ctx.reply;
     match count {
         Some(_) => {

@@ -90,6 +90,30 @@ fn encode(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
+/// Bytes `s` takes as an entry.
+fn entry_len(s: &[u8]) -> usize {
+    varint_len(s.len() as u64) + s.len()
+}
+
+/// Write `v` as a varint at the start of `out`; returns its length.
+fn write_varint(out: &mut [u8], mut v: u64) -> usize {
+    let mut at = 0;
+    while v >= 0x80 {
+        out[at] = (v as u8) | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    out[at] = v as u8;
+    at + 1
+}
+
+/// Write `s` as an entry at the start of `out`; returns the rest of `out`.
+fn write_entry<'o>(out: &'o mut [u8], s: &[u8]) -> &'o mut [u8] {
+    let at = write_varint(out, s.len() as u64);
+    out[at..at + s.len()].copy_from_slice(s);
+    &mut out[at + s.len()..]
+}
+
 impl StrPack {
     /// Number of entries.
     pub fn len(&self) -> usize {
@@ -137,27 +161,88 @@ impl StrPack {
     /// Replace the bytes `start..end` (whole entries, `removed` of them;
     /// an empty span inserts there) with `items`.
     pub fn splice(&mut self, start: usize, end: usize, removed: usize, items: &[&[u8]]) {
-        let head = self.body_start();
-        let start = start.max(head);
-        let end = end.max(head);
-        let n = (self.len() - removed + items.len()) as u64;
-        if n == 0 {
+        let count = (self.len() - removed + items.len()) as u64;
+        let extra: usize = items.iter().map(|s| entry_len(s)).sum();
+        self.replace_bytes(start, end, count, extra, |mut out| {
+            for s in items {
+                out = write_entry(out, s);
+            }
+        });
+    }
+
+    /// Append every entry of `other` (a quicklist merging two nodes).
+    pub fn append(&mut self, other: &StrPack) {
+        if other.buf.is_empty() {
+            return;
+        }
+        let body = &other.buf[other.body_start()..];
+        let end = self.buf.len();
+        let count = (self.len() + other.len()) as u64;
+        self.replace_bytes(end, end, count, body.len(), |out| out.copy_from_slice(body));
+    }
+
+    /// Split after the first `at` entries: `self` keeps them, the rest is
+    /// returned (a quicklist splitting a full node).
+    pub fn split_off(&mut self, at: usize) -> StrPack {
+        let len = self.len();
+        let Some(first) = self.iter().nth(at) else {
+            return StrPack::default();
+        };
+        let start = first.start;
+        let rest = &self.buf[start..];
+        let mut buf = Vec::with_capacity(varint_len((len - at) as u64) + rest.len());
+        put_varint(&mut buf, (len - at) as u64);
+        buf.extend_from_slice(rest);
+        let end = self.buf.len();
+        self.replace_bytes(start, end, at as u64, 0, |_| {});
+        StrPack {
+            buf: buf.into_boxed_slice(),
+        }
+    }
+
+    /// Replace the body bytes `start..end` with `extra` bytes that `fill`
+    /// writes, and make the count `count`. The buffer is edited in place
+    /// (grown or shrunk to its exact new size) rather than copied into a
+    /// new one: a quicklist node of several KiB takes one push at an end
+    /// after another, and reallocating in place within a size class is
+    /// what keeps that cheap.
+    fn replace_bytes(
+        &mut self,
+        start: usize,
+        end: usize,
+        count: u64,
+        extra: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
+        if count == 0 {
             self.buf = Box::default();
             return;
         }
-        let extra: usize = items
-            .iter()
-            .map(|s| varint_len(s.len() as u64) + s.len())
-            .sum();
-        let mut out =
-            Vec::with_capacity(varint_len(n) + (start - head) + extra + (self.buf.len() - end));
-        put_varint(&mut out, n);
-        out.extend_from_slice(&self.buf[head..start]);
-        for s in items {
-            encode(&mut out, s);
+        let head = self.body_start();
+        let start = start.max(head);
+        let end = end.max(head);
+        let mut v = std::mem::take(&mut self.buf).into_vec();
+        let old_len = v.len();
+        let new_len = old_len - (end - start) + extra;
+        if new_len > old_len {
+            // Exact: the buffer is boxed back without spare capacity.
+            v.reserve_exact(new_len - old_len);
+            v.resize(new_len, 0);
         }
-        out.extend_from_slice(&self.buf[end..]);
-        self.buf = out.into_boxed_slice();
+        v.copy_within(end..old_len, start + extra);
+        v.truncate(new_len);
+        fill(&mut v[start..start + extra]);
+        // The count header, rewritten in place unless its length changed.
+        let mut header = [0u8; 10];
+        let header_len = write_varint(&mut header, count);
+        let header = &header[..header_len];
+        if header.len() == head {
+            v[..head].copy_from_slice(header);
+        } else {
+            v.reserve_exact(header.len().saturating_sub(head));
+            v.splice(..head, header.iter().copied());
+        }
+        self.buf = v.into_boxed_slice();
     }
 
     /// Build from entries.
@@ -252,5 +337,53 @@ mod tests {
         assert_eq!(q.len(), 99);
         assert_eq!(q.iter().count(), 99);
         assert_eq!(q.iter().next().unwrap().bytes, b"m101");
+    }
+
+    #[test]
+    fn append_and_split_off_keep_entries_and_counts() {
+        let v: Vec<Vec<u8>> = (0..300).map(|i| format!("e{i}").into_bytes()).collect();
+        for at in [0, 1, 127, 128, 129, 200, 299, 300] {
+            let mut p = StrPack::from_items(v.iter().map(|x| x.as_slice()));
+            let rest = p.split_off(at);
+            assert_eq!(p.len(), at);
+            assert_eq!(rest.len(), 300 - at);
+            assert_eq!(items(&p), v[..at]);
+            assert_eq!(items(&rest), v[at..]);
+            // Exact size after the split, as from_items builds it.
+            assert!(p == StrPack::from_items(v[..at].iter().map(|x| x.as_slice())));
+            p.append(&rest);
+            assert!(p == StrPack::from_items(v.iter().map(|x| x.as_slice())));
+        }
+        let mut e = StrPack::default();
+        e.append(&StrPack::default());
+        assert_eq!(e.bytes(), 0);
+    }
+
+    #[test]
+    fn splice_in_place_matches_a_rebuild() {
+        let v: Vec<Vec<u8>> = (0..140).map(|i| vec![b'x'; i % 7 * 40]).collect();
+        let mut p = StrPack::default();
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        for (i, x) in v.iter().enumerate() {
+            // Insert at the front, the middle and the end in turn.
+            let at = [0, model.len() / 2, model.len()][i % 3];
+            match p.iter().nth(at) {
+                Some(s) => p.splice(s.start, s.start, 0, &[x]),
+                None => p.push(&[x]),
+            }
+            model.insert(at, x.clone());
+            assert!(p == StrPack::from_items(model.iter().map(|x| x.as_slice())));
+        }
+        while !model.is_empty() {
+            let at = model.len() / 3;
+            let s = p.iter().nth(at).unwrap();
+            p.splice(s.start, s.end, 1, &[b"ab"]);
+            model[at] = b"ab".to_vec();
+            let s = p.iter().nth(at).unwrap();
+            p.splice(s.start, s.end, 1, &[]);
+            model.remove(at);
+            assert!(p == StrPack::from_items(model.iter().map(|x| x.as_slice())));
+        }
+        assert_eq!(p.bytes(), 0);
     }
 }
