@@ -51,7 +51,8 @@ struct Candidate {
     score: u64,
     db: usize,
     hash: u64,
-    key: Box<[u8]>,
+    /// A buffer kept across candidates (see [`Evictor::spare`]).
+    key: Vec<u8>,
 }
 
 /// The eviction state that lives between runs.
@@ -59,6 +60,9 @@ struct Candidate {
 pub struct Evictor {
     /// Sorted by score, ascending: the best candidate is last.
     pool: Vec<Candidate>,
+    /// Key buffers of candidates gone, reused for new ones (Valkey keeps
+    /// one buffer per pool slot): no allocation per sampled key kept.
+    spare: Vec<Vec<u8>>,
     /// The random policies visit the databases in turn.
     next_db: usize,
     seed: u64,
@@ -102,37 +106,45 @@ impl Evictor {
     }
 
     /// Valkey's `evictionPoolPopulate` insertion: keep the best
-    /// [`POOL_SIZE`], ascending.
-    fn offer(&mut self, score: u64, db: usize, hash: u64, key: &[u8]) {
+    /// [`POOL_SIZE`], ascending. The key's hash is worked out only for a
+    /// candidate that gets in.
+    fn offer(&mut self, score: u64, db: usize, key: &[u8]) {
         let pool = &mut self.pool;
+        let mut at = pool.partition_point(|c| c.score < score);
+        if pool.len() == POOL_SIZE && at == 0 {
+            // Worse than every candidate held.
+            return;
+        }
+        let hash = store::hash_key(key);
         if pool
             .iter()
             .any(|c| c.db == db && c.hash == hash && *c.key == *key)
         {
             return;
         }
-        let at = pool.partition_point(|c| c.score < score);
         if pool.len() == POOL_SIZE {
-            if at == 0 {
-                // Worse than every candidate held.
-                return;
-            }
             // Drop the worst to make room.
-            pool.remove(0);
-            pool.insert(at - 1, Candidate::new(score, db, hash, key));
-        } else {
-            pool.insert(at, Candidate::new(score, db, hash, key));
+            self.spare.push(pool.remove(0).key);
+            at -= 1;
         }
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(key);
+        pool.insert(
+            at,
+            Candidate {
+                score,
+                db,
+                hash,
+                key: buf,
+            },
+        );
     }
-}
 
-impl Candidate {
-    fn new(score: u64, db: usize, hash: u64, key: &[u8]) -> Candidate {
-        Candidate {
-            score,
-            db,
-            hash,
-            key: key.into(),
+    /// A key buffer [`pick`] handed out, back for reuse.
+    fn give_back(&mut self, key: Vec<u8>) {
+        if self.spare.len() <= POOL_SIZE {
+            self.spare.push(key);
         }
     }
 }
@@ -214,7 +226,7 @@ fn evict_until(
             return cant_free(srv, start, limit);
         };
         if lazy {
-            srv.lazyfree.free(entry.into_value());
+            srv.lazyfree.free(entry);
         } else {
             drop(entry);
         }
@@ -231,6 +243,7 @@ fn evict_until(
             db,
             &key,
         );
+        srv.evict.give_back(key);
         keys_freed += 1;
         if keys_freed.is_multiple_of(16) {
             // Values freed on the lazyfree thread leave memory later than
@@ -265,7 +278,7 @@ fn cant_free(srv: &mut Server, start: Instant, limit: Duration) -> Outcome {
 
 /// Take the next key to evict out of its database: `(db, key, entry)`, or
 /// `None` when no key can go.
-fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Box<[u8]>, store::Entry)> {
+fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Vec<u8>, store::Entry)> {
     let policy = srv.config.maxmemory_policy;
     let volatile = policy.volatile_only();
     let ndb = srv.keyspace.dbs.len();
@@ -284,11 +297,9 @@ fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Box<[u8]>, store::Entry
             let seed = srv.evict.next_seed();
             let mut found = None;
             let db = &mut srv.keyspace.dbs[i];
-            db.sample(1, volatile, seed, |h, k, _| {
-                found = Some((h, Box::<[u8]>::from(k)));
-            });
-            if let Some((h, k)) = found
-                && let Some(entry) = db.remove(h, &k)
+            db.sample(1, volatile, seed, |e| found = Some(e.key().to_vec()));
+            if let Some(k) = found
+                && let Some(entry) = db.remove(store::hash_key(&k), &k)
             {
                 return Some((i, k, entry));
             }
@@ -311,7 +322,7 @@ fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Box<[u8]>, store::Entry
             }
             total += n;
             let seed = evict.next_seed();
-            db.sample(samples, volatile, seed, |h, k, e| {
+            db.sample(samples, volatile, seed, |e| {
                 let score = match policy {
                     MaxmemoryPolicy::AllkeysLru | MaxmemoryPolicy::VolatileLru => e.idle_ms(now_ms),
                     MaxmemoryPolicy::AllkeysLfu | MaxmemoryPolicy::VolatileLfu => {
@@ -320,7 +331,7 @@ fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Box<[u8]>, store::Entry
                     // Sooner expiry is a better pick.
                     _ => u64::MAX - e.expire_at_ms().unwrap_or(i64::MAX).max(0) as u64,
                 };
-                evict.offer(score, i, h, k);
+                evict.offer(score, i, e.key());
             });
         }
         if total == 0 {

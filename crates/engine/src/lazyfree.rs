@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use store::{Db, Value};
+use store::{Db, Entry, ValueRef};
 
 /// Values with a larger free effort than this go to the lazyfree thread.
 pub const LAZYFREE_THRESHOLD: usize = 64;
@@ -43,13 +43,13 @@ struct Counters {
 /// How many allocations dropping `v` walks, roughly: 1 for strings and
 /// compact encodings, the element count for the large ones but lists,
 /// whose quicklist frees one buffer per node (Valkey counts its nodes).
-pub fn free_effort(v: &Value) -> usize {
+pub fn free_effort(v: ValueRef<'_>) -> usize {
     let (len, encoding) = match v {
-        Value::List(l) => return l.nodes().max(1),
-        Value::Hash(h) => (h.len(), h.encoding()),
-        Value::Set(s) => (s.len(), s.encoding()),
-        Value::ZSet(z) => (z.len(), z.encoding()),
-        _ => return 1,
+        ValueRef::List(l) => return l.nodes().max(1),
+        ValueRef::Hash(h) => (h.len(), h.encoding()),
+        ValueRef::Set(s) => (s.len(), s.encoding()),
+        ValueRef::ZSet(z) => (z.len(), z.encoding()),
+        ValueRef::Str(_) => return 1,
     };
     match encoding {
         "listpack" | "intset" => 1,
@@ -58,10 +58,11 @@ pub fn free_effort(v: &Value) -> usize {
 }
 
 impl LazyFree {
-    /// Drop `v`, here or on the lazyfree thread by its effort.
-    pub fn free(&mut self, v: Value) {
-        if free_effort(&v) > LAZYFREE_THRESHOLD {
-            self.send(Box::new(v));
+    /// Drop a removed key's entry, here or (the whole node, value and
+    /// all) on the lazyfree thread by its effort.
+    pub fn free(&mut self, e: Entry) {
+        if free_effort(e.value()) > LAZYFREE_THRESHOLD {
+            self.send(Box::new(e));
         }
     }
 
@@ -122,7 +123,12 @@ mod tests {
     #[test]
     fn strings_and_small_values_are_freed_inline() {
         let mut lf = LazyFree::default();
-        lf.free(Value::Str(store::Str::from_bytes(&[b'x'; 1 << 20])));
+        lf.free(Entry::keyed_str(
+            b"k",
+            store::StrRef::Bytes(&[b'x'; 1 << 20]),
+            None,
+        ));
+        lf.free(Entry::keyed_str(b"k", store::StrRef::Bytes(b"short"), None));
         assert!(lf.tx.is_none(), "no thread for a string");
         assert_eq!((lf.pending(), lf.freed()), (0, 0));
     }

@@ -273,8 +273,6 @@ unsafe impl Sync for Entry {}
 /// Where a node's parts are, parsed from its flags and varints.
 struct Parts {
     flags: u8,
-    key_at: usize,
-    key_len: usize,
     payload_at: usize,
     /// The whole node's size, as allocated.
     size: usize,
@@ -365,19 +363,24 @@ impl Entry {
             };
         Parts {
             flags,
-            key_at,
-            key_len,
             payload_at,
             size,
         }
     }
 
+    /// The key. Parses only the header and the key's length: lookups call
+    /// this for every candidate they compare.
     #[inline(always)]
     pub fn key(&self) -> &[u8] {
-        let parts = self.parts();
-        // SAFETY: the key's bytes lie inside the node, which lives as long
-        // as `self` is borrowed.
-        unsafe { std::slice::from_raw_parts(self.ptr().add(parts.key_at), parts.key_len) }
+        let p = self.ptr();
+        let head = header_len(self.flags());
+        // SAFETY: a node holds the key's varint right after its header, then
+        // the key's bytes, inside the node, which lives as long as `self` is
+        // borrowed.
+        unsafe {
+            let (len, n) = read_varint(p.add(head));
+            std::slice::from_raw_parts(p.add(head + n), len)
+        }
     }
 
     /// The boxed value, for BOXED nodes.
@@ -710,12 +713,14 @@ unsafe impl Item for Entry {
     fn hash(&self) -> u64 {
         hash_key(self.key())
     }
-    /// The node's first line holds its header and a short key, and the
-    /// second the start of a short value: both.
+    /// The node's first two lines: the header and key (a lookup compares
+    /// the key, an access stamps the header), and the start of the value.
+    /// A node is 8-aligned, so these may be its first line and a half; the
+    /// rest of a value comes from [`Entry::prefetch_value`], from byte 128.
     #[inline(always)]
     fn prefetch(&self) {
         let p = self.ptr();
         prefetch_ptr(p);
-        prefetch_ptr(p.wrapping_add(63));
+        prefetch_ptr(p.wrapping_add(64));
     }
 }

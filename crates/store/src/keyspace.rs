@@ -90,6 +90,9 @@ pub struct ExpireStats {
 
 /// `random_key` gives up after this many expired picks.
 const RANDOM_TRIES: usize = 32;
+/// The most keys one [`Db::sample`] call takes (Valkey caps
+/// `maxmemory-samples` at 64).
+const MAX_SAMPLE: usize = 64;
 /// Expiry index items popped between two looks at the clock.
 const POPS_PER_CLOCK_READ: usize = 16;
 
@@ -333,15 +336,18 @@ impl Db {
         }
         None
     }
-    /// Up to `count` random live keys, from all keys or only those with a
-    /// TTL (eviction's sample); `seed` varies the pick. Calls
-    /// `f(hash, key, entry)` for each; a key may come twice.
+    /// Up to `count` live keys for eviction's sample: from all keys, a run
+    /// of consecutive buckets from a random one (as Valkey's
+    /// `dictGetSomeKeys`); from keys with a TTL, random expiry index items.
+    /// `seed` varies the pick. Calls `f(entry)` for each (the key is
+    /// `entry.key()`; its hash is left to the caller, which needs it only
+    /// for the few it keeps); a key may come twice.
     pub fn sample(
         &mut self,
         count: usize,
         volatile_only: bool,
         seed: u64,
-        mut f: impl FnMut(u64, &[u8], &Entry),
+        mut f: impl FnMut(&Entry),
     ) {
         let now = self.clock_ms;
         let mut s = seed;
@@ -363,7 +369,7 @@ impl Db {
             let mut visit = |i: usize, found: &mut usize| {
                 let Reverse((at, h)) = items[i];
                 if let Some(e) = find_volatile(&self.table, h, at) {
-                    f(h, e.key(), e);
+                    f(e);
                     *found += 1;
                 }
             };
@@ -383,17 +389,18 @@ impl Db {
                 }
             }
         } else {
-            for _ in 0..count * 4 {
-                let Some(e) = self.table.random(next()) else {
-                    return;
-                };
-                if e.is_expired(now) && now != 0 {
-                    continue;
-                }
-                f(hash_key(e.key()), e.key(), e);
-                found += 1;
-                if found == count {
-                    return;
+            // A run of consecutive buckets; the nodes' first lines (key and
+            // access bits) are all requested before any is read.
+            let mut picked = [None; MAX_SAMPLE];
+            let mut n = 0;
+            self.table.sample_run(next(), count.min(MAX_SAMPLE), |e| {
+                e.prefetch();
+                picked[n] = Some(e);
+                n += 1;
+            });
+            for e in picked[..n].iter().flatten() {
+                if !e.is_expired(now) || now == 0 {
+                    f(e);
                 }
             }
         }

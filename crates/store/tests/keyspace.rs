@@ -193,3 +193,46 @@ fn expiry_index_survives_resizes() {
     assert_eq!(db.expires_len(), 0);
     assert!(db.memory_usage() > 0);
 }
+
+#[test]
+fn eviction_sample_always_finds_a_key_in_a_non_empty_table() {
+    // Shrinking leaves most keys in one array and few in the other; a
+    // sample starting in the near-empty one must still find a key.
+    let mut db = Db::default();
+    for i in 0..5000 {
+        put(
+            &mut db,
+            &format!("k{i}"),
+            if i % 2 == 0 { Some(NOW + 1000) } else { None },
+        );
+    }
+    for i in 0..4990 {
+        let k = format!("k{i}");
+        db.remove(hash_key(k.as_bytes()), k.as_bytes());
+        if i % 97 == 0 {
+            for volatile in [false, true] {
+                let want = if volatile { db.expires_len() } else { db.len() };
+                let mut n = 0;
+                let mut keys = vec![];
+                db.sample(5, volatile, i as u64, |e| {
+                    keys.push(db_keys_view(e));
+                    n += 1;
+                });
+                assert!(keys.iter().all(|k| has(&db, k)));
+                assert!(n > 0 || want == 0, "nothing sampled from {want} keys");
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for seed in 0..200 {
+        db.sample(3, false, seed, |e| {
+            seen.insert(e.key().to_vec());
+        });
+    }
+    assert_eq!(seen.len(), db.len(), "every remaining key can be sampled");
+}
+
+/// The key of a sampled entry, checked to be a live key by `has`.
+fn db_keys_view(e: &Entry) -> String {
+    String::from_utf8(e.key().to_vec()).unwrap()
+}

@@ -529,7 +529,7 @@ fn del(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             if let Some(old) = d.remove(hash, key)
                 && lazy
             {
-                ctx.srv.lazyfree.free(old.into_value());
+                ctx.srv.lazyfree.free(old);
             }
             ctx.touched(db, key);
             ctx.notify(notify::GENERIC, "del", key);

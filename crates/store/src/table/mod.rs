@@ -221,6 +221,13 @@ impl Bucket {
         m
     }
 
+    /// Whether slot `i` holds an item (not empty, not the child).
+    #[inline(always)]
+    fn holds_item(&self, i: usize) -> bool {
+        let w = self.words[i];
+        w != 0 && w & CHILD_BIT == 0
+    }
+
     /// Item slots whose tag is `tag`, as a bit mask.
     #[inline(always)]
     fn matches(&self, tag: usize) -> u32 {
@@ -719,7 +726,7 @@ impl<I: Item> RawTable<I> {
             .chain()
             .nth(loc.depth)
             .expect("stale Loc");
-        assert!(b.occupied() >> loc.slot & 1 == 1, "stale Loc");
+        assert!(b.holds_item(loc.slot), "stale Loc");
         // SAFETY: checked just above that the slot holds an item.
         unsafe { b.item(loc.slot) }
     }
@@ -731,7 +738,7 @@ impl<I: Item> RawTable<I> {
         for _ in 0..loc.depth {
             b = b.child_mut().expect("stale Loc");
         }
-        assert!(b.occupied() >> loc.slot & 1 == 1, "stale Loc");
+        assert!(b.holds_item(loc.slot), "stale Loc");
         // SAFETY: checked just above that the slot holds an item.
         unsafe { b.item_mut(loc.slot) }
     }
@@ -957,8 +964,8 @@ impl<I: Item> RawTable<I> {
     /// chains whose tag matches and that `is` accepts, handed to `f` to
     /// prefetch what it points at. An item in the home bucket is expected
     /// in cache from [`RawTable::prefetch_batch`]; one in an overflow
-    /// bucket (whose line that pass prefetched) gets its own lines
-    /// prefetched here first. A tag collision costs a useless prefetch,
+    /// bucket (whose line that pass prefetched) only gets its own first
+    /// lines prefetched here. A tag collision costs a useless prefetch,
     /// never a wrong result.
     pub fn prefetch_values(
         &self,
@@ -979,11 +986,12 @@ impl<I: Item> RawTable<I> {
                     })
                 })
             });
-            if let Some((depth, it)) = found {
-                if depth > 0 {
-                    it.prefetch();
-                }
-                f(it);
+            match found {
+                Some((0, it)) => f(it),
+                // Its node was not prefetched yet: reading it for `f` would
+                // wait here for the miss. Start it; the value follows.
+                Some((_, it)) => it.prefetch(),
+                None => {}
             }
         }
     }
@@ -1064,6 +1072,49 @@ impl<I: Item> RawTable<I> {
             }
         }
         None
+    }
+
+    /// Up to `count` items from consecutive buckets, starting at a random
+    /// one (Valkey's `dictGetSomeKeys`, for eviction's sample): one random
+    /// line, then lines the hardware prefetcher follows. Stops after
+    /// `10 × count` buckets once it has found something, so a sparse table
+    /// costs bounded work; a non-empty table always gives at least one
+    /// item (while resizing, the walk goes on into the other array).
+    pub fn sample_run<'a>(&'a self, seed: u64, count: usize, mut f: impl FnMut(&'a I)) {
+        if self.len == 0 || count == 0 {
+            return;
+        }
+        let mut s = seed;
+        let n0 = self.tabs[0].len();
+        let pick = (splitmix(&mut s) % (n0 + self.tabs[1].len()) as u64) as usize;
+        let (first, start) = if pick < n0 { (0, pick) } else { (1, pick - n0) };
+        let mut found = 0;
+        let mut visited = 0;
+        for (t, from) in [(first, start), (1 - first, 0)] {
+            let tab = &self.tabs[t];
+            for k in 0..tab.len() {
+                if found > 0 && visited >= count.saturating_mul(10) {
+                    return;
+                }
+                let b = &tab[(from + k) & (tab.len() - 1)];
+                // The first bucket is read from a random item on, wrapping:
+                // otherwise the items past `count` in a full bucket could
+                // only ever be sampled by a walk that started before it.
+                let off = if visited == 0 {
+                    (splitmix(&mut s) % b.items::<I>().count().max(1) as u64) as usize
+                } else {
+                    0
+                };
+                visited += 1;
+                for it in b.items::<I>().skip(off).chain(b.items::<I>().take(off)) {
+                    f(it);
+                    found += 1;
+                    if found == count {
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &I> {
