@@ -19,7 +19,7 @@
 # Stops only the processes it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# stop_server, cpu_ticks
+# stop_server, cpu_ticks, need_tools, ringkv_release_bin
 source bench/lib.sh
 
 BACKENDS=("$@")
@@ -33,14 +33,9 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 CLK_TCK=$(getconf CLK_TCK)
 
-for tool in redis-benchmark redis-cli taskset python3 "$REDIS_BIN"; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "compare.sh: $tool not found" >&2; exit 1; }
-done
+need_tools compare.sh redis-benchmark redis-cli taskset python3 "$REDIS_BIN"
 
-if [ -z "${RINGKV_BIN:-}" ]; then
-  cargo build --release -p ringkv-server >&2
-  RINGKV_BIN="${CARGO_TARGET_DIR:-target}/release/ringkv-server"
-fi
+ringkv_release_bin
 [ -x "$RINGKV_BIN" ] || { echo "compare.sh: $RINGKV_BIN is not executable" >&2; exit 1; }
 
 WORK=$(mktemp -d /tmp/ringkv-compare.XXXXXX)

@@ -21,7 +21,7 @@
 # Stops only the processes it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# stop_server, wait_ready, cpu_ticks
+# stop_server, wait_ready, cpu_ticks, need_tools, ringkv_release_bin
 source bench/lib.sh
 
 SERVERS=("$@")
@@ -36,13 +36,8 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 CLK_TCK=$(getconf CLK_TCK)
 
-for tool in redis-benchmark redis-cli taskset python3 "$REDIS_BIN"; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "eviction_load.sh: $tool not found" >&2; exit 1; }
-done
-if [ -z "${RINGKV_BIN:-}" ]; then
-  cargo build --release -p ringkv-server >&2
-  RINGKV_BIN="${CARGO_TARGET_DIR:-target}/release/ringkv-server"
-fi
+need_tools eviction_load.sh redis-benchmark redis-cli taskset python3 "$REDIS_BIN"
+ringkv_release_bin
 
 WORK=$(mktemp -d /tmp/ringkv-evload.XXXXXX)
 RAW=$WORK/raw.tsv

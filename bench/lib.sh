@@ -33,3 +33,21 @@ cpu_ticks() {
   # utime/stime (fields 14/15 of the full line) are $12/$13 here.
   sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
 }
+
+# need_tools SCRIPT TOOL... → exits naming the first tool not on PATH.
+need_tools() {
+  local script=$1 tool
+  shift
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "$script: $tool not found" >&2; exit 1; }
+  done
+}
+
+# ringkv_release_bin → sets RINGKV_BIN, building the release binary unless
+# RINGKV_BIN is set already.
+ringkv_release_bin() {
+  if [ -z "${RINGKV_BIN:-}" ]; then
+    cargo build --release -p ringkv-server >&2
+    RINGKV_BIN="${CARGO_TARGET_DIR:-target}/release/ringkv-server"
+  fi
+}

@@ -18,16 +18,8 @@ const fn sub(
     func: crate::command::CommandFn,
 ) -> CommandSpec {
     CommandSpec {
-        name,
-        arity,
-        flags,
-        acl_categories: acl,
-        group: "server",
-        since: "4.0.0",
-        summary,
         complexity,
-        func: Some(func),
-        ..CommandSpec::DEFAULT
+        ..super::server::cfg_sub(name, arity, flags, acl, "4.0.0", summary, func)
     }
 }
 

@@ -9,7 +9,8 @@ use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::config::Allowed;
 use crate::{Event, log};
 
-const fn cfg_sub(
+/// A subcommand of the server group (CONFIG, MEMORY).
+pub(crate) const fn cfg_sub(
     name: &'static str,
     arity: i32,
     flags: u32,
