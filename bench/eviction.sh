@@ -20,6 +20,7 @@
 # Env:   ROUNDS (3)  POLICIES ("allkeys-lru allkeys-lfu")  SAMPLES ("5 10")
 #        RANDOM_POLICY (1: also allkeys-random, once, as a floor)  KEYSPACE (500000)
 #        MAXMEMORY (16mb)  DIST (powerlaw:6.2)  DATA_SIZE (64)  PIPELINE (250)
+#        RATE (0 = no cap: GETs per second, the same for every server)
 #        WARMUP (8)  CYCLES (10)  CYCLE_REQUESTS (50000)  CYCLE_TIME (5s)
 #        FILL_TIMEOUT (30s)  SEED (1)  PORT (first port tried, 17800)
 #        SERVER_CPU (0)  CLIENT_CPU (1)  NO_BUILD (1: use the release
@@ -41,6 +42,7 @@ MAXMEMORY=${MAXMEMORY:-16mb}
 DIST=${DIST:-powerlaw:6.2}
 DATA_SIZE=${DATA_SIZE:-64}
 PIPELINE=${PIPELINE:-250}
+RATE=${RATE:-0}
 WARMUP=${WARMUP:-8}
 CYCLES=${CYCLES:-10}
 CYCLE_REQUESTS=${CYCLE_REQUESTS:-50000}
@@ -106,7 +108,7 @@ run_one() {
   start "$server"
   taskset -c "$CLIENT_CPU" timeout 600 "$BENCH_BIN" evict -p "$PORT" --policy "$policy" "${extra[@]}" \
     --maxmemory "$MAXMEMORY" --keyspace "$KEYSPACE" --key-dist "$DIST" -d "$DATA_SIZE" -P "$PIPELINE" \
-    --warmup "$WARMUP" --cycles "$CYCLES" --cycle-requests "$CYCLE_REQUESTS" \
+    --rate "$RATE" --warmup "$WARMUP" --cycles "$CYCLES" --cycle-requests "$CYCLE_REQUESTS" \
     --cycle-time "$CYCLE_TIME" --fill-timeout "$FILL_TIMEOUT" --seed $((SEED + round - 1)) \
     --json >"$WORK/run.json" 2>"$WORK/run.err" || rc=$?
   stop_server

@@ -43,6 +43,11 @@ pub struct EvictArgs {
     /// Requests per pipelined batch (redis-cli --lru-test uses 250).
     #[arg(short = 'P', long, default_value_t = 250, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub pipeline: u32,
+    /// Cap on GETs per second (0: as fast as the server answers). An LRU
+    /// with Valkey's one-second clock sees more ties the faster the
+    /// requests come, so servers are compared on LRU at the same rate.
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
     /// Measured cycles (after the warm-up ones).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub cycles: u32,

@@ -8,7 +8,7 @@ use super::trace::TraceGen;
 use crate::sys::{Blocking, Target};
 use crate::workload::KEY_DIGITS;
 use resp::value::Value;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The fill phase: SETs of keys 0, 1, 2, … until the server evicts.
 #[derive(Clone, Debug, Default)]
@@ -260,6 +260,14 @@ impl Client {
                 c.set_errors += self.set_batch(&missed, &mut c.first_error)?;
             }
             c.requests += b as u64;
+            if a.rate > 0 {
+                // Hold the cap: this cycle's GETs so far should have taken
+                // requests / rate seconds.
+                let due = Duration::from_secs_f64(c.requests as f64 / a.rate as f64);
+                if let Some(ahead) = due.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(ahead);
+                }
+            }
             if t0.elapsed() >= a.cycle_time {
                 break;
             }
