@@ -65,6 +65,9 @@ pub struct Evictor {
     spare: Vec<Vec<u8>>,
     /// The random policies visit the databases in turn.
     next_db: usize,
+    /// The seed (and database) of a next sample whose first bucket was
+    /// prefetched.
+    prefetched: Option<(usize, u64)>,
     seed: u64,
     /// A run stopped at its time limit: continue soon from the IO loop.
     pub running: bool,
@@ -139,6 +142,29 @@ impl Evictor {
                 key: buf,
             },
         );
+    }
+
+    /// The seed of database `db`'s next sample: the one
+    /// [`Evictor::prefetch_next`] chose, if it was for `db`.
+    fn seed_for(&mut self, db: usize) -> u64 {
+        match self.prefetched.take() {
+            Some((d, seed)) if d == db => seed,
+            _ => self.next_seed(),
+        }
+    }
+
+    /// The next eviction will most likely remove the pool's best candidate
+    /// and sample `db` again: start the misses of both now, so that they
+    /// land while the command that needed this eviction runs.
+    fn prefetch_next(&mut self, keyspace: &store::Keyspace, db: usize, volatile: bool) {
+        if let Some(c) = self.pool.last() {
+            keyspace.dbs[c.db].prefetch_key(c.hash);
+        }
+        if !volatile {
+            let seed = self.next_seed();
+            keyspace.dbs[db].prefetch_sample(seed);
+            self.prefetched = Some((db, seed));
+        }
     }
 
     /// A key buffer [`pick`] handed out, back for reuse.
@@ -321,7 +347,7 @@ fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Vec<u8>, store::Entry)>
                 continue;
             }
             total += n;
-            let seed = evict.next_seed();
+            let seed = evict.seed_for(i);
             db.sample(samples, volatile, seed, |e| {
                 let score = match policy {
                     MaxmemoryPolicy::AllkeysLru | MaxmemoryPolicy::VolatileLru => e.idle_ms(now_ms),
@@ -349,6 +375,7 @@ fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Vec<u8>, store::Entry)>
                 db.insert(c.hash, &c.key, entry);
                 continue;
             }
+            srv.evict.prefetch_next(&srv.keyspace, c.db, volatile);
             return Some((c.db, c.key, entry));
         }
     }

@@ -352,7 +352,7 @@ impl Db {
         let now = self.clock_ms;
         let mut s = seed;
         let mut next = || {
-            s = s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
+            s = next_sample_seed(s);
             s ^ (s >> 29)
         };
         let mut found = 0;
@@ -404,6 +404,16 @@ impl Db {
                 }
             }
         }
+    }
+    /// Start the first miss of a later [`Db::sample`] over all keys with
+    /// this seed (eviction prefetches its next sample as it finishes one).
+    pub fn prefetch_sample(&self, seed: u64) {
+        let s = next_sample_seed(seed);
+        self.table.prefetch_sample(s ^ (s >> 29));
+    }
+    /// Start the miss of `hash`'s home bucket (eviction's next victim).
+    pub fn prefetch_key(&self, hash: u64) {
+        self.table.prefetch(hash);
     }
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.table.iter().map(|e| (e.key(), e))
@@ -470,6 +480,10 @@ impl Db {
     pub fn memory_usage(&self) -> usize {
         self.table_overhead() + self.expires.heap.capacity() * 16
     }
+}
+
+fn next_sample_seed(s: u64) -> u64 {
+    s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1)
 }
 
 /// The live entry an expiry index item `(at, hash)` stands for: one with

@@ -1085,9 +1085,7 @@ impl<I: Item> RawTable<I> {
             return;
         }
         let mut s = seed;
-        let n0 = self.tabs[0].len();
-        let pick = (splitmix(&mut s) % (n0 + self.tabs[1].len()) as u64) as usize;
-        let (first, start) = if pick < n0 { (0, pick) } else { (1, pick - n0) };
+        let (first, start) = self.sample_start(&mut s);
         let mut found = 0;
         let mut visited = 0;
         for (t, from) in [(first, start), (1 - first, 0)] {
@@ -1114,6 +1112,23 @@ impl<I: Item> RawTable<I> {
                     }
                 }
             }
+        }
+    }
+
+    /// Where [`RawTable::sample_run`] with this seed starts: (array,
+    /// bucket).
+    fn sample_start(&self, s: &mut u64) -> (usize, usize) {
+        let n0 = self.tabs[0].len();
+        let pick = (splitmix(s) % (n0 + self.tabs[1].len()) as u64) as usize;
+        if pick < n0 { (0, pick) } else { (1, pick - n0) }
+    }
+
+    /// Start the miss of the bucket [`RawTable::sample_run`] with `seed`
+    /// will read first, so that it lands before that sample is taken.
+    pub fn prefetch_sample(&self, seed: u64) {
+        if self.len > 0 {
+            let (t, i) = self.sample_start(&mut { seed });
+            prefetch_ptr(&self.tabs[t][i]);
         }
     }
 
