@@ -195,14 +195,19 @@ impl Db {
         self.clock_ms = now_ms;
         // Writes (and lookups for writing) move a resize along.
         self.table.rehash_step(1);
-        // Located once, then borrowed: a borrow returned from one branch
-        // of a match cannot be given up in the other.
-        let loc = self.table.locate(hash, key)?;
-        if self.table.at(loc).is_expired(now_ms) {
-            self.expire_key(hash, key);
-            return None;
-        }
-        let e = self.table.at_mut(loc);
+        let e = if self.volatile == 0 {
+            // No key can have expired: one lookup.
+            self.table.get_mut(hash, key)?
+        } else {
+            // Located once, then borrowed: a borrow returned from one
+            // branch of a match cannot be given up in the other.
+            let loc = self.table.locate(hash, key)?;
+            if self.table.at(loc).is_expired(now_ms) {
+                self.expire_key(hash, key);
+                return None;
+            }
+            self.table.at_mut(loc)
+        };
         let stamp = Db::touched(self.policy, &mut self.rng, e, now_ms);
         e.set_access(stamp);
         Some(e)

@@ -5,7 +5,8 @@
 //!  ┌──────────┬──────────┬─────┬────────────────────────┐
 //!  │ tag│item │ tag│item │ ... │ tag│item  or  child|1  │ ─► overflow Bucket ─► ...
 //!  └──────────┴──────────┴─────┴────────────────────────┘
-//!      8 words: bits 48..64 = the hash's top 16 bits, bits 0..48 = the item
+//!      8 words: bits 48..64 = the tag (the hash's top 16 bits, lowest set),
+//!      bits 0..48 = the item
 //! ```
 //!
 //! * An item ([`Item`]) is one machine word that owns a heap node holding
@@ -14,7 +15,7 @@
 //!   space addresses on x86-64 and aarch64 Linux fit in 47 bits, so the
 //!   word's top 16 bits carry the slot's tag: the table costs 8 bytes per
 //!   slot, and a lookup compares eight tags inside the bucket's cache line
-//!   and only dereferences items whose tag matches (1/65536 false positives
+//!   and only dereferences items whose tag matches (1/32768 false positives
 //!   per occupied slot). A hit touches the bucket line and the node.
 //! * A full bucket that needs one more slot moves its last item into a new
 //!   child bucket and keeps the child's address in that last word, marked
@@ -112,7 +113,9 @@ fn bits(mut m: u32) -> impl Iterator<Item = usize> {
 
 #[inline(always)]
 fn tag_of(hash: u64) -> usize {
-    (hash >> TAG_SHIFT) as usize
+    // Never 0: an empty word and a child's address (both 0 up there) can
+    // then never match, and a tag test is one compare per word.
+    (hash >> TAG_SHIFT) as usize | 1
 }
 
 #[inline(always)]
@@ -216,7 +219,7 @@ impl Bucket {
     fn occupied(&self) -> u32 {
         let mut m = 0u32;
         for (i, &w) in self.words.iter().enumerate() {
-            m |= ((w != 0 && w & CHILD_BIT == 0) as u32) << i;
+            m |= ((w != 0) as u32 & (w & CHILD_BIT == 0) as u32) << i;
         }
         m
     }
@@ -233,7 +236,7 @@ impl Bucket {
     fn matches(&self, tag: usize) -> u32 {
         let mut m = 0u32;
         for (i, &w) in self.words.iter().enumerate() {
-            m |= ((w >> TAG_SHIFT == tag && w & CHILD_BIT == 0 && w != 0) as u32) << i;
+            m |= ((w >> TAG_SHIFT == tag) as u32) << i;
         }
         m
     }
