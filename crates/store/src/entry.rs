@@ -200,11 +200,14 @@ impl Payload<'_> {
     }
 }
 
-/// The payload a value is stored as: integers and whole strings inline.
-fn payload_of(value: Value) -> Payload<'static> {
+/// `f` on the payload a value is stored as: integers and whole strings
+/// below [`SHARED_STR_MIN`] inline (the string's buffer lives until `f`
+/// has copied it), everything else boxed.
+fn with_payload<R>(value: Value, f: impl FnOnce(Payload<'_>) -> R) -> R {
     match value {
-        Value::Str(Str::Int(n)) => Payload::Int(n),
-        v => Payload::Boxed(Box::new(v)),
+        Value::Str(Str::Int(n)) => f(Payload::Int(n)),
+        Value::Str(Str::Bytes(b)) if b.len() < SHARED_STR_MIN => f(Payload::Bytes(&b)),
+        v => f(Payload::Boxed(Box::new(v))),
     }
 }
 
@@ -318,12 +321,7 @@ impl Entry {
 
     /// A value under `key`.
     pub fn keyed(key: &[u8], value: Value) -> Entry {
-        match value {
-            Value::Str(Str::Bytes(b)) if b.len() < SHARED_STR_MIN => {
-                Entry::from_addr(build(key, Payload::Bytes(&b), None, 0))
-            }
-            v => Entry::from_addr(build(key, payload_of(v), None, 0)),
-        }
+        with_payload(value, |p| Entry::from_addr(build(key, p, None, 0)))
     }
 
     /// A string under `key` expiring at `expire`, built without an
@@ -450,12 +448,7 @@ impl Entry {
 
     /// Replace the value.
     pub fn set_value(&mut self, value: Value) {
-        match value {
-            Value::Str(Str::Bytes(b)) if b.len() < SHARED_STR_MIN => {
-                self.set_payload(Payload::Bytes(&b))
-            }
-            v => self.set_payload(payload_of(v)),
-        }
+        with_payload(value, |p| self.set_payload(p))
     }
 
     /// Swap in a new payload, keeping key, expiry and access bits. The

@@ -226,16 +226,19 @@ impl Db {
             entry = entry.rekey(key);
         }
         let at = entry.expire_at_ms();
+        let unstamped = entry.access() == 0;
+        if unstamped {
+            entry.set_access(self.fresh_access(self.clock_ms));
+        }
         let old = self.table.insert(hash, entry);
-        let fresh = self.fresh_access(self.clock_ms);
-        let policy = self.policy;
-        let e = self.table.get_mut(hash, key).expect("just inserted");
-        if e.access() == 0 {
-            let keep = match (&old, policy) {
-                (Some(o), AccessPolicy::Lfu { .. }) => o.access(),
-                _ => fresh,
-            };
-            e.set_access(keep);
+        // Only an LFU overwrite looks the key up again, to keep the
+        // counter of the value it replaced.
+        if unstamped
+            && matches!(self.policy, AccessPolicy::Lfu { .. })
+            && let Some(o) = &old
+        {
+            let e = self.table.get_mut(hash, key).expect("just inserted");
+            e.set_access(o.access());
         }
         self.volatile += at.is_some() as usize;
         if let Some(t) = at {

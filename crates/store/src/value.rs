@@ -44,11 +44,7 @@ impl Str {
     }
     /// The bytes of a non-integer string.
     pub fn bytes(&self) -> Option<&[u8]> {
-        match self {
-            Str::Int(_) => None,
-            Str::Bytes(b) | Str::Raw(b) => Some(b),
-            Str::Shared(b) => Some(b),
-        }
+        crate::StrRef::of(self).bytes()
     }
 }
 
@@ -88,17 +84,6 @@ impl Value {
             _ => None,
         }
     }
-    /// A collection with no elements (Valkey never keeps one: commands
-    /// delete the key). Strings are never "empty" here.
-    pub fn is_empty_collection(&self) -> bool {
-        match self {
-            Value::Str(_) => false,
-            Value::List(l) => l.is_empty(),
-            Value::Hash(h) => h.is_empty(),
-            Value::Set(s) => s.is_empty(),
-            Value::ZSet(z) => z.is_empty(),
-        }
-    }
     /// Bytes the allocator holds for this value's heap data, each
     /// allocation rounded up to jemalloc's size class (see
     /// [`crate::alloc_size`]); the `Value` itself, which lives inside the
@@ -115,30 +100,6 @@ impl Value {
             Value::Hash(h) => h.memory_usage(),
             Value::Set(s) => s.memory_usage(),
             Value::ZSet(z) => z.memory_usage(),
-        }
-    }
-    /// TYPE's answer (and what SCAN TYPE compares against).
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Value::Str(_) => "string",
-            Value::List(_) => "list",
-            Value::Hash(_) => "hash",
-            Value::Set(_) => "set",
-            Value::ZSet(_) => "zset",
-        }
-    }
-    /// OBJECT ENCODING, with Valkey's names. Strings follow Valkey's
-    /// `tryObjectEncoding`: `int` for a canonical integer, else `embstr` up
-    /// to 44 bytes (one allocation with the object header), else `raw`.
-    pub fn encoding(&self) -> &'static str {
-        match self {
-            Value::Str(Str::Int(_)) => "int",
-            Value::Str(Str::Bytes(b)) if b.len() <= 44 => "embstr",
-            Value::Str(Str::Bytes(_) | Str::Raw(_) | Str::Shared(_)) => "raw",
-            Value::List(l) => l.encoding(),
-            Value::Hash(h) => h.encoding(),
-            Value::Set(s) => s.encoding(),
-            Value::ZSet(z) => z.encoding(),
         }
     }
 }
