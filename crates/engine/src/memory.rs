@@ -23,7 +23,7 @@ pub struct DbOverhead {
     pub id: usize,
     /// The main table's own structure.
     pub main: u64,
-    /// The volatile keys' index.
+    /// The volatile keys' index (the expiry heap).
     pub expires: u64,
 }
 
@@ -67,18 +67,14 @@ impl Overhead {
         let mut keys = 0u64;
         for (id, db) in srv.keyspace.dbs.iter().enumerate() {
             let main = db.table_overhead() as u64;
+            // The expiry heap: the rest of the database's own structures.
+            let expires = db.memory_usage() as u64 - main;
             if main == 0 && db.is_empty() {
                 continue;
             }
             keys += db.len() as u64;
-            total += main;
-            // The store reports one figure for a database's tables; the
-            // volatile index is part of it.
-            dbs.push(DbOverhead {
-                id,
-                main,
-                expires: 0,
-            });
+            total += main + expires;
+            dbs.push(DbOverhead { id, main, expires });
         }
         let dataset = used.saturating_sub(total);
         // Valkey: net of the startup memory, and never a division by 0.

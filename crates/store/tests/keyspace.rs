@@ -236,3 +236,14 @@ fn eviction_sample_always_finds_a_key_in_a_non_empty_table() {
 fn db_keys_view(e: &Entry) -> String {
     String::from_utf8(e.key().to_vec()).unwrap()
 }
+
+#[test]
+fn expiry_index_memory_is_reported_apart_from_the_table() {
+    let mut db = Db::default();
+    put(&mut db, "p", None);
+    assert_eq!(db.memory_usage(), db.table_overhead());
+    for i in 0..100 {
+        put(&mut db, &format!("t{i}"), Some(NOW + 1000));
+    }
+    assert!(db.memory_usage() >= db.table_overhead() + 100 * 16);
+}
