@@ -132,3 +132,24 @@ e2e!(
         assert_eq!(evicted, before - after);
     }
 );
+
+e2e!(
+    fn object_freq_and_idletime_follow_the_policy(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        assert_eq!(q(c, "SET lru v"), ok());
+        // Under an LRU policy (the default noeviction counts as one) the
+        // key was just written: idle 0; FREQ is refused.
+        assert_eq!(q(c, "OBJECT IDLETIME lru"), int(0));
+        assert!(q(c, "OBJECT FREQ lru").unwrap_err().starts_with("ERR An LFU maxmemory policy is not selected"));
+        assert_eq!(q(c, "CONFIG SET maxmemory-policy allkeys-lfu"), ok());
+        assert_eq!(q(c, "SET lfu v"), ok());
+        // A new key starts at LFU_INIT_VAL (5); the first read adds one
+        // (logarithmic, but certain from 5).
+        assert_eq!(q(c, "OBJECT FREQ lfu"), int(5));
+        assert_eq!(q(c, "GET lfu"), bulk("v"));
+        assert_eq!(q(c, "OBJECT FREQ lfu"), int(6));
+        assert!(q(c, "OBJECT IDLETIME lfu").unwrap_err().starts_with("ERR An LFU maxmemory policy is selected"));
+        assert_eq!(q(c, "CONFIG SET maxmemory-policy noeviction"), ok());
+    }
+);

@@ -101,3 +101,30 @@ e2e!(
         assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
     }
 );
+
+e2e!(
+    fn a_large_list_is_a_quicklist_of_packed_nodes(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        let items: Vec<String> = (0..2000).map(|i| format!("item-{i}")).collect();
+        let mut cmd = redis::cmd("RPUSH");
+        cmd.arg("big").arg(&items);
+        let n: i64 = cmd.query(c).unwrap();
+        assert_eq!(n, 2000);
+        assert_eq!(q(c, "OBJECT ENCODING big"), bulk("quicklist"));
+        // Edits in the middle split and merge nodes; reads see one list.
+        assert_eq!(q(c, "LINSERT big BEFORE item-1000 new"), int(2001));
+        assert_eq!(q(c, "LINDEX big 1000"), bulk("new"));
+        assert_eq!(q(c, "LINDEX big -1"), bulk("item-1999"));
+        assert_eq!(q(c, "LSET big 1500 changed"), ok());
+        assert_eq!(
+            strings(&q(c, "LRANGE big 1499 1501")),
+            ["item-1498", "changed", "item-1500"]
+        );
+        assert_eq!(q(c, "LREM big 0 new"), int(1));
+        assert_eq!(q(c, "LPOS big item-1999"), int(1999));
+        assert_eq!(q(c, "LTRIM big 10 -11"), ok());
+        assert_eq!(q(c, "LLEN big"), int(1980));
+        assert_eq!(q(c, "LINDEX big 0"), bulk("item-10"));
+    }
+);
