@@ -21,6 +21,7 @@
 
 pub mod alloc_size;
 pub mod entry;
+pub mod freeze;
 pub mod hash;
 pub mod keyspace;
 pub mod table;

@@ -1,0 +1,2 @@
+//! Primitive encodings: lengths, strings (integer / LZF / raw), doubles,
+//! and the listpack and intset blobs Valkey stores small collections in.

@@ -1,0 +1,1 @@
+//! Decoder for the listpack blob (legacy or current) found inside RDB values.

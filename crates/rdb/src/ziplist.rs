@@ -1,0 +1,1 @@
+//! Decoder for the ziplist blob (legacy or current) found inside RDB values.

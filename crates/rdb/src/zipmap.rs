@@ -1,0 +1,1 @@
+//! Decoder for the zipmap blob (legacy or current) found inside RDB values.
