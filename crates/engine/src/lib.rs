@@ -55,13 +55,16 @@ pub mod evict;
 pub mod glob;
 pub mod info;
 pub mod lazyfree;
+pub mod loading;
 pub mod log;
 pub mod memory;
 pub mod num;
 pub mod output;
+pub mod persist;
 pub mod pubsub;
 pub mod server;
 pub mod session;
+pub mod snapshot;
 pub mod table;
 pub mod watch;
 
@@ -595,14 +598,73 @@ impl Engine {
                 }
             }
         }
+        persist::cron(srv, now);
         sample_stats(srv, now);
+    }
+
+    /// Files are written and read through `storage` (the server's
+    /// `ringkv-persist`); without it SAVE and BGSAVE fail.
+    pub fn set_storage(&mut self, storage: Box<dyn persist::Storage>) {
+        self.srv.persist.storage = Some(storage);
+    }
+
+    /// Start loading `dbfilename` if it exists; commands get `-LOADING`
+    /// until [`Engine::background_step`] has inserted every key. An error
+    /// (not an RDB file, a newer version) means the server must not start.
+    pub fn load_at_startup(&mut self) -> Result<(), String> {
+        let now = self.srv.now_ms();
+        if loading::start(&mut self.srv, now)? {
+            log::notice("Loading RDB produced by ringkv or Valkey...");
+        }
+        Ok(())
+    }
+
+    /// One slice of background work on this thread: inserting loaded keys,
+    /// capturing the running BGSAVE. A failed start-up load ends the
+    /// process, as Valkey's does: a half-loaded keyspace is never served.
+    pub fn background_step(&mut self) {
+        let srv = &mut self.srv;
+        if srv.persist.is_loading() {
+            if let Err(e) = loading::background_step(srv) {
+                log::warning(&format!("Fatal error loading the DB: {e}. Exiting."));
+                std::process::exit(1);
+            }
+            return;
+        }
+        if srv.persist.snapshot.is_some() {
+            let now = srv.now_ms();
+            snapshot::background_step(srv, now);
+        }
+    }
+
+    /// How soon [`Engine::background_step`] wants to run again: now when
+    /// it has work at hand, shortly when it waits on another thread.
+    pub fn background_wait(&self) -> Option<std::time::Duration> {
+        let p = &self.srv.persist;
+        if p.is_loading() || p.snapshot.is_some() {
+            let ready = match (&p.loading, &p.snapshot) {
+                (Some(l), _) => !l.waiting,
+                (None, Some(s)) => s.ready(),
+                (None, None) => false,
+            };
+            let ms = if ready { 0 } else { 1 };
+            return Some(std::time::Duration::from_millis(ms));
+        }
+        None
     }
 
     /// Ask the engine to shut down (SIGTERM/SIGINT): it emits Event::Shutdown.
     pub fn shutdown_requested(&mut self) {
         if !self.srv.shutting_down {
-            self.srv.shutting_down = true;
             log::warning("Received shutdown request, scheduling shutdown...");
+            let now = self.srv.now_ms();
+            if snapshot::prepare_shutdown(&mut self.srv, now, None, false).is_err() {
+                log::warning(
+                    "SIGTERM received but errors trying to shut down the server, check the logs for more information",
+                );
+                return;
+            }
+            self.srv.shutting_down = true;
             self.srv.events.push(Event::Shutdown);
         }
     }
@@ -1002,6 +1064,18 @@ fn resolve(
     if !sess.authenticated && srv.auth_required() && e.spec.flags & command::flags::NO_AUTH == 0 {
         return Err(Rejected {
             msg: "NOAUTH Authentication required.".into(),
+            cmd: Some(i),
+        });
+    }
+    if srv.persist.is_loading() && e.spec.flags & command::flags::LOADING == 0 {
+        return Err(Rejected {
+            msg: persist::LOADING_ERR.into(),
+            cmd: Some(i),
+        });
+    }
+    if e.spec.flags & command::flags::WRITE != 0 && persist::writes_denied(srv) {
+        return Err(Rejected {
+            msg: persist::MISCONF_ERR.into(),
             cmd: Some(i),
         });
     }

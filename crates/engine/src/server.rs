@@ -225,6 +225,8 @@ pub struct Server {
     /// `client-output-buffer-limit` as the IO threads read it; see
     /// [`Server::sync_output_limits`].
     pub output_limits: std::sync::Arc<crate::output::OutputLimits>,
+    /// RDB: dirty counter, save points, the BGSAVE or load in progress.
+    pub persist: crate::persist::Persist,
 }
 
 impl Server {
@@ -269,6 +271,7 @@ impl Server {
             expiry_logging: false,
             lazyfree: Default::default(),
             output_limits: Default::default(),
+            persist: crate::persist::Persist::new(start_ms / 1000),
         };
         srv.sync_expiry_logging();
         srv.sync_output_limits();

@@ -54,10 +54,11 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 15] {
+fn groups() -> [&'static [CommandSpec]; 17] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
+        cmd::dump::COMMANDS,
         cmd::lists::COMMANDS,
         cmd::hashes::COMMANDS,
         cmd::sets::COMMANDS,
@@ -69,6 +70,7 @@ fn groups() -> [&'static [CommandSpec]; 15] {
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,
+        cmd::persistence::COMMANDS,
         cmd::memory::COMMANDS,
         cmd::introspection::COMMANDS,
     ]

@@ -36,10 +36,10 @@ const SHUTDOWN_FLUSH: Duration = Duration::from_secs(3);
 
 /// What the loop that owns the engine does besides commands (the inline
 /// driver, or the execution step in threaded mode): relay the stop flag,
-/// run cron `hz` times a second, time blocked clients out.
+/// run cron `hz` times a second, time blocked clients out, and give
+/// background work (loading, a BGSAVE's capture) its slice.
 pub(crate) struct EngineTimers {
     stop: &'static AtomicBool,
-    stop_seen: bool,
     next_cron: Instant,
 }
 
@@ -47,16 +47,18 @@ impl EngineTimers {
     pub(crate) fn new(stop: &'static AtomicBool) -> EngineTimers {
         EngineTimers {
             stop,
-            stop_seen: false,
             next_cron: Instant::now(),
         }
     }
 
     pub(crate) fn run(&mut self, engine: &mut Engine, now: Instant) {
-        if !self.stop_seen && self.stop.load(Ordering::Relaxed) {
-            self.stop_seen = true;
+        // Taken, not just read: a signal whose shutdown failed (the final
+        // save did not work) leaves the server running, and the next
+        // signal tries again.
+        if self.stop.swap(false, Ordering::Relaxed) {
             engine.shutdown_requested();
         }
+        engine.background_step();
         if now >= self.next_cron {
             engine.cron();
             let period = Duration::from_micros(1_000_000 / u64::from(engine.hz().clamp(1, 500)));
@@ -73,6 +75,9 @@ impl EngineTimers {
     pub(crate) fn wait(&self, engine: &Engine, max: Duration) -> Duration {
         let cron = self.next_cron.saturating_duration_since(Instant::now());
         let mut wait = cron.min(max);
+        if let Some(bg) = engine.background_wait() {
+            wait = wait.min(bg);
+        }
         if let Some(t) = engine.next_timeout_ms() {
             let now = engine::server::wall_ms();
             // A timeout fires once the clock is past it (see

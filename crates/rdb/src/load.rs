@@ -8,9 +8,15 @@ use store::{EncodingLimits, Value};
 /// One item of the file, in file order.
 #[derive(Debug)]
 pub enum Item {
-    Aux { key: Vec<u8>, value: Vec<u8> },
+    Aux {
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
     SelectDb(u64),
-    ResizeDb { size: u64, expires: u64 },
+    ResizeDb {
+        size: u64,
+        expires: u64,
+    },
     /// FUNCTION2: a library's source.
     Function(Vec<u8>),
     Key(KeyRecord),

@@ -179,6 +179,14 @@ fn main() -> ExitCode {
         purge: jemalloc_purge,
     });
     engine.set_file_limit(fdlimit::raise_for_engine);
+    engine.set_storage(Box::new(persist::FileStorage));
+    if let Err(e) = engine.load_at_startup() {
+        log::warning(&format!("Fatal error loading the DB: {e}. Exiting."));
+        if let Some(p) = &pidfile {
+            remove_pidfile(p);
+        }
+        return ExitCode::FAILURE;
+    }
     let result = net::serve(engine, &STOP);
     if let Some(p) = &pidfile {
         remove_pidfile(p);

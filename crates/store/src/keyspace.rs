@@ -47,6 +47,26 @@ fn lfu_minutes(now_ms: i64) -> u32 {
     ((now_ms / 60_000) as u64 & 0xFFFF) as u32
 }
 
+/// Access bits for a key that arrives with Valkey's idle time or LFU
+/// counter (RESTORE IDLETIME / FREQ, the RDB IDLE / FREQ opcodes), as
+/// `objectSetLRUOrLFU`: only the one the policy uses counts; `None` when
+/// the key should be stamped as new.
+pub fn restored_access(
+    policy: AccessPolicy,
+    now_ms: i64,
+    idle_s: Option<u64>,
+    freq: Option<u8>,
+) -> Option<u32> {
+    match policy {
+        AccessPolicy::Lru => {
+            let idle_ms = idle_s?.saturating_mul(1000).min(now_ms.max(0) as u64);
+            // At least 1: 0 means "not stamped" to `Db::insert`.
+            Some(lru_clock(now_ms - idle_ms as i64).max(1))
+        }
+        AccessPolicy::Lfu { .. } => Some((lfu_minutes(now_ms) << 8) | freq? as u32),
+    }
+}
+
 impl Entry {
     /// Valkey's `estimateObjectIdleTime`, in ms: how long since the last
     /// access, from LRU access bits.

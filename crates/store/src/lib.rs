@@ -31,6 +31,8 @@ pub mod value;
 pub use alloc_size::alloc_size;
 pub use entry::{Entry, StrRef, ValueRef};
 pub use hash::hash_key;
-pub use keyspace::{AccessPolicy, Db, ExpireStats, Keyspace, LFU_INIT_VAL, lru_clock};
+pub use keyspace::{
+    AccessPolicy, Db, ExpireStats, Keyspace, LFU_INIT_VAL, lru_clock, restored_access,
+};
 pub use table::{RawTable, Table};
 pub use value::{EncodingLimits, SHARED_STR_MIN, Str, Value};

@@ -493,12 +493,13 @@ fn lookup_in<'c>(
     let srv = &mut *ctx.srv;
     let d = &mut srv.keyspace.dbs[db];
     let found = if touch {
-        // `Db::get` stamps the access (LRU clock or LFU counter).
-        d.get(hash, key, now).map(|e| &*e)
+        // `Db::get_read` stamps the access (LRU clock or LFU counter). A
+        // shared borrow is returned: changes go through `Db` methods.
+        d.get_read(hash, key, now).map(|e| &*e)
     } else if d.peek(hash, key).is_some_and(|e| !live(e, now)) {
         // `Db::get` stamps the access clock, so a NOTOUCH lookup only uses
         // it to drop an expired key.
-        d.get(hash, key, now);
+        d.get_read(hash, key, now);
         None
     } else {
         d.peek(hash, key)

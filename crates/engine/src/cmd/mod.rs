@@ -20,12 +20,14 @@ macro_rules! typed_or_reply {
 pub mod bitmaps;
 pub mod client;
 pub mod connection;
+pub mod dump;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod persistence;
 pub mod pubsub;
 pub mod server;
 pub mod sets;
@@ -121,7 +123,14 @@ pub(crate) fn lookup_typed<'s, T>(
     read: bool,
     pick: fn(&mut store::Value) -> Option<&mut T>,
 ) -> Result<Option<&'s mut T>, WrongType> {
-    let found = srv.keyspace.dbs[db].get(hash, key, now_ms);
+    // A read leaves a snapshot in progress alone; a write lookup lets it
+    // keep the value as it was (see `store::freeze`).
+    let d = &mut srv.keyspace.dbs[db];
+    let found = if read {
+        d.get_read(hash, key, now_ms)
+    } else {
+        d.get(hash, key, now_ms)
+    };
     if read {
         if found.is_some() {
             srv.stats.keyspace_hits += 1;

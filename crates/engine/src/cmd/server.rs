@@ -1,4 +1,4 @@
-//! Server commands: DBSIZE FLUSHDB FLUSHALL TIME LASTSAVE INFO CONFIG
+//! Server commands: DBSIZE FLUSHDB FLUSHALL TIME INFO CONFIG
 //! SHUTDOWN DEBUG, and ROLE/SLOWLOG/LATENCY with nothing to report yet (so
 //! monitoring tools such as redis_exporter get answers, not errors).
 
@@ -113,17 +113,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         since: "2.6.0",
         summary: "Returns the server time.",
         func: Some(time),
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "lastsave",
-        arity: 1,
-        flags: LOADING | STALE | FAST,
-        acl_categories: &["admin", "fast", "dangerous"],
-        group: "server",
-        since: "1.0.0",
-        summary: "Returns the Unix timestamp of the last successful save to disk.",
-        func: Some(lastsave),
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -380,6 +369,7 @@ fn flush_one(ctx: &mut Ctx<'_>, db: usize, lazy: bool) {
     // WATCHers of keys that existed see the flush (before it, to know).
     crate::watch::touch_db(ctx.srv, db, None, ctx.now_ms);
     let srv = &mut *ctx.srv;
+    srv.persist.dirty += srv.keyspace.dbs[db].len() as u64;
     if lazy {
         let old = srv.keyspace.dbs[db].take_contents();
         srv.lazyfree.free_db(old);
@@ -411,9 +401,16 @@ fn flushall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return;
     }
     let lazy = flush_lazy(ctx, argv);
+    // As Valkey's flushAllDataAndResetRDB: a running BGSAVE is abandoned,
+    // and with save points the empty dataset is saved at once.
+    crate::snapshot::abort_bgsave(ctx.srv);
     for db in 0..ctx.srv.keyspace.dbs.len() {
         flush_one(ctx, db, lazy);
     }
+    if !ctx.srv.config.save_points.is_empty() && ctx.srv.persist.storage.is_some() {
+        let _ = crate::snapshot::save_now(ctx.srv, ctx.now_ms);
+    }
+    ctx.srv.persist.dirty += 1;
     ctx.reply.ok();
 }
 
@@ -427,10 +424,6 @@ fn time(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.bulk_from_int(us % 1_000_000);
 }
 
-fn lastsave(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.reply.int(ctx.srv.start_ms / 1000);
-}
-
 fn info(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let sections: Vec<&[u8]> = (1..argv.len()).map(|i| argv.get(i)).collect();
     let text = crate::info::render(ctx.srv, &sections, ctx.now_ms);
@@ -438,14 +431,17 @@ fn info(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let (mut save, mut nosave, mut abort) = (false, false, false);
+    let (mut save, mut nosave, mut abort, mut force) = (false, false, false, false);
     for j in 1..argv.len() {
         let a = argv.get(j);
         if a.eq_ignore_ascii_case(b"nosave") {
             nosave = true;
         } else if a.eq_ignore_ascii_case(b"save") {
             save = true;
-        } else if a.eq_ignore_ascii_case(b"now") || a.eq_ignore_ascii_case(b"force") {
+        } else if a.eq_ignore_ascii_case(b"force") {
+            force = true;
+        } else if a.eq_ignore_ascii_case(b"now") {
+            // Nothing to wait for: there are no replicas to catch up.
         } else if a.eq_ignore_ascii_case(b"abort") {
             abort = true;
         } else {
@@ -462,10 +458,16 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return;
     }
     log::warning("User requested shutdown...");
-    if save {
-        log::notice(
-            "SAVE requested, but ringkv has no persistence yet: shutting down without saving.",
-        );
+    let mode = if save {
+        Some(true)
+    } else if nosave {
+        Some(false)
+    } else {
+        None
+    };
+    if crate::snapshot::prepare_shutdown(ctx.srv, ctx.now_ms, mode, force).is_err() {
+        ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
+        return;
     }
     // "ready to exit" is logged by the process once it is (after the
     // replies are flushed and the sockets closed).
@@ -505,12 +507,18 @@ fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             ctx.reply.ok();
         }
         (b"object", 3) => debug_object(ctx, argv.get(2)),
+        (b"reload", _) => match crate::persist::debug_reload(ctx.srv, ctx.now_ms) {
+            Ok(()) => ctx.reply.ok(),
+            Err(e) => ctx.error(&e),
+        },
         (b"help", 2) => super::reply_help(
             ctx,
             "DEBUG",
             &[
                 "OBJECT <key>",
                 "    Show low level info about the `key` and associated value.",
+                "RELOAD",
+                "    Save the RDB on disk and reload it back to memory.",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "    Setting it to 0 disables expiring keys in background when they are not",
                 "    accessed (otherwise the keys are expired only on access).",
@@ -528,7 +536,7 @@ fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
     let hash = store::hash_key(key);
     let now = ctx.now_ms;
-    let line = match ctx.db().get(hash, key, now) {
+    let line = match ctx.db().get_read(hash, key, now) {
         None => None,
         Some(e) => {
             let enc = e.encoding();

@@ -446,7 +446,7 @@ pub(crate) fn lookup_read<'a>(
     key: &[u8],
     now_ms: i64,
 ) -> Option<&'a mut Entry> {
-    match srv.keyspace.dbs[dbi].get(h, key, now_ms) {
+    match srv.keyspace.dbs[dbi].get_read(h, key, now_ms) {
         Some(e) => {
             // `Db::get` stamped the access (LRU clock or LFU counter).
             srv.stats.keyspace_hits += 1;

@@ -735,7 +735,12 @@ fn lookup<'s>(
     now_ms: i64,
     read: bool,
 ) -> Result<Option<&'s mut ZSet>, WrongType> {
-    let found = srv.keyspace.dbs[db].get(h, key, now_ms);
+    let d = &mut srv.keyspace.dbs[db];
+    let found = if read {
+        d.get_read(h, key, now_ms)
+    } else {
+        d.get(h, key, now_ms)
+    };
     if read {
         if found.is_some() {
             srv.stats.keyspace_hits += 1;

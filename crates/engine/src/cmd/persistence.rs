@@ -1,0 +1,72 @@
+//! SAVE, BGSAVE [SCHEDULE] and LASTSAVE (the snapshot itself is
+//! `crate::snapshot`; SHUTDOWN's save and DEBUG RELOAD call it too).
+
+use super::SYNTAX_ERR;
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::snapshot;
+
+const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
+
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "save",
+        arity: 1,
+        flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "1.0.0",
+        summary: "Synchronously saves the database(s) to disk.",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        func: Some(save),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "bgsave",
+        arity: -1,
+        flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "1.0.0",
+        summary: "Asynchronously saves the database(s) to disk.",
+        complexity: "O(1)",
+        func: Some(bgsave),
+        args: &[ArgSpec::pure_token("schedule", "SCHEDULE")
+            .since("3.2.2")
+            .optional()],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lastsave",
+        arity: 1,
+        flags: LOADING | STALE | FAST,
+        acl_categories: &["admin", "fast", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Returns the Unix timestamp of the last successful save to disk.",
+        func: Some(lastsave),
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn save(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    match snapshot::save_now(ctx.srv, ctx.now_ms) {
+        Ok(()) => ctx.reply.ok(),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+fn bgsave(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if argv.len() > 2 || (argv.len() == 2 && !argv.get(1).eq_ignore_ascii_case(b"schedule")) {
+        return ctx.error(SYNTAX_ERR);
+    }
+    match snapshot::start_bgsave(ctx.srv, ctx.now_ms) {
+        Ok(()) => ctx.reply.simple("Background saving started"),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+fn lastsave(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.reply.int(ctx.srv.persist.last_save_s);
+}

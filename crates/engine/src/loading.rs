@@ -1,0 +1,115 @@
+//! Loading a snapshot: a decoder thread (the [`LoadSource`]) reads the
+//! file and builds entries; the execution thread only inserts them, in
+//! slices, answering `-LOADING` to commands meanwhile (those flagged
+//! `loading`, such as INFO, still run).
+//!
+//! A bad file stops the server (as Valkey does): a half-loaded keyspace
+//! is never served.
+
+use crate::log;
+use crate::persist::{LoadSource, LoadStep};
+use crate::server::Server;
+use std::time::{Duration, Instant};
+
+/// Execution-thread time one loading step may take while clients wait.
+const STEP_BUDGET: Duration = Duration::from_millis(2);
+
+pub struct Loading {
+    source: Box<dyn LoadSource>,
+    pub started: Instant,
+    pub start_unix_s: i64,
+    pub loaded: u64,
+    /// The last step found nothing decoded yet.
+    pub waiting: bool,
+}
+
+/// Open `dbfilename` and begin loading it. `Ok(false)`: no file.
+pub fn start(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
+    let opts = crate::persist::load_options(srv, now_ms);
+    let name = srv.config.dbfilename.clone();
+    let Some(storage) = srv.persist.storage.as_mut() else {
+        return Ok(false);
+    };
+    let Some(source) = storage.load(&name, opts)? else {
+        return Ok(false);
+    };
+    srv.persist.loading = Some(Loading {
+        source,
+        started: Instant::now(),
+        start_unix_s: now_ms / 1000,
+        loaded: 0,
+        waiting: false,
+    });
+    Ok(true)
+}
+
+/// What a step left to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// More keys are ready.
+    Busy,
+    /// Waiting for the decoder.
+    Waiting,
+    Done,
+}
+
+/// Insert decoded keys until `deadline` (`None`: to the end). An error
+/// names what was wrong with the file.
+pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, String> {
+    let Some(ld) = srv.persist.loading.as_mut() else {
+        return Ok(Progress::Done);
+    };
+    loop {
+        match ld.source.next(deadline.is_none()) {
+            LoadStep::Keys(keys) => {
+                ld.waiting = false;
+                for k in keys {
+                    let Some(db) = srv.keyspace.dbs.get_mut(k.db) else {
+                        return Err(format!("DB index {} is out of range", k.db));
+                    };
+                    let key = k.entry.key().to_vec();
+                    if db.insert(k.hash, &key, k.entry).is_some() {
+                        return Err(format!(
+                            "RDB has duplicated key '{}' in DB {}",
+                            String::from_utf8_lossy(&key),
+                            k.db
+                        ));
+                    }
+                    ld.loaded += 1;
+                }
+            }
+            LoadStep::Pending => {
+                ld.waiting = true;
+                return Ok(Progress::Waiting);
+            }
+            LoadStep::Done { expired } => {
+                let ld = srv.persist.loading.take().expect("loading");
+                log::notice(&format!(
+                    "Done loading RDB, keys loaded: {}, keys expired: {expired}.",
+                    ld.loaded
+                ));
+                log::notice(&format!(
+                    "DB loaded from disk: {:.3} seconds",
+                    ld.started.elapsed().as_secs_f64()
+                ));
+                srv.persist.last_load_loaded = ld.loaded;
+                srv.persist.last_load_expired = expired;
+                return Ok(Progress::Done);
+            }
+            LoadStep::Failed(e) => return Err(e),
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Progress::Busy);
+        }
+    }
+}
+
+/// One slice of the start-up load.
+pub fn background_step(srv: &mut Server) -> Result<Progress, String> {
+    step(srv, Some(Instant::now() + STEP_BUDGET))
+}
+
+/// (bytes read, file size) of the load in progress.
+pub fn progress(srv: &Server) -> Option<(u64, u64)> {
+    srv.persist.loading.as_ref().map(|l| l.source.progress())
+}

@@ -1,0 +1,242 @@
+//! Persistence as the engine sees it: the bookkeeping Valkey keeps for RDB
+//! (the dirty counter, save points, last save and its status, loading),
+//! and the two interfaces through which files are written and read by
+//! someone else's threads ([`Storage`], implemented by `ringkv-persist`).
+//!
+//! ```text
+//!  BGSAVE / save point ─► Storage::save ─► SnapshotSink (writer thread)
+//!        │                                     ▲ Chunk (rdb tokens)
+//!        └─► crate::snapshot: freeze dbs, capture in slices ─┘
+//!  start-up / DEBUG RELOAD ─► Storage::load ─► LoadSource (decoder thread)
+//!        └─► crate::loading: insert decoded keys in slices, -LOADING meanwhile
+//! ```
+//!
+//! The engine never opens a file: with no `Storage` (the command tests)
+//! SAVE and BGSAVE answer with an error and nothing is loaded.
+
+use crate::loading::Loading;
+use crate::server::Server;
+use crate::snapshot::Snapshot;
+use store::{AccessPolicy, EncodingLimits, Entry};
+
+/// Part of an RDB stream captured on the execution thread.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    pub tokens: rdb::Capture,
+    /// Keys in it.
+    pub keys: u64,
+}
+
+/// How a save writes its file.
+#[derive(Clone, Debug)]
+pub struct SaveOptions {
+    /// `dbfilename`, relative to the working directory (`dir`).
+    pub filename: String,
+    pub compress: bool,
+    pub checksum: bool,
+    /// `rdb-key-save-delay`: microseconds a save takes per key at least
+    /// (tests use it to keep a BGSAVE running while they write).
+    pub key_save_delay_us: i64,
+}
+
+/// The writer of one snapshot file.
+pub trait SnapshotSink: Send {
+    /// Queue a chunk; given back when the writer is behind (try later).
+    fn push(&mut self, chunk: Chunk) -> Result<(), Chunk>;
+    /// Queue a chunk, waiting for room (SAVE).
+    fn push_wait(&mut self, chunk: Chunk);
+    /// No more chunks: the writer adds the trailer, fsyncs and renames.
+    fn finish(&mut self);
+    /// The outcome once the writer is done: bytes written, or why not.
+    fn poll(&mut self) -> Option<Result<u64, String>>;
+    /// Wait for the outcome.
+    fn wait(&mut self) -> Result<u64, String>;
+    /// Stop writing; the temporary file is removed, the old dump kept.
+    fn abort(&mut self);
+}
+
+/// A key decoded by the loader, ready to insert.
+pub struct LoadedKey {
+    pub db: usize,
+    pub hash: u64,
+    pub entry: Entry,
+}
+
+pub enum LoadStep {
+    Keys(Vec<LoadedKey>),
+    /// Nothing decoded yet; ask again.
+    Pending,
+    /// The whole file was read and its checksum verified; keys that had
+    /// expired were skipped (counted here).
+    Done {
+        expired: u64,
+    },
+    Failed(String),
+}
+
+/// The reader of one snapshot file.
+pub trait LoadSource: Send {
+    /// The next decoded keys; with `wait`, blocks until some are ready.
+    fn next(&mut self, wait: bool) -> LoadStep;
+    /// (bytes read, file size) for INFO's loading progress.
+    fn progress(&self) -> (u64, u64);
+}
+
+/// How a load builds its values.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions {
+    pub limits: EncodingLimits,
+    pub policy: AccessPolicy,
+    pub now_ms: i64,
+    pub databases: usize,
+    /// `key-load-delay`: microseconds the decoder waits per key (tests use
+    /// it to watch a load in progress).
+    pub key_load_delay_us: i64,
+}
+
+/// Files, provided by the server.
+pub trait Storage: Send {
+    fn save(&mut self, opts: &SaveOptions) -> Result<Box<dyn SnapshotSink>, String>;
+    /// `Ok(None)` when there is no such file. A file that is not an RDB
+    /// file, or of a version we cannot read, fails here.
+    fn load(
+        &mut self,
+        filename: &str,
+        opts: LoadOptions,
+    ) -> Result<Option<Box<dyn LoadSource>>, String>;
+}
+
+/// Seconds between BGSAVE retries after a failed one (Valkey's
+/// `CONFIG_BGSAVE_RETRY_DELAY`).
+const BGSAVE_RETRY_DELAY_S: i64 = 5;
+
+/// What INFO persistence and LASTSAVE report, and what save points read.
+pub struct Persist {
+    pub storage: Option<Box<dyn Storage>>,
+    /// Changes since the last successful save (`rdb_changes_since_last_save`).
+    pub dirty: u64,
+    /// `dirty` when the running BGSAVE started: what a success subtracts.
+    pub dirty_at_bgsave: u64,
+    /// Unix seconds of the last successful save (LASTSAVE).
+    pub last_save_s: i64,
+    pub last_bgsave_ok: bool,
+    pub last_bgsave_try_s: i64,
+    pub last_bgsave_time_s: i64,
+    pub saves: u64,
+    /// The BGSAVE in progress.
+    pub snapshot: Option<Snapshot>,
+    /// BGSAVE SCHEDULE: start one as soon as nothing else runs.
+    pub bgsave_scheduled: bool,
+    /// The load in progress (start-up).
+    pub loading: Option<Loading>,
+    pub last_load_loaded: u64,
+    pub last_load_expired: u64,
+}
+
+impl Persist {
+    pub fn new(now_s: i64) -> Persist {
+        Persist {
+            storage: None,
+            dirty: 0,
+            dirty_at_bgsave: 0,
+            last_save_s: now_s,
+            last_bgsave_ok: true,
+            last_bgsave_try_s: 0,
+            last_bgsave_time_s: -1,
+            saves: 0,
+            snapshot: None,
+            bgsave_scheduled: false,
+            loading: None,
+            last_load_loaded: 0,
+            last_load_expired: 0,
+        }
+    }
+    pub fn bgsave_in_progress(&self) -> bool {
+        self.snapshot.is_some()
+    }
+    pub fn is_loading(&self) -> bool {
+        self.loading.is_some()
+    }
+}
+
+/// Valkey's MISCONF: writes are refused while the last background save
+/// failed, save points are set and `stop-writes-on-bgsave-error` is yes.
+pub const MISCONF_ERR: &str = "MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Valkey logs for details about the RDB error.";
+pub const LOADING_ERR: &str = "LOADING Valkey is loading the dataset in memory";
+
+/// Are writes refused with [`MISCONF_ERR`]?
+pub fn writes_denied(srv: &Server) -> bool {
+    srv.config.stop_writes_on_bgsave_error
+        && !srv.config.save_points.is_empty()
+        && !srv.persist.last_bgsave_ok
+}
+
+/// The save options as configured now.
+pub fn save_options(srv: &Server) -> SaveOptions {
+    SaveOptions {
+        filename: srv.config.dbfilename.clone(),
+        compress: srv.config.rdbcompression,
+        checksum: srv.config.rdbchecksum,
+        key_save_delay_us: srv.config.rdb_key_save_delay,
+    }
+}
+
+/// The load options as configured now.
+pub fn load_options(srv: &Server, now_ms: i64) -> LoadOptions {
+    LoadOptions {
+        limits: srv.config.encoding,
+        policy: crate::evict::access_policy(srv),
+        now_ms,
+        databases: srv.keyspace.dbs.len(),
+        key_load_delay_us: srv.config.key_load_delay,
+    }
+}
+
+/// Cron: a save point reached (or a scheduled BGSAVE) starts a BGSAVE, as
+/// Valkey's `serverCron`; a failed one is retried after 5 s.
+pub fn cron(srv: &mut Server, now_ms: i64) {
+    if srv.persist.storage.is_none() || srv.persist.is_loading() {
+        return;
+    }
+    if srv.persist.snapshot.is_some() {
+        return;
+    }
+    let now_s = now_ms / 1000;
+    if srv.persist.bgsave_scheduled {
+        srv.persist.bgsave_scheduled = false;
+        let _ = crate::snapshot::start_bgsave(srv, now_ms);
+        return;
+    }
+    let p = &srv.persist;
+    let retry_ok = p.last_bgsave_ok || now_s - p.last_bgsave_try_s > BGSAVE_RETRY_DELAY_S;
+    let hit = srv
+        .config
+        .save_points
+        .iter()
+        .find(|&&(secs, changes)| {
+            p.dirty >= changes && now_s - p.last_save_s > secs as i64 && retry_ok
+        })
+        .copied();
+    if let Some((secs, changes)) = hit {
+        crate::log::notice(&format!("{changes} changes in {secs} seconds. Saving..."));
+        let _ = crate::snapshot::start_bgsave(srv, now_ms);
+    }
+}
+
+/// DEBUG RELOAD: save, empty every database, load the file back (all
+/// before any other command runs).
+pub fn debug_reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
+    crate::snapshot::save_now(srv, now_ms)?;
+    for db in &mut srv.keyspace.dbs {
+        db.clear();
+    }
+    let failed = |e: String| {
+        crate::log::warning(&format!("Error loading the RDB dump: {e}"));
+        "ERR Error trying to load the RDB dump, check server logs.".to_string()
+    };
+    if !crate::loading::start(srv, now_ms).map_err(failed)? {
+        return Err(failed("the file written is gone".into()));
+    }
+    crate::loading::step(srv, None).map_err(failed)?;
+    Ok(())
+}

@@ -1,0 +1,389 @@
+//! Fork-less BGSAVE: the execution thread's half of a point-in-time
+//! snapshot.
+//!
+//! ```text
+//!  start: freeze every non-empty db (store::freeze)   aux fields ─► chunk
+//!  each loop iteration, ≤ STEP_BUDGET:
+//!     for the current db: its pre-images, then freeze_step(STEP_BUCKETS)
+//!       each entry ─► rdb::Capture::key (a copy; collections packed)
+//!     chunk ≥ CHUNK_BYTES ─► SnapshotSink::push ─► writer thread
+//!                            (LZF, CRC64, write, fsync, rename)
+//!  all dbs visited ─► last chunk, finish ─► poll for the outcome in cron
+//! ```
+//!
+//! Why it is point-in-time: a frozen database keeps a copy of any key a
+//! command changes before the visit reaches it (see `store::freeze`), so
+//! the file holds every key as of the instant BGSAVE started, and the
+//! extra memory is what was written meanwhile, not a copy of the dataset.
+//! Only the cheap part (copying values into tokens) runs here; encoding,
+//! compression, the checksum and the syscalls run on the writer thread.
+//! When the writer is behind, a chunk is held and capture pauses, so the
+//! held memory is bounded by the writer's queue.
+//!
+//! SAVE, DEBUG RELOAD and SHUTDOWN use the same path to completion
+//! ([`save_now`]), with the writer thread still doing the encoding.
+
+use crate::log;
+use crate::persist::{Chunk, SnapshotSink};
+use crate::server::Server;
+use rdb::AccessWrite;
+use std::time::{Duration, Instant};
+use store::Keyspace;
+
+/// Tokens per chunk handed to the writer.
+const CHUNK_BYTES: usize = 256 * 1024;
+/// Buckets visited between clock reads.
+const STEP_BUCKETS: usize = 32;
+/// Execution-thread time one background step may take: the most a save
+/// adds to a command's wait.
+pub const STEP_BUDGET: Duration = Duration::from_micros(250);
+
+pub struct Snapshot {
+    sink: Box<dyn SnapshotSink>,
+    /// Databases frozen at the start: (number then, keys, keys with a TTL).
+    order: Vec<(usize, u64, u64)>,
+    next: usize,
+    db_open: bool,
+    chunk: Chunk,
+    /// A chunk the writer had no room for.
+    held: Option<Chunk>,
+    access: AccessWrite,
+    /// `rdb-key-save-delay` in µs: capture no faster than one key per.
+    key_delay_us: u64,
+    /// The last step stopped for the writer or the delay.
+    waiting: bool,
+    finished: bool,
+    pub started: Instant,
+    pub keys_total: u64,
+    pub keys_done: u64,
+}
+
+/// What a step left to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// More to capture now.
+    Capturing,
+    /// The writer is behind: capture resumes once it has room.
+    WriterBehind,
+    /// Everything captured; the writer finishes on its own.
+    Captured,
+}
+
+impl Snapshot {
+    /// Freeze the dataset as it is now and queue the header's AUX fields.
+    pub fn begin(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
+        let mut chunk = Chunk::default();
+        let t = &mut chunk.tokens;
+        t.aux(b"redis-ver", crate::config::REDIS_COMPAT_VERSION.as_bytes());
+        t.aux(b"redis-bits", b"64");
+        t.aux(b"ctime", (now_ms / 1000).to_string().as_bytes());
+        t.aux(b"used-mem", srv.used_memory().to_string().as_bytes());
+        t.aux(b"aof-base", b"0");
+        let mut order = Vec::new();
+        let mut keys_total = 0;
+        for (i, db) in srv.keyspace.dbs.iter_mut().enumerate() {
+            if db.is_empty() {
+                continue;
+            }
+            order.push((i, db.len() as u64, db.expires_len() as u64));
+            keys_total += db.len() as u64;
+            db.freeze(i);
+        }
+        Snapshot {
+            sink,
+            order,
+            next: 0,
+            db_open: false,
+            chunk,
+            held: None,
+            access: access_write(srv),
+            key_delay_us: srv.config.rdb_key_save_delay.max(0) as u64,
+            waiting: false,
+            finished: false,
+            started: Instant::now(),
+            keys_total,
+            keys_done: 0,
+        }
+    }
+
+    /// Capture until `deadline` (or, with `None`, to the end, waiting for
+    /// the writer as needed).
+    pub fn step(&mut self, ks: &mut Keyspace, now_ms: i64, deadline: Option<Instant>) -> Progress {
+        let p = self.capture(ks, now_ms, deadline);
+        self.waiting = p == Progress::WriterBehind;
+        p
+    }
+
+    fn capture(&mut self, ks: &mut Keyspace, now_ms: i64, deadline: Option<Instant>) -> Progress {
+        let wait = deadline.is_none();
+        if let Some(c) = self.held.take()
+            && !self.hand_over(c, wait)
+        {
+            return Progress::WriterBehind;
+        }
+        while self.next < self.order.len() {
+            if self.key_delay_us > 0 && !self.throttle(wait) {
+                return Progress::WriterBehind;
+            }
+            let (index, size, expires) = self.order[self.next];
+            let db = ks
+                .dbs
+                .iter_mut()
+                .find(|d| d.frozen_index() == Some(index))
+                .expect("a frozen database stays in the keyspace");
+            let tokens = &mut self.chunk.tokens;
+            if !self.db_open {
+                tokens.select_db(index as u64);
+                tokens.resize_db(size, expires);
+                self.db_open = true;
+            }
+            let access = self.access;
+            let mut n = 0;
+            for e in db.take_preimages() {
+                tokens.key(&e, now_ms, access);
+                n += 1;
+            }
+            let buckets = if self.key_delay_us > 0 {
+                1
+            } else {
+                STEP_BUCKETS
+            };
+            let more = db.freeze_step(buckets, |e| {
+                tokens.key(e, now_ms, access);
+                n += 1;
+            });
+            if !more {
+                for e in db.take_preimages() {
+                    tokens.key(&e, now_ms, access);
+                    n += 1;
+                }
+                db.thaw();
+                self.next += 1;
+                self.db_open = false;
+            }
+            self.chunk.keys += n;
+            self.keys_done += n;
+            if self.chunk.tokens.len() >= CHUNK_BYTES {
+                let c = std::mem::take(&mut self.chunk);
+                if !self.hand_over(c, wait) {
+                    return Progress::WriterBehind;
+                }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Progress::Capturing;
+            }
+        }
+        if !self.finished {
+            let c = std::mem::take(&mut self.chunk);
+            if !self.hand_over(c, wait) {
+                return Progress::WriterBehind;
+            }
+            self.sink.finish();
+            self.finished = true;
+        }
+        Progress::Captured
+    }
+
+    /// `rdb-key-save-delay`: true once the save may take the next key
+    /// (SAVE sleeps until then; BGSAVE comes back later).
+    fn throttle(&self, wait: bool) -> bool {
+        let due = Duration::from_micros(self.key_delay_us.saturating_mul(self.keys_done));
+        let elapsed = self.started.elapsed();
+        if elapsed >= due {
+            return true;
+        }
+        if wait {
+            std::thread::sleep(due - elapsed);
+            return true;
+        }
+        false
+    }
+
+    /// False when the writer had no room (the chunk is held).
+    fn hand_over(&mut self, c: Chunk, wait: bool) -> bool {
+        if wait {
+            self.sink.push_wait(c);
+            return true;
+        }
+        match self.sink.push(c) {
+            Ok(()) => true,
+            Err(c) => {
+                self.held = Some(c);
+                false
+            }
+        }
+    }
+
+    /// Can capture go on right now (the writer is not behind)?
+    pub fn ready(&self) -> bool {
+        !self.waiting && !self.finished
+    }
+
+    /// The writer's outcome, once everything is captured and written.
+    pub fn poll(&mut self) -> Option<Result<u64, String>> {
+        if !self.finished {
+            return None;
+        }
+        self.sink.poll()
+    }
+
+    pub fn wait(&mut self) -> Result<u64, String> {
+        self.sink.wait()
+    }
+
+    /// Stop: thaw what is still frozen; the writer drops its temp file.
+    pub fn abort(mut self, ks: &mut Keyspace) {
+        for db in &mut ks.dbs {
+            if db.frozen_index().is_some() {
+                db.thaw();
+            }
+        }
+        self.sink.abort();
+    }
+}
+
+/// Valkey writes IDLE under an LRU policy and FREQ under LFU.
+fn access_write(srv: &Server) -> AccessWrite {
+    use crate::config::MaxmemoryPolicy as P;
+    match srv.config.maxmemory_policy {
+        P::AllkeysLru | P::VolatileLru => AccessWrite::Lru,
+        P::AllkeysLfu | P::VolatileLfu => AccessWrite::Lfu {
+            decay_time: srv.config.lfu_decay_time,
+        },
+        _ => AccessWrite::None,
+    }
+}
+
+/// BGSAVE: start a background save. The error is Valkey's reply text.
+pub fn start_bgsave(srv: &mut Server, now_ms: i64) -> Result<(), String> {
+    if srv.persist.snapshot.is_some() {
+        return Err("ERR Background save already in progress".into());
+    }
+    let opts = crate::persist::save_options(srv);
+    let Some(storage) = srv.persist.storage.as_mut() else {
+        return Err("ERR no storage configured".into());
+    };
+    srv.persist.last_bgsave_try_s = now_ms / 1000;
+    let sink = match storage.save(&opts) {
+        Ok(s) => s,
+        Err(e) => {
+            log::warning(&format!("Can't save in background: {e}"));
+            srv.persist.last_bgsave_ok = false;
+            return Err(format!("ERR {e}"));
+        }
+    };
+    let snap = Snapshot::begin(srv, sink, now_ms);
+    srv.persist.dirty_at_bgsave = srv.persist.dirty;
+    srv.persist.snapshot = Some(snap);
+    log::notice("Background saving started");
+    Ok(())
+}
+
+/// One slice of the running BGSAVE; finishes it when the writer is done.
+/// Returns what is left.
+pub fn background_step(srv: &mut Server, now_ms: i64) -> Progress {
+    let Some(snap) = srv.persist.snapshot.as_mut() else {
+        return Progress::Captured;
+    };
+    let p = snap.step(
+        &mut srv.keyspace,
+        now_ms,
+        Some(Instant::now() + STEP_BUDGET),
+    );
+    if p != Progress::Captured {
+        return p;
+    }
+    let Some(outcome) = snap.poll() else {
+        return Progress::WriterBehind;
+    };
+    let snap = srv.persist.snapshot.take().expect("checked above");
+    let secs = snap.started.elapsed().as_secs() as i64;
+    let p = &mut srv.persist;
+    p.last_bgsave_time_s = secs;
+    match outcome {
+        Ok(_) => {
+            p.dirty = p.dirty.saturating_sub(p.dirty_at_bgsave);
+            p.last_save_s = now_ms / 1000;
+            p.last_bgsave_ok = true;
+            p.saves += 1;
+            log::notice("Background saving terminated with success");
+        }
+        Err(e) => {
+            p.last_bgsave_ok = false;
+            log::warning(&format!("Background saving error: {e}"));
+        }
+    }
+    Progress::Captured
+}
+
+/// Abort a running BGSAVE (FLUSHALL, SHUTDOWN, DEBUG RELOAD).
+pub fn abort_bgsave(srv: &mut Server) {
+    if let Some(snap) = srv.persist.snapshot.take() {
+        snap.abort(&mut srv.keyspace);
+        log::notice("Background saving aborted");
+    }
+}
+
+/// SAVE: write the dataset now, blocking every client until it is on disk.
+pub fn save_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
+    if srv.persist.snapshot.is_some() {
+        return Err("ERR Background save already in progress".into());
+    }
+    let opts = crate::persist::save_options(srv);
+    let Some(storage) = srv.persist.storage.as_mut() else {
+        return Err("ERR no storage configured".into());
+    };
+    let sink = storage.save(&opts).map_err(|e| {
+        log::warning(&format!("Failed opening the temp RDB file for saving: {e}"));
+        "ERR".to_string()
+    })?;
+    let mut snap = Snapshot::begin(srv, sink, now_ms);
+    snap.step(&mut srv.keyspace, now_ms, None);
+    match snap.wait() {
+        Ok(_) => {
+            let p = &mut srv.persist;
+            p.dirty = 0;
+            p.last_save_s = now_ms / 1000;
+            p.last_bgsave_ok = true;
+            p.saves += 1;
+            log::notice("DB saved on disk");
+            Ok(())
+        }
+        Err(e) => {
+            log::warning(&format!("Error saving DB on disk: {e}"));
+            Err("ERR".into())
+        }
+    }
+}
+
+/// Valkey's `prepareForShutdown`, the saving part: a running BGSAVE is
+/// abandoned, then the dataset is saved if save points are set (unless
+/// NOSAVE) or SAVE was given. `save`: `Some(true)` SAVE, `Some(false)`
+/// NOSAVE. A failed save stops the shutdown unless `force`.
+pub fn prepare_shutdown(
+    srv: &mut Server,
+    now_ms: i64,
+    save: Option<bool>,
+    force: bool,
+) -> Result<(), ()> {
+    if srv.persist.snapshot.is_some() {
+        log::warning("There is a child saving an .rdb. Killing it!");
+        abort_bgsave(srv);
+    }
+    let wanted = save.unwrap_or(!srv.config.save_points.is_empty());
+    if !wanted || srv.persist.storage.is_none() {
+        return Ok(());
+    }
+    log::notice("Saving the final RDB snapshot before exiting.");
+    match save_now(srv, now_ms) {
+        Ok(()) => Ok(()),
+        Err(_) if force => {
+            log::warning("Error trying to save the DB. Exit anyway.");
+            Ok(())
+        }
+        Err(_) => {
+            log::warning("Error trying to save the DB, can't exit.");
+            Err(())
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Snapshot files: the threads that write and read RDB files for the
+//! engine (`engine::persist::Storage`).
+//!
+//! ```text
+//!  execution thread                      writer thread (one per save)
+//!  Capture chunks ──sync_channel(QUEUE)──► Encoder::feed → 1 MiB buffer → write
+//!                                          finish: EOF+CRC, fdatasync,
+//!                                          rename temp → dbfilename, fsync dir
+//!  poll()  ◄──────── outcome ──────────────┘   (error: temp file removed)
+//!
+//!  Loader thread (one per load): read 1 MiB at a time → rdb::Loader →
+//!  entries built and hashed here → batches ──► execution thread inserts
+//! ```
+//!
+//! This crate owns the files and these threads, nothing else: it never
+//! touches the keyspace (the engine inserts what it decodes and hands it
+//! what to write) and holds no state between saves. A save never writes
+//! under the real name until the whole file is on disk: a failed or
+//! abandoned save leaves the previous dump as it was.
+
+mod reader;
+mod writer;
+
+use engine::persist::{LoadOptions, LoadSource, SaveOptions, SnapshotSink, Storage};
+
+/// Files in the working directory (the server chdir()s to `dir`).
+#[derive(Debug, Default)]
+pub struct FileStorage;
+
+impl Storage for FileStorage {
+    fn save(&mut self, opts: &SaveOptions) -> Result<Box<dyn SnapshotSink>, String> {
+        Ok(Box::new(writer::FileSink::start(opts.clone())?))
+    }
+
+    fn load(
+        &mut self,
+        filename: &str,
+        opts: LoadOptions,
+    ) -> Result<Option<Box<dyn LoadSource>>, String> {
+        Ok(reader::FileSource::open(filename, opts)?.map(|s| Box::new(s) as Box<dyn LoadSource>))
+    }
+}

@@ -1,0 +1,175 @@
+//! The loader thread of one load: reads and decodes the file, builds and
+//! hashes the entries, and hands them over in batches.
+
+use engine::persist::{LoadOptions, LoadSource, LoadStep, LoadedKey};
+use rdb::{Item, Loader};
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
+use store::Entry;
+
+/// Keys per batch handed to the execution thread.
+const BATCH: usize = 1024;
+/// Batches decoded ahead of the inserts.
+const AHEAD: usize = 16;
+const READ_BUF: usize = 1 << 20;
+
+enum Msg {
+    Keys(Vec<LoadedKey>),
+    Done { expired: u64 },
+    Failed(String),
+}
+
+pub(crate) struct FileSource {
+    rx: Receiver<Msg>,
+    read: Arc<AtomicU64>,
+    size: u64,
+    finished: bool,
+}
+
+/// Counts bytes as the loader reads them (INFO loading progress).
+struct Counting<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+impl FileSource {
+    /// `Ok(None)`: no such file. The header is read here, so a file that is
+    /// not one we can load fails before the server starts serving.
+    pub(crate) fn open(filename: &str, opts: LoadOptions) -> Result<Option<FileSource>, String> {
+        let file = match File::open(filename) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("Can't open {filename}: {e}")),
+        };
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let read = Arc::new(AtomicU64::new(0));
+        let reader = BufReader::with_capacity(
+            READ_BUF,
+            Counting {
+                inner: file,
+                read: read.clone(),
+            },
+        );
+        let loader = Loader::new(reader, opts.limits).map_err(|e| format!("{filename}: {e}"))?;
+        let (tx, rx) = mpsc::sync_channel(AHEAD);
+        let name = filename.to_string();
+        std::thread::Builder::new()
+            .name("rdb-loader".into())
+            .spawn(move || decode(loader, opts, &name, &tx))
+            .map_err(|e| format!("can't start the RDB loader thread: {e}"))?;
+        Ok(Some(FileSource {
+            rx,
+            read,
+            size,
+            finished: false,
+        }))
+    }
+}
+
+/// Decode the whole file into batches; the last message says how it ended.
+fn decode<R: Read>(mut loader: Loader<R>, opts: LoadOptions, name: &str, tx: &SyncSender<Msg>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut expired = 0u64;
+    let end = loop {
+        let item = match loader.next_item() {
+            Ok(Some(item)) => item,
+            Ok(None) => break Msg::Done { expired },
+            Err(e) => break Msg::Failed(format!("{name}: {e}")),
+        };
+        match item {
+            Item::Key(k) => {
+                if opts.key_load_delay_us > 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(
+                        opts.key_load_delay_us as u64,
+                    ));
+                }
+                let db = k.db as usize;
+                if db >= opts.databases {
+                    break Msg::Failed(format!(
+                        "{name}: key in DB {db}, but the server has {} databases (databases directive)",
+                        opts.databases
+                    ));
+                }
+                // Keys already expired are not loaded (Valkey, as a
+                // primary, does the same).
+                if k.expire_ms.is_some_and(|t| t < opts.now_ms) {
+                    expired += 1;
+                    continue;
+                }
+                let mut entry = Entry::keyed(&k.key, k.value);
+                entry.set_expire_at_ms(k.expire_ms);
+                if let Some(bits) =
+                    store::restored_access(opts.policy, opts.now_ms, k.idle_s, k.freq)
+                {
+                    entry.set_access(bits);
+                }
+                let hash = store::hash_key(&k.key);
+                batch.push(LoadedKey { db, hash, entry });
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    if tx.send(Msg::Keys(full)).is_err() {
+                        return;
+                    }
+                }
+            }
+            Item::Function(_) => {
+                break Msg::Failed(format!(
+                    "{name}: the file holds FUNCTION libraries, and this server has no scripting yet"
+                ));
+            }
+            Item::Aux { .. } | Item::SelectDb(_) | Item::ResizeDb { .. } => {}
+        }
+    };
+    if !batch.is_empty() && tx.send(Msg::Keys(batch)).is_err() {
+        return;
+    }
+    let _ = tx.send(end);
+}
+
+impl LoadSource for FileSource {
+    fn next(&mut self, wait: bool) -> LoadStep {
+        if self.finished {
+            return LoadStep::Failed("the load already ended".into());
+        }
+        let msg = if wait {
+            match self.rx.recv() {
+                Ok(m) => m,
+                Err(_) => return LoadStep::Failed("the RDB loader thread died".into()),
+            }
+        } else {
+            match self.rx.try_recv() {
+                Ok(m) => m,
+                Err(TryRecvError::Empty) => return LoadStep::Pending,
+                Err(TryRecvError::Disconnected) => {
+                    return LoadStep::Failed("the RDB loader thread died".into());
+                }
+            }
+        };
+        match msg {
+            Msg::Keys(k) => LoadStep::Keys(k),
+            Msg::Done { expired } => {
+                self.finished = true;
+                LoadStep::Done { expired }
+            }
+            Msg::Failed(e) => {
+                self.finished = true;
+                LoadStep::Failed(e)
+            }
+        }
+    }
+
+    fn progress(&self) -> (u64, u64) {
+        (self.read.load(Ordering::Relaxed), self.size)
+    }
+}

