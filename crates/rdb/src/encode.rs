@@ -453,7 +453,7 @@ mod tests {
 
     #[test]
     fn listpack_long_strings_and_backlen() {
-        let s = vec![b'x'; 200];
+        let s = [b'x'; 200];
         let lp = listpack([&s[..]]);
         // 12-bit string header, then backlen 202 in two bytes.
         assert_eq!(&lp[6..8], &[0xe0, 200]);

@@ -92,7 +92,6 @@ fn compress_into(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool {
             if r > 0
                 && r < ip
                 && ip - r - 1 < MAX_OFF
-                && ip + 4 < n
                 && input[r] == input[ip]
                 && input[r + 1] == input[ip + 1]
                 && input[r + 2] == input[ip + 2]
@@ -100,13 +99,16 @@ fn compress_into(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool {
                 let off = ip - r - 1;
                 let mut len = 2usize;
                 let maxlen = (n - ip - len).min(MAX_REF);
+                // Room for the longest back-reference and the next run's
+                // control byte, counting the current run's control byte
+                // only if the run has bytes.
+                if op - usize::from(lit == 0) + 3 + 1 >= max_out {
+                    return false;
+                }
                 // Close the literal run (or drop its unused control byte).
                 o[op - lit - 1] = (lit as u8).wrapping_sub(1);
                 if lit == 0 {
                     op -= 1;
-                }
-                if op + 3 + 1 >= max_out {
-                    return false;
                 }
                 // liblzf's unrolled first 16 steps do not check `maxlen`,
                 // so a match may run one or two bytes past it there; the
@@ -288,7 +290,9 @@ mod tests {
         ] {
             roundtrip(data);
         }
-        let long: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8 ^ (i / 7) as u8).collect();
+        let long: Vec<u8> = (0..100_000u32)
+            .map(|i| (i % 251) as u8 ^ (i / 7) as u8)
+            .collect();
         roundtrip(&long);
         roundtrip(&vec![0u8; 70_000]);
     }

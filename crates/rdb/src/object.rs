@@ -17,8 +17,8 @@ use crate::consts::{
     TYPE_ZSET_LISTPACK,
 };
 use crate::encode::{self, Listpack};
-use store::types::{Hash, List, Set, ZSet};
 use store::types::set::Member;
+use store::types::{Hash, List, Set, ZSet};
 use store::{StrRef, ValueRef};
 
 /// Valkey's `packed_threshold` default (1 GiB): an element at least this

@@ -95,7 +95,12 @@ mod tests {
     fn valkey_hash_listpack() {
         let lim = EncodingLimits::default();
         let mut h = Hash::new();
-        for (f, v) in [("f1", "v1"), ("n", "123"), ("neg", "-5"), ("big", "3000000000")] {
+        for (f, v) in [
+            ("f1", "v1"),
+            ("n", "123"),
+            ("neg", "-5"),
+            ("big", "3000000000"),
+        ] {
             h.set(f.as_bytes(), v.as_bytes(), &lim);
         }
         check(
