@@ -9,8 +9,10 @@
 //! the last position seen; a hit within the window whose first three
 //! bytes agree is extended as far as it goes, and after a match only the
 //! two positions before its end are hashed. Taking the same decisions as
-//! liblzf, including its output-space checks, is what makes our RDB files
-//! the same size as Valkey's (byte-identical in practice). The
+//! the liblzf in Valkey 8.1, including its output-space checks, makes our
+//! LZF strings byte-identical to Valkey's (checked on a few hundred DUMPs,
+//! see `capture.rs`'s `valkey_dataset`). The table lives per thread,
+//! tagged per call, so a short string does not pay for clearing it. The
 //! decompressor checks every length and offset against both buffers and
 //! returns [`LzfError`] instead of panicking.
 
@@ -67,13 +69,74 @@ pub fn compress_within(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool 
 
 fn compress_into(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool {
     let n = input.len();
-    if n == 0 || max_out == 0 {
+    // Positions are kept in 32 bits (Valkey strings stop at 512 MiB).
+    if n == 0 || max_out == 0 || n > u32::MAX as usize {
         return false;
     }
+    HTAB.with(|t| {
+        let mut t = t.borrow_mut();
+        let (epoch, table) = &mut *t;
+        if table.is_empty() {
+            table.resize(HSIZE, 0);
+        }
+        *epoch = epoch.wrapping_add(1);
+        if *epoch == 0 {
+            // Tags are about to repeat: forget everything once.
+            table.fill(0);
+            *epoch = 1;
+        }
+        compress_with(
+            input,
+            max_out,
+            out,
+            &mut HashTable {
+                epoch: *epoch,
+                slots: table,
+            },
+        )
+    })
+}
+
+thread_local! {
+    /// The hash table, kept per thread so that each string (most are
+    /// short) does not pay for clearing 64 Ki slots: a slot is tagged with
+    /// the call that wrote it, and a stale tag reads as empty.
+    static HTAB: std::cell::RefCell<(u32, Vec<u64>)> = const { std::cell::RefCell::new((0, Vec::new())) };
+}
+
+struct HashTable<'a> {
+    epoch: u32,
+    slots: &'a mut [u64],
+}
+
+impl HashTable<'_> {
+    /// The position last stored in `slot` during this call, and store `pos`.
+    /// 0 doubles as "none", harmless because liblzf never matches against
+    /// position 0 (`ref > in_data`).
+    #[inline]
+    fn swap(&mut self, slot: usize, pos: usize) -> usize {
+        let old = self.slots[slot];
+        self.slots[slot] = (u64::from(self.epoch) << 32) | pos as u64;
+        if (old >> 32) as u32 == self.epoch {
+            (old & 0xffff_ffff) as usize
+        } else {
+            0
+        }
+    }
+    #[inline]
+    fn set(&mut self, slot: usize, pos: usize) {
+        self.slots[slot] = (u64::from(self.epoch) << 32) | pos as u64;
+    }
+}
+
+fn compress_with(
+    input: &[u8],
+    max_out: usize,
+    out: &mut Vec<u8>,
+    htab: &mut HashTable<'_>,
+) -> bool {
+    let n = input.len();
     let base = out.len();
-    // Positions are stored +0; 0 doubles as "empty", harmless because
-    // liblzf never matches against position 0 (`ref > in_data`).
-    let mut htab = vec![0u32; HSIZE];
     // `out` grows as we go; `op` is the write position relative to
     // `base`, with the literal run's control byte reserved at `op - lit - 1`.
     out.resize(base + max_out + 1, 0);
@@ -86,9 +149,7 @@ fn compress_into(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool {
         let mut hval = first(input, 0);
         while ip + 2 < n {
             hval = next(hval, input, ip);
-            let slot = idx(hval);
-            let r = htab[slot] as usize;
-            htab[slot] = ip as u32;
+            let r = htab.swap(idx(hval), ip);
             if r > 0
                 && r < ip
                 && ip - r - 1 < MAX_OFF
@@ -152,10 +213,10 @@ fn compress_into(input: &[u8], max_out: usize, out: &mut Vec<u8>) -> bool {
                 ip -= 2;
                 hval = first(input, ip);
                 hval = next(hval, input, ip);
-                htab[idx(hval)] = ip as u32;
+                htab.set(idx(hval), ip);
                 ip += 1;
                 hval = next(hval, input, ip);
-                htab[idx(hval)] = ip as u32;
+                htab.set(idx(hval), ip);
                 ip += 1;
             } else {
                 if op >= max_out {
