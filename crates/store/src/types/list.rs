@@ -624,6 +624,20 @@ impl List {
         }
     }
 
+    /// Each packed buffer's elements, in order: the listpack as one node,
+    /// or the quicklist's nodes (RDB writes them 1:1 as Valkey's nodes).
+    pub fn node_iter(&self) -> impl Iterator<Item = impl Iterator<Item = &[u8]>> {
+        let (single, quick) = match &self.repr {
+            Repr::Empty => (None, None),
+            Repr::Pack(p) => (Some(p), None),
+            Repr::Quick(q) => (None, Some(q.nodes.iter().map(|n| &n.pack))),
+        };
+        single
+            .into_iter()
+            .chain(quick.into_iter().flatten())
+            .map(|p| p.iter().map(|s| s.bytes))
+    }
+
     /// OBJECT ENCODING, with Valkey's names.
     pub fn encoding(&self) -> &'static str {
         match &self.repr {
