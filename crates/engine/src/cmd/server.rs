@@ -507,6 +507,7 @@ fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             ctx.reply.ok();
         }
         (b"object", 3) => debug_object(ctx, argv.get(2)),
+        (b"populate", 3..=5) => debug_populate(ctx, argv),
         (b"reload", _) => match crate::persist::debug_reload(ctx.srv, ctx.now_ms) {
             Ok(()) => ctx.reply.ok(),
             Err(e) => ctx.error(&e),
@@ -517,6 +518,10 @@ fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             &[
                 "OBJECT <key>",
                 "    Show low level info about the `key` and associated value.",
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                "    it is used instead of the 'key' prefix. These are not propagated to",
+                "    replicas. Cache friendliness of the keys may be degraded.",
                 "RELOAD",
                 "    Save the RDB on disk and reload it back to memory.",
                 "SET-ACTIVE-EXPIRE <0|1>",
@@ -531,6 +536,45 @@ fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             String::from_utf8_lossy(argv.get(1))
         )),
     }
+}
+
+/// DEBUG POPULATE: keys `<prefix>:<n>` holding `value:<n>` (cut or padded
+/// with zero bytes to `size`), skipping keys that exist, as Valkey.
+fn debug_populate(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let count = crate::num::parse_i64(argv.get(2));
+    let size = if argv.len() == 5 {
+        crate::num::parse_i64(argv.get(4))
+    } else {
+        Some(0)
+    };
+    let (Some(count), Some(size)) = (count, size) else {
+        return ctx.error(super::NOT_INT);
+    };
+    if count < 0 {
+        return ctx.error("ERR count can't be negative");
+    }
+    let prefix = if argv.len() >= 4 { argv.get(3) } else { b"key" };
+    let now = ctx.now_ms;
+    let db = ctx.db();
+    let mut key = Vec::new();
+    let mut val = Vec::new();
+    for n in 0..count {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(n.to_string().as_bytes());
+        let h = store::hash_key(&key);
+        if db.peek(h, &key).is_some() {
+            continue;
+        }
+        val.clear();
+        val.extend_from_slice(format!("value:{n}").as_bytes());
+        if size > 0 {
+            val.resize(size as usize, 0);
+        }
+        crate::cmd::strings::store_arg(db, h, &key, &val, None, now);
+    }
+    ctx.reply.ok();
 }
 
 fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
