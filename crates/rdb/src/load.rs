@@ -815,7 +815,6 @@ impl<R: std::io::Read> Loader<R> {
                     return Ok(None);
                 }
                 t => {
-                    let key_at = s.pos;
                     let key = read_string(s)?;
                     let value = match t {
                         TYPE_MODULE_PRE_GA
@@ -839,7 +838,6 @@ impl<R: std::io::Read> Loader<R> {
                             )
                         })?,
                         _ => {
-                            let _ = key_at;
                             return Err(Error::new(
                                 at,
                                 format!("unknown opcode or value type {t}"),
