@@ -122,9 +122,10 @@ impl Capture {
 
     /// A length (`rdbSaveLen`), as raw bytes.
     pub fn length(&mut self, n: u64) {
-        let mut b = Vec::with_capacity(9);
-        encode::put_len(&mut b, n);
-        self.raw(&b);
+        self.raw(&[]);
+        encode::put_len(&mut self.buf, n);
+        let at = self.open_raw.expect("raw(&[]) opened a token");
+        self.patch_len(at);
     }
 
     /// A string to encode as `rdbSaveRawString` does.
