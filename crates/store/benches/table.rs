@@ -177,7 +177,11 @@ fn bench_size(c: &mut Criterion, n: usize) {
     let mut db = Db::default();
     for i in 0..n as u64 {
         let k = key_of(i);
-        db.insert(hash_key(&k), &k, Entry::keyed_str(&k, StrRef::Int(i as i64), None));
+        db.insert(
+            hash_key(&k),
+            &k,
+            Entry::keyed_str(&k, StrRef::Int(i as i64), None),
+        );
     }
     let mut g = c.benchmark_group(format!("db/{}", label(n)));
     g.throughput(Throughput::Elements(BATCH as u64));
