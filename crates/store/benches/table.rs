@@ -13,6 +13,9 @@
 //! * `ringkv_batch16`: `prefetch_batch` of 16 hashes, then the 16 lookups;
 //! * `hashbrown`: its default hasher, hashing every lookup.
 //!
+//! `db` times [`Db::get`] and an overwriting [`Db::insert`] of existing
+//! keys (16 per iteration), the keyspace's paths above the table.
+//!
 //! `churn` inserts a new key and removes the oldest, so the table stays at
 //! its size (and keeps resizing in neither). Filling from empty is timed
 //! once per size outside criterion and printed with the slowest single
@@ -23,7 +26,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use ringkv_store::{Table, hash_key};
+use ringkv_store::{Db, Entry, StrRef, Table, hash_key};
 
 type Brown = hashbrown::HashMap<Box<[u8]>, u64>;
 
@@ -164,6 +167,38 @@ fn bench_size(c: &mut Criterion, n: usize) {
             let o = key_of(oldest);
             black_box(brown.remove(&o[..]));
             oldest += 1;
+        })
+    });
+    g.finish();
+    drop((ours, brown));
+
+    // The keyspace's own entry points (what a command pays), so that a
+    // check added to them shows here.
+    let mut db = Db::default();
+    for i in 0..n as u64 {
+        let k = key_of(i);
+        db.insert(
+            hash_key(&k),
+            &k,
+            Entry::keyed_str(&k, StrRef::Int(i as i64), None),
+        );
+    }
+    let mut g = c.benchmark_group(format!("db/{}", label(n)));
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.bench_function(BenchmarkId::from_parameter("get"), |b| {
+        b.iter(|| {
+            let p = next();
+            for (h, k) in &queries[p..p + BATCH] {
+                black_box(db.get(*h, k, 1).is_some());
+            }
+        })
+    });
+    g.bench_function(BenchmarkId::from_parameter("insert"), |b| {
+        b.iter(|| {
+            let p = next();
+            for (h, k) in &queries[p..p + BATCH] {
+                black_box(db.insert(*h, k, Entry::keyed_str(k, StrRef::Int(7), None)));
+            }
         })
     });
     g.finish();

@@ -665,6 +665,27 @@ fn str_payload(s: StrRef<'_>) -> Payload<'_> {
     }
 }
 
+/// A deep copy: a new node with the same key, value, expiry and access
+/// bits (and none of the table's tag bits). A boxed value is cloned, so a
+/// later edit of either copy leaves the other as it was; a shared string
+/// (`Arc`) is shared, as it is never edited in place.
+impl Clone for Entry {
+    fn clone(&self) -> Entry {
+        let parts = self.parts();
+        let (expire, access) = (self.expire_at_ms(), self.access());
+        let payload = match self.boxed_ptr(&parts) {
+            // SAFETY: the node's boxed value, read while `self` is borrowed.
+            Some(b) => Payload::Boxed(Box::new(unsafe { &*b }.clone())),
+            None => match self.value() {
+                ValueRef::Str(StrRef::Int(n)) => Payload::Int(n),
+                ValueRef::Str(StrRef::Bytes(b)) => Payload::Bytes(b),
+                _ => unreachable!("an unboxed value is an integer or inline bytes"),
+            },
+        };
+        Entry::from_addr(build(self.key(), payload, expire, access))
+    }
+}
+
 impl Drop for Entry {
     fn drop(&mut self) {
         let parts = self.parts();

@@ -11,6 +11,12 @@
 //! without stale items once they outnumber the live ones. Change a key's
 //! TTL only through [`Db::insert`] and [`Db::set_expire`], never through
 //! [`Entry::set_expire_at_ms`] on a `&mut Entry`.
+//!
+//! Every method that can change or delete an entry ([`Db::get`], which
+//! hands out `&mut Entry`, [`Db::insert`], [`Db::remove`],
+//! [`Db::set_expire`], and expiry through them) first tells a
+//! point-in-time view in progress ([`crate::freeze`]), which may copy the
+//! entry; look up to read with [`Db::get_read`], which does not.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -124,7 +130,7 @@ struct ExpireIndex {
 
 /// One database: a table of entries plus what expiry and eviction need.
 pub struct Db {
-    table: RawTable<Entry>,
+    pub(crate) table: RawTable<Entry>,
     expires: ExpireIndex,
     /// Keys with a TTL (exact; the index also holds stale items).
     volatile: usize,
@@ -140,6 +146,8 @@ pub struct Db {
     /// invalidations. Off unless someone listens: it costs a copy per key.
     pub log_expired: bool,
     expired_log: Vec<Box<[u8]>>,
+    /// A point-in-time view in progress (see [`crate::freeze`]).
+    pub(crate) view: Option<Box<crate::freeze::View>>,
 }
 
 impl Default for Db {
@@ -154,6 +162,7 @@ impl Default for Db {
             stats: ExpireStats::default(),
             log_expired: false,
             expired_log: Vec::new(),
+            view: None,
         }
     }
 }
@@ -209,9 +218,27 @@ impl Db {
         }
     }
 
+    /// Before a change to `key`: a view in progress may need its old
+    /// version. One predictable branch when there is none.
+    #[inline(always)]
+    fn before_write(&mut self, hash: u64, key: &[u8], insert: bool) {
+        if self.view.is_some() {
+            self.freeze_hook(hash, key, insert);
+        }
+    }
+
     /// Look a key up, deleting it first if its time has passed (lazy
-    /// expiry), and stamp the access.
+    /// expiry), and stamp the access. The caller may change the entry
+    /// (a read should use [`Db::get_read`], which a view in progress does
+    /// not have to copy for).
     pub fn get(&mut self, hash: u64, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+        self.before_write(hash, key, false);
+        self.lookup(hash, key, now_ms)
+    }
+
+    /// [`Db::get`] without telling a view.
+    #[inline(always)]
+    pub(crate) fn lookup(&mut self, hash: u64, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         self.clock_ms = now_ms;
         // Writes (and lookups for writing) move a resize along.
         self.table.rehash_step(1);
@@ -242,6 +269,7 @@ impl Db {
     /// some (a moved key keeps its own); an overwrite under LFU keeps the
     /// old key's counter, as Valkey's `dbSetValue`.
     pub fn insert(&mut self, hash: u64, key: &[u8], mut entry: Entry) -> Option<Entry> {
+        self.before_write(hash, key, true);
         if entry.key() != key {
             entry = entry.rekey(key);
         }
@@ -270,6 +298,7 @@ impl Db {
         old
     }
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
+        self.before_write(hash, key, false);
         let old = self.table.remove(hash, key);
         if old.as_ref().is_some_and(|o| o.expire_at_ms().is_some()) {
             self.volatile -= 1;
@@ -296,6 +325,7 @@ impl Db {
     }
     /// Set or clear a live key's expiry. Returns false if the key is absent.
     pub fn set_expire(&mut self, hash: u64, key: &[u8], at_ms: Option<i64>) -> bool {
+        self.before_write(hash, key, false);
         let Some(e) = self.table.get_mut(hash, key) else {
             return false;
         };
@@ -447,15 +477,28 @@ impl Db {
         self.table.iter().map(|e| (e.key(), e))
     }
     /// Move every key out into a new database (to be freed elsewhere:
-    /// FLUSHDB ASYNC), leaving this one empty.
+    /// FLUSHDB ASYNC), leaving this one empty. During a view the keys go
+    /// to the view instead, which is still reading them, and the database
+    /// returned is empty ([`Db::thaw_detached`] hands them over later).
     pub fn take_contents(&mut self) -> Db {
+        if self.detach_for_view() {
+            return Db::default();
+        }
+        self.move_contents()
+    }
+    pub(crate) fn move_contents(&mut self) -> Db {
         let mut out = Db::default();
         std::mem::swap(&mut out.table, &mut self.table);
         std::mem::swap(&mut out.expires, &mut self.expires);
         out.volatile = std::mem::take(&mut self.volatile);
         out
     }
+    /// Empty the database. During a view the keys go to the view, which is
+    /// still reading them (freed at [`Db::thaw`]).
     pub fn clear(&mut self) {
+        if self.detach_for_view() {
+            return;
+        }
         self.table.clear();
         self.expires = ExpireIndex::default();
         self.volatile = 0;

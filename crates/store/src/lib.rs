@@ -8,13 +8,20 @@
 //!                               │    └─ Entry: one node = key + value (inline
 //!                               │       string, integer or Box<Value>) +
 //!                               │       expire time + 24 access bits
-//!                               └─ expiry index: min-heap of (time, key hash)
+//!                               ├─ expiry index: min-heap of (time, key hash)
+//!                               └─ view (while frozen for BGSAVE): cursor over
+//!                                  the home buckets, preimages (old copies of
+//!                                  keys written ahead of it), recorded keys,
+//!                                  the frozen table if a clear detached it
 //! ```
 //!
 //! This crate owns memory layout, the key hash ([`hash_key`], seeded per
 //! process), access stamps (Valkey's LRU clock or LFU counter, per
 //! [`AccessPolicy`]) and expiry bookkeeping (lazy expiry in [`Db::get`], the
-//! active cycle in [`Db::active_expire`]). It knows nothing of commands,
+//! active cycle in [`Db::active_expire`]) and point-in-time views for a
+//! fork-less BGSAVE ([`freeze`]: while frozen the table stops resizing, a
+//! cursor walks its buckets, and the first write to a key not yet walked
+//! keeps a copy of it first). It knows nothing of commands,
 //! replies, sessions or sockets, and never reads the clock for expiry
 //! decisions: the engine passes `now_ms` in. It is the only crate besides
 //! `net` allowed `unsafe`, and only in the table and the entry node layout.

@@ -32,6 +32,11 @@
 //!   operation pays for a full rehash. Moving an item is a word copy; its
 //!   new bucket comes from [`Item::hash`] (stored, or recomputed from the
 //!   key as Valkey does). The table shrinks below 1/8 fill.
+//! * A point-in-time view ([`crate::freeze`]) pauses resizing: no resize
+//!   starts, one in progress stays half done and full buckets chain
+//!   children, so every item keeps its home bucket and the view's walk over
+//!   the home buckets (the old array's unmoved ones, then the new array's)
+//!   stays exact. Resuming starts whatever grow or shrink the fill calls for.
 //! * SCAN uses Valkey's reverse-binary cursor: incrementing the *reversed*
 //!   bucket index means that after a resize the positions already visited map
 //!   to the same set of bucket indices in the new size, so keys present for
@@ -581,6 +586,11 @@ pub struct RawTable<I: Item> {
     len: usize,
     /// Overflow buckets allocated (for memory_usage).
     children: usize,
+    /// While set, no item changes home bucket: no resize starts and one in
+    /// progress stays where it is, so a frozen view's walk over the
+    /// buckets ([`RawTable::home_count`]) stays valid; a full bucket
+    /// overflows into child buckets instead.
+    paused: bool,
     _items: std::marker::PhantomData<I>,
 }
 
@@ -609,6 +619,7 @@ impl<I: Item> RawTable<I> {
             rehash: None,
             len: 0,
             children: 0,
+            paused: false,
             _items: std::marker::PhantomData,
         }
     }
@@ -797,7 +808,7 @@ impl<I: Item> RawTable<I> {
             return;
         }
         if self.rehash.is_some() {
-            if self.len < self.tabs[1].len() * SLOTS {
+            if self.len < self.tabs[1].len() * SLOTS || self.paused {
                 return;
             }
             while self.rehash.is_some() {
@@ -805,7 +816,7 @@ impl<I: Item> RawTable<I> {
             }
         }
         let n = self.tabs[0].len();
-        if self.len + 1 > n * SLOTS {
+        if self.len + 1 > n * SLOTS && !self.paused {
             self.start_resize(n * 2);
         }
     }
@@ -848,7 +859,7 @@ impl<I: Item> RawTable<I> {
 
     fn maybe_shrink(&mut self) {
         let n = self.tabs[0].len();
-        if self.rehash.is_none() && n > MIN_BUCKETS && self.len * 8 < n * SLOTS {
+        if self.rehash.is_none() && n > MIN_BUCKETS && self.len * 8 < n * SLOTS && !self.paused {
             let target = buckets_for(self.len);
             if target < n {
                 self.start_resize(target);
@@ -858,12 +869,16 @@ impl<I: Item> RawTable<I> {
 
     /// Move up to `n` non-empty bucket chains of a resize in progress
     /// (skipping up to 16 empty buckets each). Returns true while a resize
-    /// is still in progress. The engine's cron may call this to finish
-    /// resizes of idle databases.
+    /// is still in progress and can move on (false while paused, so that a
+    /// loop finishing resizes stops). The engine's cron may call this to
+    /// finish resizes of idle databases.
     pub fn rehash_step(&mut self, n: usize) -> bool {
         let Some(mut r) = self.rehash else {
             return false;
         };
+        if self.paused {
+            return false;
+        }
         let [t0, t1] = &mut self.tabs;
         let n0 = t0.len();
         let mut moved = 0;
@@ -895,9 +910,10 @@ impl<I: Item> RawTable<I> {
         if r >= n0 {
             self.tabs[0] = mem::replace(&mut self.tabs[1], Buckets::empty());
             self.rehash = None;
-            // Deletes during a shrink may call for another one; without this
-            // a table that stops seeing deletes would keep the larger size.
-            self.maybe_shrink();
+            // Deletes during a shrink may call for another one (without this
+            // a table that stops seeing deletes would keep the larger size),
+            // and inserts during a pause for a larger one.
+            self.maybe_resize();
             self.rehash.is_some()
         } else {
             self.rehash = Some(r);
@@ -1144,5 +1160,75 @@ impl<I: Item> RawTable<I> {
 
     pub fn clear(&mut self) {
         *self = RawTable::new();
+    }
+
+    /// Stop moving items between buckets (see the `paused` field) until
+    /// [`RawTable::resume_resize`].
+    pub(crate) fn pause_resize(&mut self) {
+        self.paused = true;
+    }
+
+    /// Let items move again, and start the grow or shrink that inserts and
+    /// removals while paused may have called for (a resize that was in
+    /// progress goes on with the next writes).
+    pub(crate) fn resume_resize(&mut self) {
+        self.paused = false;
+        if self.rehash.is_none() {
+            self.maybe_resize();
+        }
+    }
+
+    /// With no resize in progress: the grow or shrink the fill calls for.
+    fn maybe_resize(&mut self) {
+        let n = self.tabs[0].len();
+        if n > 0 && self.len > n * SLOTS && !self.paused {
+            // Sized for the items now, not doubled once: a pause may have
+            // let them outgrow several doublings.
+            self.start_resize(buckets_for(self.len));
+        } else {
+            self.maybe_shrink();
+        }
+    }
+
+    /// How many home buckets a frozen view walks: the old array's not yet
+    /// moved ones, then all of the new array's while a resize is paused;
+    /// else every bucket. Positions `0..home_count()` number them in that
+    /// order; they stay valid while paused (the cursor of the walk is one
+    /// such position).
+    pub(crate) fn home_count(&self) -> usize {
+        let r = self.rehash.unwrap_or(0);
+        self.tabs[0].len() - r + self.tabs[1].len()
+    }
+
+    fn position(&self, tab: usize, bucket: usize) -> usize {
+        let r = self.rehash.unwrap_or(0);
+        match tab {
+            0 => bucket - r,
+            _ => self.tabs[0].len() - r + bucket,
+        }
+    }
+
+    /// The position (see [`RawTable::home_count`]) of the home bucket that
+    /// holds `key`, or, when absent, the one an insert would put it in;
+    /// and whether it is present. `None` while the table has no buckets.
+    pub(crate) fn key_position(&self, hash: u64, key: &[u8]) -> Option<(usize, bool)> {
+        if let Some(loc) = self.locate(hash, key) {
+            return Some((self.position(loc.tab, loc.bucket), true));
+        }
+        let tab = self.rehash.is_some() as usize;
+        let i = self.home(tab, hash)?;
+        Some((self.position(tab, i), false))
+    }
+
+    /// Every item of the home bucket at `pos` and its chain.
+    pub(crate) fn items_at(&self, pos: usize) -> impl Iterator<Item = &I> {
+        let r = self.rehash.unwrap_or(0);
+        let old = self.tabs[0].len() - r;
+        let b = if pos < old {
+            &self.tabs[0][r + pos]
+        } else {
+            &self.tabs[1][pos - old]
+        };
+        b.items::<I>()
     }
 }

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 impl<I: Item> RawTable<I> {
     /// Every structural invariant the code relies on.
-    fn check(&self) {
+    pub(crate) fn check(&self) {
         let mut len = 0;
         let mut children = 0;
         for (t, tab) in self.tabs.iter().enumerate() {
