@@ -174,9 +174,13 @@ impl Snapshot {
             }
         }
         if !self.finished {
-            let c = std::mem::take(&mut self.chunk);
-            if !self.hand_over(c, wait) {
-                return Progress::WriterBehind;
+            // A held chunk went first (above): once this one is handed
+            // over, the writer has everything.
+            if !self.chunk.tokens.is_empty() {
+                let c = std::mem::take(&mut self.chunk);
+                if !self.hand_over(c, wait) {
+                    return Progress::WriterBehind;
+                }
             }
             self.sink.finish();
             self.finished = true;
