@@ -52,6 +52,9 @@ pub struct Snapshot {
     key_delay_us: u64,
     /// The last step stopped for the writer or the delay.
     waiting: bool,
+    /// Contents a FLUSHDB during the save left to the view, visited and
+    /// now to be freed (off this thread).
+    detached: Vec<store::Db>,
     finished: bool,
     pub started: Instant,
     pub keys_total: u64,
@@ -99,6 +102,7 @@ impl Snapshot {
             access: access_write(srv),
             key_delay_us: srv.config.rdb_key_save_delay.max(0) as u64,
             waiting: false,
+            detached: Vec::new(),
             finished: false,
             started: Instant::now(),
             keys_total,
@@ -157,7 +161,7 @@ impl Snapshot {
                     tokens.key(&e, now_ms, access);
                     n += 1;
                 }
-                db.thaw();
+                self.detached.extend(db.thaw_detached());
                 self.next += 1;
                 self.db_open = false;
             }
@@ -235,14 +239,21 @@ impl Snapshot {
         self.sink.wait()
     }
 
-    /// Stop: thaw what is still frozen; the writer drops its temp file.
-    pub fn abort(mut self, ks: &mut Keyspace) {
+    /// Contents left by a FLUSHDB during the save, once visited.
+    pub fn take_detached(&mut self) -> Vec<store::Db> {
+        std::mem::take(&mut self.detached)
+    }
+
+    /// Stop: thaw what is still frozen (returning what is left to free);
+    /// the writer drops its temp file.
+    pub fn abort(mut self, ks: &mut Keyspace) -> Vec<store::Db> {
         for db in &mut ks.dbs {
             if db.frozen_index().is_some() {
-                db.thaw();
+                self.detached.extend(db.thaw_detached());
             }
         }
         self.sink.abort();
+        self.detached
     }
 }
 
@@ -294,6 +305,9 @@ pub fn background_step(srv: &mut Server, now_ms: i64) -> Progress {
         now_ms,
         Some(Instant::now() + STEP_BUDGET),
     );
+    for db in snap.take_detached() {
+        srv.lazyfree.free_db(db);
+    }
     if p != Progress::Captured {
         return p;
     }
@@ -323,7 +337,9 @@ pub fn background_step(srv: &mut Server, now_ms: i64) -> Progress {
 /// Abort a running BGSAVE (FLUSHALL, SHUTDOWN, DEBUG RELOAD).
 pub fn abort_bgsave(srv: &mut Server) {
     if let Some(snap) = srv.persist.snapshot.take() {
-        snap.abort(&mut srv.keyspace);
+        for db in snap.abort(&mut srv.keyspace) {
+            srv.lazyfree.free_db(db);
+        }
         log::notice("Background saving aborted");
     }
 }
