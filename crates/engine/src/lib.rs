@@ -658,7 +658,7 @@ impl Engine {
         if !self.srv.shutting_down {
             log::warning("Received shutdown request, scheduling shutdown...");
             let now = self.srv.now_ms();
-            if snapshot::prepare_shutdown(&mut self.srv, now, None, false).is_err() {
+            if !snapshot::prepare_shutdown(&mut self.srv, now, None, false) {
                 log::warning(
                     "SIGTERM received but errors trying to shut down the server, check the logs for more information",
                 );

@@ -379,31 +379,27 @@ pub fn save_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
 /// Valkey's `prepareForShutdown`, the saving part: a running BGSAVE is
 /// abandoned, then the dataset is saved if save points are set (unless
 /// NOSAVE) or SAVE was given. `save`: `Some(true)` SAVE, `Some(false)`
-/// NOSAVE. A failed save stops the shutdown unless `force`.
-pub fn prepare_shutdown(
-    srv: &mut Server,
-    now_ms: i64,
-    save: Option<bool>,
-    force: bool,
-) -> Result<(), ()> {
+/// NOSAVE. A failed save stops the shutdown unless `force`: false means
+/// the server must keep running.
+pub fn prepare_shutdown(srv: &mut Server, now_ms: i64, save: Option<bool>, force: bool) -> bool {
     if srv.persist.snapshot.is_some() {
         log::warning("There is a child saving an .rdb. Killing it!");
         abort_bgsave(srv);
     }
     let wanted = save.unwrap_or(!srv.config.save_points.is_empty());
     if !wanted || srv.persist.storage.is_none() {
-        return Ok(());
+        return true;
     }
     log::notice("Saving the final RDB snapshot before exiting.");
     match save_now(srv, now_ms) {
-        Ok(()) => Ok(()),
+        Ok(()) => true,
         Err(_) if force => {
             log::warning("Error trying to save the DB. Exit anyway.");
-            Ok(())
+            true
         }
         Err(_) => {
             log::warning("Error trying to save the DB, can't exit.");
-            Err(())
+            false
         }
     }
 }

@@ -465,7 +465,7 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     } else {
         None
     };
-    if crate::snapshot::prepare_shutdown(ctx.srv, ctx.now_ms, mode, force).is_err() {
+    if !crate::snapshot::prepare_shutdown(ctx.srv, ctx.now_ms, mode, force) {
         ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
         return;
     }
