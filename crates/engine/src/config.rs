@@ -1566,7 +1566,9 @@ mod tests {
         assert_eq!(c.client_query_buffer_limit, 2 << 20);
         assert_eq!(c.get("replicaof").unwrap(), "10.0.0.1 6380");
         assert_eq!(c.requirepass.as_deref(), Some(&b"p w"[..]));
-        assert!(c.warnings.iter().any(|w| w.contains("'save'")));
+        // Save points are acted on now: no "not supported" warning.
+        assert!(!c.warnings.iter().any(|w| w.contains("'save'")));
+        assert_eq!(c.save_points, vec![(900, 1), (300, 10)]);
         assert!(!c.warnings.iter().any(|w| w.contains("appendonly")));
         let args: Vec<String> = ["--port", "7001", "--save", "", "--bind", "127.0.0.1", "::1"]
             .iter()
