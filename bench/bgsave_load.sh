@@ -99,10 +99,11 @@ one() { # NAME → "peak_ratio p999_idle_us p999_save_us"
     --duration "$DURATION" --json --no-server-cpu 2>/dev/null |
     p999)
   (sleep 1; redis-cli -p "$PORT" BGSAVE >/dev/null) &
+  local trigger=$!
   save=$(taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" -t get -r "$KEYS" --rate "$RATE" \
     --duration "$DURATION" --json --no-server-cpu 2>/dev/null |
     p999)
-  wait
+  wait "$trigger"
   bgsave_wait
   stop_server
   rm -rf "$dir"

@@ -11,9 +11,10 @@
 #   bgsave_s wall time from BGSAVE to rdb_bgsave_in_progress:0
 #   load_s   "DB loaded from disk: X seconds" from the server's own log
 #   bytes    size of dump.rdb
-# Every server runs pinned to core 0 (the writer/loader threads of ringkv
-# included: `taskset -c 0`? no — ringkv's writer thread is part of the
-# design, so ringkv gets both cores as the peers' forked child does).
+# No pinning: ringkv's writer and loader threads are part of its design,
+# as the peers' forked child is of theirs (SAVE runs in the peers' main
+# thread). Env: N_STRINGS (10M) N_HASHES (1M) DATASETS ("str16 str100
+# hash20") PORT (7420) RINGKV_BIN OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -91,7 +92,7 @@ one() { # NAME DATASET → "save_s bgsave_s load_s bytes"
   echo "$save $bg $load $bytes"
 }
 
-for ds in str16 str100 hash20; do
+for ds in ${DATASETS:-str16 str100 hash20}; do
   for run in $(seq 1 "$RUNS"); do
     for name in ringkv valkey redis; do
       r=$(one "$name" "$ds")

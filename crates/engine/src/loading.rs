@@ -67,11 +67,10 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                     let Some(db) = srv.keyspace.dbs.get_mut(k.db) else {
                         return Err(format!("DB index {} is out of range", k.db));
                     };
-                    let key = k.entry.key().to_vec();
-                    if db.insert(k.hash, &key, k.entry).is_some() {
+                    if let Some(dup) = db.insert_loaded(k.hash, k.entry) {
                         return Err(format!(
                             "RDB has duplicated key '{}' in DB {}",
-                            String::from_utf8_lossy(&key),
+                            String::from_utf8_lossy(dup.key()),
                             k.db
                         ));
                     }

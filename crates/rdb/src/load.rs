@@ -361,6 +361,31 @@ impl Flat {
     }
 }
 
+/// The string forms of a blob's elements: its byte strings as they are
+/// (no copy), its integers written out into `ints`.
+fn strings_of<'a>(elems: &[Elem<'a>], ints: &'a mut Vec<u8>) -> Vec<&'a [u8]> {
+    let mut spans = Vec::with_capacity(elems.len());
+    for e in elems {
+        if let Elem::Int(_) = e {
+            let start = ints.len();
+            e.write_to(ints);
+            spans.push((start, ints.len()));
+        }
+    }
+    let ints: &'a [u8] = ints;
+    let mut next = spans.iter();
+    elems
+        .iter()
+        .map(|e| match e {
+            Elem::Bytes(b) => *b,
+            Elem::Int(_) => {
+                let &(s, t) = next.next().expect("one span per integer");
+                &ints[s..t]
+            }
+        })
+        .collect()
+}
+
 fn list_of(items: &Flat, limits: &EncodingLimits) -> Value {
     let mut l = List::new();
     l.push(End::Right, &items.refs(), limits);
@@ -391,16 +416,22 @@ fn hash_of<'a>(
     at: impl Fn(usize) -> u64,
     limits: &EncodingLimits,
 ) -> Result<Value, Error> {
-    let mut h = Hash::new();
-    for (i, (f, v)) in pairs.enumerate() {
-        if !h.set(f, v, limits) {
-            return Err(Error::new(at(i), "duplicate hash field"));
-        }
-    }
-    if h.is_empty() {
+    let pairs: Vec<(&[u8], &[u8])> = pairs.collect();
+    if pairs.is_empty() {
         return Err(Error::new(at(0), "empty hash"));
     }
-    Ok(Value::Hash(h))
+    match Hash::from_pairs(&pairs, limits) {
+        Some(h) => Ok(Value::Hash(h)),
+        None => {
+            // Rare: find which field repeats, for the message.
+            let mut seen = std::collections::HashSet::new();
+            let i = pairs
+                .iter()
+                .position(|(f, _)| !seen.insert(*f))
+                .unwrap_or(0);
+            Err(Error::new(at(i), "duplicate hash field"))
+        }
+    }
 }
 
 fn zset_of(
@@ -563,9 +594,8 @@ pub(crate) fn read_value<S: Source>(
             if elems.len() % 2 != 0 {
                 return Err(Error::new(blob.at, "hash blob with an odd element count"));
             }
-            let mut items = Flat::with_hint(elems.len() as u64);
-            elems.iter().for_each(|e| items.push_elem(e));
-            let refs = items.refs();
+            let mut ints = Vec::new();
+            let refs = strings_of(&elems, &mut ints);
             hash_of(
                 refs.chunks_exact(2).map(|c| (c[0], c[1])),
                 |_| blob.at,

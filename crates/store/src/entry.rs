@@ -633,6 +633,27 @@ impl Entry {
         }
     }
 
+    /// After [`Item::prefetch`] has brought the node in: start the miss of
+    /// a boxed value (a walk over many keys, as a snapshot's, asks for it a
+    /// bucket ahead of reading it).
+    pub(crate) fn prefetch_boxed(&self) {
+        let parts = self.parts();
+        if let Some(b) = self.boxed_ptr(&parts) {
+            prefetch_ptr(b);
+        }
+    }
+
+    /// After [`Entry::prefetch_boxed`] brought the boxed value in: start
+    /// the miss of its compact buffer.
+    pub(crate) fn prefetch_heap(&self) {
+        let parts = self.parts();
+        if let Some(b) = self.boxed_ptr(&parts) {
+            // SAFETY: the node owns the boxed value, alive while `self` is
+            // borrowed; only its pointer fields are read.
+            unsafe { (*b).prefetch_heap() }
+        }
+    }
+
     /// Bytes the node holds, as asked of the allocator.
     pub fn node_size(&self) -> usize {
         self.parts().size

@@ -102,6 +102,18 @@ impl Db {
         let table = detached.as_ref().map_or(&self.table, |d| &d.table);
         let end = cursor.saturating_add(buckets).min(*total);
         for pos in *cursor..end {
+            // Three buckets ahead the nodes, two ahead their boxed values,
+            // one ahead those values' buffers: the dependent misses of a
+            // walk over cold keys overlap.
+            if pos + 3 < *total {
+                table.items_at(pos + 3).for_each(|e| e.prefetch());
+            }
+            if pos + 2 < *total {
+                table.items_at(pos + 2).for_each(|e| e.prefetch_boxed());
+            }
+            if pos + 1 < *total {
+                table.items_at(pos + 1).for_each(|e| e.prefetch_heap());
+            }
             for e in table.items_at(pos) {
                 // The record is not needed past this bucket: the hook only
                 // looks at keys ahead of the cursor.

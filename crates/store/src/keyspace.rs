@@ -288,14 +288,31 @@ impl Db {
             let e = self.table.get_mut(hash, key).expect("just inserted");
             e.set_access(o.access());
         }
+        self.count_expiry(hash, at, old.as_ref());
+        old
+    }
+    /// Insert an entry under its own key, as a load does: no copy of the
+    /// key, no view to keep (loading never overlaps a save). Returns what
+    /// it replaced, which for a load means a duplicate key.
+    pub fn insert_loaded(&mut self, hash: u64, mut entry: Entry) -> Option<Entry> {
+        debug_assert!(self.frozen_index().is_none());
+        let at = entry.expire_at_ms();
+        if entry.access() == 0 {
+            entry.set_access(self.fresh_access(self.clock_ms));
+        }
+        let old = self.table.insert(hash, entry);
+        self.count_expiry(hash, at, old.as_ref());
+        old
+    }
+    /// The expiry bookkeeping of an insert: `at` is the new entry's time.
+    fn count_expiry(&mut self, hash: u64, at: Option<i64>, old: Option<&Entry>) {
         self.volatile += at.is_some() as usize;
         if let Some(t) = at {
             self.index_expiry(t, hash);
         }
-        if old.as_ref().is_some_and(|o| o.expire_at_ms().is_some()) {
+        if old.is_some_and(|o| o.expire_at_ms().is_some()) {
             self.volatile -= 1;
         }
-        old
     }
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry> {
         self.before_write(hash, key, false);

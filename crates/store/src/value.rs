@@ -84,6 +84,15 @@ impl Value {
             _ => None,
         }
     }
+    /// Start the miss of the first line of a compact collection's buffer
+    /// (a snapshot's walk asks for it ahead of packing the value).
+    pub fn prefetch_heap(&self) {
+        match self {
+            Value::Hash(h) => h.prefetch_heap(),
+            Value::Set(s) => s.prefetch_heap(),
+            _ => {}
+        }
+    }
     /// Bytes the allocator holds for this value's heap data, each
     /// allocation rounded up to jemalloc's size class (see
     /// [`crate::alloc_size`]); the `Value` itself, which lives inside the

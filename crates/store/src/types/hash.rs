@@ -104,6 +104,16 @@ fn pack_find<'a>(p: &'a StrPack, field: &[u8]) -> Option<(Slot<'a>, Slot<'a>)> {
     None
 }
 
+/// Does any field come twice? Sorting hashes, not bytes: the bytes of two
+/// fields are compared only when their hashes are equal.
+fn has_duplicate<'a>(fields: impl Iterator<Item = &'a [u8]>) -> bool {
+    let mut hashed: Vec<(u64, &[u8])> = fields.map(|f| (hash_key(f), f)).collect();
+    // By hash, then bytes: equal fields end up side by side even among
+    // colliding hashes.
+    hashed.sort_unstable();
+    hashed.windows(2).any(|w| w[0] == w[1])
+}
+
 impl Hash {
     pub fn new() -> Hash {
         Hash::default()
@@ -156,6 +166,45 @@ impl Hash {
             t.insert(hash_key(f), f, v.into());
         }
         self.repr = Repr::Table(Box::new(t));
+    }
+
+    /// A hash of `pairs` built at once (RDB load, RESTORE), in the
+    /// encoding their count and lengths call for: a pack is one
+    /// allocation, not one per field. `None` if a field repeats.
+    pub fn from_pairs(pairs: &[(&[u8], &[u8])], limits: &EncodingLimits) -> Option<Hash> {
+        if pairs.is_empty() {
+            return Some(Hash::new());
+        }
+        let fits = pairs.len() <= limits.hash_max_listpack_entries
+            && pairs.iter().all(|(f, v)| {
+                f.len() <= limits.hash_max_listpack_value
+                    && v.len() <= limits.hash_max_listpack_value
+            });
+        if fits {
+            if has_duplicate(pairs.iter().map(|p| p.0)) {
+                return None;
+            }
+            let items = pairs.iter().flat_map(|(f, v)| [*f, *v]);
+            return Some(Hash {
+                repr: Repr::Pack(StrPack::from_items(items)),
+            });
+        }
+        let mut t: Table<Box<[u8]>> = Table::new();
+        for (f, v) in pairs {
+            if t.insert(hash_key(f), f, (*v).into()).is_some() {
+                return None;
+            }
+        }
+        Some(Hash {
+            repr: Repr::Table(Box::new(t)),
+        })
+    }
+
+    /// Start the miss of a pack's buffer (see `Value::prefetch_heap`).
+    pub(crate) fn prefetch_heap(&self) {
+        if let Repr::Pack(p) = &self.repr {
+            p.prefetch();
+        }
     }
 
     /// Set `field` to `value`; true if the field is new. Converts to a

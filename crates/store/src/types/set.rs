@@ -207,6 +207,14 @@ impl Clone for Box<Table<()>> {
 }
 
 impl Set {
+    /// Start the miss of a compact set's buffer (see `Value::prefetch_heap`).
+    pub(crate) fn prefetch_heap(&self) {
+        match &self.repr {
+            Repr::Pack(p) => p.prefetch(),
+            Repr::Ints(i) => crate::table::prefetch_ptr(i.buf.as_ptr()),
+            _ => {}
+        }
+    }
     /// An empty set encoded for its first member and the number of members
     /// about to be added (Valkey's `setTypeCreate`).
     pub fn new_for(first: &[u8], size_hint: usize, limits: &EncodingLimits) -> Set {

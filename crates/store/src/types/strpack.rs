@@ -61,6 +61,7 @@ pub(crate) struct Slot<'a> {
     pub end: usize,
 }
 
+#[derive(Clone)]
 pub(crate) struct Iter<'a> {
     buf: &'a [u8],
     at: usize,
@@ -115,6 +116,11 @@ fn write_entry<'o>(out: &'o mut [u8], s: &[u8]) -> &'o mut [u8] {
 }
 
 impl StrPack {
+    /// Start the miss of the buffer's first line (a walk over many
+    /// values asks for it ahead of reading).
+    pub fn prefetch(&self) {
+        crate::table::prefetch_ptr(self.buf.as_ptr());
+    }
     /// Number of entries.
     pub fn len(&self) -> usize {
         if self.buf.is_empty() {
@@ -246,19 +252,24 @@ impl StrPack {
     }
 
     /// Build from entries.
-    pub fn from_items<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> StrPack {
-        let mut body = Vec::new();
-        let mut n = 0u64;
-        for s in items {
-            encode(&mut body, s);
-            n += 1;
-        }
+    pub fn from_items<'a, I>(items: I) -> StrPack
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+        I::IntoIter: Clone,
+    {
+        let items = items.into_iter();
+        // Sized first: one exact allocation, nothing to grow or copy.
+        let (n, body) = items
+            .clone()
+            .fold((0u64, 0usize), |(n, b), s| (n + 1, b + entry_len(s)));
         if n == 0 {
             return StrPack::default();
         }
-        let mut buf = Vec::with_capacity(varint_len(n) + body.len());
+        let mut buf = Vec::with_capacity(varint_len(n) + body);
         put_varint(&mut buf, n);
-        buf.extend_from_slice(&body);
+        for s in items {
+            encode(&mut buf, s);
+        }
         StrPack {
             buf: buf.into_boxed_slice(),
         }
