@@ -1,5 +1,6 @@
-//! The loader thread of one load: reads and decodes the file, builds and
-//! hashes the entries, and hands them over in batches.
+//! The two threads of one load: `rdb-loader` reads, parses and
+//! decompresses the file; `rdb-builder` decodes packed values, builds and
+//! hashes the entries, and hands them to the execution thread in batches.
 
 use engine::persist::{LoadOptions, LoadSource, LoadStep, LoadedKey};
 use rdb::{Item, Loader};
@@ -62,12 +63,18 @@ impl FileSource {
             },
         );
         let loader = Loader::new(reader, opts.limits).map_err(|e| format!("{filename}: {e}"))?;
+        let (raw_tx, raw_rx) = mpsc::sync_channel(AHEAD);
         let (tx, rx) = mpsc::sync_channel(AHEAD);
         let name = filename.to_string();
         std::thread::Builder::new()
             .name("rdb-loader".into())
-            .spawn(move || decode(loader, opts, &name, &tx))
+            .spawn(move || read_file(loader, &name, &raw_tx))
             .map_err(|e| format!("can't start the RDB loader thread: {e}"))?;
+        let name = filename.to_string();
+        std::thread::Builder::new()
+            .name("rdb-builder".into())
+            .spawn(move || build(&raw_rx, opts, &name, &tx))
+            .map_err(|e| format!("can't start the RDB builder thread: {e}"))?;
         Ok(Some(FileSource {
             rx,
             read,
@@ -77,63 +84,97 @@ impl FileSource {
     }
 }
 
-/// Decode the whole file into batches; the last message says how it ended.
-fn decode<R: Read>(mut loader: Loader<R>, opts: LoadOptions, name: &str, tx: &SyncSender<Msg>) {
+/// What the reading thread hands the building thread.
+enum Raw {
+    Items(Vec<Item>),
+    Done,
+    Failed(String),
+}
+
+/// The reading thread: parse the file, decompress, and pass items on in
+/// batches; packed values (listpacks, intsets, ...) are left to decode on
+/// the building thread, so both run at once.
+fn read_file<R: Read>(mut loader: Loader<R>, name: &str, tx: &SyncSender<Raw>) {
+    loader.defer_packed(true);
     let mut batch = Vec::with_capacity(BATCH);
-    let mut expired = 0u64;
     let end = loop {
-        let item = match loader.next_item() {
-            Ok(Some(item)) => item,
-            Ok(None) => break Msg::Done { expired },
-            Err(e) => break Msg::Failed(format!("{name}: {e}")),
-        };
-        match item {
-            Item::Key(k) => {
-                if opts.key_load_delay_us > 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(
-                        opts.key_load_delay_us as u64,
-                    ));
-                }
-                let db = k.db as usize;
-                if db >= opts.databases {
-                    break Msg::Failed(format!(
-                        "{name}: key in DB {db}, but the server has {} databases (databases directive)",
-                        opts.databases
-                    ));
-                }
-                // Keys already expired are not loaded (Valkey, as a
-                // primary, does the same).
-                if k.expire_ms.is_some_and(|t| t < opts.now_ms) {
-                    expired += 1;
-                    continue;
-                }
-                let mut entry = Entry::keyed(&k.key, k.value);
-                entry.set_expire_at_ms(k.expire_ms);
-                if let Some(bits) =
-                    store::restored_access(opts.policy, opts.now_ms, k.idle_s, k.freq)
-                {
-                    entry.set_access(bits);
-                }
-                let hash = store::hash_key(&k.key);
-                batch.push(LoadedKey { db, hash, entry });
+        match loader.next_item() {
+            Ok(Some(item @ (Item::Key(_) | Item::Packed(_) | Item::Function(_)))) => {
+                batch.push(item);
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                    if tx.send(Msg::Keys(full)).is_err() {
+                    if tx.send(Raw::Items(full)).is_err() {
                         return;
                     }
                 }
             }
-            Item::Function(_) => {
-                break Msg::Failed(format!(
-                    "{name}: the file holds FUNCTION libraries, and this server has no scripting yet"
-                ));
-            }
-            Item::Aux { .. } | Item::SelectDb(_) | Item::ResizeDb { .. } => {}
+            Ok(Some(Item::Aux { .. } | Item::SelectDb(_) | Item::ResizeDb { .. })) => {}
+            Ok(None) => break Raw::Done,
+            Err(e) => break Raw::Failed(format!("{name}: {e}")),
         }
     };
-    if !batch.is_empty() && tx.send(Msg::Keys(batch)).is_err() {
+    if !batch.is_empty() && tx.send(Raw::Items(batch)).is_err() {
         return;
     }
+    let _ = tx.send(end);
+}
+
+/// The building thread: decode packed values, build and hash entries,
+/// hand them to the execution thread; the last message says how it ended.
+fn build(rx: &Receiver<Raw>, opts: LoadOptions, name: &str, tx: &SyncSender<Msg>) {
+    let mut expired = 0u64;
+    let end = 'file: loop {
+        let items = match rx.recv() {
+            Ok(Raw::Items(items)) => items,
+            Ok(Raw::Done) => break Msg::Done { expired },
+            Ok(Raw::Failed(e)) => break Msg::Failed(e),
+            Err(_) => break Msg::Failed(format!("{name}: the RDB reader thread died")),
+        };
+        let mut batch = Vec::with_capacity(items.len());
+        for item in items {
+            let k = match item {
+                Item::Key(k) => k,
+                Item::Packed(p) => match p.decode(&opts.limits) {
+                    Ok(k) => k,
+                    Err(e) => break 'file Msg::Failed(format!("{name}: {e}")),
+                },
+                Item::Function(_) => {
+                    break 'file Msg::Failed(format!(
+                        "{name}: the file holds FUNCTION libraries, and this server has no scripting yet"
+                    ));
+                }
+                _ => continue,
+            };
+            if opts.key_load_delay_us > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(
+                    opts.key_load_delay_us as u64,
+                ));
+            }
+            let db = k.db as usize;
+            if db >= opts.databases {
+                break 'file Msg::Failed(format!(
+                    "{name}: key in DB {db}, but the server has {} databases (databases directive)",
+                    opts.databases
+                ));
+            }
+            // Keys already expired are not loaded (Valkey, as a primary,
+            // does the same).
+            if k.expire_ms.is_some_and(|t| t < opts.now_ms) {
+                expired += 1;
+                continue;
+            }
+            let mut entry = Entry::keyed(&k.key, k.value);
+            entry.set_expire_at_ms(k.expire_ms);
+            if let Some(bits) = store::restored_access(opts.policy, opts.now_ms, k.idle_s, k.freq) {
+                entry.set_access(bits);
+            }
+            let hash = store::hash_key(&k.key);
+            batch.push(LoadedKey { db, hash, entry });
+        }
+        if tx.send(Msg::Keys(batch)).is_err() {
+            return;
+        }
+    };
     let _ = tx.send(end);
 }
 

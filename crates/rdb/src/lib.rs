@@ -43,4 +43,4 @@ pub mod zipmap;
 
 pub use capture::{AccessWrite, Capture, Encoder};
 pub use error::Error;
-pub use load::{Item, KeyRecord, Loader};
+pub use load::{Item, KeyRecord, Loader, PackedRecord};

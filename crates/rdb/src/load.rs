@@ -47,6 +47,52 @@ pub enum Item {
     /// FUNCTION2: a library's source.
     Function(Vec<u8>),
     Key(KeyRecord),
+    /// A key whose value is one packed blob, read but not decoded (only
+    /// after [`Loader::defer_packed`]): [`PackedRecord::decode`] finishes
+    /// it, on whichever thread the caller likes.
+    Packed(PackedRecord),
+}
+
+/// A key with its value still a packed blob (listpack, ziplist, intset,
+/// zipmap), already decompressed.
+pub struct PackedRecord {
+    pub db: u64,
+    pub key: Vec<u8>,
+    pub expire_ms: Option<i64>,
+    pub idle_s: Option<u64>,
+    pub freq: Option<u8>,
+    t: u8,
+    blob: Blob,
+}
+
+impl std::fmt::Debug for PackedRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedRecord")
+            .field("key", &show_key(&self.key))
+            .field("type", &self.t)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PackedRecord {
+    /// Decode the blob (every element checked, as for any other key).
+    pub fn decode(self, limits: &EncodingLimits) -> Result<KeyRecord, Error> {
+        let t = self.t;
+        let value = decode_blob(t, &self.blob, limits).map_err(|e| {
+            Error::new(
+                e.offset,
+                format!("{} in key \"{}\" (type {t})", e.msg, show_key(&self.key)),
+            )
+        })?;
+        Ok(KeyRecord {
+            db: self.db,
+            key: self.key,
+            value,
+            expire_ms: self.expire_ms,
+            idle_s: self.idle_s,
+            freq: self.freq,
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -453,6 +499,97 @@ fn zset_of(
 }
 
 /// Read a value of RDB type `t` (not a module or stream type).
+/// Value types kept whole in one packed blob (listpack, ziplist, intset,
+/// zipmap): read in one piece, decoded by [`decode_blob`].
+fn is_blob_type(t: u8) -> bool {
+    matches!(
+        t,
+        TYPE_HASH_ZIPMAP
+            | TYPE_LIST_ZIPLIST
+            | TYPE_SET_INTSET
+            | TYPE_SET_LISTPACK
+            | TYPE_ZSET_ZIPLIST
+            | TYPE_ZSET_LISTPACK
+            | TYPE_HASH_ZIPLIST
+            | TYPE_HASH_LISTPACK
+    )
+}
+
+/// Decode a packed blob of type `t` into a value.
+fn decode_blob(t: u8, blob: &Blob, limits: &EncodingLimits) -> Result<Value, Error> {
+    match t {
+        TYPE_HASH_ZIPMAP => {
+            let pairs = zipmap::decode(&blob.bytes).map_err(|e| blob.place(e))?;
+            hash_of(pairs.into_iter(), |_| blob.at, limits)
+        }
+        TYPE_LIST_ZIPLIST => {
+            let elems = ziplist::decode(&blob.bytes).map_err(|e| blob.place(e))?;
+            if elems.is_empty() {
+                return Err(Error::new(blob.at, "empty list"));
+            }
+            let mut items = Flat::with_hint(elems.len() as u64);
+            elems.iter().for_each(|e| items.push_elem(e));
+            Ok(list_of(&items, limits))
+        }
+        TYPE_SET_INTSET => {
+            let ints = intset::decode(&blob.bytes).map_err(|e| blob.place(e))?;
+            let mut items = Flat::with_hint(ints.len() as u64);
+            ints.iter().for_each(|&i| items.push_elem(&Elem::Int(i)));
+            set_of(items.refs().into_iter(), |_| blob.at, limits)
+        }
+        TYPE_SET_LISTPACK => {
+            let elems = listpack::decode(&blob.bytes).map_err(|e| blob.place(e))?;
+            let mut items = Flat::with_hint(elems.len() as u64);
+            elems.iter().for_each(|e| items.push_elem(e));
+            set_of(items.refs().into_iter(), |_| blob.at, limits)
+        }
+        TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
+            let elems = if t == TYPE_ZSET_ZIPLIST {
+                ziplist::decode(&blob.bytes)
+            } else {
+                listpack::decode(&blob.bytes)
+            }
+            .map_err(|e| blob.place(e))?;
+            if elems.len() % 2 != 0 {
+                return Err(Error::new(
+                    blob.at,
+                    "sorted set blob with an odd element count",
+                ));
+            }
+            let mut pairs = Vec::with_capacity(elems.len() / 2);
+            for c in elems.chunks_exact(2) {
+                let score = match c[1] {
+                    Elem::Int(i) => i as f64,
+                    Elem::Bytes(b) => parse_score(b).ok_or_else(|| {
+                        Error::new(blob.at, "unparsable score in sorted set blob")
+                    })?,
+                };
+                pairs.push((c[0].to_vec(), score));
+            }
+            zset_of(pairs, |_| blob.at, limits)
+        }
+        TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
+            let elems = if t == TYPE_HASH_ZIPLIST {
+                ziplist::decode(&blob.bytes)
+            } else {
+                listpack::decode(&blob.bytes)
+            }
+            .map_err(|e| blob.place(e))?;
+            if elems.len() % 2 != 0 {
+                return Err(Error::new(blob.at, "hash blob with an odd element count"));
+            }
+            let mut ints = Vec::new();
+            let refs = strings_of(&elems, &mut ints);
+            hash_of(
+                refs.chunks_exact(2).map(|c| (c[0], c[1])),
+                |_| blob.at,
+                limits,
+            )
+        }
+        _ => unreachable!("not a blob type: {t}"),
+    }
+}
+
 pub(crate) fn read_value<S: Source>(
     s: &mut S,
     t: u8,
@@ -528,79 +665,9 @@ pub(crate) fn read_value<S: Source>(
             }
             Ok(Value::Hash(h))
         }
-        TYPE_HASH_ZIPMAP => {
-            let blob = Blob::read(s)?;
-            let pairs = zipmap::decode(&blob.bytes).map_err(|e| blob.place(e))?;
-            hash_of(pairs.into_iter(), |_| blob.at, limits)
-        }
-        TYPE_LIST_ZIPLIST => {
-            let blob = Blob::read(s)?;
-            let elems = ziplist::decode(&blob.bytes).map_err(|e| blob.place(e))?;
-            if elems.is_empty() {
-                return Err(Error::new(blob.at, "empty list"));
-            }
-            let mut items = Flat::with_hint(elems.len() as u64);
-            elems.iter().for_each(|e| items.push_elem(e));
-            Ok(list_of(&items, limits))
-        }
-        TYPE_SET_INTSET => {
-            let blob = Blob::read(s)?;
-            let ints = intset::decode(&blob.bytes).map_err(|e| blob.place(e))?;
-            let mut items = Flat::with_hint(ints.len() as u64);
-            ints.iter().for_each(|&i| items.push_elem(&Elem::Int(i)));
-            set_of(items.refs().into_iter(), |_| blob.at, limits)
-        }
-        TYPE_SET_LISTPACK => {
-            let blob = Blob::read(s)?;
-            let elems = listpack::decode(&blob.bytes).map_err(|e| blob.place(e))?;
-            let mut items = Flat::with_hint(elems.len() as u64);
-            elems.iter().for_each(|e| items.push_elem(e));
-            set_of(items.refs().into_iter(), |_| blob.at, limits)
-        }
-        TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
-            let blob = Blob::read(s)?;
-            let elems = if t == TYPE_ZSET_ZIPLIST {
-                ziplist::decode(&blob.bytes)
-            } else {
-                listpack::decode(&blob.bytes)
-            }
-            .map_err(|e| blob.place(e))?;
-            if elems.len() % 2 != 0 {
-                return Err(Error::new(
-                    blob.at,
-                    "sorted set blob with an odd element count",
-                ));
-            }
-            let mut pairs = Vec::with_capacity(elems.len() / 2);
-            for c in elems.chunks_exact(2) {
-                let score = match c[1] {
-                    Elem::Int(i) => i as f64,
-                    Elem::Bytes(b) => parse_score(b).ok_or_else(|| {
-                        Error::new(blob.at, "unparsable score in sorted set blob")
-                    })?,
-                };
-                pairs.push((c[0].to_vec(), score));
-            }
-            zset_of(pairs, |_| blob.at, limits)
-        }
-        TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
-            let blob = Blob::read(s)?;
-            let elems = if t == TYPE_HASH_ZIPLIST {
-                ziplist::decode(&blob.bytes)
-            } else {
-                listpack::decode(&blob.bytes)
-            }
-            .map_err(|e| blob.place(e))?;
-            if elems.len() % 2 != 0 {
-                return Err(Error::new(blob.at, "hash blob with an odd element count"));
-            }
-            let mut ints = Vec::new();
-            let refs = strings_of(&elems, &mut ints);
-            hash_of(
-                refs.chunks_exact(2).map(|c| (c[0], c[1])),
-                |_| blob.at,
-                limits,
-            )
+        TYPE_HASH_ZIPMAP | TYPE_LIST_ZIPLIST | TYPE_SET_INTSET | TYPE_SET_LISTPACK
+        | TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK | TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
+            decode_blob(t, &Blob::read(s)?, limits)
         }
         TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
             let nodes = read_len(s)?;
@@ -695,6 +762,8 @@ pub struct Loader<R> {
     expire_ms: Option<i64>,
     idle_s: Option<u64>,
     freq: Option<u8>,
+    /// Hand packed values over undecoded ([`Item::Packed`]).
+    defer: bool,
     /// Set once EOF was verified, or after an error (which is repeated).
     end: Option<Result<(), Error>>,
 }
@@ -752,11 +821,18 @@ impl<R: std::io::Read> Loader<R> {
             expire_ms: None,
             idle_s: None,
             freq: None,
+            defer: false,
             end: None,
         })
     }
     pub fn version(&self) -> u16 {
         self.version
+    }
+    /// From now on, return keys whose value is one packed blob as
+    /// [`Item::Packed`], read and decompressed but not decoded, so that a
+    /// second thread can decode them while this one reads on.
+    pub fn defer_packed(&mut self, on: bool) {
+        self.defer = on;
     }
     /// Bytes consumed so far (for loading progress).
     pub fn offset(&self) -> u64 {
@@ -843,6 +919,19 @@ impl<R: std::io::Read> Loader<R> {
                         }
                     }
                     return Ok(None);
+                }
+                t if self.defer && is_blob_type(t) => {
+                    let key = read_string(s)?;
+                    let blob = Blob::read(s)?;
+                    return Ok(Some(Item::Packed(PackedRecord {
+                        db: self.db,
+                        key,
+                        expire_ms: self.expire_ms.take(),
+                        idle_s: self.idle_s.take(),
+                        freq: self.freq.take(),
+                        t,
+                        blob,
+                    })));
                 }
                 t => {
                     let key = read_string(s)?;
