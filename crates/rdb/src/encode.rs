@@ -33,35 +33,8 @@ pub fn put_len(out: &mut Vec<u8>, len: u64) {
 /// leading zeros, no `+`, no spaces), as Valkey's `string2ll` followed by
 /// the `ll2string` round-trip check, and `lpStringToInt64`, accept.
 pub fn canonical_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if neg {
-        if v > 1u64 << 63 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
+    // The RESP parser's integer rule is exactly this one.
+    resp::num::parse_i64(s)
 }
 
 /// `rdbEncodeInteger`: the INT8/16/32 special encoding of `v`, or false

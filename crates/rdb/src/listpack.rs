@@ -85,7 +85,9 @@ fn check_backlen(lp: &[u8], at: usize, l: usize) -> Result<usize, Error> {
     Ok(n)
 }
 
-fn int_le(b: &[u8]) -> i64 {
+/// A little-endian signed integer of `b.len()` bytes (listpack and
+/// ziplist integer entries).
+pub(crate) fn int_le(b: &[u8]) -> i64 {
     let mut v: u64 = 0;
     for (k, &x) in b.iter().enumerate() {
         v |= (x as u64) << (8 * k);

@@ -14,7 +14,7 @@
 //! and the count when the header knows it.
 
 use crate::Error;
-use crate::listpack::Elem;
+use crate::listpack::{Elem, int_le};
 
 const HEADER: usize = 10;
 const END: u8 = 0xff;
@@ -22,15 +22,6 @@ const COUNT_UNKNOWN: u16 = u16::MAX;
 
 fn err(at: usize, msg: impl Into<String>) -> Error {
     Error::new(at as u64, format!("ziplist: {}", msg.into()))
-}
-
-fn int_le(b: &[u8]) -> i64 {
-    let mut v: u64 = 0;
-    for (k, &x) in b.iter().enumerate() {
-        v |= (x as u64) << (8 * k);
-    }
-    let bits = 64 - 8 * b.len() as u32;
-    ((v << bits) as i64) >> bits
 }
 
 /// Decode every element of `zl`. Error offsets are relative to `zl`.
