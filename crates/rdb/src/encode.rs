@@ -8,7 +8,7 @@
 //! integers (exactly the canonical decimal `i64`s, as `string2ll` +
 //! `ll2string` and `lpStringToInt64` accept), when LZF is tried and kept,
 //! and how a non-integral sorted-set score is spelled in a listpack
-//! (`d2string`: Valkey's `fpconv_dtoa` layout of the shortest digits).
+//! (`d2string`: Valkey's `fpconv_dtoa` layout, from the RESP encoder).
 
 use crate::consts::{ENC_INT8, ENC_INT16, ENC_INT32, ENC_LZF, LEN_32BIT, LEN_64BIT, LEN_ENCVAL};
 use crate::lzf;
@@ -122,67 +122,11 @@ pub fn double_as_i64(d: f64) -> Option<i64> {
     (i as f64 == d).then_some(i)
 }
 
-/// Valkey's `d2string` for a non-integral, finite or infinite score: the
-/// shortest round-trip digits laid out as `fpconv_dtoa` does (plain up to
-/// 7 trailing zeros, `0.000ddd` down to 1e-7ish, else `d.ddde±x`).
+/// Valkey's `d2string` (the text of a sorted-set score in a listpack):
+/// the RESP encoder's double formatting, which follows `fpconv_dtoa`.
 pub fn d2string(d: f64, out: &mut Vec<u8>) {
-    if d.is_nan() {
-        out.extend_from_slice(b"nan");
-        return;
-    }
-    if d.is_infinite() {
-        out.extend_from_slice(if d < 0.0 { b"-inf" } else { b"inf" });
-        return;
-    }
-    if d == 0.0 {
-        out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
-        return;
-    }
-    if let Some(i) = double_as_i64(d) {
-        out.extend_from_slice(i.to_string().as_bytes());
-        return;
-    }
-    let neg = d < 0.0;
-    if neg {
-        out.push(b'-');
-    }
-    // Rust's `{:e}` prints the shortest digits that round-trip, which is
-    // what fpconv's Grisu2 aims for.
-    let sci = format!("{:e}", d.abs());
-    let (mant, exp) = sci.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("exponent");
-    let digits: Vec<u8> = mant.bytes().filter(|&c| c != b'.').collect();
-    let nd = digits.len() as i32;
-    // Value = digits × 10^k.
-    let k = exp - (nd - 1);
-    let e = (k + nd - 1).abs();
-    if k >= 0 && e < nd + 7 {
-        out.extend_from_slice(&digits);
-        out.extend(std::iter::repeat_n(b'0', k as usize));
-        return;
-    }
-    if k < 0 && (k > -7 || e < 4) {
-        let offset = nd - k.abs();
-        if offset <= 0 {
-            out.extend_from_slice(b"0.");
-            out.extend(std::iter::repeat_n(b'0', (-offset) as usize));
-            out.extend_from_slice(&digits);
-        } else {
-            out.extend_from_slice(&digits[..offset as usize]);
-            out.push(b'.');
-            out.extend_from_slice(&digits[offset as usize..]);
-        }
-        return;
-    }
-    let nd = nd.min(18 - i32::from(neg)) as usize;
-    out.push(digits[0]);
-    if nd > 1 {
-        out.push(b'.');
-        out.extend_from_slice(&digits[1..nd]);
-    }
-    out.push(b'e');
-    out.push(if k + nd as i32 - 1 < 0 { b'-' } else { b'+' });
-    out.extend_from_slice(e.to_string().as_bytes());
+    let mut buf = [0u8; resp::num::DOUBLE_MAX_LEN];
+    out.extend_from_slice(resp::num::fmt_double(d, &mut buf));
 }
 
 /// Writes one listpack in place at the end of a buffer: a 6-byte header
