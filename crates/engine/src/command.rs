@@ -344,6 +344,12 @@ impl Ctx<'_> {
         self.srv.blocking.signal(db, key);
         self.srv.watches.touch(db, key);
     }
+    /// A command that changed `n` elements of one key (HSET's fields,
+    /// SADD's members, ...): Valkey counts each in the dirty counter,
+    /// [`Ctx::touched`] counted the key once.
+    pub fn changed_elements(&mut self, n: usize) {
+        self.srv.persist.dirty += n.saturating_sub(1) as u64;
+    }
     /// A keyspace event in the session's database (`notify-keyspace-events`):
     /// `class` is one of [`notify`]'s flags, `event` Valkey's event name
     /// (`"hset"`, `"lpush"`, `"del"`, `"expire"`, ...).

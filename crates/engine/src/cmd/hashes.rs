@@ -322,6 +322,7 @@ fn hset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         ctx.reply.int(created);
     }
     written(ctx, key, "hset");
+    ctx.changed_elements((argv.len() - 2) / 2);
 }
 
 fn hsetnx(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -378,6 +379,7 @@ fn hdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.reply.int(n);
     if n > 0 {
         after_removal(ctx, key, notify::HASH, "hdel");
+        ctx.changed_elements(n as usize);
     }
 }
 

@@ -449,6 +449,9 @@ fn push_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, end: End, only_existing: b
     }
     let items: Vec<&[u8]> = (2..argv.len()).map(|i| argv.get(i)).collect();
     let n = push_to(ctx, key, end, &items, only_existing);
+    if n > 0 {
+        ctx.changed_elements(items.len());
+    }
     ctx.reply.int(n as i64);
 }
 

@@ -310,6 +310,7 @@ fn sadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if added > 0 {
         ctx.notify(notify::SET, "sadd", key);
         ctx.touched(db, key);
+        ctx.changed_elements(added as usize);
     } else if typed_or_reply!(ctx, key, false, Value::as_set_mut).is_some_and(|s| s.is_empty()) {
         // A new set that got nothing cannot happen (SADD has members), but
         // never leave an empty one behind.
@@ -334,6 +335,7 @@ fn srem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.reply.int(n);
     if n > 0 {
         after_removal(ctx, key, notify::SET, "srem");
+        ctx.changed_elements(n as usize);
     }
 }
 

@@ -1107,6 +1107,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, mut flags: u8) {
     }
     if added + updated > 0 {
         ctx.touched(db, key);
+        ctx.changed_elements((added + updated) as usize);
         ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
     }
 }
@@ -1136,6 +1137,7 @@ fn zrem(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.reply.int(n);
     if n > 0 {
         after_removal(ctx, key, "zrem");
+        ctx.changed_elements(n as usize);
     }
 }
 
