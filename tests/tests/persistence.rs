@@ -1,8 +1,8 @@
 //! RDB snapshots end to end: SAVE/BGSAVE/restart round trips of every type
 //! and encoding, a BGSAVE that is exactly the dataset of its instant while
 //! writes go on, -LOADING during a load, refusing bad files, a full disk
-//! (MISCONF, the old dump kept), shutdown saves, the dirty counter and
-//! save points.
+//! (MISCONF, the old dump kept), kill -9 in the middle of a BGSAVE,
+//! shutdown saves, the dirty counter and save points.
 
 use std::fs;
 use std::path::Path;
@@ -313,5 +313,37 @@ e2e!(
         let before = view(c);
         assert_eq!(q(c, "DEBUG RELOAD"), ok());
         assert_eq!(view(c), before);
+    }
+);
+
+// ringkv only: redis-server's forked child would outlive the kill and
+// finish (and rename) the file itself.
+e2e!(
+    ringkv_only fn kill_9_during_bgsave_leaves_the_last_good_dump(b) {
+        let tmp = TempDir::new("rdb-kill");
+        let opts = Opts::new().dir(tmp.path()).arg("save", "");
+        let mut srv = b.start(opts.clone());
+        let c = &mut srv.client();
+        for i in 0..3000 {
+            query(c, &["SET", &format!("old:{i}"), "v"]).unwrap();
+        }
+        assert_eq!(q(c, "SAVE"), ok());
+        let good = fs::read(tmp.path().join("dump.rdb")).unwrap();
+        for i in 0..3000 {
+            query(c, &["SET", &format!("new:{i}"), "v"]).unwrap();
+        }
+        // A save that takes seconds, killed in the middle.
+        assert_eq!(q(c, "CONFIG SET rdb-key-save-delay 1000"), ok());
+        assert_eq!(text(&q(c, "BGSAVE")), "Background saving started");
+        std::thread::sleep(Duration::from_millis(500));
+        let pid = srv.pid().expect("running") as i32;
+        // SAFETY: kill(2) on the PID of our own still-unreaped child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        srv.wait_exit(Duration::from_secs(10)).expect("killed");
+        assert_eq!(fs::read(tmp.path().join("dump.rdb")).unwrap(), good, "the dump changed");
+        let srv = b.start(opts);
+        let c = &mut srv.client();
+        assert_eq!(q(c, "DBSIZE"), int(3000));
+        assert_eq!(q(c, "EXISTS new:0"), int(0));
     }
 );
