@@ -5,9 +5,9 @@
 //!
 //! ```text
 //!  BGSAVE / save point ─► Storage::save ─► SnapshotSink (writer thread)
-//!        │                                     ▲ Chunk (rdb tokens)
+//!        │                                     ▲ rdb::Capture chunks
 //!        └─► crate::snapshot: freeze dbs, capture in slices ─┘
-//!  start-up / DEBUG RELOAD ─► Storage::load ─► LoadSource (decoder thread)
+//!  start-up / DEBUG RELOAD ─► Storage::load ─► LoadSource (loader threads)
 //!        └─► crate::loading: insert decoded keys in slices, -LOADING meanwhile
 //! ```
 //!
@@ -17,15 +17,8 @@
 use crate::loading::Loading;
 use crate::server::Server;
 use crate::snapshot::Snapshot;
+use rdb::Capture;
 use store::{AccessPolicy, EncodingLimits, Entry};
-
-/// Part of an RDB stream captured on the execution thread.
-#[derive(Debug, Default)]
-pub struct Chunk {
-    pub tokens: rdb::Capture,
-    /// Keys in it.
-    pub keys: u64,
-}
 
 /// How a save writes its file.
 #[derive(Clone, Debug)]
@@ -39,12 +32,13 @@ pub struct SaveOptions {
     pub key_save_delay_us: i64,
 }
 
-/// The writer of one snapshot file.
+/// The writer of one snapshot file: it takes part of the RDB stream at a
+/// time, as captured on the execution thread.
 pub trait SnapshotSink: Send {
     /// Queue a chunk; given back when the writer is behind (try later).
-    fn push(&mut self, chunk: Chunk) -> Result<(), Chunk>;
+    fn push(&mut self, chunk: Capture) -> Result<(), Capture>;
     /// Queue a chunk, waiting for room (SAVE).
-    fn push_wait(&mut self, chunk: Chunk);
+    fn push_wait(&mut self, chunk: Capture);
     /// No more chunks: the writer adds the trailer, fsyncs and renames.
     fn finish(&mut self);
     /// The outcome once the writer is done: bytes written, or why not.

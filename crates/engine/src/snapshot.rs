@@ -24,9 +24,9 @@
 //! ([`save_now`]), with the writer thread still doing the encoding.
 
 use crate::log;
-use crate::persist::{Chunk, SnapshotSink};
+use crate::persist::SnapshotSink;
 use crate::server::Server;
-use rdb::AccessWrite;
+use rdb::{AccessWrite, Capture};
 use std::time::{Duration, Instant};
 use store::Keyspace;
 
@@ -44,9 +44,9 @@ pub struct Snapshot {
     order: Vec<(usize, u64, u64)>,
     next: usize,
     db_open: bool,
-    chunk: Chunk,
+    chunk: Capture,
     /// A chunk the writer had no room for.
-    held: Option<Chunk>,
+    held: Option<Capture>,
     access: AccessWrite,
     /// `rdb-key-save-delay` in µs: capture no faster than one key per.
     key_delay_us: u64,
@@ -75,8 +75,8 @@ pub enum Progress {
 impl Snapshot {
     /// Freeze the dataset as it is now and queue the header's AUX fields.
     pub fn begin(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
-        let mut chunk = Chunk::default();
-        let t = &mut chunk.tokens;
+        let mut chunk = Capture::new();
+        let t = &mut chunk;
         t.aux(b"redis-ver", crate::config::REDIS_COMPAT_VERSION.as_bytes());
         t.aux(b"redis-bits", b"64");
         t.aux(b"ctime", (now_ms / 1000).to_string().as_bytes());
@@ -135,7 +135,7 @@ impl Snapshot {
                 .iter_mut()
                 .find(|d| d.frozen_index() == Some(index))
                 .expect("a frozen database stays in the keyspace");
-            let tokens = &mut self.chunk.tokens;
+            let tokens = &mut self.chunk;
             if !self.db_open {
                 tokens.select_db(index as u64);
                 tokens.resize_db(size, expires);
@@ -165,9 +165,8 @@ impl Snapshot {
                 self.next += 1;
                 self.db_open = false;
             }
-            self.chunk.keys += n;
             self.keys_done += n;
-            if self.chunk.tokens.len() >= CHUNK_BYTES {
+            if self.chunk.len() >= CHUNK_BYTES {
                 let c = std::mem::take(&mut self.chunk);
                 if !self.hand_over(c, wait) {
                     return Progress::WriterBehind;
@@ -180,7 +179,7 @@ impl Snapshot {
         if !self.finished {
             // A held chunk went first (above): once this one is handed
             // over, the writer has everything.
-            if !self.chunk.tokens.is_empty() {
+            if !self.chunk.is_empty() {
                 let c = std::mem::take(&mut self.chunk);
                 if !self.hand_over(c, wait) {
                     return Progress::WriterBehind;
@@ -208,7 +207,7 @@ impl Snapshot {
     }
 
     /// False when the writer had no room (the chunk is held).
-    fn hand_over(&mut self, c: Chunk, wait: bool) -> bool {
+    fn hand_over(&mut self, c: Capture, wait: bool) -> bool {
         if wait {
             self.sink.push_wait(c);
             return true;

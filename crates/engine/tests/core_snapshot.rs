@@ -8,7 +8,7 @@ mod util;
 
 use engine::Config;
 use engine::persist::{
-    Chunk, LoadOptions, LoadSource, LoadStep, LoadedKey, SaveOptions, SnapshotSink, Storage,
+    LoadOptions, LoadSource, LoadStep, LoadedKey, SaveOptions, SnapshotSink, Storage,
 };
 use ringkv_engine as engine;
 use std::sync::{Arc, Mutex};
@@ -35,7 +35,7 @@ struct MemSink {
 }
 
 impl SnapshotSink for MemSink {
-    fn push(&mut self, chunk: Chunk) -> Result<(), Chunk> {
+    fn push(&mut self, chunk: rdb::Capture) -> Result<(), rdb::Capture> {
         self.pushes += 1;
         if self.slow > 1 && !self.pushes.is_multiple_of(self.slow) {
             return Err(chunk);
@@ -43,8 +43,8 @@ impl SnapshotSink for MemSink {
         self.push_wait(chunk);
         Ok(())
     }
-    fn push_wait(&mut self, chunk: Chunk) {
-        self.enc.feed(&chunk.tokens, &mut self.buf);
+    fn push_wait(&mut self, chunk: rdb::Capture) {
+        self.enc.feed(&chunk, &mut self.buf);
     }
     fn finish(&mut self) {
         if self.fail {

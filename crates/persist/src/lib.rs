@@ -8,8 +8,9 @@
 //!                                          rename temp → dbfilename, fsync dir
 //!  poll()  ◄──────── outcome ──────────────┘   (error: temp file removed)
 //!
-//!  Loader thread (one per load): read 1 MiB at a time → rdb::Loader →
-//!  entries built and hashed here → batches ──► execution thread inserts
+//!  rdb-loader (one per load): 1 MiB reads → rdb::Loader (parse, LZF;
+//!    packed values passed on undecoded) ──► rdb-builder: decode packed
+//!    values, build and hash entries → batches ──► execution thread inserts
 //! ```
 //!
 //! This crate owns the files and these threads, nothing else: it never

@@ -1,6 +1,7 @@
 //! The writer thread of one save.
 
-use engine::persist::{Chunk, SaveOptions, SnapshotSink};
+use engine::persist::{SaveOptions, SnapshotSink};
+use rdb::Capture;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ const QUEUE: usize = 16;
 const WRITE_BUF: usize = 1 << 20;
 
 enum Msg {
-    Chunk(Chunk),
+    Chunk(Capture),
     Finish,
 }
 
@@ -79,7 +80,7 @@ fn write_file(opts: &SaveOptions, temp: &PathBuf, rx: &Receiver<Msg>) -> Result<
         let msg = rx.recv().map_err(|_| "the save was aborted".to_string())?;
         match msg {
             Msg::Chunk(c) => {
-                enc.feed(&c.tokens, &mut buf);
+                enc.feed(&c, &mut buf);
                 if buf.len() >= WRITE_BUF {
                     flush(&mut buf, &mut file)?;
                 }
@@ -139,7 +140,7 @@ impl FileSink {
 }
 
 impl SnapshotSink for FileSink {
-    fn push(&mut self, chunk: Chunk) -> Result<(), Chunk> {
+    fn push(&mut self, chunk: Capture) -> Result<(), Capture> {
         let Some(tx) = &self.tx else {
             return Ok(());
         };
@@ -151,7 +152,7 @@ impl SnapshotSink for FileSink {
         }
     }
 
-    fn push_wait(&mut self, chunk: Chunk) {
+    fn push_wait(&mut self, chunk: Capture) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(Msg::Chunk(chunk));
         }

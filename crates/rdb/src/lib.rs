@@ -24,7 +24,9 @@
 //! This crate owns bytes only: it opens no files, starts no threads and
 //! never touches a keyspace. It reads `store` types to write them and
 //! builds `store` types when loading (honouring [`store::EncodingLimits`],
-//! so a loaded value has the encoding Valkey would give it).
+//! so a loaded value has the encoding Valkey would give it). Integers and
+//! doubles are recognised and written by `resp::num`, the same rules the
+//! replies follow.
 
 pub mod capture;
 pub mod consts;

@@ -129,6 +129,20 @@ impl HashTable<'_> {
     }
 }
 
+/// Append one literal byte to the run being written; a run full at 32
+/// bytes gets its control byte, and the next run's is reserved.
+#[inline(always)]
+fn put_literal(o: &mut [u8], op: &mut usize, lit: &mut usize, b: u8) {
+    *lit += 1;
+    o[*op] = b;
+    *op += 1;
+    if *lit == MAX_LIT {
+        o[*op - *lit - 1] = (*lit - 1) as u8;
+        *lit = 0;
+        *op += 1;
+    }
+}
+
 fn compress_with(
     input: &[u8],
     max_out: usize,
@@ -222,15 +236,8 @@ fn compress_with(
                 if op >= max_out {
                     return false;
                 }
-                lit += 1;
-                o[op] = input[ip];
-                op += 1;
+                put_literal(o, &mut op, &mut lit, input[ip]);
                 ip += 1;
-                if lit == MAX_LIT {
-                    o[op - lit - 1] = (lit - 1) as u8;
-                    lit = 0;
-                    op += 1;
-                }
             }
         }
     }
@@ -238,15 +245,8 @@ fn compress_with(
         return false;
     }
     while ip < n {
-        lit += 1;
-        o[op] = input[ip];
-        op += 1;
+        put_literal(o, &mut op, &mut lit, input[ip]);
         ip += 1;
-        if lit == MAX_LIT {
-            o[op - lit - 1] = (lit - 1) as u8;
-            lit = 0;
-            op += 1;
-        }
     }
     o[op - lit - 1] = (lit as u8).wrapping_sub(1);
     if lit == 0 {
