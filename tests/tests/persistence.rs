@@ -347,3 +347,51 @@ e2e!(
         assert_eq!(q(c, "EXISTS new:0"), int(0));
     }
 );
+
+e2e!(
+    fn flushdb_during_bgsave_keeps_the_snapshot_and_flushall_saves_empty(b) {
+        let tmp = TempDir::new("rdb-flush");
+        let srv = b.start(Opts::new().dir(tmp.path()).arg_multi("save", &["3600", "1"]));
+        let c = &mut srv.client();
+        for i in 0..1000 {
+            query(c, &["SET", &format!("k:{i}"), "v"]).unwrap();
+        }
+        assert_eq!(q(c, "CONFIG SET rdb-key-save-delay 1000"), ok());
+        assert_eq!(text(&q(c, "BGSAVE")), "Background saving started");
+        assert_eq!(q(c, "FLUSHDB"), ok());
+        q(c, "SET after flush").unwrap();
+        assert_eq!(wait_bgsave_done(c), "ok");
+        assert_eq!(q(c, "CONFIG SET rdb-key-save-delay 0"), ok());
+        let copy = TempDir::new("rdb-flush-copy");
+        fs::copy(tmp.path().join("dump.rdb"), copy.path().join("dump.rdb")).unwrap();
+        {
+            let other = b.start(Opts::new().dir(copy.path()));
+            let o = &mut other.client();
+            assert_eq!(q(o, "DBSIZE"), int(1000));
+            assert_eq!(q(o, "EXISTS after"), int(0));
+        }
+        // FLUSHALL with save points writes the empty dataset at once.
+        assert_eq!(q(c, "FLUSHALL"), ok());
+        fs::copy(tmp.path().join("dump.rdb"), copy.path().join("dump.rdb")).unwrap();
+        let other = b.start(Opts::new().dir(copy.path()));
+        assert_eq!(q(&mut other.client(), "DBSIZE"), int(0));
+    }
+);
+
+e2e!(
+    fn debug_populate_makes_padded_keys_and_skips_existing_ones(b) {
+        let srv = b.start(Opts::new().arg("enable-debug-command", "yes"));
+        let c = &mut srv.client();
+        q(c, "SET key:1 mine").unwrap();
+        assert_eq!(q(c, "DEBUG POPULATE 3"), ok());
+        assert_eq!(q(c, "DBSIZE"), int(3));
+        assert_eq!(text(&q(c, "GET key:0")), "value:0");
+        assert_eq!(text(&q(c, "GET key:1")), "mine");
+        assert_eq!(q(c, "DEBUG POPULATE 2 p 10"), ok());
+        assert_eq!(text(&q(c, "GET p:1")), "value:1\0\0\0");
+        assert_eq!(q(c, "DEBUG POPULATE 1 p 3"), ok());
+        assert_eq!(text(&q(c, "GET p:0")), "value:0\0\0\0");
+        assert_eq!(q(c, "DEBUG POPULATE 2 q 3"), ok());
+        assert_eq!(text(&q(c, "GET q:1")), "val");
+    }
+);
