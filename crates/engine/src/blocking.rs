@@ -250,7 +250,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                     reply: ReplyWriter::new(&mut out, proto),
                     now_ms,
                 };
-                f(&mut ctx, st.argv());
+                crate::effects::call(&mut ctx, f, st.argv(), true);
             }
             // A waited key that now holds another type does not serve the
             // client (Valkey only serves waiters of the key's type): it

@@ -260,6 +260,7 @@ fn evict_until(
         // thread's queue): count that as nothing freed.
         freed += before.saturating_sub(srv.used_memory());
         srv.stats.evicted_keys += 1;
+        crate::effects::emit_evicted(srv, db, &key);
         srv.watches.touch(db, &key);
         pubsub::keyspace_event(
             srv,

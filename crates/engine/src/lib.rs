@@ -46,11 +46,13 @@
 //!   (enforced by `cron`), `client-query-buffer-limit`,
 //!   `proto-max-bulk-len`, `tcp-keepalive` ([`Engine::tcp_keepalive_s`]).
 
+pub mod aof;
 pub mod batch;
 pub mod blocking;
 pub mod cmd;
 pub mod command;
 pub mod config;
+pub mod effects;
 pub mod evict;
 pub mod glob;
 pub mod info;
@@ -446,105 +448,17 @@ impl Engine {
     /// whose client is closing (QUIT, CLIENT KILL, SHUTDOWN) stops at that
     /// command and gets `close_after_reply` set.
     pub fn execute_batch(&mut self, jobs: &mut [Job<'_>]) {
-        let now_ms = self.srv.now_ms();
         let Engine { srv, found, hashes } = self;
+        execute_jobs(srv, found, hashes, jobs);
+    }
 
-        // Pass 1: every command's table entry and first-key hash, from the
-        // parser's hints when it left them.
-        found.clear();
-        for job in jobs.iter() {
-            let db = srv.clients.get(job.client).map_or(0, |s| s.db) as u32;
-            let cmds = &job.commands;
-            if cmds.hints.len() == cmds.argc.len() {
-                found.extend(cmds.hints.iter().map(|&hint| Found { hint, db }));
-            } else {
-                found.extend(cmds.iter().map(|argv| Found {
-                    hint: CommandHint::of(argv),
-                    db,
-                }));
-            }
-        }
-
-        // Pass 2: execute in order. Every `window` commands, prefetch the
-        // keys of the next `window` (buckets first, then the entries their
-        // tags point at, then the values' bytes): close enough ahead that
-        // the lines are in flight together, near enough that they are still
-        // in cache when used. (Finer pipelines measured slower at 10M keys:
-        // each stage a few commands ahead of the next, and each stage a
-        // window ahead of the next; docs/BENCHMARKS.md §6.1, §6.6.)
-        let window = srv.config.prefetch_batch_max_size;
-        let mut next_prefetch = 0;
-        let mut at = 0;
-        let mut timer = CmdTimer::new();
-        for job in jobs.iter_mut() {
-            let n = job.commands.argc.len();
-            let job_found = &found[at..at + n];
-            at += n;
-            let Some(mut sess) = srv
-                .clients
-                .map
-                .get_mut(&job.client.0)
-                .and_then(Option::take)
-            else {
-                continue;
-            };
-            sess.net_input_bytes += job.bytes_in;
-            // Output queued for it before this batch goes ahead of its
-            // replies, in the order it was produced.
-            if !sess.pending.is_empty() {
-                job.out.extend_from_slice(&sess.pending);
-                sess.net_output_bytes += sess.pending.len() as u64;
-                sess.pending.clear();
-            }
-            let start_len = job.out.len();
-            job.executed = 0;
-            for (k, argv) in job.commands.iter().enumerate() {
-                let g = at - n + k;
-                if window > 0 && g >= next_prefetch {
-                    next_prefetch = (g + window).min(found.len());
-                    prefetch_window(srv, hashes, &found[g..next_prefetch]);
-                }
-                if job.close_after_reply
-                    || sess.close_after_reply
-                    || sess.close_asap
-                    || srv.shutting_down
-                {
-                    break;
-                }
-                job.executed = k + 1;
-                if argv.is_empty() {
-                    continue;
-                }
-                execute_one(
-                    srv,
-                    &mut sess,
-                    argv,
-                    job_found[k],
-                    job.out,
-                    now_ms,
-                    &mut timer,
-                );
-                if sess.close_after_reply {
-                    job.close_after_reply = true;
-                }
-                if sess.blocked.is_some() {
-                    job.blocked = true;
-                    break;
-                }
-            }
-            if sess.close_after_reply || sess.close_asap || srv.shutting_down {
-                job.close_after_reply = true;
-            }
-            sess.net_output_bytes += (job.out.len() - start_len) as u64;
-            job.output_class = sess.output_class();
-            job.auth_required = !sess.authenticated;
-            if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
-                *slot = Some(sess);
-            }
-        }
-        timer.switch(srv, None);
-        // The hint points into this batch's buffers.
-        srv.key_hint = server::KeyHint::default();
+    /// After [`Engine::execute_batch`] (and before its replies are sent):
+    /// hand the batch's effects to the AOF. With `appendfsync always`
+    /// this returns once they are on disk, so no reply to a write leaves
+    /// before its write is durable; all writes of the batch share the one
+    /// fdatasync.
+    pub fn commit_effects(&mut self) {
+        aof::after_batch(&mut self.srv);
     }
 
     /// Move pending events into `out`.
@@ -599,7 +513,17 @@ impl Engine {
             }
         }
         persist::cron(srv, now);
+        aof::cron(srv, now);
         sample_stats(srv, now);
+    }
+
+    /// Follow the write-effects stream from now on (replication, tests):
+    /// what each batch changed is readable after [`Engine::commit_effects`].
+    pub fn attach_effects(&mut self) -> ::effects::Reader {
+        let offset = self.srv.effects.offset();
+        let r = self.srv.effects.attach(offset);
+        self.srv.sync_expiry_logging();
+        r
     }
 
     /// Files are written and read through `storage` (the server's
@@ -613,6 +537,11 @@ impl Engine {
     /// (not an RDB file, a newer version) means the server must not start.
     pub fn load_at_startup(&mut self) -> Result<(), String> {
         let now = self.srv.now_ms();
+        if self.srv.config.appendonly {
+            // The AOF wins over the RDB file, as in Valkey.
+            aof::start(&mut self.srv, now)?;
+            return Ok(());
+        }
         if loading::start(&mut self.srv, now)? {
             log::notice("Loading RDB produced by ringkv or Valkey...");
         }
@@ -635,11 +564,19 @@ impl Engine {
             let now = srv.now_ms();
             snapshot::background_step(srv, now);
         }
+        if srv.aof.rewrite.is_some() {
+            let now = srv.now_ms();
+            aof::background_step(srv, now);
+        }
     }
 
     /// How soon [`Engine::background_step`] wants to run again: now when
     /// it has work at hand, shortly when it waits on another thread.
     pub fn background_wait(&self) -> Option<std::time::Duration> {
+        if let Some(r) = &self.srv.aof.rewrite {
+            let ms = if r.ready() { 0 } else { 1 };
+            return Some(std::time::Duration::from_millis(ms));
+        }
         let p = &self.srv.persist;
         if p.is_loading() || p.snapshot.is_some() {
             let ready = match (&p.loading, &p.snapshot) {
@@ -876,6 +813,7 @@ fn execute_one(
         }
     };
     if srv.config.maxmemory > 0
+        && !srv.aof.replaying
         && let Some(msg) = check_oom(srv, sess, i, out, now_ms)
     {
         if let Some(m) = sess.multi.as_deref_mut() {
@@ -924,7 +862,7 @@ fn execute_one(
             reply: ReplyWriter::for_buf(&mut *out, proto),
             now_ms,
         };
-        f(&mut ctx, argv);
+        effects::call(&mut ctx, f, argv, true);
     }
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
     // Keys the command expired: WATCH invalidation, `expired` events.
@@ -1073,11 +1011,16 @@ fn resolve(
             cmd: Some(i),
         });
     }
-    if e.spec.flags & command::flags::WRITE != 0 && persist::writes_denied(srv) {
-        return Err(Rejected {
-            msg: persist::MISCONF_ERR.into(),
-            cmd: Some(i),
-        });
+    if e.spec.flags & command::flags::WRITE != 0 {
+        if persist::writes_denied(srv) {
+            return Err(Rejected {
+                msg: persist::MISCONF_ERR.into(),
+                cmd: Some(i),
+            });
+        }
+        if let Some(msg) = aof::misconf_error(srv) {
+            return Err(Rejected { msg, cmd: Some(i) });
+        }
     }
     if sess.multi.is_some() && e.spec.flags & command::flags::NO_MULTI != 0 {
         return Err(Rejected {
@@ -1144,4 +1087,117 @@ fn sample_stats(srv: &mut Server, now: i64) {
     // Valkey's cron keeps the peak current between INFO calls.
     let used = srv.memory().used;
     srv.note_used_memory(used);
+}
+
+/// Run one job of the AOF's own client (a replay at start-up).
+pub(crate) fn execute_replayed(srv: &mut Server, job: &mut Job<'_>) {
+    let mut hashes = vec![Vec::new(); srv.keyspace.dbs.len()];
+    execute_jobs(srv, &mut Vec::new(), &mut hashes, std::slice::from_mut(job));
+}
+
+/// [`Engine::execute_batch`], with the engine's scratch vectors.
+fn execute_jobs(
+    srv: &mut Server,
+    found: &mut Vec<Found>,
+    hashes: &mut [Vec<u64>],
+    jobs: &mut [Job<'_>],
+) {
+    let now_ms = srv.now_ms();
+
+    // Pass 1: every command's table entry and first-key hash, from the
+    // parser's hints when it left them.
+    found.clear();
+    for job in jobs.iter() {
+        let db = srv.clients.get(job.client).map_or(0, |s| s.db) as u32;
+        let cmds = &job.commands;
+        if cmds.hints.len() == cmds.argc.len() {
+            found.extend(cmds.hints.iter().map(|&hint| Found { hint, db }));
+        } else {
+            found.extend(cmds.iter().map(|argv| Found {
+                hint: CommandHint::of(argv),
+                db,
+            }));
+        }
+    }
+
+    // Pass 2: execute in order. Every `window` commands, prefetch the
+    // keys of the next `window` (buckets first, then the entries their
+    // tags point at, then the values' bytes): close enough ahead that
+    // the lines are in flight together, near enough that they are still
+    // in cache when used. (Finer pipelines measured slower at 10M keys:
+    // each stage a few commands ahead of the next, and each stage a
+    // window ahead of the next; docs/BENCHMARKS.md §6.1, §6.6.)
+    let window = srv.config.prefetch_batch_max_size;
+    let mut next_prefetch = 0;
+    let mut at = 0;
+    let mut timer = CmdTimer::new();
+    for job in jobs.iter_mut() {
+        let n = job.commands.argc.len();
+        let job_found = &found[at..at + n];
+        at += n;
+        let Some(mut sess) = srv
+            .clients
+            .map
+            .get_mut(&job.client.0)
+            .and_then(Option::take)
+        else {
+            continue;
+        };
+        sess.net_input_bytes += job.bytes_in;
+        // Output queued for it before this batch goes ahead of its
+        // replies, in the order it was produced.
+        if !sess.pending.is_empty() {
+            job.out.extend_from_slice(&sess.pending);
+            sess.net_output_bytes += sess.pending.len() as u64;
+            sess.pending.clear();
+        }
+        let start_len = job.out.len();
+        job.executed = 0;
+        for (k, argv) in job.commands.iter().enumerate() {
+            let g = at - n + k;
+            if window > 0 && g >= next_prefetch {
+                next_prefetch = (g + window).min(found.len());
+                prefetch_window(srv, hashes, &found[g..next_prefetch]);
+            }
+            if job.close_after_reply
+                || sess.close_after_reply
+                || sess.close_asap
+                || srv.shutting_down
+            {
+                break;
+            }
+            job.executed = k + 1;
+            if argv.is_empty() {
+                continue;
+            }
+            execute_one(
+                srv,
+                &mut sess,
+                argv,
+                job_found[k],
+                job.out,
+                now_ms,
+                &mut timer,
+            );
+            if sess.close_after_reply {
+                job.close_after_reply = true;
+            }
+            if sess.blocked.is_some() {
+                job.blocked = true;
+                break;
+            }
+        }
+        if sess.close_after_reply || sess.close_asap || srv.shutting_down {
+            job.close_after_reply = true;
+        }
+        sess.net_output_bytes += (job.out.len() - start_len) as u64;
+        job.output_class = sess.output_class();
+        job.auth_required = !sess.authenticated;
+        if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
+            *slot = Some(sess);
+        }
+    }
+    timer.switch(srv, None);
+    // The hint points into this batch's buffers.
+    srv.key_hint = server::KeyHint::default();
 }

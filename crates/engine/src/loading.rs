@@ -33,6 +33,11 @@ pub fn start(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
     let Some(source) = storage.load(&name, opts)? else {
         return Ok(false);
     };
+    begin(srv, source, now_ms);
+    Ok(true)
+}
+
+fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
     srv.persist.loading = Some(Loading {
         source,
         started: Instant::now(),
@@ -40,7 +45,15 @@ pub fn start(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
         loaded: 0,
         waiting: false,
     });
-    Ok(true)
+}
+
+/// Load all of `source` before returning (an AOF's RDB base).
+pub fn load_all(srv: &mut Server, source: Box<dyn LoadSource>) -> Result<(), String> {
+    let now = srv.now_ms();
+    begin(srv, source, now);
+    let r = step(srv, None).map(|_| ());
+    srv.persist.loading = None;
+    r
 }
 
 /// What a step left to do.

@@ -98,6 +98,26 @@ pub trait Storage: Send {
         filename: &str,
         opts: LoadOptions,
     ) -> Result<Option<Box<dyn LoadSource>>, String>;
+    /// Open the AOF directory for appending what `stream` publishes.
+    fn open_aof(
+        &mut self,
+        opts: &crate::aof::AofOptions,
+        stream: effects::Reader,
+        mode: crate::aof::OpenMode,
+    ) -> Result<Box<dyn crate::aof::AppendLog>, String> {
+        let _ = (opts, stream, mode);
+        Err("this storage keeps no append-only file".into())
+    }
+    /// `Ok(None)` when the AOF directory has no manifest. A manifest or
+    /// file that cannot be read fails here or in the source.
+    fn load_aof(
+        &mut self,
+        opts: &crate::aof::AofOptions,
+        load: LoadOptions,
+    ) -> Result<Option<Box<dyn crate::aof::AofSource>>, String> {
+        let _ = (opts, load);
+        Ok(None)
+    }
 }
 
 /// Seconds between BGSAVE retries after a failed one (Valkey's
@@ -192,7 +212,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     if srv.persist.storage.is_none() || srv.persist.is_loading() {
         return;
     }
-    if srv.persist.snapshot.is_some() {
+    if srv.persist.snapshot.is_some() || srv.aof.rewrite.is_some() {
         return;
     }
     let now_s = now_ms / 1000;

@@ -314,6 +314,7 @@ pub fn drain_expired(srv: &mut Server, mut me: Option<Me<'_, '_>>) {
     if !srv.expiry_logging {
         return;
     }
+    crate::effects::emit_expired(srv);
     for db in 0..srv.keyspace.dbs.len() {
         if !srv.keyspace.dbs[db].has_expired_log() {
             continue;

@@ -227,6 +227,10 @@ pub struct Server {
     pub output_limits: std::sync::Arc<crate::output::OutputLimits>,
     /// RDB: dirty counter, save points, the BGSAVE or load in progress.
     pub persist: crate::persist::Persist,
+    /// The write-effects stream (on while the AOF or a replica reads it).
+    pub effects: crate::effects::Effects,
+    /// The append-only file: its state and INFO figures.
+    pub aof: crate::aof::Aof,
 }
 
 impl Server {
@@ -272,6 +276,8 @@ impl Server {
             lazyfree: Default::default(),
             output_limits: Default::default(),
             persist: crate::persist::Persist::new(start_ms / 1000),
+            effects: crate::effects::Effects::default(),
+            aof: crate::aof::Aof::default(),
         };
         srv.sync_expiry_logging();
         srv.sync_output_limits();
@@ -321,7 +327,9 @@ impl Server {
     pub fn sync_expiry_logging(&mut self) {
         use crate::command::notify::{EXPIRED, KEYEVENT, KEYSPACE};
         let n = self.config.notify_keyspace_events;
-        let want = !self.watches.is_empty() || (n & EXPIRED != 0 && n & (KEYSPACE | KEYEVENT) != 0);
+        let want = !self.watches.is_empty()
+            || self.effects.on()
+            || (n & EXPIRED != 0 && n & (KEYSPACE | KEYEVENT) != 0);
         if want != self.expiry_logging {
             self.expiry_logging = want;
             for db in self.keyspace.dbs.iter_mut() {

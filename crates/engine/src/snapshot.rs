@@ -75,13 +75,27 @@ pub enum Progress {
 impl Snapshot {
     /// Freeze the dataset as it is now and queue the header's AUX fields.
     pub fn begin(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
+        Snapshot::begin_with(srv, sink, now_ms, false)
+    }
+
+    /// [`Snapshot::begin`] for an AOF base (its `aof-base` AUX field is 1).
+    pub fn begin_aof_base(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
+        Snapshot::begin_with(srv, sink, now_ms, true)
+    }
+
+    fn begin_with(
+        srv: &mut Server,
+        sink: Box<dyn SnapshotSink>,
+        now_ms: i64,
+        aof_base: bool,
+    ) -> Snapshot {
         let mut chunk = Capture::new();
         let t = &mut chunk;
         t.aux(b"redis-ver", crate::config::REDIS_COMPAT_VERSION.as_bytes());
         t.aux(b"redis-bits", b"64");
         t.aux(b"ctime", (now_ms / 1000).to_string().as_bytes());
         t.aux(b"used-mem", srv.used_memory().to_string().as_bytes());
-        t.aux(b"aof-base", b"0");
+        t.aux(b"aof-base", if aof_base { b"1" } else { b"0" });
         let mut order = Vec::new();
         let mut keys_total = 0;
         for (i, db) in srv.keyspace.dbs.iter_mut().enumerate() {
@@ -268,10 +282,16 @@ fn access_write(srv: &Server) -> AccessWrite {
     }
 }
 
+/// BGSAVE while an AOF rewrite captures (Valkey's text for a busy child).
+pub const AOF_REWRITE_ACTIVE: &str = "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible";
+
 /// BGSAVE: start a background save. The error is Valkey's reply text.
 pub fn start_bgsave(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     if srv.persist.snapshot.is_some() {
         return Err("ERR Background save already in progress".into());
+    }
+    if srv.aof.rewrite.is_some() {
+        return Err(AOF_REWRITE_ACTIVE.into());
     }
     let opts = crate::persist::save_options(srv);
     let Some(storage) = srv.persist.storage.as_mut() else {
@@ -348,6 +368,8 @@ pub fn save_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     if srv.persist.snapshot.is_some() {
         return Err("ERR Background save already in progress".into());
     }
+    // One frozen view at a time: a rewrite's capture finishes first.
+    crate::aof::complete_capture(srv, now_ms);
     let opts = crate::persist::save_options(srv);
     let Some(storage) = srv.persist.storage.as_mut() else {
         return Err("ERR no storage configured".into());
@@ -384,6 +406,10 @@ pub fn prepare_shutdown(srv: &mut Server, now_ms: i64, save: Option<bool>, force
     if srv.persist.snapshot.is_some() {
         log::warning("There is a child saving an .rdb. Killing it!");
         abort_bgsave(srv);
+    }
+    if srv.aof.is_on() {
+        log::notice("Calling fsync() on the AOF file.");
+        crate::aof::flush_for_shutdown(srv);
     }
     let wanted = save.unwrap_or(!srv.config.save_points.is_empty());
     if !wanted || srv.persist.storage.is_none() {

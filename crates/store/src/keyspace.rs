@@ -146,6 +146,8 @@ pub struct Db {
     /// invalidations. Off unless someone listens: it costs a copy per key.
     pub log_expired: bool,
     expired_log: Vec<Box<[u8]>>,
+    /// How much of `expired_log` the effects stream has seen.
+    expired_emitted: usize,
     /// A point-in-time view in progress (see [`crate::freeze`]).
     pub(crate) view: Option<Box<crate::freeze::View>>,
 }
@@ -162,6 +164,7 @@ impl Default for Db {
             stats: ExpireStats::default(),
             log_expired: false,
             expired_log: Vec::new(),
+            expired_emitted: 0,
             view: None,
         }
     }
@@ -335,7 +338,16 @@ impl Db {
     /// Keys deleted by expiry since the last call, oldest first (only
     /// while [`Db::log_expired`] is set).
     pub fn take_expired(&mut self) -> Vec<Box<[u8]>> {
+        self.expired_emitted = 0;
         std::mem::take(&mut self.expired_log)
+    }
+    /// Keys logged since the last call (the log itself stays for
+    /// [`Db::take_expired`]): the effects stream emits their deletions as
+    /// they happen, before WATCH and keyspace events look at them.
+    pub fn expired_not_emitted(&mut self) -> &[Box<[u8]>] {
+        let from = self.expired_emitted.min(self.expired_log.len());
+        self.expired_emitted = self.expired_log.len();
+        &self.expired_log[from..]
     }
     pub fn has_expired_log(&self) -> bool {
         !self.expired_log.is_empty()

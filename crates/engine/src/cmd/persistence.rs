@@ -1,5 +1,6 @@
-//! SAVE, BGSAVE [SCHEDULE] and LASTSAVE (the snapshot itself is
-//! `crate::snapshot`; SHUTDOWN's save and DEBUG RELOAD call it too).
+//! SAVE, BGSAVE [SCHEDULE], LASTSAVE and BGREWRITEAOF (the snapshot
+//! itself is `crate::snapshot`, the AOF `crate::aof`; SHUTDOWN's save and
+//! DEBUG RELOAD call them too).
 
 use super::SYNTAX_ERR;
 use crate::batch::ArgvRef;
@@ -38,6 +39,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        name: "bgrewriteaof",
+        arity: 1,
+        flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "1.0.0",
+        summary: "Asynchronously rewrites the append-only file to disk.",
+        complexity: "O(1)",
+        func: Some(bgrewriteaof),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
         name: "lastsave",
         arity: 1,
         flags: LOADING | STALE | FAST,
@@ -61,8 +74,25 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if argv.len() > 2 || (argv.len() == 2 && !argv.get(1).eq_ignore_ascii_case(b"schedule")) {
         return ctx.error(SYNTAX_ERR);
     }
+    let schedule = argv.len() == 2;
+    if schedule && ctx.srv.aof.rewrite.is_some() {
+        ctx.srv.persist.bgsave_scheduled = true;
+        return ctx.reply.simple("Background saving scheduled");
+    }
     match snapshot::start_bgsave(ctx.srv, ctx.now_ms) {
         Ok(()) => ctx.reply.simple("Background saving started"),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    match crate::aof::start_rewrite(ctx.srv, ctx.now_ms) {
+        Ok(true) => ctx
+            .reply
+            .simple("Background append only file rewriting started"),
+        Ok(false) => ctx
+            .reply
+            .simple("Background append only file rewriting scheduled"),
         Err(e) => ctx.error(&e),
     }
 }

@@ -393,6 +393,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let lazy = flush_lazy(ctx, argv);
     flush_one(ctx, ctx.session.db, lazy);
+    ctx.force_propagation();
     ctx.reply.ok();
 }
 
@@ -411,6 +412,7 @@ fn flushall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         let _ = crate::snapshot::save_now(ctx.srv, ctx.now_ms);
     }
     ctx.srv.persist.dirty += 1;
+    ctx.force_propagation();
     ctx.reply.ok();
 }
 
@@ -635,6 +637,11 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let n = ctx.srv.config.io_threads;
     if n != before.io_threads {
         ctx.srv.events.push(crate::Event::IoThreads { n });
+    }
+    if let Err(e) = crate::aof::apply_config(ctx.srv, &before, ctx.now_ms) {
+        ctx.srv.config = before;
+        ctx.error(&e);
+        return;
     }
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();

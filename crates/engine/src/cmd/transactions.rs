@@ -217,6 +217,9 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         }
         return;
     }
+    // Its commands' effects stand for it (wrapped in MULTI/EXEC when
+    // there are several).
+    ctx.prevent_propagation();
     // Nothing the transaction does can dirty its own watch.
     watch::unwatch_all(ctx.srv, ctx.session);
     ctx.session.in_exec = true;
@@ -228,7 +231,7 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         ctx.srv.key_hint = KeyHint::default();
         let start = ctx.reply.out.len();
         if let Some(f) = entries[idx].spec.func {
-            f(ctx, argv);
+            crate::effects::call(ctx, f, argv, false);
         }
         // Each command counts on its own, as Valkey's call() does.
         let t = Instant::now();

@@ -1,0 +1,108 @@
+use super::*;
+
+fn drain(r: &mut Reader) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(s) = r.next_slice() {
+        assert_eq!(s.offset(), r.offset() - s.len() as u64);
+        out.extend_from_slice(&s);
+    }
+    out
+}
+
+#[test]
+fn readers_see_only_published_bytes() {
+    let mut w = Writer::new(100);
+    let mut r = w.reader();
+    w.append(b"*1\r\n$4\r\nPING\r\n");
+    assert!(r.next_slice().is_none());
+    assert_eq!(w.offset(), 114);
+    assert_eq!(w.published(), 100);
+    w.publish();
+    assert_eq!(drain(&mut r), b"*1\r\n$4\r\nPING\r\n");
+    assert_eq!(r.offset(), 114);
+    assert_eq!(r.pending(), 0);
+}
+
+#[test]
+fn a_unit_larger_than_blocks_spans_them_in_order() {
+    let mut w = Writer::new(0);
+    let mut r = w.reader();
+    let big: Vec<u8> = (0..BLOCK_SIZE * 3 + 17).map(|i| (i % 251) as u8).collect();
+    w.append(b"x");
+    w.append(&big);
+    // Full blocks are visible as they fill; the rest waits for publish.
+    let early = drain(&mut r);
+    assert_eq!(early.len(), BLOCK_SIZE * 3);
+    w.publish();
+    let mut all = early;
+    all.extend(drain(&mut r));
+    assert_eq!(all[0], b'x');
+    assert_eq!(&all[1..], &big[..]);
+    assert_eq!(w.offset(), big.len() as u64 + 1);
+}
+
+#[test]
+fn discarded_bytes_are_never_seen() {
+    let mut w = Writer::new(0);
+    let mut r = w.reader();
+    w.append(b"keep");
+    w.publish();
+    w.append(b"drop");
+    w.discard_unpublished();
+    w.append(b"!");
+    w.publish();
+    assert_eq!(drain(&mut r), b"keep!");
+}
+
+#[test]
+fn slices_outlive_the_writer_and_later_blocks_are_freed() {
+    let mut w = Writer::new(0);
+    let mut r = w.reader();
+    w.append(&vec![7u8; BLOCK_SIZE + 10]);
+    w.publish();
+    let first = r.next_slice().unwrap();
+    let weak = Arc::downgrade(&first.block);
+    drop(w);
+    assert_eq!(first.len(), BLOCK_SIZE);
+    assert!(first.iter().all(|&b| b == 7));
+    assert_eq!(r.next_slice().unwrap().len(), 10);
+    drop(first);
+    // The reader moved to the second block: the first one is gone.
+    assert!(weak.upgrade().is_none());
+}
+
+#[test]
+fn a_long_unread_chain_drops_without_recursion() {
+    // On a 64 KiB stack, dropping 5,000 chained blocks one frame each
+    // would overflow it.
+    std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(|| {
+            let mut w = Writer::new(0);
+            let r = w.reader();
+            let chunk = vec![1u8; BLOCK_SIZE];
+            for _ in 0..5_000 {
+                w.append(&chunk);
+            }
+            w.publish();
+            assert_eq!(r.pending(), 5_000 * BLOCK_SIZE as u64);
+            drop(w);
+            drop(r);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn split_and_truncate_stay_inside_the_slice() {
+    let mut w = Writer::new(0);
+    let mut r = w.reader();
+    w.append(b"abcdef");
+    w.publish();
+    let s = r.next_slice().unwrap();
+    assert_eq!(&*s.split_from(2), b"cdef");
+    assert_eq!(s.split_from(2).offset(), 2);
+    assert_eq!(&*s.truncate(3), b"abc");
+    assert_eq!(&*s.split_from(99), b"");
+}
