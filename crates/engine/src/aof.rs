@@ -71,8 +71,11 @@ pub struct AofStatus {
 
 /// The open append-only file, written by a thread of its own.
 pub trait AppendLog: Send {
-    /// New bytes were published: write them (soon; it wakes the thread).
-    fn wake(&mut self);
+    /// The stream is published up to `published` (always the end of an
+    /// execution unit, unlike block boundaries a reader may also see):
+    /// write it soon (this wakes the AOF thread if it sleeps). Only at
+    /// such offsets may the writer put an `#TS:` annotation.
+    fn wake(&mut self, published: u64);
     /// `appendfsync always`: return once every byte before `offset` is
     /// written and fdatasync'ed. An error means it is not on disk.
     fn sync(&mut self, offset: u64) -> Result<(), String>;
@@ -308,7 +311,7 @@ pub fn after_batch(srv: &mut Server) {
             std::process::exit(1);
         }
     } else {
-        log.wake();
+        log.wake(end);
     }
 }
 
