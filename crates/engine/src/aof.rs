@@ -85,6 +85,12 @@ pub trait AppendLog: Send {
     /// The last write or fsync failed (cheap: read before every write
     /// command).
     fn write_failed(&self) -> bool;
+    /// Stream offset written to the file ([`AofStatus::written`]); read
+    /// before every command while `maxmemory` is set, so implementations
+    /// should make it an atomic load.
+    fn written(&self) -> u64 {
+        self.status().written
+    }
     /// BGREWRITEAOF: stream bytes from `offset` on go to a new incr file
     /// (listed in the manifest at once, so a crash loses nothing); the
     /// returned sink writes the new base (an RDB file).
@@ -127,7 +133,6 @@ pub trait AofSource: Send {
 }
 
 /// The AOF's state and INFO persistence's `aof_*` figures.
-#[derive(Default)]
 pub struct Aof {
     pub log: Option<Box<dyn AppendLog>>,
     /// A rewrite's base being captured.
@@ -148,6 +153,25 @@ pub struct Aof {
     /// Opened only for a BGREWRITEAOF with `appendonly no`: closed when
     /// the rewrite ends.
     pub temporary: bool,
+}
+
+impl Default for Aof {
+    fn default() -> Aof {
+        Aof {
+            log: None,
+            rewrite: None,
+            rewrite_started: None,
+            rewrite_scheduled: false,
+            last_rewrite_time_s: -1,
+            last_rewrite_ok: true,
+            rewrites: 0,
+            consecutive_failures: 0,
+            size_at_rewrite: 0,
+            loaded_commands: 0,
+            replaying: false,
+            temporary: false,
+        }
+    }
 }
 
 impl Aof {
@@ -550,5 +574,15 @@ pub fn flush_for_shutdown(srv: &mut Server) {
         && let Err(e) = log.sync(end)
     {
         log::warning(&format!("Error flushing the AOF at shutdown: {e}"));
+    }
+}
+
+/// Effects not yet written to the AOF (INFO `aof_buffer_length`,
+/// `mem_aof_buffer`); left out of `maxmemory` as Valkey leaves out its
+/// AOF buffer.
+pub fn buffered(srv: &Server) -> u64 {
+    match srv.aof.log.as_ref() {
+        Some(log) => srv.effects.offset().saturating_sub(log.written()),
+        None => 0,
     }
 }

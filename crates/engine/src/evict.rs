@@ -204,7 +204,10 @@ pub fn bytes_to_free(srv: &Server) -> u64 {
     if max == 0 {
         return 0;
     }
-    srv.used_memory().saturating_sub(max)
+    let not_counted = crate::aof::buffered(srv);
+    srv.used_memory()
+        .saturating_sub(not_counted)
+        .saturating_sub(max)
 }
 
 /// Valkey's `performEvictions`. `me` is the client whose command is

@@ -302,13 +302,14 @@ fn memory(srv: &mut Server, out: &mut String) {
     field!(out, "rss_overhead_bytes:{}", mh.rss_extra_bytes());
     field!(out, "mem_fragmentation_ratio:{:.2}", mh.total_frag());
     field!(out, "mem_fragmentation_bytes:{}", mh.total_frag_bytes());
-    field!(out, "mem_not_counted_for_evict:0");
+    let aof_buffer = crate::aof::buffered(srv);
+    field!(out, "mem_not_counted_for_evict:{aof_buffer}");
     field!(out, "mem_replication_backlog:0");
     field!(out, "mem_total_replication_buffers:0");
     field!(out, "mem_clients_slaves:0");
     field!(out, "mem_clients_normal:{}", mh.clients_normal);
     field!(out, "mem_cluster_links:0");
-    field!(out, "mem_aof_buffer:0");
+    field!(out, "mem_aof_buffer:{aof_buffer}");
     field!(out, "mem_allocator:{}", m.allocator);
     field!(out, "mem_overhead_db_hashtable_rehashing:0");
     field!(out, "active_defrag_running:0");
@@ -374,18 +375,44 @@ fn persistence(srv: &Server, out: &mut String) {
     field!(out, "rdb_last_cow_size:0");
     field!(out, "rdb_last_load_keys_expired:{}", p.last_load_expired);
     field!(out, "rdb_last_load_keys_loaded:{}", p.last_load_loaded);
-    field!(out, "aof_enabled:0");
-    field!(out, "aof_rewrite_in_progress:0");
-    field!(out, "aof_rewrite_scheduled:0");
-    field!(out, "aof_last_rewrite_time_sec:-1");
-    field!(out, "aof_current_rewrite_time_sec:-1");
-    field!(out, "aof_last_bgrewrite_status:ok");
-    field!(out, "aof_rewrites:0");
-    field!(out, "aof_rewrites_consecutive_failures:0");
-    field!(out, "aof_last_write_status:ok");
+    aof_fields(srv, out);
+}
+
+fn aof_fields(srv: &Server, out: &mut String) {
+    let a = &srv.aof;
+    let st = a.status();
+    let ok = |b: bool| if b { "ok" } else { "err" };
+    field!(out, "aof_enabled:{}", (a.is_on() && !a.temporary) as u8);
+    field!(out, "aof_rewrite_in_progress:{}", a.rewrite.is_some() as u8);
+    field!(out, "aof_rewrite_scheduled:{}", a.rewrite_scheduled as u8);
+    field!(out, "aof_last_rewrite_time_sec:{}", a.last_rewrite_time_s);
+    let current = a
+        .rewrite_started
+        .map_or(-1, |t| t.elapsed().as_secs() as i64);
+    field!(out, "aof_current_rewrite_time_sec:{current}");
+    field!(out, "aof_last_bgrewrite_status:{}", ok(a.last_rewrite_ok));
+    field!(out, "aof_rewrites:{}", a.rewrites);
+    field!(
+        out,
+        "aof_rewrites_consecutive_failures:{}",
+        a.consecutive_failures
+    );
+    field!(
+        out,
+        "aof_last_write_status:{}",
+        ok(st.write_error.is_none())
+    );
     field!(out, "aof_last_cow_size:0");
     field!(out, "module_fork_in_progress:0");
     field!(out, "module_fork_last_cow_size:0");
+    if a.is_on() && !a.temporary {
+        field!(out, "aof_current_size:{}", st.current_size);
+        field!(out, "aof_base_size:{}", st.base_size);
+        field!(out, "aof_pending_rewrite:{}", a.rewrite_scheduled as u8);
+        field!(out, "aof_buffer_length:{}", crate::aof::buffered(srv));
+        field!(out, "aof_pending_bio_fsync:{}", st.fsync_in_progress as u8);
+        field!(out, "aof_delayed_fsync:{}", st.delayed_fsync);
+    }
 }
 
 fn stats(srv: &Server, out: &mut String) {

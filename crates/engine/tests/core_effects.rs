@@ -65,7 +65,13 @@ fn a_transaction_with_several_writes_is_wrapped_and_one_write_is_not() {
     let mut e = engine();
     let c = connect(&mut e);
     let mut r = e.attach_effects();
-    for w in [&["multi"][..], &["set", "m", "1"], &["incr", "m"], &["get", "m"], &["exec"]] {
+    for w in [
+        &["multi"][..],
+        &["set", "m", "1"],
+        &["incr", "m"],
+        &["get", "m"],
+        &["exec"],
+    ] {
         cmd(&mut e, c, w);
     }
     for w in [&["multi"][..], &["set", "m1", "1"], &["exec"]] {
@@ -111,13 +117,21 @@ fn a_key_found_expired_is_unlinked_before_the_command_that_found_it() {
     cmd(&mut e, c, &["append", "k2", "x"]);
     cmd(&mut e, c, &["set", "k3", "v", "px", "10"]);
     e.pin_clock(Some(1_000_300));
-    for w in [&["multi"][..], &["set", "k4", "1"], &["append", "k3", "y"], &["exec"]] {
+    for w in [
+        &["multi"][..],
+        &["set", "k4", "1"],
+        &["append", "k3", "y"],
+        &["exec"],
+    ] {
         cmd(&mut e, c, w);
     }
     let got = effects(&mut e, &mut r);
     let n = got.len();
     assert_eq!(got[..2], [v(&["SELECT", "0"]), v(&["UNLINK", "k"])]);
-    assert_eq!(got[n - 8..n - 6], [v(&["UNLINK", "k2"]), v(&["append", "k2", "x"])]);
+    assert_eq!(
+        got[n - 8..n - 6],
+        [v(&["UNLINK", "k2"]), v(&["append", "k2", "x"])]
+    );
     // Inside a transaction too, as Valkey 8.1 writes it: the deletion
     // goes out on its own, ahead of the MULTI.
     assert_eq!(

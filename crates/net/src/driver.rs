@@ -68,6 +68,8 @@ impl EngineTimers {
             }
         }
         engine.expire_blocked();
+        // Deletions by active expiry and eviction, a rewrite's cut-over.
+        engine.commit_effects();
     }
 
     /// How long the loop may sleep (at most `max`) before cron or a blocked
@@ -644,6 +646,9 @@ impl Driver {
             && let Side::Inline(engine) = &mut self.side
         {
             engine.execute_batch(&mut jobs);
+            // Before any reply is queued: with appendfsync always, the
+            // batch's writes are on disk when this returns.
+            engine.commit_effects();
         }
         let mut flags_vec = std::mem::take(&mut self.flags);
         flags_vec.clear();

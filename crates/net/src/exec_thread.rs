@@ -540,6 +540,9 @@ impl ExecLoop {
             })
             .collect();
         self.engine.execute_batch(&mut jobs);
+        // Before any reply leaves: with appendfsync always, the batch's
+        // writes are on disk when this returns.
+        self.engine.commit_effects();
         let mut flags = std::mem::take(&mut self.flags);
         flags.clear();
         flags.extend(jobs.iter().map(Job::outcome));
