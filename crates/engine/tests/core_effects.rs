@@ -1,6 +1,34 @@
 //! The write-effects stream: what each command emits for the AOF and
 //! replicas, checked against what Valkey 8.1 writes to its AOF for the
 //! same commands.
+//!
+//! Checked against valkey-server 8.1 (`--appendonly yes`, its
+//! `*.incr.aof` read back), default config unless said:
+//! * expiries: SET EX/PX/EXAT (also with NX, XX, GET), SETEX, PSETEX →
+//!   `SET k v PXAT ms` (NX/XX/GET dropped; PXAT and KEEPTTL as sent);
+//!   EXPIRE, PEXPIRE, EXPIREAT → `PEXPIREAT k ms` + options as sent
+//!   (PEXPIREAT as sent); GETEX EX/PX/EXAT/PXAT → `PEXPIREAT`, GETEX
+//!   PERSIST → `PERSIST`; a time already past → `UNLINK k` (`DEL` with
+//!   lazyfree-lazy-expire no), nothing when the key was missing; RESTORE
+//!   with a relative TTL → absolute + `ABSTTL`, past → UNLINK/DEL
+//!   (lazyfree-lazy-server-del);
+//! * GETDEL → `DEL`, GETSET → `SET`, INCRBYFLOAT → `SET k r KEEPTTL`,
+//!   HINCRBYFLOAT → `HSET k f r`;
+//! * SPOP → `SREM k m...` (1024 members per SREM, several wrapped in
+//!   MULTI), the whole set → `UNLINK`/`DEL`;
+//! * BLPOP/BRPOP → `LPOP/RPOP k`, BLMOVE → `LMOVE` (sides as sent),
+//!   BRPOPLPUSH → `RPOPLPUSH`, LMPOP/BLMPOP → `LPOP/RPOP k n` (n popped),
+//!   BZPOPMIN/MAX → `ZPOPMIN/MAX k`, ZMPOP/BZMPOP → `ZPOPMIN/MAX k n`;
+//!   a client served later goes after the push that served it;
+//! * nothing for: SETBIT to the same bit, BITFIELD writing the same
+//!   value, LTRIM keeping everything, EXPIRE on a missing key or refused
+//!   by NX/XX/GT/LT, PERSIST without TTL, SET NX on an existing key,
+//!   PFCOUNT with a valid cache, OBJECT FREQ, failing commands;
+//! * as sent: DEL/UNLINK of several keys, COPY (DB), MOVE, RENAME(NX),
+//!   SWAPDB (even of a database with itself), FLUSHDB/FLUSHALL ASYNC,
+//!   SETRANGE, APPEND, MSETNX, SETNX, HSETNX, ZADD INCR, ZINCRBY, LMOVE,
+//!   SMOVE, *STORE, PFADD, PFMERGE, PFCOUNT that updates its cache,
+//!   BITFIELD, BITOP, LPOP/ZPOPMIN with a count.
 
 mod core_util;
 use core_util::*;
@@ -65,7 +93,13 @@ fn a_transaction_with_several_writes_is_wrapped_and_one_write_is_not() {
     let mut e = engine();
     let c = connect(&mut e);
     let mut r = e.attach_effects();
-    for w in [&["multi"][..], &["set", "m", "1"], &["incr", "m"], &["get", "m"], &["exec"]] {
+    for w in [
+        &["multi"][..],
+        &["set", "m", "1"],
+        &["incr", "m"],
+        &["get", "m"],
+        &["exec"],
+    ] {
         cmd(&mut e, c, w);
     }
     for w in [&["multi"][..], &["set", "m1", "1"], &["exec"]] {
@@ -111,13 +145,21 @@ fn a_key_found_expired_is_unlinked_before_the_command_that_found_it() {
     cmd(&mut e, c, &["append", "k2", "x"]);
     cmd(&mut e, c, &["set", "k3", "v", "px", "10"]);
     e.pin_clock(Some(1_000_300));
-    for w in [&["multi"][..], &["set", "k4", "1"], &["append", "k3", "y"], &["exec"]] {
+    for w in [
+        &["multi"][..],
+        &["set", "k4", "1"],
+        &["append", "k3", "y"],
+        &["exec"],
+    ] {
         cmd(&mut e, c, w);
     }
     let got = effects(&mut e, &mut r);
     let n = got.len();
     assert_eq!(got[..2], [v(&["SELECT", "0"]), v(&["UNLINK", "k"])]);
-    assert_eq!(got[n - 8..n - 6], [v(&["UNLINK", "k2"]), v(&["append", "k2", "x"])]);
+    assert_eq!(
+        got[n - 8..n - 6],
+        [v(&["UNLINK", "k2"]), v(&["append", "k2", "x"])]
+    );
     // Inside a transaction too, as Valkey 8.1 writes it: the deletion
     // goes out on its own, ahead of the MULTI.
     assert_eq!(
@@ -128,6 +170,232 @@ fn a_key_found_expired_is_unlinked_before_the_command_that_found_it() {
             v(&["set", "k4", "1"]),
             v(&["append", "k3", "y"]),
             v(&["EXEC"])
+        ]
+    );
+}
+
+/// Run each command (as words) on client `c`.
+fn run(e: &mut Engine, c: ringkv_engine::ClientId, cmds: &[&[&str]]) {
+    for w in cmds {
+        cmd(e, c, w);
+    }
+}
+
+#[test]
+fn relative_expiries_are_emitted_as_absolute_times() {
+    let mut e = engine();
+    e.pin_clock(Some(1_000_000));
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            &["set", "k", "v", "NX", "EX", "10"],
+            &["set", "k", "v", "ex", "10", "get"],
+            &["set", "k", "v", "XX", "px", "500"],
+            &["set", "k", "v", "exat", "2000"],
+            &["set", "k", "v", "pxat", "3000000"],
+            &["set", "k", "v", "keepttl"],
+            &["setex", "k", "100", "v"],
+            &["psetex", "k", "100", "v"],
+            &["set", "k", "v", "NX", "EX", "10"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["SET", "k", "v", "PXAT", "1010000"]),
+            v(&["SET", "k", "v", "PXAT", "1010000"]),
+            v(&["SET", "k", "v", "PXAT", "1000500"]),
+            v(&["SET", "k", "v", "PXAT", "2000000"]),
+            v(&["set", "k", "v", "pxat", "3000000"]),
+            v(&["set", "k", "v", "keepttl"]),
+            v(&["SET", "k", "v", "PXAT", "1100000"]),
+            v(&["SET", "k", "v", "PXAT", "1000100"]),
+        ]
+    );
+    run(
+        &mut e,
+        c,
+        &[
+            &["set", "g", "1"],
+            &["expire", "g", "100"],
+            &["pexpire", "g", "100000"],
+            &["expireat", "g", "5000"],
+            &["pexpireat", "g", "6000000"],
+            &["expire", "g", "100", "NX"],
+            &["expire", "g", "200", "xx"],
+            &["expire", "g", "300", "GT"],
+            &["pexpire", "g", "100", "lt"],
+            &["expire", "nokey", "10"],
+            &["persist", "g"],
+            &["persist", "g"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["set", "g", "1"]),
+            v(&["PEXPIREAT", "g", "1100000"]),
+            v(&["PEXPIREAT", "g", "1100000"]),
+            v(&["PEXPIREAT", "g", "5000000"]),
+            v(&["pexpireat", "g", "6000000"]),
+            v(&["PEXPIREAT", "g", "1200000", "xx"]),
+            v(&["PEXPIREAT", "g", "1300000", "GT"]),
+            v(&["PEXPIREAT", "g", "1000100", "lt"]),
+            v(&["persist", "g"]),
+        ]
+    );
+    run(
+        &mut e,
+        c,
+        &[
+            &["getex", "g", "EX", "100"],
+            &["getex", "g", "px", "100"],
+            &["getex", "g", "EXAT", "5000"],
+            &["getex", "g", "PXAT", "6000000"],
+            &["getex", "g", "persist"],
+            &["getex", "g", "persist"],
+            &["getex", "g"],
+            &["getex", "nokey", "EX", "10"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["PEXPIREAT", "g", "1100000"]),
+            v(&["PEXPIREAT", "g", "1000100"]),
+            v(&["PEXPIREAT", "g", "5000000"]),
+            v(&["PEXPIREAT", "g", "6000000"]),
+            v(&["PERSIST", "g"]),
+        ]
+    );
+}
+
+#[test]
+fn an_expire_time_already_past_deletes_and_emits_the_deletion() {
+    let mut e = engine();
+    e.pin_clock(Some(1_000_000));
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            // Missing keys: nothing to delete, nothing emitted.
+            &["set", "a", "v", "EXAT", "1"],
+            &["set", "a", "v", "PXAT", "1", "GET"],
+            &["set", "a", "1"],
+            &["set", "a", "v", "EXAT", "1"],
+            &["set", "a", "1"],
+            &["expire", "a", "-1"],
+            &["set", "a", "1"],
+            &["pexpireat", "a", "1"],
+            &["set", "a", "1"],
+            &["getex", "a", "PXAT", "1"],
+            &["config", "set", "lazyfree-lazy-expire", "no"],
+            &["set", "a", "1"],
+            &["expire", "a", "0"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["set", "a", "1"]),
+            v(&["UNLINK", "a"]),
+            v(&["set", "a", "1"]),
+            v(&["UNLINK", "a"]),
+            v(&["set", "a", "1"]),
+            v(&["UNLINK", "a"]),
+            v(&["set", "a", "1"]),
+            v(&["UNLINK", "a"]),
+            v(&["set", "a", "1"]),
+            v(&["DEL", "a"]),
+        ]
+    );
+}
+
+#[test]
+fn string_and_hash_commands_emit_their_result() {
+    let mut e = engine();
+    e.pin_clock(Some(1_000_000));
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            &["set", "g", "1"],
+            &["getset", "g", "2"],
+            &["getdel", "g"],
+            &["getdel", "g"],
+            &["incrbyfloat", "f", "1.5"],
+            &["incrbyfloat", "f", "1e3"],
+            &["hincrbyfloat", "h", "x", "2.5"],
+            &["hincrbyfloat", "h", "x", "0"],
+            &["hincrby", "h", "y", "3"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["set", "g", "1"]),
+            v(&["SET", "g", "2"]),
+            v(&["DEL", "g"]),
+            v(&["SET", "f", "1.5", "KEEPTTL"]),
+            v(&["SET", "f", "1001.5", "KEEPTTL"]),
+            v(&["HSET", "h", "x", "2.5"]),
+            v(&["HSET", "h", "x", "2.5"]),
+            v(&["hincrby", "h", "y", "3"]),
+        ]
+    );
+}
+
+#[test]
+fn restore_with_a_relative_ttl_is_emitted_with_absttl() {
+    let mut e = engine();
+    e.pin_clock(Some(1_000_000));
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["rpush", "l", "a", "b"]);
+    let (dump, _) = run_raw(&mut e, c, &encode(&[&["dump", "l"]]));
+    let at = dump.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let payload = &dump[at..dump.len() - 2];
+    let mut r = e.attach_effects();
+    let restore = |e: &mut Engine, args: &[&[u8]]| {
+        let mut req = Vec::new();
+        let mut words: Vec<&[u8]> = vec![b"restore"];
+        words.extend_from_slice(args);
+        req.extend_from_slice(format!("*{}\r\n", words.len()).as_bytes());
+        for w in words {
+            req.extend_from_slice(format!("${}\r\n", w.len()).as_bytes());
+            req.extend_from_slice(w);
+            req.extend_from_slice(b"\r\n");
+        }
+        let (out, _) = run_raw(e, c, &req);
+        assert_eq!(out, b"+OK\r\n");
+    };
+    restore(&mut e, &[b"r1", b"0", payload]);
+    restore(&mut e, &[b"r2", b"5000", payload]);
+    restore(&mut e, &[b"r2", b"6000", payload, b"replace"]);
+    restore(&mut e, &[b"r3", b"9000000", payload, b"absttl"]);
+    // Already expired: the key it replaces is deleted, a missing one is
+    // not created (and nothing is emitted).
+    restore(&mut e, &[b"r3", b"100", payload, b"replace", b"absttl"]);
+    restore(&mut e, &[b"r4", b"100", payload, b"absttl"]);
+    let p = String::from_utf8_lossy(payload).into_owned();
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["restore", "r1", "0", &p]),
+            v(&["restore", "r2", "1005000", &p, "ABSTTL"]),
+            v(&["restore", "r2", "1006000", &p, "replace", "ABSTTL"]),
+            v(&["restore", "r3", "9000000", &p, "absttl"]),
+            v(&["UNLINK", "r3"]),
         ]
     );
 }
