@@ -399,3 +399,139 @@ fn restore_with_a_relative_ttl_is_emitted_with_absttl() {
         ]
     );
 }
+
+#[test]
+fn blocking_and_multi_key_pops_served_at_once_emit_plain_pops() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            &["rpush", "l", "a", "b", "c", "d", "e", "f", "g"],
+            &["blpop", "nokey", "l", "0"],
+            &["brpop", "l", "0"],
+            &["blmove", "l", "l2", "left", "RIGHT", "0"],
+            &["brpoplpush", "l", "l2", "0"],
+            &["blmpop", "0", "1", "l", "left", "count", "2"],
+            &["lmpop", "2", "nokey", "l", "right"],
+            &["lmpop", "1", "l2", "right", "count", "20"],
+            &["lmpop", "1", "nokey", "left"],
+            &["lpop", "l2", "2"],
+            &[
+                "zadd", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e",
+            ],
+            &["bzpopmin", "z", "0"],
+            &["bzpopmax", "nokey", "z", "0"],
+            &["zmpop", "1", "z", "min"],
+            &["bzmpop", "0", "1", "z", "max", "count", "5"],
+            &["zmpop", "1", "z", "min"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["rpush", "l", "a", "b", "c", "d", "e", "f", "g"]),
+            v(&["LPOP", "l"]),
+            v(&["RPOP", "l"]),
+            v(&["LMOVE", "l", "l2", "left", "RIGHT"]),
+            v(&["RPOPLPUSH", "l", "l2"]),
+            v(&["LPOP", "l", "2"]),
+            v(&["RPOP", "l", "1"]),
+            v(&["RPOP", "l2", "2"]),
+            v(&[
+                "zadd", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"
+            ]),
+            v(&["ZPOPMIN", "z"]),
+            v(&["ZPOPMAX", "z"]),
+            v(&["ZPOPMIN", "z", "1"]),
+            v(&["ZPOPMAX", "z", "2"]),
+        ]
+    );
+}
+
+#[test]
+fn a_client_served_later_emits_its_pop_after_the_push() {
+    let mut e = engine();
+    let w = connect(&mut e);
+    let waiters: Vec<_> = (0..7).map(|_| connect(&mut e)).collect();
+    let blocking: [&[&str]; 7] = [
+        &["blpop", "w1", "0"],
+        &["blmove", "w2", "dst", "right", "left", "0"],
+        &["brpoplpush", "w3", "dst", "0"],
+        &["blmpop", "0", "1", "w4", "left", "count", "5"],
+        &["brpop", "w5", "0"],
+        &["bzpopmin", "z1", "0"],
+        &["bzmpop", "0", "1", "z2", "max", "count", "3"],
+    ];
+    for (c, words) in waiters.iter().zip(blocking) {
+        assert_eq!(cmd(&mut e, *c, words), "", "{words:?} blocks");
+    }
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        w,
+        &[
+            &["rpush", "w1", "x", "y"],
+            &["lpush", "w2", "x", "y"],
+            &["rpush", "w3", "x", "y"],
+            &["rpush", "w4", "x", "y", "z"],
+            &["multi"],
+            &["rpush", "w5", "1"],
+            &["rpush", "w5", "2"],
+            &["exec"],
+            &["zadd", "z1", "1", "x", "2", "y"],
+            &["zadd", "z2", "1", "x", "2", "y"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["rpush", "w1", "x", "y"]),
+            v(&["LPOP", "w1"]),
+            v(&["lpush", "w2", "x", "y"]),
+            v(&["LMOVE", "w2", "dst", "right", "left"]),
+            v(&["rpush", "w3", "x", "y"]),
+            v(&["RPOPLPUSH", "w3", "dst"]),
+            v(&["rpush", "w4", "x", "y", "z"]),
+            v(&["LPOP", "w4", "3"]),
+            v(&["MULTI"]),
+            v(&["rpush", "w5", "1"]),
+            v(&["rpush", "w5", "2"]),
+            v(&["EXEC"]),
+            v(&["RPOP", "w5"]),
+            v(&["zadd", "z1", "1", "x", "2", "y"]),
+            v(&["ZPOPMIN", "z1"]),
+            v(&["zadd", "z2", "1", "x", "2", "y"]),
+            v(&["ZPOPMAX", "z2", "2"]),
+        ]
+    );
+}
+
+#[test]
+fn a_blocking_pop_inside_a_transaction_is_emitted_inside_it() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["rpush", "l", "a"]);
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            &["multi"],
+            &["set", "k", "v", "EX", "100"],
+            &["blpop", "l", "0"],
+            // Nothing to pop: replies as a timeout, emits nothing.
+            &["blpop", "l", "0"],
+            &["exec"],
+        ],
+    );
+    let got = effects(&mut e, &mut r);
+    assert_eq!(got.len(), 5, "{got:?}");
+    assert_eq!(got[0], v(&["MULTI"]));
+    assert_eq!(got[2][..4], v(&["SET", "k", "v", "PXAT"])[..]);
+    assert_eq!(got[3..], [v(&["LPOP", "l"]), v(&["EXEC"])]);
+}
