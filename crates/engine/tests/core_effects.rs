@@ -535,3 +535,81 @@ fn a_blocking_pop_inside_a_transaction_is_emitted_inside_it() {
     assert_eq!(got[2][..4], v(&["SET", "k", "v", "PXAT"])[..]);
     assert_eq!(got[3..], [v(&["LPOP", "l"]), v(&["EXEC"])]);
 }
+
+/// The members of a RESP2 array reply of bulk strings.
+fn members(reply: &str) -> Vec<String> {
+    let mut lines = reply.split("\r\n");
+    let head = lines.next().unwrap();
+    let n: usize = head[1..].parse().unwrap();
+    (0..n)
+        .map(|_| {
+            lines.next().unwrap();
+            lines.next().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn spop_emits_the_members_it_removed() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    cmd(&mut e, c, &["sadd", "s", "a", "b", "c", "d", "e"]);
+    let one = bulk_text(&cmd(&mut e, c, &["spop", "s"]));
+    let two = members(&cmd(&mut e, c, &["spop", "s", "2"]));
+    cmd(&mut e, c, &["spop", "s", "0"]);
+    cmd(&mut e, c, &["spop", "nokey"]);
+    cmd(&mut e, c, &["spop", "nokey", "3"]);
+    // All that is left (or more): the key goes.
+    cmd(&mut e, c, &["spop", "s", "2"]);
+    cmd(&mut e, c, &["sadd", "s", "a"]);
+    cmd(
+        &mut e,
+        c,
+        &["config", "set", "lazyfree-lazy-server-del", "no"],
+    );
+    cmd(&mut e, c, &["spop", "s", "10"]);
+    cmd(&mut e, c, &["sadd", "s", "a"]);
+    cmd(&mut e, c, &["spop", "s"]);
+    let mut srem2 = vec!["SREM", "s"];
+    srem2.extend(two.iter().map(String::as_str));
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["sadd", "s", "a", "b", "c", "d", "e"]),
+            v(&["SREM", "s", &one]),
+            v(&srem2),
+            v(&["UNLINK", "s"]),
+            v(&["sadd", "s", "a"]),
+            v(&["DEL", "s"]),
+            v(&["sadd", "s", "a"]),
+            v(&["SREM", "s", "a"]),
+        ]
+    );
+}
+
+#[test]
+fn spop_of_many_members_emits_srem_batches_in_a_transaction() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let all: Vec<String> = (0..3000).map(|i| format!("m{i}")).collect();
+    let mut sadd = vec!["sadd", "big"];
+    sadd.extend(all.iter().map(String::as_str));
+    cmd(&mut e, c, &sadd);
+    let mut r = e.attach_effects();
+    let popped = members(&cmd(&mut e, c, &["spop", "big", "2500"]));
+    let got = effects(&mut e, &mut r);
+    let sizes: Vec<usize> = got.iter().map(Vec::len).collect();
+    // As Valkey 8.1: 1024 members per SREM.
+    assert_eq!(sizes, [1, 2, 1026, 1026, 454, 1]);
+    assert_eq!((&got[0][0][..], &got[5][0][..]), ("MULTI", "EXEC"));
+    let removed: Vec<String> = got[2..5]
+        .iter()
+        .flat_map(|c| {
+            assert_eq!(c[..2], v(&["SREM", "big"]));
+            c[2..].to_vec()
+        })
+        .collect();
+    assert_eq!(removed, popped);
+}
