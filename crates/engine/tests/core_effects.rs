@@ -613,3 +613,191 @@ fn spop_of_many_members_emits_srem_batches_in_a_transaction() {
         .collect();
     assert_eq!(removed, popped);
 }
+
+#[test]
+fn writes_that_change_nothing_emit_nothing() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            &["setbit", "b", "7", "0"],
+            &["setbit", "b", "7", "0"],
+            &["setbit", "b", "7", "1"],
+            &["setbit", "b", "7", "1"],
+            &["setbit", "b", "15", "0"],
+            &["bitfield", "bf", "set", "u8", "0", "255"],
+            &["bitfield", "bf", "set", "u8", "0", "255", "get", "u8", "0"],
+            &["bitfield", "bf", "incrby", "u8", "0", "0"],
+            &[
+                "bitfield", "bf", "overflow", "fail", "incrby", "u8", "0", "1",
+            ],
+            &["bitfield", "bf", "incrby", "u8", "0", "1"],
+            &["bitfield", "bf", "get", "u8", "0"],
+            &["rpush", "t", "a", "b", "c"],
+            &["ltrim", "t", "0", "-1"],
+            &["ltrim", "t", "-100", "100"],
+            &["ltrim", "t", "1", "-1"],
+            &["ltrim", "nokey", "0", "1"],
+            &["set", "k", "v"],
+            &["set", "k", "w", "NX"],
+            &["expire", "k", "10", "XX"],
+            &["expire", "nokey", "10"],
+            &["persist", "k"],
+            &["getex", "k", "persist"],
+            &["rename", "k", "k"],
+            &["sadd", "s", "a"],
+            &["sadd", "s", "a"],
+            &["srem", "s", "b"],
+            &["smove", "s", "s2", "b"],
+            &["zadd", "z", "1", "a"],
+            &["zadd", "z", "1", "a"],
+            &["zincrby", "z", "0", "a"],
+            &["zremrangebyscore", "z", "5", "6"],
+            &["hset", "h", "f", "v"],
+            &["hsetnx", "h", "f", "w"],
+            &["hdel", "h", "g"],
+            &["pfadd", "p", "a"],
+            &["pfadd", "p", "a"],
+            &["setrange", "k", "0", ""],
+            &["lpushx", "nokey", "a"],
+            &["lpop", "t", "0"],
+            &["spop", "s", "0"],
+            &["msetnx", "k", "1", "k2", "2"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            // Creating the string or growing it is a change.
+            v(&["setbit", "b", "7", "0"]),
+            v(&["setbit", "b", "7", "1"]),
+            v(&["setbit", "b", "15", "0"]),
+            v(&["bitfield", "bf", "set", "u8", "0", "255"]),
+            v(&["bitfield", "bf", "incrby", "u8", "0", "1"]),
+            v(&["rpush", "t", "a", "b", "c"]),
+            v(&["ltrim", "t", "1", "-1"]),
+            v(&["set", "k", "v"]),
+            v(&["sadd", "s", "a"]),
+            v(&["zadd", "z", "1", "a"]),
+            v(&["hset", "h", "f", "v"]),
+            v(&["pfadd", "p", "a"]),
+        ]
+    );
+}
+
+#[test]
+fn failing_commands_emit_nothing() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    run(
+        &mut e,
+        c,
+        &[
+            &["lpush", "l", "a"],
+            &["set", "s", "v"],
+            &["sadd", "st", "m"],
+        ],
+    );
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            &["set", "l", "v", "GET"],
+            &["set", "k", "v", "EX", "0"],
+            &["set", "k", "v", "EX", "x"],
+            &["set", "k", "v", "NX", "XX"],
+            &["getex", "l", "EX", "10"],
+            &["getdel", "l"],
+            &["getset", "l", "x"],
+            &["incrbyfloat", "l", "1"],
+            &["incrbyfloat", "s", "1"],
+            &["hincrbyfloat", "l", "f", "1"],
+            &["expire", "l", "10", "NX", "XX"],
+            &["expire", "l", "x"],
+            &["spop", "l"],
+            &["spop", "l", "2"],
+            &["setbit", "l", "1", "1"],
+            &["bitfield", "l", "set", "u8", "0", "1"],
+            &["blpop", "s", "0"],
+            &["blmove", "s", "l", "left", "left", "0"],
+            &["blmove", "l", "s", "left", "left", "0"],
+            &["lmove", "l", "s", "left", "left"],
+            &["blmpop", "0", "1", "s", "left"],
+            &["lmpop", "1", "s", "left"],
+            &["bzpopmin", "s", "0"],
+            &["bzmpop", "0", "1", "s", "min"],
+            &["zmpop", "1", "s", "min"],
+            &["smove", "st", "l", "m"],
+            &["restore", "k", "0", "bad"],
+            &["rename", "nokey", "k"],
+            &["swapdb", "0", "99"],
+        ],
+    );
+    assert_eq!(effects(&mut e, &mut r), Vec::<Vec<String>>::new());
+    assert_eq!(cmd(&mut e, c, &["lrange", "l", "0", "-1"]), arr(&["a"]));
+}
+
+#[test]
+fn other_writes_are_emitted_as_sent() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    let writes: &[&[&str]] = &[
+        &["mset", "a", "1", "b", "2", "c", "3"],
+        &["del", "a", "b", "nokey"],
+        &["unlink", "c", "nokey"],
+        &["set", "x", "1"],
+        &["rename", "x", "y"],
+        &["renamenx", "y", "x"],
+        &["copy", "x", "y"],
+        &["copy", "x", "y", "replace"],
+        &["copy", "x", "y", "db", "2"],
+        &["move", "y", "3"],
+        &["setrange", "x", "3", "ab"],
+        &["append", "x", "c"],
+        &["msetnx", "m1", "1", "m2", "2"],
+        &["setnx", "n", "1"],
+        &["hsetnx", "h", "f", "1"],
+        &["zadd", "z", "incr", "2", "a"],
+        &["zincrby", "z", "1.5", "a"],
+        &["rpush", "l", "a", "b", "c"],
+        &["lmove", "l", "l2", "right", "left"],
+        &["rpoplpush", "l", "l2"],
+        &["lpop", "l2", "5"],
+        &["sadd", "s", "a", "b"],
+        &["smove", "s", "s2", "a"],
+        &["sunionstore", "u", "s", "s2"],
+        &["zpopmin", "z", "2"],
+        &["pfadd", "p", "a", "b"],
+        &["pfmerge", "p2", "p"],
+        &["bitop", "or", "bo", "x", "n"],
+        &["swapdb", "0", "1"],
+        &["swapdb", "1", "1"],
+        &["flushdb", "async"],
+        &["flushall", "sync"],
+    ];
+    run(&mut e, c, writes);
+    let mut want = vec![v(&["SELECT", "0"])];
+    want.extend(writes.iter().map(|w| v(w)));
+    assert_eq!(effects(&mut e, &mut r), want);
+    // PFCOUNT writes its cached cardinality back: emitted when it did.
+    run(
+        &mut e,
+        c,
+        &[
+            &["pfadd", "p", "a", "b", "c"],
+            &["pfcount", "p"],
+            &["pfcount", "p"],
+            &["pfcount", "p", "nokey"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![v(&["pfadd", "p", "a", "b", "c"]), v(&["pfcount", "p"])]
+    );
+}
