@@ -386,6 +386,13 @@ fn restore_with_a_relative_ttl_is_emitted_with_absttl() {
     // not created (and nothing is emitted).
     restore(&mut e, &[b"r3", b"100", payload, b"replace", b"absttl"]);
     restore(&mut e, &[b"r4", b"100", payload, b"absttl"]);
+    // Which of the two follows lazyfree-lazy-server-del (not -expire).
+    cmd(
+        &mut e,
+        c,
+        &["config", "set", "lazyfree-lazy-server-del", "no"],
+    );
+    restore(&mut e, &[b"r1", b"100", payload, b"replace", b"absttl"]);
     let p = String::from_utf8_lossy(payload).into_owned();
     assert_eq!(
         effects(&mut e, &mut r),
@@ -396,6 +403,7 @@ fn restore_with_a_relative_ttl_is_emitted_with_absttl() {
             v(&["restore", "r2", "1006000", &p, "replace", "ABSTTL"]),
             v(&["restore", "r3", "9000000", &p, "absttl"]),
             v(&["UNLINK", "r3"]),
+            v(&["DEL", "r1"]),
         ]
     );
 }
