@@ -176,7 +176,7 @@ static DEFS: &[Def] = &[
     // Valkey 8 turned every lazyfree default to yes.
     b("lazyfree-lazy-eviction", true, SUP),
     b("lazyfree-lazy-expire", true, SUP),
-    b("lazyfree-lazy-server-del", true, 0),
+    b("lazyfree-lazy-server-del", true, SUP),
     b("lazyfree-lazy-user-del", true, SUP),
     b("lazyfree-lazy-user-flush", true, SUP),
     b("repl-disable-tcp-nodelay", false, 0),
@@ -512,6 +512,9 @@ pub struct Config {
     /// `key-load-delay` (hidden, for tests): µs per key loaded.
     pub key_load_delay: i64,
     pub lazyfree_lazy_expire: bool,
+    /// `lazyfree-lazy-server-del`: what SPOP of a whole set and RESTORE
+    /// with a past TTL propagate (UNLINK or DEL).
+    pub lazyfree_lazy_server_del: bool,
     pub appendonly: bool,
     pub appendfilename: String,
     pub appenddirname: String,
@@ -583,6 +586,7 @@ impl Default for Config {
             rdb_key_save_delay: 0,
             key_load_delay: 0,
             lazyfree_lazy_expire: true,
+            lazyfree_lazy_server_del: true,
             appendonly: false,
             appendfilename: String::new(),
             appenddirname: String::new(),
@@ -1026,6 +1030,7 @@ impl Config {
             "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
             "key-load-delay" => self.key_load_delay = num(),
             "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",
+            "lazyfree-lazy-server-del" => self.lazyfree_lazy_server_del = v == "yes",
             "appendonly" => self.appendonly = v == "yes",
             "appendfilename" => self.appendfilename = v.to_string(),
             "appenddirname" => self.appenddirname = v.to_string(),

@@ -203,12 +203,13 @@ fn with_value<R>(
 
 /// Valkey's `lookupStringForBitCommand`: the string at `key` as editable
 /// bytes at least `len` long (created or zero-extended). `Err` after
-/// replying WRONGTYPE. The flag says the key was created.
+/// replying WRONGTYPE. The flags say the key was created, and that it was
+/// created or grew (Valkey's `dirty`: a change even if no bit moves).
 fn bytes_for_write<'c>(
     ctx: &'c mut Ctx<'_>,
     key: &[u8],
     len: usize,
-) -> Result<(&'c mut Vec<u8>, bool), ()> {
+) -> Result<(&'c mut Vec<u8>, bool, bool), ()> {
     let h = ctx.key_hash(key);
     let dbi = ctx.session.db;
     let now = ctx.now_ms;
@@ -224,10 +225,11 @@ fn bytes_for_write<'c>(
     }
     let e = lookup_write(db, h, key, now).expect("present");
     let b = unshare(as_str_mut(e).expect("a string"));
+    let grew = created || b.len() < len;
     if b.len() < len {
         b.resize(len, 0);
     }
-    Ok((b, created))
+    Ok((b, created, grew))
 }
 
 /// A bit offset argument; `bits` > 0 allows BITFIELD's `#N` form.
@@ -274,15 +276,19 @@ fn setbit(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         b"0" => false,
         _ => return ctx.error("ERR bit is not an integer or out of range"),
     };
-    let Ok((b, created)) = bytes_for_write(ctx, key, (off >> 3) as usize + 1) else {
+    let Ok((b, created, grew)) = bytes_for_write(ctx, key, (off >> 3) as usize + 1) else {
         return;
     };
     let old = get_bit(b, off);
     set_bit(b, off, on);
     ctx.reply.int(old as i64);
-    let db = ctx.session.db;
-    ctx.touched(db, key);
-    notify_write(ctx, created, "setbit", key);
+    // A bit set to what it was changes nothing (not signalled, counted
+    // nor propagated), as in Valkey.
+    if grew || (old == 1) != on {
+        let db = ctx.session.db;
+        ctx.touched(db, key);
+        notify_write(ctx, created, "setbit", key);
+    }
 }
 
 fn getbit(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -675,7 +681,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
         }
         return;
     };
-    let Ok((b, created)) = bytes_for_write(ctx, key, len as usize) else {
+    let Ok((b, created, grew)) = bytes_for_write(ctx, key, len as usize) else {
         return;
     };
     let mut out: Vec<Option<i64>> = Vec::with_capacity(fields.len());
@@ -687,7 +693,9 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
             Op::Set(v) => match apply_overflow(v, 0, f.bits, f.signed, f.overflow) {
                 Some(nv) => {
                     write_field(b, f.offset, f.bits, nv);
-                    changes += 1;
+                    // Valkey counts a write that changed the bits, or any
+                    // write once the string was created or grew.
+                    changes += usize::from(grew || nv != old);
                     out.push(Some(old));
                 }
                 None => out.push(None),
@@ -695,7 +703,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
             Op::Incr(inc) => match apply_overflow(old, inc, f.bits, f.signed, f.overflow) {
                 Some(nv) => {
                     write_field(b, f.offset, f.bits, nv);
-                    changes += 1;
+                    changes += usize::from(grew || nv != old);
                     out.push(Some(nv));
                 }
                 None => out.push(None),
@@ -710,10 +718,15 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
             None => r.null(),
         }
     }
-    if changes > 0 || created {
+    if changes > 0 {
         let db = ctx.session.db;
         ctx.touched(db, key);
+        ctx.changed_elements(changes);
         notify_write(ctx, created, "setbit", key);
+    } else if created {
+        // Created by writes that all failed (OVERFLOW FAIL): Valkey keeps
+        // the key without counting a change.
+        ctx.notify(notify::NEW, "new", key);
     }
 }
 

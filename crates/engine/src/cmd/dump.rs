@@ -144,6 +144,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             db.remove(h, key);
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "del", key);
+            super::propagate_server_del(ctx, key);
         }
         return ctx.reply.ok();
     }
@@ -159,7 +160,24 @@ fn restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     db.insert(h, key, entry);
     ctx.touched(dbi, key);
     ctx.notify(notify::GENERIC, "restore", key);
+    if ttl > 0 && !absttl {
+        propagate_absttl(ctx, argv, ttl);
+    }
     ctx.reply.ok();
+}
+
+/// RESTORE with a relative TTL is propagated with the TTL made absolute
+/// and ABSTTL appended, the rest as sent (Valkey's rewrite).
+fn propagate_absttl(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, at_ms: i64) {
+    if !ctx.srv.effects.on() {
+        return;
+    }
+    let mut n = [0u8; resp::num::I64_MAX_LEN];
+    let n = resp::num::fmt_i64(at_ms, &mut n);
+    let mut out: Vec<&[u8]> = (0..argv.len()).map(|i| argv.get(i)).collect();
+    out[2] = n;
+    out.push(b"ABSTTL");
+    ctx.propagate(&out);
 }
 
 /// An integer argument, or Valkey's "not an integer" reply.

@@ -491,6 +491,9 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     h.set(field, &text, &limits);
     ctx.reply.bulk(&text);
     written(ctx, key, "hincrbyfloat");
+    // The result, not the increment (float arithmetic may differ where
+    // it is replayed).
+    ctx.propagate(&[b"HSET", key, field, &text]);
 }
 
 fn hrandfield(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {

@@ -645,7 +645,8 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
     let hash = ctx.key_hash(key);
     // A time already past deletes the key (Valkey replicates a DEL and
     // fires `del`, not `expire`).
-    let event = if when <= now {
+    let deleted = when <= now;
+    let event = if deleted {
         ctx.db().remove(hash, key);
         "del"
     } else {
@@ -654,6 +655,13 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
     };
     ctx.touched(db, key);
     ctx.notify(notify::GENERIC, event, key);
+    // Propagated as an absolute time in ms (PEXPIREAT as sent stays as
+    // sent), or as the deletion it was.
+    if deleted {
+        super::propagate_expired_del(ctx, key);
+    } else if base_ms != 0 || secs {
+        super::propagate_pexpireat(ctx, key, when, argv, 3);
+    }
     ctx.reply.int(1);
 }
 

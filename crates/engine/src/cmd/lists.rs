@@ -404,6 +404,14 @@ fn key_state(ctx: &mut Ctx<'_>, key: &[u8]) -> KeyState {
     }
 }
 
+/// The pop a blocking or multi-key pop is propagated as.
+fn pop_verb(end: End) -> &'static [u8] {
+    match end {
+        End::Left => b"LPOP",
+        End::Right => b"RPOP",
+    }
+}
+
 fn end_event(end: End, push: bool) -> &'static str {
     match (end, push) {
         (End::Left, true) => "lpush",
@@ -665,6 +673,13 @@ fn ltrim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         l.trim(1, 0, &limits);
     } else if start > 0 || stop < len as i64 - 1 {
         l.trim(start as usize, stop as usize, &limits);
+    } else {
+        // Nothing removed: Valkey still fires `ltrim` and signals the key,
+        // but counts no change (so nothing is propagated).
+        ctx.reply.ok();
+        ctx.notify(notify::LIST, "ltrim", key);
+        let db = ctx.session.db;
+        return super::signal_unchanged(ctx, db, key);
     }
     ctx.reply.ok();
     after_removal(ctx, key, notify::LIST, "ltrim");
@@ -751,14 +766,16 @@ fn parse_end(b: &[u8]) -> Option<End> {
 /// LMOVE's body once `src` is known to hold a list and `dst` to hold a
 /// list or nothing: pop, push, reply with the element. Valkey's order of
 /// events: the push on the destination, then the pop on the source.
-fn do_move(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
+fn do_move(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> bool {
     let limits = ctx.srv.config.encoding;
     let Some(elem) = list_for(ctx, src).and_then(|l| l.pop(from, 1, &limits).pop()) else {
-        return ctx.reply.null();
+        ctx.reply.null();
+        return false;
     };
     push_to(ctx, dst, to, &[&elem], false);
     ctx.reply.bulk(&elem);
     after_removal(ctx, src, notify::LIST, end_event(from, false));
+    true
 }
 
 /// Type checks of LMOVE: `Ok(false)` when the source is missing.
@@ -773,12 +790,14 @@ fn move_check(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8]) -> Result<bool, ()> {
     }
 }
 
-fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
+/// True if an element moved.
+fn lmove_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> bool {
     match move_check(ctx, src, dst) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(false) => ctx.reply.null(),
-        Ok(true) => do_move(ctx, src, dst, from, to),
+        Ok(true) => return do_move(ctx, src, dst, from, to),
     }
+    false
 }
 
 fn lmove(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -831,6 +850,7 @@ fn lmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(Some(key)) => {
             let popped = pop_from(ctx, key, a.side, a.count);
             reply_key_elems(ctx, key, &popped);
+            super::propagate_pop_count(ctx, pop_verb(a.side), key, popped.len());
         }
     }
 }
@@ -853,6 +873,7 @@ fn bpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, end: End) {
             r.array_len(2);
             r.bulk(key);
             r.bulk(&popped[0]);
+            ctx.propagate(&[pop_verb(end), key]);
         }
         Ok(None) => {
             let keys: Vec<&[u8]> = keys.collect();
@@ -868,7 +889,16 @@ fn brpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     bpop(ctx, argv, End::Right);
 }
 
-fn blmove_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, from: End, to: End, timeout_at: usize) {
+/// BLMOVE and BRPOPLPUSH; a move is propagated as `verb` (LMOVE or
+/// RPOPLPUSH) with the arguments before the timeout, as sent.
+fn blmove_generic(
+    ctx: &mut Ctx<'_>,
+    argv: ArgvRef<'_>,
+    from: End,
+    to: End,
+    timeout_at: usize,
+    verb: &[u8],
+) {
     let deadline = match parse_timeout(argv.get(timeout_at), ctx.now_ms) {
         Ok(d) => d,
         Err(e) => return ctx.error(e),
@@ -877,7 +907,13 @@ fn blmove_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, from: End, to: End, time
     match key_state(ctx, src) {
         KeyState::WrongType => ctx.error(WRONGTYPE),
         KeyState::Missing => ctx.block(&[src], deadline, OnTimeout::NullBulk),
-        KeyState::List => lmove_generic(ctx, src, dst, from, to),
+        KeyState::List => {
+            if lmove_generic(ctx, src, dst, from, to) && ctx.srv.effects.on() {
+                let mut out: Vec<&[u8]> = vec![verb];
+                out.extend((1..timeout_at).map(|i| argv.get(i)));
+                ctx.propagate(&out);
+            }
+        }
     }
 }
 
@@ -885,11 +921,11 @@ fn blmove(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let (Some(from), Some(to)) = (parse_end(argv.get(3)), parse_end(argv.get(4))) else {
         return ctx.error(SYNTAX_ERR);
     };
-    blmove_generic(ctx, argv, from, to, 5);
+    blmove_generic(ctx, argv, from, to, 5, b"LMOVE");
 }
 
 fn brpoplpush(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    blmove_generic(ctx, argv, End::Right, End::Left, 3);
+    blmove_generic(ctx, argv, End::Right, End::Left, 3, b"RPOPLPUSH");
 }
 
 fn blmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -908,6 +944,7 @@ fn blmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(Some(key)) => {
             let popped = pop_from(ctx, key, a.side, a.count);
             reply_key_elems(ctx, key, &popped);
+            super::propagate_pop_count(ctx, pop_verb(a.side), key, popped.len());
         }
         Ok(None) => {
             let keys: Vec<&[u8]> = keys.collect();

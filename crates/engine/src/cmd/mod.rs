@@ -311,3 +311,75 @@ pub(crate) fn parse_mpop<T>(
         count: count.unwrap_or(1),
     })
 }
+
+// ---- Propagation (the write-effects stream, see `crate::effects`) ----------
+//
+// Each helper returns at once when nobody consumes effects, before it
+// formats anything: on the hot path they cost one branch.
+
+/// `key` was deleted because the expire time a command gave (SET EXAT,
+/// GETEX PXAT, EXPIRE) is already past: Valkey propagates UNLINK with
+/// `lazyfree-lazy-expire`, else DEL.
+pub(crate) fn propagate_expired_del(ctx: &mut Ctx<'_>, key: &[u8]) {
+    if !ctx.srv.effects.on() {
+        return;
+    }
+    let verb: &[u8] = if ctx.srv.config.lazyfree_lazy_expire {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    };
+    ctx.propagate(&[verb, key]);
+}
+
+/// A command removed `key` as a whole where a replica should (SPOP of the
+/// whole set, RESTORE with a past TTL): UNLINK with
+/// `lazyfree-lazy-server-del`, else DEL.
+pub(crate) fn propagate_server_del(ctx: &mut Ctx<'_>, key: &[u8]) {
+    if !ctx.srv.effects.on() {
+        return;
+    }
+    let verb: &[u8] = if ctx.srv.config.lazyfree_lazy_server_del {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    };
+    ctx.propagate(&[verb, key]);
+}
+
+/// `PEXPIREAT key <at_ms> argv[rest..]`: a relative or seconds expiry made
+/// absolute (EXPIRE's NX/XX/GT/LT kept as sent; GETEX passes none).
+pub(crate) fn propagate_pexpireat(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    at_ms: i64,
+    argv: crate::batch::ArgvRef<'_>,
+    rest: usize,
+) {
+    if !ctx.srv.effects.on() {
+        return;
+    }
+    let mut n = [0u8; resp::num::I64_MAX_LEN];
+    let n = resp::num::fmt_i64(at_ms, &mut n);
+    let mut out: Vec<&[u8]> = vec![b"PEXPIREAT", key, n];
+    out.extend((rest..argv.len()).map(|i| argv.get(i)));
+    ctx.propagate(&out);
+}
+
+/// `verb key <count>` (`LPOP l 2`, `ZPOPMIN z 1`): what LMPOP, BLMPOP,
+/// ZMPOP and BZMPOP propagate, `count` being how many they popped.
+pub(crate) fn propagate_pop_count(ctx: &mut Ctx<'_>, verb: &[u8], key: &[u8], count: usize) {
+    if !ctx.srv.effects.on() {
+        return;
+    }
+    let mut n = [0u8; resp::num::I64_MAX_LEN];
+    let n = resp::num::fmt_u64(count as u64, &mut n);
+    ctx.propagate(&[verb, key, n]);
+}
+
+/// A key Valkey's `signalModifiedKey` reports as modified although nothing
+/// in it changed (LTRIM of its whole range): WATCH sees it, the dirty
+/// counter does not grow, so nothing is propagated.
+pub(crate) fn signal_unchanged(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) {
+    ctx.srv.watches.touch(db, key);
+}

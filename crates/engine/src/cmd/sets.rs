@@ -392,6 +392,9 @@ fn spop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if count == Some(0) {
         return ctx.reply.set_len(0);
     }
+    // SPOP with a count of the whole set (or more) empties it: Valkey
+    // propagates that as the key's deletion.
+    let whole = count.is_some_and(|c| c >= s.len());
     let n = count.unwrap_or(1).min(s.len());
     let mut popped: Vec<Vec<u8>> = Vec::with_capacity(n);
     for _ in 0..n {
@@ -407,6 +410,30 @@ fn spop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         r.bulk(m);
     }
     after_removal(ctx, key, notify::SET, "spop");
+    propagate_spop(ctx, key, &popped, whole);
+}
+
+/// Members per SREM when SPOP propagates what it removed (as Valkey
+/// batches them).
+const SPOP_SREM_BATCH: usize = 1024;
+
+/// SPOP's effect: `SREM key member...` in batches of [`SPOP_SREM_BATCH`]
+/// (a random choice cannot be replayed); SPOP with a count that took the
+/// whole set deletes the key instead (DEL or UNLINK, as Valkey 8).
+fn propagate_spop(ctx: &mut Ctx<'_>, key: &[u8], popped: &[Vec<u8>], whole: bool) {
+    if !ctx.srv.effects.on() {
+        return;
+    }
+    if whole {
+        return super::propagate_server_del(ctx, key);
+    }
+    let mut argv: Vec<&[u8]> = Vec::with_capacity(2 + popped.len().min(SPOP_SREM_BATCH));
+    for batch in popped.chunks(SPOP_SREM_BATCH) {
+        argv.clear();
+        argv.extend_from_slice(&[b"SREM", key]);
+        argv.extend(batch.iter().map(Vec::as_slice));
+        ctx.propagate(&argv);
+    }
 }
 
 fn srandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {

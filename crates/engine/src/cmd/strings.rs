@@ -671,6 +671,9 @@ fn set_generic(
     }
     let found = old_ttl.is_some();
     if done {
+        if let Some(t) = when {
+            propagate_set_pxat(ctx, flags, key, val, t);
+        }
         set_done(ctx, dbi, key, false, when.is_some(), with_get, replies);
         return;
     }
@@ -692,6 +695,7 @@ fn set_generic(
             db.remove(h, key);
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "del", key);
+            super::propagate_expired_del(ctx, key);
         }
         if !with_get {
             ctx.reply.ok();
@@ -704,7 +708,22 @@ fn set_generic(
         None => None,
     };
     store_arg(db, h, key, val, ttl, now);
+    if let Some(t) = when {
+        propagate_set_pxat(ctx, flags, key, val, t);
+    }
     set_done(ctx, dbi, key, !found, when.is_some(), with_get, replies);
+}
+
+/// A SET with EX, PX or EXAT (SETEX, PSETEX) is propagated as `SET key
+/// value PXAT <ms>`: the time made absolute, NX/XX/GET dropped (they were
+/// decided here), as Valkey rewrites it. PXAT as sent is kept as sent.
+fn propagate_set_pxat(ctx: &mut Ctx<'_>, flags: u32, key: &[u8], val: &[u8], at_ms: i64) {
+    if flags & opt::PXAT != 0 || !ctx.srv.effects.on() {
+        return;
+    }
+    let mut n = [0u8; resp::num::I64_MAX_LEN];
+    let n = resp::num::fmt_i64(at_ms, &mut n);
+    ctx.propagate(&[b"SET", key, val, b"PXAT", n]);
 }
 
 /// After a SET stored its value: WATCH and blocked clients, keyspace events
@@ -819,16 +838,19 @@ fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             db.remove(h, key);
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "del", key);
+            super::propagate_expired_del(ctx, key);
         }
         Some(t) => {
             db.set_expire(h, key, Some(t));
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "expire", key);
+            super::propagate_pexpireat(ctx, key, t, argv, argv.len());
         }
         None if flags & opt::PERSIST != 0 && had_ttl => {
             db.set_expire(h, key, None);
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "persist", key);
+            ctx.propagate(&[b"PERSIST", key]);
         }
         None => {}
     }
@@ -842,6 +864,7 @@ fn getdel(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         ctx.srv.keyspace.dbs[dbi].remove(h, key);
         ctx.touched(dbi, key);
         ctx.notify(notify::GENERIC, "del", key);
+        ctx.propagate(&[b"DEL", key]);
     }
 }
 
@@ -863,6 +886,7 @@ fn getset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     );
     ctx.touched(dbi, key);
     notify_write(ctx, created, "set", key);
+    ctx.propagate(&[b"SET", key, argv.get(2)]);
 }
 
 // ---- Multi-key -------------------------------------------------------------
@@ -1014,8 +1038,20 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             e.set_str(StrRef::Bytes(&text));
             false
         }
-        None => store(db, h, key, Str::Bytes(text), now),
+        None => true,
     };
+    // The result, not the increment: the sum depends on the float
+    // arithmetic of whoever replays it.
+    ctx.propagate(&[b"SET", key, &text, b"KEEPTTL"]);
+    if created {
+        store(
+            &mut ctx.srv.keyspace.dbs[dbi],
+            h,
+            key,
+            Str::Bytes(text),
+            now,
+        );
+    }
     ctx.touched(dbi, key);
     notify_write(ctx, created, "incrbyfloat", key);
 }

@@ -1577,6 +1577,11 @@ fn parse_min_max(b: &[u8]) -> Option<bool> {
     }
 }
 
+/// The pop a blocking or multi-key pop is propagated as.
+fn pop_verb(max: bool) -> &'static [u8] {
+    if max { b"ZPOPMAX" } else { b"ZPOPMIN" }
+}
+
 fn zmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let a = match parse_mpop(argv, 1, parse_min_max) {
         Ok(a) => a,
@@ -1586,7 +1591,8 @@ fn zmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match first_poppable(ctx, keys) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(Some(key)) => {
-            pop_reply(ctx, key, a.side, a.count, PopShape::KeyNested);
+            let n = pop_reply(ctx, key, a.side, a.count, PopShape::KeyNested);
+            super::propagate_pop_count(ctx, pop_verb(a.side), key, n);
         }
         Ok(None) => ctx.reply.null_array(),
     }
@@ -1622,6 +1628,7 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, max: bool) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(Some(key)) => {
             pop_reply(ctx, key, max, 1, PopShape::KeyFlat);
+            ctx.propagate(&[pop_verb(max), key]);
         }
         Ok(None) => {
             let keys: Vec<&[u8]> = keys.collect();
@@ -1652,7 +1659,8 @@ fn bzmpop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match first_poppable(ctx, keys.clone()) {
         Err(()) => ctx.error(WRONGTYPE),
         Ok(Some(key)) => {
-            pop_reply(ctx, key, a.side, a.count, PopShape::KeyNested);
+            let n = pop_reply(ctx, key, a.side, a.count, PopShape::KeyNested);
+            super::propagate_pop_count(ctx, pop_verb(a.side), key, n);
         }
         Ok(None) => {
             let keys: Vec<&[u8]> = keys.collect();
