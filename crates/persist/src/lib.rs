@@ -30,7 +30,10 @@ pub struct FileStorage;
 
 impl Storage for FileStorage {
     fn save(&mut self, opts: &SaveOptions) -> Result<Box<dyn SnapshotSink>, String> {
-        Ok(Box::new(writer::FileSink::start(opts.clone())?))
+        Ok(Box::new(writer::FileSink::start_in(
+            opts.clone(),
+            std::path::Path::new(""),
+        )?))
     }
 
     fn load(
