@@ -100,12 +100,7 @@ enum Raw {
 /// The reading thread: parse the file, decompress, and pass items on in
 /// batches; packed values (listpacks, intsets, ...) are left to decode on
 /// the building thread, so both run at once.
-fn read_file<R: Read>(
-    mut loader: Loader<R>,
-    name: &str,
-    tx: &SyncSender<Raw>,
-    end_at: &AtomicU64,
-) {
+fn read_file<R: Read>(mut loader: Loader<R>, name: &str, tx: &SyncSender<Raw>, end_at: &AtomicU64) {
     loader.defer_packed(true);
     let mut batch = Vec::with_capacity(BATCH);
     let end = loop {

@@ -47,7 +47,11 @@ pub enum End {
     /// A partial command at `at`, or a MULTI without its EXEC
     /// (`open_multi`): the file is whole up to `keep` (for a MULTI, the
     /// end of the command before it, as Valkey reverts to).
-    Truncated { at: u64, keep: u64, open_multi: bool },
+    Truncated {
+        at: u64,
+        keep: u64,
+        open_multi: bool,
+    },
 }
 
 /// Where a file's reading stands (file offsets).
@@ -272,7 +276,8 @@ mod tests {
 
     #[test]
     fn pieces_resume() {
-        let data = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\n0123456789\r\n#TS:5\r\n*1\r\n$4\r\nPING\r\n";
+        let data =
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\n0123456789\r\n#TS:5\r\n*1\r\n$4\r\nPING\r\n";
         for cut in 0..data.len() {
             let mut sc = Scanner::new(0);
             let (mut args, mut argc) = (Vec::new(), Vec::new());

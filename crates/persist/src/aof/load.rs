@@ -160,7 +160,13 @@ impl FileAofSource {
                 let got = (&mut rd.file)
                     .take(ask)
                     .read_to_end(&mut rd.buf)
-                    .map_err(|e| format!("{}: {}", self.files[rd.idx].name, e))?;
+                    .map_err(|e| {
+                        format!(
+                            "Unrecoverable error reading the append only file {}: {}",
+                            self.files[rd.idx].name,
+                            super::strerror(&e)
+                        )
+                    })?;
                 rd.eof = (got as u64) < ask;
             }
             let (mut args, mut argc) = (Vec::new(), Vec::new());

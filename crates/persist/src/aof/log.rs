@@ -1,14 +1,15 @@
 //! The open AOF: the `aof-writer` thread that appends the effects stream
-//! to the current incr file, the `aof-fsync` thread that fdatasyncs it in
-//! the background (`appendfsync everysec`), and the file switches of a
-//! rewrite (new incr file, manifest swap, old files deleted).
+//! to the current incr file, the `aof-bio` thread that fdatasyncs it in
+//! the background (`appendfsync everysec`) and deletes replaced files (as
+//! Valkey's bio threads), and the file switches of a rewrite (new incr
+//! file, manifest swap).
 //!
 //! ```text
 //!  engine: wake(published) ─► target, unpark ─► aof-writer: write [written, target)
 //!          sync(offset) (always) ─► same Mutex, on the caller: write + fdatasync
-//!  aof-writer, everysec: ≤ 1/s ─► aof-fsync: fdatasync(clone of the fd)
+//!  aof-writer, everysec: ≤ 1/s ─► aof-bio: fdatasync(clone of the fd)
 //!  begin_rewrite(offset): flush to offset, new incr file, manifest ─► base sink
-//!  end_rewrite(ok): manifest = new base + new incr; old files deleted
+//!  end_rewrite(ok): manifest = new base + new incr ─► aof-bio: unlink old
 //! ```
 //!
 //! Everything about the files lives in one `State` behind a Mutex taken
@@ -28,8 +29,8 @@ use engine::persist::{SaveOptions, SnapshotSink};
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::{IoSlice, Write};
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -49,7 +50,7 @@ const MAX_IOV: usize = 256;
 pub(crate) struct FileLog {
     sh: Arc<Shared>,
     writer: Option<JoinHandle<()>>,
-    fsyncer: Option<JoinHandle<()>>,
+    bio: Option<JoinHandle<()>>,
     closed: bool,
 }
 
@@ -67,7 +68,7 @@ struct Shared {
     current_size: AtomicU64,
     base_size: AtomicU64,
     delayed_fsync: AtomicU64,
-    fsync: FsyncQueue,
+    bio: Bio,
 }
 
 #[derive(Default)]
@@ -76,18 +77,25 @@ struct Errors {
     fsync: Option<String>,
 }
 
-/// Files handed to the `aof-fsync` thread (clones of the current fd, or a
-/// replaced incr file to sync before it is closed).
-struct FsyncQueue {
-    q: Mutex<FsyncJobs>,
+/// Work for the `aof-bio` thread, done in order.
+enum Job {
+    /// fdatasync a clone of the current fd, or a replaced incr file
+    /// before it is closed.
+    Fsync(File),
+    /// A file the manifest no longer lists.
+    Unlink(PathBuf),
+}
+
+struct Bio {
+    q: Mutex<BioJobs>,
     cv: Condvar,
-    busy: AtomicBool,
+    /// Fsync jobs queued or running (`aof_pending_bio_fsync`).
+    fsyncs: AtomicUsize,
 }
 
 #[derive(Default)]
-struct FsyncJobs {
-    files: VecDeque<File>,
-    running: bool,
+struct BioJobs {
+    jobs: VecDeque<Job>,
     stop: bool,
 }
 
@@ -327,7 +335,7 @@ impl State {
             Ok(f) => {
                 self.fsync_started = self.file_len;
                 self.last_fsync = Instant::now();
-                sh.fsync.push(f);
+                sh.bio.push(Job::Fsync(f));
             }
             Err(e) => log::warning(&format!("Can't fsync the AOF file: {}", strerror(&e))),
         }
@@ -353,37 +361,33 @@ impl Shared {
     }
 }
 
-impl FsyncQueue {
-    fn push(&self, f: File) {
+impl Bio {
+    fn push(&self, job: Job) {
         let mut q = lock(&self.q);
-        q.files.push_back(f);
-        self.busy.store(true, Ordering::Release);
+        if matches!(job, Job::Fsync(_)) {
+            self.fsyncs.fetch_add(1, Ordering::AcqRel);
+        }
+        q.jobs.push_back(job);
         self.cv.notify_all();
     }
 
-    fn in_progress(&self) -> bool {
-        self.busy.load(Ordering::Acquire)
+    fn fsync_in_progress(&self) -> bool {
+        self.fsyncs.load(Ordering::Acquire) > 0
     }
 
     /// Wait until no fsync is queued or running, at most until `deadline`
     /// (or `stop`): whether it is idle.
-    fn wait_idle(&self, deadline: Option<Instant>, stop: &AtomicBool) -> bool {
+    fn wait_fsyncs(&self, deadline: Instant, stop: &AtomicBool) -> bool {
         let mut q = lock(&self.q);
         loop {
-            if !q.running && q.files.is_empty() {
+            if !self.fsync_in_progress() {
                 return true;
             }
-            let step = Duration::from_millis(100);
-            let wait = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d || stop.load(Ordering::Acquire) {
-                        return false;
-                    }
-                    (d - now).min(step)
-                }
-                None => step,
-            };
+            let now = Instant::now();
+            if now >= deadline || stop.load(Ordering::Acquire) {
+                return false;
+            }
+            let wait = (deadline - now).min(Duration::from_millis(100));
             q = self
                 .cv
                 .wait_timeout(q, wait)
@@ -393,36 +397,41 @@ impl FsyncQueue {
     }
 }
 
-/// The `aof-fsync` thread: fdatasync each file handed over, in order.
-fn fsync_thread(sh: Arc<Shared>) {
+/// The `aof-bio` thread: each job in turn; at `stop`, the queue drained.
+fn bio_thread(sh: Arc<Shared>) {
     loop {
-        let file = {
-            let mut q = lock(&sh.fsync.q);
+        let job = {
+            let mut q = lock(&sh.bio.q);
             loop {
-                if let Some(f) = q.files.pop_front() {
-                    q.running = true;
-                    break f;
+                if let Some(j) = q.jobs.pop_front() {
+                    break j;
                 }
                 if q.stop {
                     return;
                 }
-                q = sh.fsync.cv.wait(q).unwrap_or_else(|e| e.into_inner());
+                q = sh.bio.cv.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let r = file.sync_data();
-        drop(file);
-        match r {
-            Ok(()) => sh.set_error(|e| e.fsync = None),
-            Err(e) => {
-                let text = strerror(&e);
-                log::warning(&format!("Fail to fsync the AOF file: {text}"));
-                sh.set_error(|e| e.fsync = Some(text));
+        match job {
+            Job::Fsync(file) => {
+                let r = file.sync_data();
+                drop(file);
+                match r {
+                    Ok(()) => sh.set_error(|e| e.fsync = None),
+                    Err(e) => {
+                        let text = strerror(&e);
+                        log::warning(&format!("Fail to fsync the AOF file: {text}"));
+                        sh.set_error(|e| e.fsync = Some(text));
+                    }
+                }
+                let _q = lock(&sh.bio.q);
+                sh.bio.fsyncs.fetch_sub(1, Ordering::AcqRel);
+                sh.bio.cv.notify_all();
+            }
+            Job::Unlink(path) => {
+                let _ = fs::remove_file(path);
             }
         }
-        let mut q = lock(&sh.fsync.q);
-        q.running = false;
-        sh.fsync.busy.store(!q.files.is_empty(), Ordering::Release);
-        sh.fsync.cv.notify_all();
     }
 }
 
@@ -452,11 +461,11 @@ fn step(sh: &Shared) -> Duration {
         return RETRY - t.elapsed();
     }
     if target > st.written() || !st.prefix.is_empty() {
-        if policy == FsyncPolicy::Everysec && sh.fsync.in_progress() {
+        if policy == FsyncPolicy::Everysec && sh.bio.fsync_in_progress() {
             let since = *st.postponed.get_or_insert_with(Instant::now);
             if since.elapsed() < POSTPONE_MAX {
                 drop(st);
-                sh.fsync.wait_idle(Some(since + POSTPONE_MAX), &sh.stop);
+                sh.bio.wait_fsyncs(since + POSTPONE_MAX, &sh.stop);
                 return Duration::ZERO;
             }
             sh.delayed_fsync.fetch_add(1, Ordering::Relaxed);
@@ -485,7 +494,7 @@ fn step(sh: &Shared) -> Duration {
             if since < FSYNC_EVERY {
                 return FSYNC_EVERY - since;
             }
-            if sh.fsync.in_progress() {
+            if sh.bio.fsync_in_progress() {
                 return Duration::from_millis(10);
             }
             st.fsync_background(sh);
@@ -519,23 +528,23 @@ impl FileLog {
             current_size: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
-            fsync: FsyncQueue {
-                q: Mutex::new(FsyncJobs::default()),
+            bio: Bio {
+                q: Mutex::new(BioJobs::default()),
                 cv: Condvar::new(),
-                busy: AtomicBool::new(false),
+                fsyncs: AtomicUsize::new(0),
             },
             st: Mutex::new(st),
         });
         lock(&sh.st).publish(&sh);
         let s = sh.clone();
-        let fsyncer = std::thread::Builder::new()
-            .name("aof-fsync".into())
-            .spawn(move || fsync_thread(s))
-            .map_err(|e| format!("can't start the AOF fsync thread: {e}"))?;
+        let bio = std::thread::Builder::new()
+            .name("aof-bio".into())
+            .spawn(move || bio_thread(s))
+            .map_err(|e| format!("can't start the AOF background thread: {e}"))?;
         let mut log = FileLog {
             sh: sh.clone(),
             writer: None,
-            fsyncer: Some(fsyncer),
+            bio: Some(bio),
             closed: false,
         };
         let s = sh.clone();
@@ -588,16 +597,19 @@ fn new_state(
     }
 }
 
-/// Remove the history files `m` lists (unless also listed as base or
-/// incr) and drop them from it: whether there were any.
-fn delete_history(dir: &AofDir, m: &mut Manifest) -> bool {
+/// Drop the history files from `m` and pass each (unless also listed as
+/// base or incr) to `unlink`: whether there were any.
+fn delete_history(dir: &AofDir, m: &mut Manifest, mut unlink: impl FnMut(PathBuf)) -> bool {
     let history = std::mem::take(&mut m.history);
     for h in &history {
         if m.lists(&h.name) {
             continue;
         }
-        log::notice(&format!("Removing the history file {} in the background", h.name));
-        let _ = fs::remove_file(dir.path(&h.name));
+        log::notice(&format!(
+            "Removing the history file {} in the background",
+            h.name
+        ));
+        unlink(dir.path(&h.name));
     }
     !history.is_empty()
 }
@@ -609,7 +621,9 @@ fn open_existing(dir: AofDir, opts: &AofOptions, reader: effects::Reader) -> Res
             dir.manifest_name()
         )
     })?;
-    let mut dirty = delete_history(&dir, &mut m);
+    let mut dirty = delete_history(&dir, &mut m, |p| {
+        let _ = fs::remove_file(p);
+    });
     let created = m.incr.is_empty();
     if created {
         let seq = m.incr_seq() + 1;
@@ -638,7 +652,10 @@ fn open_existing(dir: AofDir, opts: &AofOptions, reader: effects::Reader) -> Res
         incr.name
     ));
     let mut st = new_state(dir, opts, reader, file, incr);
-    st.base_size = m.base.as_ref().map_or(0, |b| file_len(&st.dir.path(&b.name)));
+    st.base_size = m
+        .base
+        .as_ref()
+        .map_or(0, |b| file_len(&st.dir.path(&b.name)));
     st.others = m.incr[..m.incr.len() - 1]
         .iter()
         .map(|e| file_len(&st.dir.path(&e.name)))
@@ -680,7 +697,8 @@ fn open_fresh(dir: AofDir, opts: &AofOptions, reader: effects::Reader) -> Result
 impl AppendLog for FileLog {
     fn wake(&mut self, published: u64) {
         self.sh.target.store(published, Ordering::SeqCst);
-        if !self.sh.notified.load(Ordering::SeqCst) && !self.sh.notified.swap(true, Ordering::SeqCst)
+        if !self.sh.notified.load(Ordering::SeqCst)
+            && !self.sh.notified.swap(true, Ordering::SeqCst)
         {
             self.unpark();
         }
@@ -722,7 +740,7 @@ impl AppendLog for FileLog {
             write_error,
             delayed_fsync: sh.delayed_fsync.load(Ordering::Relaxed),
             written: sh.written.load(Ordering::Acquire),
-            fsync_in_progress: sh.fsync.in_progress(),
+            fsync_in_progress: sh.bio.fsync_in_progress(),
         }
     }
 
@@ -766,7 +784,7 @@ impl AppendLog for FileLog {
             ));
             let old = std::mem::replace(&mut st.file, file);
             if st.opts.fsync != FsyncPolicy::No && st.fsynced < st.file_len {
-                sh.fsync.push(old);
+                sh.bio.push(Job::Fsync(old));
             }
             st.others += st.file_len;
             st.file_len = 0;
@@ -823,6 +841,7 @@ impl AppendLog for FileLog {
         };
         let base_path = st.dir.path(&rw.base.name);
         if !ok {
+            // Not in the background: the next rewrite's base has this name.
             let _ = fs::remove_file(&base_path);
             return Ok(());
         }
@@ -856,7 +875,7 @@ impl AppendLog for FileLog {
         }
         st.disk = Some(m.clone());
         st.listed = true;
-        if delete_history(&st.dir, &mut m)
+        if delete_history(&st.dir, &mut m, |p| sh.bio.push(Job::Unlink(p)))
             && manifest::write(&st.dir.dir, &st.dir.manifest_name(), &m).is_ok()
         {
             st.disk = Some(m.clone());
@@ -892,11 +911,11 @@ impl AppendLog for FileLog {
             r.and_then(|()| st.fsync_now(&self.sh))
         };
         {
-            let mut q = lock(&self.sh.fsync.q);
+            let mut q = lock(&self.sh.bio.q);
             q.stop = true;
-            self.sh.fsync.cv.notify_all();
+            self.sh.bio.cv.notify_all();
         }
-        if let Some(t) = self.fsyncer.take() {
+        if let Some(t) = self.bio.take() {
             let _ = t.join();
         }
         if let Err(e) = &result {

@@ -354,8 +354,14 @@ mod tests {
                      file appendonly.aof.2.incr.aof seq 2 type i\n\
                      file appendonly.aof.3.incr.aof seq 3 type i\n";
         let m = Manifest::parse(text).unwrap();
-        assert_eq!(m.base, Some(entry("appendonly.aof.2.base.rdb", 2, Kind::Base)));
-        assert_eq!(m.history, vec![entry("appendonly.aof.1.incr.aof", 1, Kind::History)]);
+        assert_eq!(
+            m.base,
+            Some(entry("appendonly.aof.2.base.rdb", 2, Kind::Base))
+        );
+        assert_eq!(
+            m.history,
+            vec![entry("appendonly.aof.1.incr.aof", 1, Kind::History)]
+        );
         assert_eq!(m.incr.len(), 2);
         assert_eq!(m.incr_seq(), 3);
         assert_eq!(m.format().as_bytes(), &text[..]);
