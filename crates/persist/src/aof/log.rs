@@ -323,7 +323,7 @@ impl State {
             }
             Err(e) => {
                 let text = strerror(&e);
-                sh.set_error(|e| e.fsync = Some(text.clone()));
+                sh.fsync_failed(&text);
                 Err(text)
             }
         }
@@ -348,6 +348,16 @@ impl Shared {
         f(&mut e);
         self.failed
             .store(e.write.is_some() || e.fsync.is_some(), Ordering::Release);
+    }
+
+    /// An fsync failed (logged when it starts failing, as Valkey's bio).
+    fn fsync_failed(&self, text: &str) {
+        self.set_error(|e| {
+            if e.fsync.is_none() {
+                log::warning(&format!("Fail to fsync the AOF file: {text}"));
+            }
+            e.fsync = Some(text.to_string());
+        });
     }
 
     /// Clear the write error; whether there was one.
@@ -418,11 +428,7 @@ fn bio_thread(sh: Arc<Shared>) {
                 drop(file);
                 match r {
                     Ok(()) => sh.set_error(|e| e.fsync = None),
-                    Err(e) => {
-                        let text = strerror(&e);
-                        log::warning(&format!("Fail to fsync the AOF file: {text}"));
-                        sh.set_error(|e| e.fsync = Some(text));
-                    }
+                    Err(e) => sh.fsync_failed(&strerror(&e)),
                 }
                 let _q = lock(&sh.bio.q);
                 sh.bio.fsyncs.fetch_sub(1, Ordering::AcqRel);
@@ -481,14 +487,17 @@ fn step(sh: &Shared) -> Duration {
     if st.rewriting_quiet() {
         return FSYNC_EVERY;
     }
+    // A failed fsync is tried again (writes are refused meanwhile, so
+    // nothing new would call for one).
+    if sh.failed.load(Ordering::Acquire) && lock(&sh.errors).fsync.is_some() {
+        st.fsync_started = 0;
+        st.fsynced = 0;
+    }
     match policy {
-        FsyncPolicy::Always => {
-            if let Err(e) = st.fsync_now(sh) {
-                log::warning(&format!("Fail to fsync the AOF file: {e}"));
-                return RETRY;
-            }
-            FSYNC_EVERY
-        }
+        FsyncPolicy::Always => match st.fsync_now(sh) {
+            Ok(()) => FSYNC_EVERY,
+            Err(_) => RETRY,
+        },
         FsyncPolicy::Everysec if st.file_len > st.fsync_started => {
             let since = st.last_fsync.elapsed();
             if since < FSYNC_EVERY {
@@ -917,9 +926,6 @@ impl AppendLog for FileLog {
         }
         if let Some(t) = self.bio.take() {
             let _ = t.join();
-        }
-        if let Err(e) = &result {
-            log::warning(&format!("Fail to fsync the AOF file: {e}"));
         }
         result
     }
