@@ -51,6 +51,8 @@ pub(crate) struct FileLog {
     sh: Arc<Shared>,
     writer: Option<JoinHandle<()>>,
     bio: Option<JoinHandle<()>>,
+    /// The last offset passed to `wake`.
+    woken: u64,
     closed: bool,
 }
 
@@ -554,6 +556,7 @@ impl FileLog {
             sh: sh.clone(),
             writer: None,
             bio: Some(bio),
+            woken: written,
             closed: false,
         };
         let s = sh.clone();
@@ -705,6 +708,12 @@ fn open_fresh(dir: AofDir, opts: &AofOptions, reader: effects::Reader) -> Result
 
 impl AppendLog for FileLog {
     fn wake(&mut self, published: u64) {
+        // Called after every batch: one compare when nothing was written,
+        // else a store and a load (a swap only if the writer sleeps).
+        if published == self.woken {
+            return;
+        }
+        self.woken = published;
         self.sh.target.store(published, Ordering::SeqCst);
         if !self.sh.notified.load(Ordering::SeqCst)
             && !self.sh.notified.swap(true, Ordering::SeqCst)

@@ -19,6 +19,13 @@
 //!
 //! Paths are relative to a root, the server's `dir` (it chdir()s there,
 //! so `FileStorage` passes "."); the tests pass a directory of their own.
+//!
+//! Where the files differ from Valkey's: a rewrite's base is always RDB
+//! (`.base.rdb`), also with `aof-use-rdb-preamble no` (Valkey then writes
+//! commands; both load either). An AOF opened by CONFIG SET appendonly
+//! yes writes its first incr file under its final name (Valkey: a
+//! `temp-...incr` file renamed when the first rewrite ends); it is listed
+//! only by the manifest that rewrite writes, as in Valkey.
 
 pub mod commands;
 mod load;
@@ -77,7 +84,7 @@ impl AofDir {
     fn incr_name(&self, seq: i64) -> String {
         format!("{}.{seq}.incr.aof", self.filename)
     }
-    /// The base is always written as RDB (see the crate docs).
+    /// The base is always written as RDB (see the module docs).
     fn base_name(&self, seq: i64) -> String {
         format!("{}.{seq}.base.rdb", self.filename)
     }
