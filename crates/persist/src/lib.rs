@@ -1,5 +1,5 @@
-//! Snapshot files: the threads that write and read RDB files for the
-//! engine (`engine::persist::Storage`).
+//! Persistence files: the threads that write and read RDB files and the
+//! append-only file for the engine (`engine::persist::Storage`).
 //!
 //! ```text
 //!  execution thread                      writer thread (one per save)
@@ -18,11 +18,17 @@
 //! what to write) and holds no state between saves. A save never writes
 //! under the real name until the whole file is on disk: a failed or
 //! abandoned save leaves the previous dump as it was.
+//!
+//! The AOF ([`aof`]) reuses both: its RDB base is written by the same
+//! writer thread and read back by the same loader threads.
 
+pub mod aof;
 mod reader;
 mod writer;
 
+use engine::aof::{AofOptions, AofSource, AppendLog, OpenMode};
 use engine::persist::{LoadOptions, LoadSource, SaveOptions, SnapshotSink, Storage};
+use std::path::Path;
 
 /// Files in the working directory (the server chdir()s to `dir`).
 #[derive(Debug, Default)]
@@ -30,7 +36,10 @@ pub struct FileStorage;
 
 impl Storage for FileStorage {
     fn save(&mut self, opts: &SaveOptions) -> Result<Box<dyn SnapshotSink>, String> {
-        Ok(Box::new(writer::FileSink::start(opts.clone())?))
+        Ok(Box::new(writer::FileSink::start_in(
+            opts.clone(),
+            Path::new(""),
+        )?))
     }
 
     fn load(
@@ -39,5 +48,22 @@ impl Storage for FileStorage {
         opts: LoadOptions,
     ) -> Result<Option<Box<dyn LoadSource>>, String> {
         Ok(reader::FileSource::open(filename, opts)?.map(|s| Box::new(s) as Box<dyn LoadSource>))
+    }
+
+    fn open_aof(
+        &mut self,
+        opts: &AofOptions,
+        stream: effects::Reader,
+        mode: OpenMode,
+    ) -> Result<Box<dyn AppendLog>, String> {
+        aof::open(Path::new("."), opts, stream, mode)
+    }
+
+    fn load_aof(
+        &mut self,
+        opts: &AofOptions,
+        load: LoadOptions,
+    ) -> Result<Option<Box<dyn AofSource>>, String> {
+        aof::load(Path::new("."), opts, load)
     }
 }

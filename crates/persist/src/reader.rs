@@ -26,6 +26,9 @@ enum Msg {
 pub(crate) struct FileSource {
     rx: Receiver<Msg>,
     read: Arc<AtomicU64>,
+    /// Where the RDB data ended in the file, once it has (an AOF base may
+    /// go on with commands after it).
+    end: Arc<AtomicU64>,
     size: u64,
     finished: bool,
 }
@@ -66,9 +69,11 @@ impl FileSource {
         let (raw_tx, raw_rx) = mpsc::sync_channel(AHEAD);
         let (tx, rx) = mpsc::sync_channel(AHEAD);
         let name = filename.to_string();
+        let end = Arc::new(AtomicU64::new(u64::MAX));
+        let end_set = end.clone();
         std::thread::Builder::new()
             .name("rdb-loader".into())
-            .spawn(move || read_file(loader, &name, &raw_tx))
+            .spawn(move || read_file(loader, &name, &raw_tx, &end_set))
             .map_err(|e| format!("can't start the RDB loader thread: {e}"))?;
         let name = filename.to_string();
         std::thread::Builder::new()
@@ -78,6 +83,7 @@ impl FileSource {
         Ok(Some(FileSource {
             rx,
             read,
+            end,
             size,
             finished: false,
         }))
@@ -94,7 +100,7 @@ enum Raw {
 /// The reading thread: parse the file, decompress, and pass items on in
 /// batches; packed values (listpacks, intsets, ...) are left to decode on
 /// the building thread, so both run at once.
-fn read_file<R: Read>(mut loader: Loader<R>, name: &str, tx: &SyncSender<Raw>) {
+fn read_file<R: Read>(mut loader: Loader<R>, name: &str, tx: &SyncSender<Raw>, end_at: &AtomicU64) {
     loader.defer_packed(true);
     let mut batch = Vec::with_capacity(BATCH);
     let end = loop {
@@ -109,7 +115,10 @@ fn read_file<R: Read>(mut loader: Loader<R>, name: &str, tx: &SyncSender<Raw>) {
                 }
             }
             Ok(Some(Item::Aux { .. } | Item::SelectDb(_) | Item::ResizeDb { .. })) => {}
-            Ok(None) => break Raw::Done,
+            Ok(None) => {
+                end_at.store(loader.offset(), Ordering::Release);
+                break Raw::Done;
+            }
             Err(e) => break Raw::Failed(format!("{name}: {e}")),
         }
     };
@@ -176,6 +185,14 @@ fn build(rx: &Receiver<Raw>, opts: LoadOptions, name: &str, tx: &SyncSender<Msg>
         }
     };
     let _ = tx.send(end);
+}
+
+impl FileSource {
+    /// The file offset after the RDB data: `u64::MAX` until the whole RDB
+    /// was read.
+    pub(crate) fn end_offset(&self) -> Arc<AtomicU64> {
+        self.end.clone()
+    }
 }
 
 impl LoadSource for FileSource {

@@ -4,7 +4,7 @@ use engine::persist::{SaveOptions, SnapshotSink};
 use rdb::Capture;
 use std::fs::{self, File};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::thread::JoinHandle;
@@ -31,11 +31,12 @@ pub(crate) struct FileSink {
 static SAVES: AtomicU64 = AtomicU64::new(0);
 
 impl FileSink {
-    pub(crate) fn start(opts: SaveOptions) -> Result<FileSink, String> {
+    /// Write `opts.filename` through a temp file in `temp_dir`.
+    pub(crate) fn start_in(opts: SaveOptions, temp_dir: &Path) -> Result<FileSink, String> {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let (done_tx, done) = mpsc::channel();
         let n = SAVES.fetch_add(1, Ordering::Relaxed);
-        let temp = PathBuf::from(format!("temp-{}-{n}.rdb", std::process::id()));
+        let temp = temp_dir.join(format!("temp-{}-{n}.rdb", std::process::id()));
         let thread = std::thread::Builder::new()
             .name("rdb-writer".into())
             .spawn(move || {
@@ -102,7 +103,11 @@ fn write_file(opts: &SaveOptions, temp: &PathBuf, rx: &Receiver<Msg>) -> Result<
         )
     })?;
     // The rename itself is durable only once the directory is synced.
-    if let Ok(dir) = File::open(".") {
+    let dir = match Path::new(&opts.filename).parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(dir) = File::open(dir) {
         let _ = dir.sync_all();
     }
     Ok(written)
