@@ -407,6 +407,9 @@ impl Server {
             cmd.arg(conf);
         }
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
+        if let Some(dir) = &opts.dir {
+            cmd.arg("--dir").arg(dir);
+        }
         cmd.args(&opts.args);
         limit_open_files(&mut cmd, opts.open_files);
         cmd.stdin(Stdio::null())

@@ -37,6 +37,20 @@ fn wait_rewrite_done(c: &mut redis::Connection) -> String {
     status
 }
 
+/// With `appendfsync everysec` the AOF thread writes a little after the
+/// reply: wait until it has everything, so a kill -9 loses nothing.
+fn wait_written(c: &mut redis::Connection) {
+    within(10, "the AOF to be written", || {
+        info_field(&text(&q(c, "INFO persistence")), "aof_buffer_length") == "0"
+    });
+}
+
+/// kill -9 once the AOF has every write so far.
+fn crash(srv: &mut ringkv_e2e::Server) {
+    wait_written(&mut srv.client());
+    kill_9(srv);
+}
+
 fn kill_9(srv: &mut ringkv_e2e::Server) {
     let pid = srv.pid().expect("running") as i32;
     // SAFETY: kill(2) on the PID of our own still-unreaped child.
@@ -53,7 +67,7 @@ e2e!(
             let c = &mut srv.client();
             fill(c);
             let before = view(c);
-            kill_9(&mut srv);
+            crash(&mut srv);
             before
         };
         let m = manifest(tmp.path());
@@ -136,7 +150,7 @@ e2e!(
         let base: u64 = info_field(&info, "aof_base_size").parse().unwrap();
         let size: u64 = info_field(&info, "aof_current_size").parse().unwrap();
         assert!(base > 0 && size >= base, "{info}");
-        kill_9(&mut srv);
+        crash(&mut srv);
         let srv = b.start(opts);
         let c = &mut srv.client();
         assert_eq!(q(c, "DBSIZE"), int(1501));
@@ -161,7 +175,7 @@ e2e!(
         q(c, "EXPIRE k:0 100000").unwrap();
         let info = text(&q(c, "INFO persistence"));
         assert_eq!(info_field(&info, "aof_enabled"), "1");
-        kill_9(&mut srv);
+        crash(&mut srv);
         let mut srv = b.start(aof_opts(tmp.path()));
         let c = &mut srv.client();
         assert_eq!(q(c, "DBSIZE"), int(1001));
@@ -200,7 +214,7 @@ e2e!(
             let c = &mut srv.client();
             q(c, "SET a 1").unwrap();
             q(c, "SET b 2").unwrap();
-            kill_9(&mut srv);
+            crash(&mut srv);
         }
         let incr = last_incr(tmp.path());
         let good = fs::read(&incr).unwrap();
@@ -220,7 +234,7 @@ e2e!(
         assert!(srv.log().contains("aof-load-truncated"), "{}", srv.log());
         // The partial command was cut from the file: appending goes on.
         q(c, "SET d 4").unwrap();
-        kill_9(&mut srv);
+        crash(&mut srv);
         let srv = b.start(opts.clone().arg("aof-load-truncated", "no"));
         assert_eq!(text(&q(&mut srv.client(), "GET d")), "4");
     }
@@ -233,7 +247,7 @@ e2e!(
         {
             let mut srv = b.start(opts.clone());
             q(&mut srv.client(), "SET a 1").unwrap();
-            kill_9(&mut srv);
+            crash(&mut srv);
         }
         let incr = last_incr(tmp.path());
         let mut bytes = fs::read(&incr).unwrap();
