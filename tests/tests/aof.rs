@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use ringkv_e2e::dataset::{fill, view};
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int, ok, text};
-use ringkv_e2e::{Opts, Rng, e2e, info_field, q, query, within};
+use ringkv_e2e::{Backend, Opts, Rng, e2e, info_field, q, query, within};
 
 fn aof_opts(dir: &Path) -> Opts {
     Opts::new()
@@ -355,5 +355,180 @@ e2e!(
         eprintln!("kill -9 cycles: {done}, acknowledged writes checked: {total}");
         assert!(done >= cycles.min(20), "only {done} cycles ran");
         assert!(total > 0);
+    }
+);
+
+/// One random write (or a few, in MULTI) over a small set of keys of
+/// every type, with the commands whose effects are rewritten (relative
+/// expiries, SPOP, INCRBYFLOAT, served blocking pops, ...) well
+/// represented. Errors (WRONGTYPE) are part of the mix.
+fn random_write(c: &mut redis::Connection, rng: &mut Rng) {
+    let k = |rng: &mut Rng, p: &str| format!("{p}{}", rng.below(6));
+    let n = |rng: &mut Rng| rng.below(20).to_string();
+    let line: Vec<String> = match rng.below(34) {
+        0 => vec!["SET".into(), k(rng, "s"), n(rng)],
+        1 => vec![
+            "SET".into(),
+            k(rng, "s"),
+            n(rng),
+            "EX".into(),
+            "1000".into(),
+        ],
+        2 => vec![
+            "SET".into(),
+            k(rng, "s"),
+            n(rng),
+            "PX".into(),
+            (1 + rng.below(30)).to_string(),
+        ],
+        3 => vec![
+            "SET".into(),
+            k(rng, "s"),
+            n(rng),
+            "KEEPTTL".into(),
+            "GET".into(),
+        ],
+        4 => vec!["SETEX".into(), k(rng, "s"), "500".into(), n(rng)],
+        5 => vec!["INCRBYFLOAT".into(), k(rng, "s"), "1.5".into()],
+        6 => vec!["APPEND".into(), k(rng, "s"), "x".into()],
+        7 => vec!["GETEX".into(), k(rng, "s"), "EX".into(), "700".into()],
+        8 => vec!["GETEX".into(), k(rng, "s"), "PERSIST".into()],
+        9 => vec!["EXPIRE".into(), k(rng, "s"), "900".into()],
+        10 => vec![
+            "PEXPIRE".into(),
+            k(rng, "l"),
+            (1 + rng.below(30)).to_string(),
+        ],
+        11 => vec!["EXPIREAT".into(), k(rng, "h"), "1".into()],
+        12 => vec!["GETDEL".into(), k(rng, "s")],
+        13 => vec!["RPUSH".into(), k(rng, "l"), n(rng), n(rng)],
+        14 => vec!["LPOP".into(), k(rng, "l")],
+        15 => vec!["BLPOP".into(), k(rng, "l"), "0.01".into()],
+        16 => vec![
+            "LMPOP".into(),
+            "2".into(),
+            k(rng, "l"),
+            k(rng, "l"),
+            "RIGHT".into(),
+            "COUNT".into(),
+            "2".into(),
+        ],
+        17 => vec![
+            "LMOVE".into(),
+            k(rng, "l"),
+            k(rng, "l"),
+            "LEFT".into(),
+            "RIGHT".into(),
+        ],
+        18 => vec!["SADD".into(), k(rng, "t"), n(rng), n(rng), n(rng)],
+        19 => vec!["SPOP".into(), k(rng, "t")],
+        20 => vec!["SPOP".into(), k(rng, "t"), "2".into()],
+        21 => vec!["SMOVE".into(), k(rng, "t"), k(rng, "t"), n(rng)],
+        22 => vec!["ZADD".into(), k(rng, "z"), n(rng), n(rng)],
+        23 => vec!["ZINCRBY".into(), k(rng, "z"), "2.5".into(), n(rng)],
+        24 => vec!["BZPOPMIN".into(), k(rng, "z"), "0.01".into()],
+        25 => vec!["ZPOPMAX".into(), k(rng, "z"), "2".into()],
+        26 => vec!["HSET".into(), k(rng, "h"), n(rng), n(rng)],
+        27 => vec!["HINCRBYFLOAT".into(), k(rng, "h"), n(rng), "0.25".into()],
+        28 => vec!["HDEL".into(), k(rng, "h"), n(rng)],
+        29 => vec!["DEL".into(), k(rng, "s"), k(rng, "l")],
+        30 => vec!["RENAME".into(), k(rng, "t"), k(rng, "t")],
+        31 => vec!["MOVE".into(), k(rng, "s"), "1".into()],
+        32 => vec!["SELECT".into(), rng.below(2).to_string()],
+        _ => {
+            let _ = q(c, "MULTI");
+            for _ in 0..1 + rng.below(3) {
+                random_write(c, rng);
+            }
+            vec!["EXEC".into()]
+        }
+    };
+    let refs: Vec<&str> = line.iter().map(String::as_str).collect();
+    let _ = query(c, &refs);
+}
+
+/// `view` without OBJECT ENCODING: servers may load the same data into
+/// other encodings (Valkey turns int-only listpack sets into intsets).
+fn plain_view(c: &mut redis::Connection) -> std::collections::BTreeMap<String, String> {
+    view(c)
+        .into_iter()
+        .map(|(k, v)| {
+            let mut f: Vec<&str> = v.splitn(4, '/').collect();
+            f.remove(1);
+            (k, f.join("/"))
+        })
+        .collect()
+}
+
+/// Random writes against `b` with the AOF on; returns the dataset as the
+/// server saw it once every short TTL had run out, with the AOF written.
+fn random_history(b: Backend, dir: &Path, seed: u64) -> std::collections::BTreeMap<String, String> {
+    let mut srv = b.start(aof_opts(dir));
+    let c = &mut srv.client();
+    let mut rng = Rng::new(seed);
+    for _ in 0..3000 {
+        random_write(c, &mut rng);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let want = plain_view(c);
+    wait_written(c);
+    let _ = q(c, "SHUTDOWN NOSAVE");
+    srv.wait_exit(Duration::from_secs(10));
+    want
+}
+
+/// The directory `from` copied into a new temp dir.
+fn copy_dir(from: &Path) -> TempDir {
+    let to = TempDir::new("aof-copy");
+    fs::create_dir_all(to.path().join("appendonlydir")).unwrap();
+    for e in fs::read_dir(from.join("appendonlydir")).unwrap() {
+        let e = e.unwrap();
+        fs::copy(
+            e.path(),
+            to.path().join("appendonlydir").join(e.file_name()),
+        )
+        .unwrap();
+    }
+    to
+}
+
+e2e!(
+    ringkv_only fn random_writes_replay_to_the_same_dataset_here_and_in_valkey(b) {
+        for seed in [1u64, 2, 3] {
+            let tmp = TempDir::new("aof-diff");
+            let want = random_history(b, tmp.path(), seed);
+            assert!(want.len() > 5, "{want:?}");
+            // ringkv replays its own file.
+            let copy = copy_dir(tmp.path());
+            let srv = b.start(aof_opts(copy.path()));
+            assert_eq!(plain_view(&mut srv.client()), want, "seed {seed}: ringkv replay");
+            drop(srv);
+            // Valkey 8.1 replays ringkv's file.
+            let copy = copy_dir(tmp.path());
+            let srv = Backend::Valkey.start(aof_opts(copy.path()));
+            assert_eq!(plain_view(&mut srv.client()), want, "seed {seed}: Valkey replay");
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn valkey_aof_directories_load_in_ringkv(b) {
+        for seed in [11u64, 12] {
+            let tmp = TempDir::new("aof-valkey");
+            let want = random_history(Backend::Valkey, tmp.path(), seed);
+            // A rewrite on the Valkey side too: an RDB base with data in it.
+            {
+                let srv = Backend::Valkey.start(aof_opts(tmp.path()));
+                let c = &mut srv.client();
+                within(30, "Valkey to load", || q(c, "DBSIZE").is_ok());
+                let _ = q(c, "BGREWRITEAOF");
+                wait_rewrite_done(c);
+                q(c, "SET after-rewrite 1").unwrap();
+            }
+            let mut want = want;
+            want.insert("0:after-rewrite".into(), "string/persist/1".into());
+            let srv = b.start(aof_opts(tmp.path()));
+            assert_eq!(plain_view(&mut srv.client()), want, "seed {seed}");
+        }
     }
 );

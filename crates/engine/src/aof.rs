@@ -275,6 +275,9 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
     sess.authenticated = true;
     srv.clients.map.insert(id.0, Some(Box::new(sess)));
     srv.aof.replaying = true;
+    for db in &mut srv.keyspace.dbs {
+        db.expiry_paused = true;
+    }
     let result = (|| {
         while let Some(chunk) = source.next()? {
             match chunk {
@@ -304,6 +307,9 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
         Ok(())
     })();
     srv.aof.replaying = false;
+    for db in &mut srv.keyspace.dbs {
+        db.expiry_paused = false;
+    }
     srv.clients.map.remove(&id.0);
     result?;
     srv.aof.loaded_commands = commands;

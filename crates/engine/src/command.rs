@@ -337,6 +337,13 @@ impl Ctx<'_> {
             store::hash_key(key)
         }
     }
+    /// Is the absolute time `at_ms` already past, so that setting it
+    /// deletes the key instead? Never while an AOF is replayed: a later
+    /// command of the file may still need the key (Valkey's
+    /// `checkAlreadyExpired` while loading).
+    pub fn already_expired(&self, at_ms: i64) -> bool {
+        at_ms <= self.now_ms && !self.srv.aof.replaying
+    }
     /// A key was modified: call on every write, after the change (WATCH
     /// invalidation; wakes clients blocked on the key).
     pub fn touched(&mut self, db: usize, key: &[u8]) {

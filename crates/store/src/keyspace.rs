@@ -148,6 +148,10 @@ pub struct Db {
     expired_log: Vec<Box<[u8]>>,
     /// How much of `expired_log` the effects stream has seen.
     expired_emitted: usize,
+    /// Keys past their time are not expired on access (while an AOF is
+    /// replayed: its later commands may still need them, as Valkey treats
+    /// keys while loading).
+    pub expiry_paused: bool,
     /// A point-in-time view in progress (see [`crate::freeze`]).
     pub(crate) view: Option<Box<crate::freeze::View>>,
 }
@@ -165,6 +169,7 @@ impl Default for Db {
             log_expired: false,
             expired_log: Vec::new(),
             expired_emitted: 0,
+            expiry_paused: false,
             view: None,
         }
     }
@@ -252,7 +257,7 @@ impl Db {
             // Located once, then borrowed: a borrow returned from one
             // branch of a match cannot be given up in the other.
             let loc = self.table.locate(hash, key)?;
-            if self.table.at(loc).is_expired(now_ms) {
+            if self.table.at(loc).is_expired(now_ms) && !self.expiry_paused {
                 self.expire_key(hash, key);
                 return None;
             }
@@ -415,7 +420,7 @@ impl Db {
             // a key is deleted.
             s = s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
             let e = self.table.random(s)?;
-            if !e.is_expired(now_ms) {
+            if !e.is_expired(now_ms) || self.expiry_paused {
                 return Some(e.key().to_vec());
             }
             let k = e.key().to_vec();

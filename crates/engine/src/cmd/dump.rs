@@ -134,11 +134,12 @@ fn restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Ok(value) = rdb::restore::restore(body, &ctx.srv.config.encoding) else {
         return ctx.error("ERR Bad data format");
     };
-    let db = &mut ctx.srv.keyspace.dbs[dbi];
     if ttl > 0 && !absttl {
         ttl = ttl.saturating_add(now);
     }
-    if ttl > 0 && ttl <= now {
+    let past = ttl > 0 && ctx.already_expired(ttl);
+    let db = &mut ctx.srv.keyspace.dbs[dbi];
+    if past {
         // Already expired: the key ends up deleted (Valkey propagates a DEL).
         if exists {
             db.remove(h, key);

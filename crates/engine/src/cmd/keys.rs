@@ -627,7 +627,6 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
     }
     let key = argv.get(1);
     let db = ctx.session.db;
-    let now = ctx.now_ms;
     let Some(e) = lookup(ctx, key, Lookup::Write) else {
         return ctx.reply.int(0);
     };
@@ -645,7 +644,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
     let hash = ctx.key_hash(key);
     // A time already past deletes the key (Valkey replicates a DEL and
     // fires `del`, not `expire`).
-    let deleted = when <= now;
+    let deleted = ctx.already_expired(when);
     let event = if deleted {
         ctx.db().remove(hash, key);
         "del"

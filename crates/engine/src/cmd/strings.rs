@@ -655,6 +655,7 @@ fn set_generic(
         return;
     }
     let dbi = ctx.session.db;
+    let past = when.is_some_and(|t| ctx.already_expired(t));
     let db = &mut ctx.srv.keyspace.dbs[dbi];
     let mut old_ttl = None;
     let mut done = false;
@@ -688,9 +689,7 @@ fn set_generic(
     }
     // Already expired: storing it would only leave garbage for the expire
     // cycle, so the old value is deleted instead (Valkey replicates a DEL).
-    if let Some(t) = when
-        && t <= now
-    {
+    if past {
         if found {
             db.remove(h, key);
             ctx.touched(dbi, key);
@@ -828,13 +827,14 @@ fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(w) => w,
         Err(msg) => return ctx.error(&msg),
     };
+    let past = when.is_some_and(|t| ctx.already_expired(t));
     let db = &mut ctx.srv.keyspace.dbs[dbi];
     if let Some(s) = db.peek(h, key).and_then(as_str) {
         reply_str(&mut ctx.reply, s);
     }
     match when {
         // Only an absolute time can be in the past already.
-        Some(t) if flags & (opt::EXAT | opt::PXAT) != 0 && t <= now => {
+        Some(_) if flags & (opt::EXAT | opt::PXAT) != 0 && past => {
             db.remove(h, key);
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "del", key);
