@@ -588,3 +588,27 @@ fn wait_output(mut child: Child, timeout: Duration) -> (ExitStatus, String) {
     let bytes = reader.join().unwrap();
     (st, String::from_utf8_lossy(&bytes).into_owned())
 }
+
+/// A tmpfs of `kib` KiB mounted on a fresh directory, unmounted on drop:
+/// a disk that fills up (the tests run as root in CI).
+pub struct SmallDisk {
+    pub dir: TempDir,
+}
+
+impl SmallDisk {
+    pub fn mount(kib: u64) -> Option<SmallDisk> {
+        let dir = TempDir::new("small-disk");
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .ok()?;
+        st.success().then_some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}

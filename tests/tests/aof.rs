@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ringkv_e2e::dataset::{fill, view};
-use ringkv_e2e::server::TempDir;
+use ringkv_e2e::server::{SmallDisk, TempDir};
 use ringkv_e2e::v::{int, ok, text};
 use ringkv_e2e::{Backend, Opts, Rng, e2e, info_field, q, query, within};
 
@@ -198,7 +198,7 @@ fn last_incr(dir: &Path) -> std::path::PathBuf {
     let name = m
         .lines()
         .filter(|l| l.ends_with("type i"))
-        .last()
+        .next_back()
         .and_then(|l| l.split(' ').nth(1))
         .expect("an incr file")
         .to_string();
@@ -314,7 +314,7 @@ e2e!(
             .unwrap_or(100);
         let tmp = TempDir::new("aof-kill");
         let opts = aof_opts(tmp.path()).arg("appendfsync", "always");
-        let mut rng = Rng::new(0x5eed_a0f);
+        let mut rng = Rng::new(0x05ee_da0f);
         // Per writer: every key below `acked` was acknowledged.
         let mut acked: Vec<u64> = vec![0; 4];
         let mut checked_from: Vec<u64> = vec![0; 4];
@@ -530,5 +530,57 @@ e2e!(
             let srv = b.start(aof_opts(tmp.path()));
             assert_eq!(plain_view(&mut srv.client()), want, "seed {seed}");
         }
+    }
+);
+
+e2e!(
+    fn a_full_disk_refuses_writes_with_misconf_and_loses_nothing_acknowledged(b) {
+        let Some(disk) = SmallDisk::mount(512) else {
+            assert!(std::env::var("CI").is_err(), "cannot mount a tmpfs in CI");
+            eprintln!("skipped: cannot mount a tmpfs here (not root?)");
+            return;
+        };
+        let dir = disk.dir.path();
+        let opts = aof_opts(dir);
+        let mut srv = b.start(opts.clone());
+        let c = &mut srv.client();
+        // Leave about 100 KiB free (the server log is in this dir too).
+        let filler = dir.join("filler");
+        let free: usize = 100 * 1024;
+        let used: u64 = fs::read_dir(dir).unwrap().map(|e| e.unwrap().metadata().map_or(0, |m| m.len())).sum();
+        fs::write(&filler, vec![0u8; (512 * 1024 - free).saturating_sub(used as usize)]).unwrap();
+        let mut rng = Rng::new(9);
+        let mut acked = 0;
+        let mut refused = None;
+        for i in 0..2000 {
+            let v: String = (0..4000).map(|_| (b'!' + rng.below(90) as u8) as char).collect();
+            match query(c, &["SET", &format!("big:{i}"), &v]) {
+                Ok(_) => acked = i + 1,
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+            // The AOF thread reports the failed write a moment later.
+            if i > 30 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        let e = refused.expect("writes refused once the disk is full");
+        assert!(e.starts_with("MISCONF Errors writing to the AOF file:"), "{e}");
+        let info = text(&q(c, "INFO persistence"));
+        assert_eq!(info_field(&info, "aof_last_write_status"), "err", "{info}");
+        // Reads still work.
+        assert_eq!(q(c, "EXISTS big:0"), int(1));
+        fs::remove_file(&filler).unwrap();
+        within(10, "writes to be accepted again", || q(c, "SET after 1").is_ok());
+        assert_eq!(info_field(&text(&q(c, "INFO persistence")), "aof_last_write_status"), "ok");
+        crash(&mut srv);
+        let srv = b.start(opts);
+        let c = &mut srv.client();
+        for i in 0..acked {
+            assert_eq!(q(c, &format!("EXISTS big:{i}")), int(1), "big:{i} lost of {acked}");
+        }
+        assert_eq!(text(&q(c, "GET after")), "1");
     }
 );

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ringkv_e2e::dataset::{fill, view};
-use ringkv_e2e::server::TempDir;
+use ringkv_e2e::server::{SmallDisk, TempDir};
 use ringkv_e2e::v::{err, int, ok, strings, text};
 use ringkv_e2e::{Backend, Opts, e2e, info_field, q, query, within};
 
@@ -172,31 +172,6 @@ e2e!(
         assert_eq!(text(&q(&mut srv.client(), "GET s:short")), "hello");
     }
 );
-
-/// A tmpfs of `kib` KiB mounted on a fresh directory; unmounted on drop.
-struct SmallDisk {
-    dir: TempDir,
-}
-
-impl SmallDisk {
-    fn mount(kib: u64) -> Option<SmallDisk> {
-        let dir = TempDir::new("small-disk");
-        let st = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .ok()?;
-        st.success().then_some(SmallDisk { dir })
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.dir.path())
-            .status();
-    }
-}
 
 e2e!(
     fn a_full_disk_fails_bgsave_keeps_the_old_dump_and_denies_writes(b) {
