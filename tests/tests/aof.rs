@@ -197,8 +197,7 @@ fn last_incr(dir: &Path) -> std::path::PathBuf {
     let m = manifest(dir);
     let name = m
         .lines()
-        .filter(|l| l.ends_with("type i"))
-        .next_back()
+        .rfind(|l| l.ends_with("type i"))
         .and_then(|l| l.split(' ').nth(1))
         .expect("an incr file")
         .to_string();
