@@ -47,7 +47,7 @@ fn readers_on_other_threads_see_every_byte_in_order() {
     let mut unit = Vec::new();
     while w.offset() < start + TOTAL {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-        let n = ((seed >> 33) % 40_000) as u64 + 1;
+        let n = ((seed >> 33) % 40_000) + 1;
         let n = n.min(start + TOTAL - w.offset());
         unit.clear();
         let at = w.offset();
