@@ -12,7 +12,8 @@
 # 3. BGREWRITEAOF of KEYS keys (100 bytes) while ringkv-bench overwrites
 #    random keys (-P 16): wall time of the rewrite and peak RSS over RSS
 #    before (for redis-server the forked child's Private_Dirty is added).
-# Servers on core SERVER_CPU (their threads too), clients on CLIENT_CPU;
+# Automatic rewrites are off (see start()). Servers on core SERVER_CPU
+# (their threads too), clients on CLIENT_CPU;
 # the AOF directory is on the same disk as everything else ($OUT).
 # Env: N_P1 (300000) N_P16 (2000000) N_ALWAYS (100000) KEYS (5000000)
 #      PORT (17640) SERVER_CPU (0) CLIENT_CPU (1) OUT (/tmp/ringkv-aof-bench)
@@ -42,7 +43,10 @@ trap stop_server EXIT
 start() { # NAME FSYNC(none|everysec|always) DIR
   local bin=$TARGET/ringkv-server aof=(--appendonly no)
   [ "$1" = redis ] && bin=redis-server
-  [ "$2" != none ] && aof=(--appendonly yes --appendfsync "$2")
+  # No automatic rewrite in the SET parts: redis-server's runs in a forked
+  # child whose CPU /proc/PID/stat of the parent does not count, ringkv's
+  # in the process; part 3 measures rewrites on their own.
+  [ "$2" != none ] && aof=(--appendonly yes --appendfsync "$2" --auto-aof-rewrite-percentage 0)
   taskset -c "$SERVER_CPU" "$bin" --port "$PORT" --bind 127.0.0.1 --dir "$3" --save "" \
     "${aof[@]}" >"$3/log" 2>&1 &
   SERVER_PID=$!

@@ -46,6 +46,13 @@ const POSTPONE_MAX: Duration = Duration::from_secs(2);
 const ERROR_LOG_EVERY: Duration = Duration::from_secs(30);
 /// Slices per writev(2).
 const MAX_IOV: usize = 256;
+/// After a round that wrote, the writer waits this long for more before
+/// it writes again, and stays marked as notified meanwhile, so the
+/// execution thread does not wake it batch after batch: under load one
+/// write(2) per LINGER instead of one wake-up and write per batch. It is
+/// also about what a kill -9 can take under `everysec` or `no` (the
+/// writes acknowledged in the last LINGER).
+const LINGER: Duration = Duration::from_millis(1);
 
 pub(crate) struct FileLog {
     sh: Arc<Shared>,
@@ -446,14 +453,27 @@ fn bio_thread(sh: Arc<Shared>) {
 /// The `aof-writer` thread.
 fn writer_thread(sh: Arc<Shared>) {
     loop {
-        sh.notified.store(false, Ordering::SeqCst);
         if sh.stop.load(Ordering::SeqCst) {
             return;
         }
+        let before = sh.written.load(Ordering::Acquire);
         let sleep = step(&sh);
-        if !sleep.is_zero() && !sh.notified.load(Ordering::SeqCst) {
-            std::thread::park_timeout(sleep);
+        if sleep.is_zero() {
+            continue;
         }
+        if sh.written.load(Ordering::Acquire) != before {
+            std::thread::park_timeout(LINGER.min(sleep));
+            continue;
+        }
+        // Idle: announce the sleep, then look once more, so a wake()
+        // between the round and the announcement is not missed.
+        sh.notified.store(false, Ordering::SeqCst);
+        if sh.target.load(Ordering::SeqCst) > sh.written.load(Ordering::Acquire)
+            || sh.stop.load(Ordering::SeqCst)
+        {
+            continue;
+        }
+        std::thread::park_timeout(sleep);
     }
 }
 
@@ -463,10 +483,11 @@ fn step(sh: &Shared) -> Duration {
     let target = sh.target.load(Ordering::SeqCst);
     let mut st = lock(&sh.st);
     let policy = st.opts.fsync;
-    if let Some(t) = st.failed_at
-        && t.elapsed() < RETRY
-    {
-        return RETRY - t.elapsed();
+    if let Some(t) = st.failed_at {
+        let left = RETRY.saturating_sub(t.elapsed());
+        if !left.is_zero() {
+            return left;
+        }
     }
     if target > st.written() || !st.prefix.is_empty() {
         if policy == FsyncPolicy::Everysec && sh.bio.fsync_in_progress() {
