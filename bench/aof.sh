@@ -87,13 +87,6 @@ always() { # NAME FSYNC ROUND
   rm -rf "$dir"
 }
 
-rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-child_dirty_kib() {
-  local c
-  c=$(pgrep -P "$1" 2>/dev/null | head -1 || true)
-  [ -n "$c" ] || { echo 0; return; }
-  awk '/^Private_Dirty/ {print $2}' "/proc/$c/smaps_rollup" 2>/dev/null || echo 0
-}
 
 rewrite() { # NAME ROUND
   local dir base peak rss extra bench_pid t0 t1

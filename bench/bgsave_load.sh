@@ -39,13 +39,6 @@ BENCH=$TARGET/ringkv-bench
 mkdir -p "$OUT"
 trap stop_server EXIT
 
-rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-child_dirty_kib() { # redis's forked child, if any
-  local c
-  c=$(pgrep -P "$1" 2>/dev/null | head -1 || true)
-  [ -n "$c" ] || { echo 0; return; }
-  awk '/^Private_Dirty/ {print $2}' "/proc/$c/smaps_rollup" 2>/dev/null || echo 0
-}
 
 start() { # NAME DIR
   local bin=$TARGET/ringkv-server

@@ -51,3 +51,15 @@ ringkv_release_bin() {
     RINGKV_BIN="${CARGO_TARGET_DIR:-target}/release/ringkv-server"
   fi
 }
+
+# rss_kib PID → the process's resident set in KiB (0 once it is gone).
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+# child_dirty_kib PID → Private_Dirty KiB of PID's first child (a forked
+# redis-server saving or rewriting: its copy-on-write), 0 without one.
+child_dirty_kib() {
+  local c
+  c=$(pgrep -P "$1" 2>/dev/null | head -1 || true)
+  [ -n "$c" ] || { echo 0; return; }
+  awk '/^Private_Dirty/ {print $2}' "/proc/$c/smaps_rollup" 2>/dev/null || echo 0
+}

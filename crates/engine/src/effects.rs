@@ -253,11 +253,7 @@ pub fn emit_expired(srv: &mut Server) {
     if !srv.effects.on() {
         return;
     }
-    let verb: &[u8] = if srv.config.lazyfree_lazy_expire {
-        b"UNLINK"
-    } else {
-        b"DEL"
-    };
+    let verb = del_verb(srv.config.lazyfree_lazy_expire);
     let Server {
         keyspace, effects, ..
     } = srv;
@@ -271,17 +267,19 @@ pub fn emit_expired(srv: &mut Server) {
     }
 }
 
+/// How a deletion is propagated: UNLINK when the matching `lazyfree-*`
+/// directive frees lazily, DEL otherwise (Valkey's choice).
+pub fn del_verb(lazy: bool) -> &'static [u8] {
+    if lazy { b"UNLINK" } else { b"DEL" }
+}
+
 /// An evicted key: DEL (UNLINK with `lazyfree-lazy-eviction`), a unit of
 /// its own.
 pub fn emit_evicted(srv: &mut Server, db: usize, key: &[u8]) {
     if !srv.effects.on() {
         return;
     }
-    let verb: &[u8] = if srv.config.lazyfree_lazy_eviction {
-        b"UNLINK"
-    } else {
-        b"DEL"
-    };
+    let verb = del_verb(srv.config.lazyfree_lazy_eviction);
     srv.effects.emit_now(db, [verb, key].into_iter());
 }
 

@@ -324,11 +324,7 @@ pub(crate) fn propagate_expired_del(ctx: &mut Ctx<'_>, key: &[u8]) {
     if !ctx.srv.effects.on() {
         return;
     }
-    let verb: &[u8] = if ctx.srv.config.lazyfree_lazy_expire {
-        b"UNLINK"
-    } else {
-        b"DEL"
-    };
+    let verb = crate::effects::del_verb(ctx.srv.config.lazyfree_lazy_expire);
     ctx.propagate(&[verb, key]);
 }
 
@@ -339,11 +335,7 @@ pub(crate) fn propagate_server_del(ctx: &mut Ctx<'_>, key: &[u8]) {
     if !ctx.srv.effects.on() {
         return;
     }
-    let verb: &[u8] = if ctx.srv.config.lazyfree_lazy_server_del {
-        b"UNLINK"
-    } else {
-        b"DEL"
-    };
+    let verb = crate::effects::del_verb(ctx.srv.config.lazyfree_lazy_server_del);
     ctx.propagate(&[verb, key]);
 }
 

@@ -185,7 +185,7 @@ impl Manifest {
         for e in all {
             out.push_str("file ");
             if needs_repr(&e.name) {
-                out.push_str(&repr(&e.name));
+                out.push_str(&engine::config::repr(&e.name));
             } else {
                 out.push_str(&e.name);
             }
@@ -250,26 +250,6 @@ fn needs_repr(s: &str) -> bool {
                 || !(0x20..0x7f).contains(&c)
                 || c == b' '
         })
-}
-
-/// `sdscatrepr`: a double-quoted string with C escapes.
-fn repr(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.bytes() {
-        match c {
-            b'\\' => o.push_str("\\\\"),
-            b'"' => o.push_str("\\\""),
-            b'\n' => o.push_str("\\n"),
-            b'\r' => o.push_str("\\r"),
-            b'\t' => o.push_str("\\t"),
-            7 => o.push_str("\\a"),
-            8 => o.push_str("\\b"),
-            0x20..=0x7e => o.push(c as char),
-            _ => o.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    o.push('"');
-    o
 }
 
 /// Read and parse `path`: `Ok(None)` when it does not exist.
