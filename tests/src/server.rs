@@ -409,7 +409,8 @@ impl Server {
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
         // Never the test's working directory: a server that gets as far as
         // opening its files would leave them in the source tree.
-        cmd.arg("--dir").arg(opts.dir.as_deref().unwrap_or(tmp.path()));
+        cmd.arg("--dir")
+            .arg(opts.dir.as_deref().unwrap_or(tmp.path()));
         cmd.args(&opts.args);
         limit_open_files(&mut cmd, opts.open_files);
         cmd.stdin(Stdio::null())

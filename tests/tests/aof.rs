@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ringkv_e2e::dataset::{fill, view};
+use ringkv_e2e::dataset::{fill, plain_view, random_write, view};
 use ringkv_e2e::server::{SmallDisk, TempDir};
 use ringkv_e2e::v::{int, ok, text};
 use ringkv_e2e::{Backend, Opts, Rng, e2e, info_field, q, query, within};
@@ -356,108 +356,6 @@ e2e!(
         assert!(total > 0);
     }
 );
-
-/// One random write (or a few, in MULTI) over a small set of keys of
-/// every type, with the commands whose effects are rewritten (relative
-/// expiries, SPOP, INCRBYFLOAT, served blocking pops, ...) well
-/// represented. Errors (WRONGTYPE) are part of the mix.
-fn random_write(c: &mut redis::Connection, rng: &mut Rng) {
-    let k = |rng: &mut Rng, p: &str| format!("{p}{}", rng.below(6));
-    let n = |rng: &mut Rng| rng.below(20).to_string();
-    let line: Vec<String> = match rng.below(34) {
-        0 => vec!["SET".into(), k(rng, "s"), n(rng)],
-        1 => vec![
-            "SET".into(),
-            k(rng, "s"),
-            n(rng),
-            "EX".into(),
-            "1000".into(),
-        ],
-        2 => vec![
-            "SET".into(),
-            k(rng, "s"),
-            n(rng),
-            "PX".into(),
-            (1 + rng.below(30)).to_string(),
-        ],
-        3 => vec![
-            "SET".into(),
-            k(rng, "s"),
-            n(rng),
-            "KEEPTTL".into(),
-            "GET".into(),
-        ],
-        4 => vec!["SETEX".into(), k(rng, "s"), "500".into(), n(rng)],
-        5 => vec!["INCRBYFLOAT".into(), k(rng, "s"), "1.5".into()],
-        6 => vec!["APPEND".into(), k(rng, "s"), "x".into()],
-        7 => vec!["GETEX".into(), k(rng, "s"), "EX".into(), "700".into()],
-        8 => vec!["GETEX".into(), k(rng, "s"), "PERSIST".into()],
-        9 => vec!["EXPIRE".into(), k(rng, "s"), "900".into()],
-        10 => vec![
-            "PEXPIRE".into(),
-            k(rng, "l"),
-            (1 + rng.below(30)).to_string(),
-        ],
-        11 => vec!["EXPIREAT".into(), k(rng, "h"), "1".into()],
-        12 => vec!["GETDEL".into(), k(rng, "s")],
-        13 => vec!["RPUSH".into(), k(rng, "l"), n(rng), n(rng)],
-        14 => vec!["LPOP".into(), k(rng, "l")],
-        15 => vec!["BLPOP".into(), k(rng, "l"), "0.01".into()],
-        16 => vec![
-            "LMPOP".into(),
-            "2".into(),
-            k(rng, "l"),
-            k(rng, "l"),
-            "RIGHT".into(),
-            "COUNT".into(),
-            "2".into(),
-        ],
-        17 => vec![
-            "LMOVE".into(),
-            k(rng, "l"),
-            k(rng, "l"),
-            "LEFT".into(),
-            "RIGHT".into(),
-        ],
-        18 => vec!["SADD".into(), k(rng, "t"), n(rng), n(rng), n(rng)],
-        19 => vec!["SPOP".into(), k(rng, "t")],
-        20 => vec!["SPOP".into(), k(rng, "t"), "2".into()],
-        21 => vec!["SMOVE".into(), k(rng, "t"), k(rng, "t"), n(rng)],
-        22 => vec!["ZADD".into(), k(rng, "z"), n(rng), n(rng)],
-        23 => vec!["ZINCRBY".into(), k(rng, "z"), "2.5".into(), n(rng)],
-        24 => vec!["BZPOPMIN".into(), k(rng, "z"), "0.01".into()],
-        25 => vec!["ZPOPMAX".into(), k(rng, "z"), "2".into()],
-        26 => vec!["HSET".into(), k(rng, "h"), n(rng), n(rng)],
-        27 => vec!["HINCRBYFLOAT".into(), k(rng, "h"), n(rng), "0.25".into()],
-        28 => vec!["HDEL".into(), k(rng, "h"), n(rng)],
-        29 => vec!["DEL".into(), k(rng, "s"), k(rng, "l")],
-        30 => vec!["RENAME".into(), k(rng, "t"), k(rng, "t")],
-        31 => vec!["MOVE".into(), k(rng, "s"), "1".into()],
-        32 => vec!["SELECT".into(), rng.below(2).to_string()],
-        _ => {
-            let _ = q(c, "MULTI");
-            for _ in 0..1 + rng.below(3) {
-                random_write(c, rng);
-            }
-            vec!["EXEC".into()]
-        }
-    };
-    let refs: Vec<&str> = line.iter().map(String::as_str).collect();
-    let _ = query(c, &refs);
-}
-
-/// `view` without OBJECT ENCODING: servers may load the same data into
-/// other encodings (Valkey turns int-only listpack sets into intsets).
-fn plain_view(c: &mut redis::Connection) -> std::collections::BTreeMap<String, String> {
-    view(c)
-        .into_iter()
-        .map(|(k, v)| {
-            let mut f: Vec<&str> = v.splitn(4, '/').collect();
-            f.remove(1);
-            (k, f.join("/"))
-        })
-        .collect()
-}
 
 /// Random writes against `b` with the AOF on; returns the dataset as the
 /// server saw it once every short TTL had run out, with the AOF written.

@@ -291,6 +291,37 @@ fn deliver_pending(srv: &mut Server, sess: &mut Session, out: Vec<u8>) {
 /// Unblock `id` now with its timeout reply, or with `-UNBLOCKED ...` when
 /// `error` (CLIENT UNBLOCK). False if it is not blocked.
 pub(crate) fn unblock(srv: &mut Server, id: ClientId, error: bool) -> bool {
+    unblock_with(
+        srv,
+        id,
+        error.then_some("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+    )
+}
+
+/// Unblock every blocked client with Valkey's error for a server that
+/// became a replica (its keys now change only by its primary's hand).
+pub(crate) fn unblock_all_for_role_change(srv: &mut Server) {
+    let ids: Vec<ClientId> = srv
+        .clients
+        .map
+        .values()
+        .flatten()
+        .filter(|s| s.blocked.is_some())
+        .map(|s| s.id)
+        .collect();
+    for id in ids {
+        unblock_with(
+            srv,
+            id,
+            Some(
+                "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+            ),
+        );
+    }
+}
+
+/// Unblock `id` with its timeout reply, or with the error `error`.
+fn unblock_with(srv: &mut Server, id: ClientId, error: Option<&str>) -> bool {
     let Some(mut sess) = srv.clients.map.get_mut(&id.0).and_then(Option::take) else {
         return false;
     };
@@ -302,15 +333,13 @@ pub(crate) fn unblock(srv: &mut Server, id: ClientId, error: bool) -> bool {
     let mut out = std::mem::take(&mut sess.pending);
     {
         let mut w = ReplyWriter::new(&mut out, sess.proto);
-        if error {
-            w.error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
-        } else {
-            write_timeout_reply(&mut w, st.on_timeout);
+        match error {
+            Some(msg) => w.error(msg),
+            None => write_timeout_reply(&mut w, st.on_timeout),
         }
     }
-    if error {
-        srv.stats
-            .record_error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    if let Some(msg) = error {
+        srv.stats.record_error(msg);
     }
     deliver_pending(srv, &mut sess, out);
     srv.events.push(Event::Unblocked { client: id });

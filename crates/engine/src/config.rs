@@ -190,9 +190,9 @@ static DEFS: &[Def] = &[
     b("aof-timestamp-enabled", false, SUP),
     al(b("cluster-replica-no-failover", false, 0), "cluster-slave-no-failover"),
     al(b("replica-lazy-flush", false, 0), "slave-lazy-flush"),
-    al(b("replica-serve-stale-data", true, 0), "slave-serve-stale-data"),
-    al(b("replica-read-only", true, 0), "slave-read-only"),
-    al(b("replica-ignore-maxmemory", true, 0), "slave-ignore-maxmemory"),
+    al(b("replica-serve-stale-data", true, SUP), "slave-serve-stale-data"),
+    al(b("replica-read-only", true, SUP), "slave-read-only"),
+    al(b("replica-ignore-maxmemory", true, SUP), "slave-ignore-maxmemory"),
     b("jemalloc-bg-thread", true, 0),
     b("activedefrag", false, 0),
     b("syslog-enabled", false, IMM),
@@ -217,8 +217,8 @@ static DEFS: &[Def] = &[
     s("aclfile", "", IMM),
     s("unixsocket", "", IMM),
     al(s("replica-announce-ip", "", 0), "slave-announce-ip"),
-    al(s("primaryuser", "", SENS), "masteruser"),
-    al(s("primaryauth", "", SENS), "masterauth"),
+    al(s("primaryuser", "", SENS | SUP), "masteruser"),
+    al(s("primaryauth", "", SENS | SUP), "masterauth"),
     s("cluster-announce-ip", "", 0),
     s("cluster-config-file", "nodes.conf", IMM),
     s("cluster-announce-hostname", "", 0),
@@ -271,7 +271,7 @@ static DEFS: &[Def] = &[
     i("cluster-announce-bus-port", 0, 65535, "0", 0),
     i("cluster-announce-port", 0, 65535, "0", 0),
     i("cluster-announce-tls-port", 0, 65535, "0", 0),
-    i("repl-timeout", 1, INT_MAX, "60", 0),
+    i("repl-timeout", 1, INT_MAX, "60", SUP),
     al(i("repl-ping-replica-period", 1, INT_MAX, "10", 0), "repl-ping-slave-period"),
     i("list-compress-depth", 0, INT_MAX, "0", 0),
     i("rdb-key-save-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
@@ -335,7 +335,7 @@ static DEFS: &[Def] = &[
     sp("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", 0),
     sp("oom-score-adj-values", "0 200 800", 0),
     def("notify-keyspace-events", Kind::Special, SUP, ""),
-    al(sp("replicaof", "", IMM), "slaveof"),
+    al(sp("replicaof", "", IMM | SUP), "slaveof"),
     sp("latency-tracking-info-percentiles", "50 99 99.9", 0),
 ];
 
@@ -507,6 +507,11 @@ pub struct Config {
     pub rdbcompression: bool,
     pub rdbchecksum: bool,
     pub stop_writes_on_bgsave_error: bool,
+    /// `replica-read-only`: a replica refuses clients' writes.
+    pub replica_read_only: bool,
+    /// `replica-serve-stale-data`: a replica with its link down still
+    /// answers (no: `-MASTERDOWN`).
+    pub replica_serve_stale_data: bool,
     /// `rdb-key-save-delay` (hidden, for tests): µs per key saved.
     pub rdb_key_save_delay: i64,
     /// `key-load-delay` (hidden, for tests): µs per key loaded.
@@ -583,6 +588,8 @@ impl Default for Config {
             rdbcompression: true,
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
+            replica_read_only: true,
+            replica_serve_stale_data: true,
             rdb_key_save_delay: 0,
             key_load_delay: 0,
             lazyfree_lazy_expire: true,
@@ -1027,6 +1034,8 @@ impl Config {
             "rdbcompression" => self.rdbcompression = v == "yes",
             "rdbchecksum" => self.rdbchecksum = v == "yes",
             "stop-writes-on-bgsave-error" => self.stop_writes_on_bgsave_error = v == "yes",
+            "replica-read-only" => self.replica_read_only = v == "yes",
+            "replica-serve-stale-data" => self.replica_serve_stale_data = v == "yes",
             "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
             "key-load-delay" => self.key_load_delay = num(),
             "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",
@@ -1079,6 +1088,14 @@ impl Config {
     }
 
     /// The CONFIG GET value of a directive by name or alias.
+    /// REPLICAOF changed whom we follow: CONFIG GET and REWRITE show it
+    /// (`""`: none).
+    pub fn set_replicaof(&mut self, value: &str) {
+        if let Some(i) = find_def("replicaof") {
+            self.values[i] = value.to_string();
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<String> {
         find_def(name).map(|i| self.get_value(i))
     }

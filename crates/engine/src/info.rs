@@ -76,7 +76,7 @@ pub fn render(srv: &mut Server, sections: &[&[u8]], now_ms: i64) -> String {
             "memory" => memory(srv, &mut out),
             "persistence" => persistence(srv, &mut out),
             "stats" => stats(srv, &mut out),
-            "replication" => replication(srv, &mut out),
+            "replication" => replication(srv, &mut out, now_ms),
             "cpu" => cpu(&mut out),
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => commandstats(srv, &mut out),
@@ -564,19 +564,80 @@ fn stats(srv: &Server, out: &mut String) {
     field!(out, "acl_access_denied_channel:0");
 }
 
-fn replication(srv: &Server, out: &mut String) {
+fn replication(srv: &Server, out: &mut String, now_ms: i64) {
     out.push_str("# Replication\r\n");
-    field!(out, "role:master");
+    let r = &srv.repl;
+    match &r.primary {
+        None => field!(out, "role:master"),
+        Some(p) => {
+            let up = r.link_up();
+            let link = p.link.as_deref();
+            field!(out, "role:slave");
+            field!(out, "master_host:{}", p.host);
+            field!(out, "master_port:{}", p.port);
+            field!(out, "master_link_status:{}", if up { "up" } else { "down" });
+            let last_io = match link {
+                Some(l) if p.state == crate::replication::LinkState::Connected => {
+                    (now_ms - l.last_io_ms()).max(0) / 1000
+                }
+                _ => -1,
+            };
+            field!(out, "master_last_io_seconds_ago:{last_io}");
+            let transfer = p.state == crate::replication::LinkState::Transfer;
+            field!(out, "master_sync_in_progress:{}", u8::from(transfer));
+            let read = link.map_or(r.offset, |l| l.received().max(r.offset));
+            field!(out, "slave_read_repl_offset:{read}");
+            field!(out, "slave_repl_offset:{}", r.offset);
+            if let (true, Some(l)) = (transfer, link) {
+                let (total, got) = l.transfer();
+                let left = if total < 0 { 0 } else { total - got as i64 };
+                let perc = if total > 0 {
+                    got as f64 * 100.0 / total as f64
+                } else {
+                    0.0
+                };
+                field!(out, "master_sync_total_bytes:{total}");
+                field!(out, "master_sync_read_bytes:{got}");
+                field!(out, "master_sync_left_bytes:{left}");
+                field!(out, "master_sync_perc:{perc:.2}");
+                field!(
+                    out,
+                    "master_sync_last_io_seconds_ago:{}",
+                    (now_ms - l.last_io_ms()).max(0) / 1000
+                );
+            }
+            if !up {
+                let since = if p.synced {
+                    (now_ms - p.down_since_ms).max(0) / 1000
+                } else {
+                    -1
+                };
+                field!(out, "master_link_down_since_seconds:{since}");
+            }
+            field!(
+                out,
+                "slave_priority:{}",
+                srv.config.get("replica-priority").unwrap_or_default()
+            );
+            field!(
+                out,
+                "slave_read_only:{}",
+                u8::from(srv.config.replica_read_only)
+            );
+            field!(
+                out,
+                "replica_announced:{}",
+                u8::from(srv.config.get("replica-announced").as_deref() == Some("yes"))
+            );
+        }
+    }
     field!(out, "connected_slaves:0");
     field!(out, "replicas_waiting_psync:0");
     field!(out, "master_failover_state:no-failover");
-    field!(out, "master_replid:{}", srv.run_id);
-    field!(
-        out,
-        "master_replid2:0000000000000000000000000000000000000000"
-    );
-    field!(out, "master_repl_offset:0");
-    field!(out, "second_repl_offset:-1");
+    field!(out, "master_replid:{}", r.replid);
+    field!(out, "master_replid2:{}", r.replid2);
+    field!(out, "master_repl_offset:{}", r.offset);
+    field!(out, "second_repl_offset:{}", r.second_offset);
     field!(out, "repl_backlog_active:0");
     field!(
         out,

@@ -64,10 +64,12 @@ pub mod num;
 pub mod output;
 pub mod persist;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod session;
 pub mod snapshot;
 pub mod table;
+pub mod wake;
 pub mod watch;
 
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
@@ -475,7 +477,8 @@ impl Engine {
         if srv.evict.running {
             evict::perform_evictions(srv, now, None);
         }
-        if srv.active_expire_enabled {
+        // A replica leaves expiry to its primary's DELs.
+        if srv.active_expire_enabled && !srv.repl.is_replica() {
             // Valkey's slow cycle: 25% of a cron period, more with effort.
             let hz = srv.config.hz.max(1) as u64;
             let effort = srv.config.active_expire_effort.max(1) as u64 - 1;
@@ -514,6 +517,7 @@ impl Engine {
         }
         persist::cron(srv, now);
         aof::cron(srv, now);
+        replication::cron(srv, now);
         sample_stats(srv, now);
     }
 
@@ -524,6 +528,31 @@ impl Engine {
         let r = self.srv.effects.attach(offset);
         self.srv.sync_expiry_logging();
         r
+    }
+
+    /// Replication links to a primary are opened through `links` (the
+    /// server's `ringkv-repl`); without it REPLICAOF sets the primary and
+    /// never connects.
+    pub fn set_links(&mut self, links: Box<dyn replication::Links>) {
+        self.srv.repl.links = Some(links);
+    }
+
+    /// The slot the IO layer fills with how to wake the thread that runs
+    /// the engine (see [`wake`]).
+    pub fn wake_handle(&self) -> std::sync::Arc<wake::Wake> {
+        self.srv.repl.wake.clone()
+    }
+
+    /// Follow the primary `replicaof` names (at start-up, after loading).
+    pub fn start_replication(&mut self) {
+        let v = self.srv.config.get("replicaof").unwrap_or_default();
+        let mut parts = v.split(' ');
+        if let (Some(host), Some(port)) = (parts.next(), parts.next())
+            && let Ok(port) = port.parse()
+        {
+            let now = self.srv.now_ms();
+            replication::set_primary(&mut self.srv, host, port, now);
+        }
     }
 
     /// Files are written and read through `storage` (the server's
@@ -555,10 +584,23 @@ impl Engine {
         let srv = &mut self.srv;
         if srv.persist.is_loading() {
             if let Err(e) = loading::background_step(srv) {
+                if srv.repl.primary.as_ref().is_some_and(|p| p.loading) {
+                    // The primary's file: sync again rather than exit.
+                    replication::load_failed(srv, &e);
+                    return;
+                }
                 log::warning(&format!("Fatal error loading the DB: {e}. Exiting."));
                 std::process::exit(1);
             }
-            return;
+            if !srv.repl.is_replica() {
+                return;
+            }
+        }
+        if srv.repl.is_replica() {
+            replication::background_step(srv);
+            if srv.persist.is_loading() {
+                return;
+            }
         }
         if srv.persist.snapshot.is_some() {
             let now = srv.now_ms();
@@ -573,6 +615,9 @@ impl Engine {
     /// How soon [`Engine::background_step`] wants to run again: now when
     /// it has work at hand, shortly when it waits on another thread.
     pub fn background_wait(&self) -> Option<std::time::Duration> {
+        if self.srv.repl.ready() {
+            return Some(std::time::Duration::ZERO);
+        }
         if let Some(r) = &self.srv.aof.rewrite {
             let ms = if r.ready() { 0 } else { 1 };
             return Some(std::time::Duration::from_millis(ms));
@@ -814,6 +859,7 @@ fn execute_one(
     };
     if srv.config.maxmemory > 0
         && !srv.aof.replaying
+        && !srv.repl.is_replica()
         && let Some(msg) = check_oom(srv, sess, i, out, now_ms)
     {
         if let Some(m) = sess.multi.as_deref_mut() {
@@ -1011,6 +1057,15 @@ fn resolve(
             cmd: Some(i),
         });
     }
+    if srv.repl.is_replica()
+        && sess.id != replication::PRIMARY_CLIENT
+        && let Some(msg) = replica_refusal(srv, e.spec.flags)
+    {
+        return Err(Rejected {
+            msg: msg.into(),
+            cmd: Some(i),
+        });
+    }
     if e.spec.flags & command::flags::WRITE != 0 {
         if persist::writes_denied(srv) {
             return Err(Rejected {
@@ -1038,6 +1093,23 @@ fn resolve(
         });
     }
     Ok(i)
+}
+
+/// What a replica says to a client's command that it cannot serve: a
+/// write (`replica-read-only`), anything not flagged `stale` while the
+/// link is down (`replica-serve-stale-data no`).
+#[cold]
+fn replica_refusal(srv: &Server, flags: u32) -> Option<&'static str> {
+    if flags & command::flags::WRITE != 0 && srv.config.replica_read_only {
+        return Some(replication::READONLY_ERR);
+    }
+    if flags & command::flags::STALE == 0
+        && !srv.config.replica_serve_stale_data
+        && !srv.repl.link_up()
+    {
+        return Some(replication::MASTERDOWN_ERR);
+    }
+    None
 }
 
 fn trunc(b: &[u8], n: usize) -> String {

@@ -25,12 +25,18 @@ pub struct Loading {
 
 /// Open `dbfilename` and begin loading it. `Ok(false)`: no file.
 pub fn start(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
-    let opts = crate::persist::load_options(srv, now_ms);
     let name = srv.config.dbfilename.clone();
+    start_file(srv, &name, now_ms)
+}
+
+/// Open `name` (relative to `dir`) and begin loading it. `Ok(false)`: no
+/// file.
+pub fn start_file(srv: &mut Server, name: &str, now_ms: i64) -> Result<bool, String> {
+    let opts = crate::persist::load_options(srv, now_ms);
     let Some(storage) = srv.persist.storage.as_mut() else {
         return Ok(false);
     };
-    let Some(source) = storage.load(&name, opts)? else {
+    let Some(source) = storage.load(name, opts)? else {
         return Ok(false);
     };
     begin(srv, source, now_ms);

@@ -231,6 +231,8 @@ pub struct Server {
     pub effects: crate::effects::Effects,
     /// The append-only file: its state and INFO figures.
     pub aof: crate::aof::Aof,
+    /// Replication: the primary this server follows, the offsets.
+    pub repl: crate::replication::Replication,
 }
 
 impl Server {
@@ -278,7 +280,9 @@ impl Server {
             persist: crate::persist::Persist::new(start_ms / 1000),
             effects: crate::effects::Effects::default(),
             aof: crate::aof::Aof::default(),
+            repl: crate::replication::Replication::new(""),
         };
+        srv.repl.replid = srv.run_id.clone();
         srv.sync_expiry_logging();
         srv.sync_output_limits();
         srv.sync_access_policy();
@@ -424,6 +428,14 @@ pub fn wall_us() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)
         .unwrap_or(0)
+}
+
+/// A new replication id (REPLICAOF NO ONE, a failed sync): 40 hex chars
+/// that differ per call.
+pub fn new_replid() -> String {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    make_run_id(wall_us() ^ (n as i64).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64))
 }
 
 /// A run id that differs per process: mixes time, pid and an address.

@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 17] {
+fn groups() -> [&'static [CommandSpec]; 18] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -70,6 +70,7 @@ fn groups() -> [&'static [CommandSpec]; 17] {
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,
+        cmd::replication::COMMANDS,
         cmd::persistence::COMMANDS,
         cmd::memory::COMMANDS,
         cmd::introspection::COMMANDS,

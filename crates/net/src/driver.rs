@@ -19,6 +19,7 @@ use crate::io_thread::IoLink;
 use crate::listener;
 use engine::log;
 use engine::{ClientId, ClientInfo, Engine, Event, Job, OutputLimits};
+use ringkv_rings::doorbell::Doorbell;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -143,12 +144,35 @@ pub(crate) struct Driver {
     writes: u64,
     bytes_in: u64,
     bytes_out: u64,
+    /// Inline mode: the engine's wake-up eventfd (see [`Driver::new`]),
+    /// and whether the loop announced a sleep on it.
+    pub(crate) wake_bell: Option<Arc<Doorbell>>,
+    bell_sleeping: bool,
 }
 
 impl Driver {
     pub(crate) fn new(engine: Engine, stop: &'static AtomicBool) -> Driver {
         let out_limits = engine.output_limits().clone();
-        Driver::with_side(Side::Inline(Box::new(engine)), out_limits, stop)
+        // Other threads with work for the engine (a replication link) ring
+        // this eventfd, which the loop waits on beside its sockets.
+        let bell = match Doorbell::new() {
+            Ok(b) => Some(Arc::new(b)),
+            Err(e) => {
+                log::warning(&format!(
+                    "no eventfd for the engine's wake-ups ({e}): background work is polled"
+                ));
+                None
+            }
+        };
+        if let Some(b) = &bell {
+            let b = b.clone();
+            engine.wake_handle().set(Arc::new(move || {
+                b.ring();
+            }));
+        }
+        let mut d = Driver::with_side(Side::Inline(Box::new(engine)), out_limits, stop);
+        d.wake_bell = bell;
+        d
     }
 
     /// An IO thread's driver (threaded mode).
@@ -185,6 +209,8 @@ impl Driver {
             writes: 0,
             bytes_in: 0,
             bytes_out: 0,
+            wake_bell: None,
+            bell_sleeping: false,
         }
     }
 
@@ -475,13 +501,31 @@ impl Driver {
         if !self.dirty.is_empty() {
             return Duration::ZERO;
         }
-        self.timers.wait(engine, MAX_WAIT)
+        if let Some(b) = &self.wake_bell {
+            // Announced before the engine is asked, so a ring after its
+            // answer is not lost.
+            b.prepare_sleep();
+            self.bell_sleeping = true;
+        }
+        let wait = self.timers.wait(engine, MAX_WAIT);
+        if wait.is_zero() {
+            self.after_wait(false);
+        }
+        wait
     }
 
     /// The backend's wait returned; `rung`: it reported the doorbell's fd.
     pub(crate) fn after_wait(&mut self, rung: bool) {
-        if let Side::Io(link) = &mut self.side {
-            link.after_wait(rung);
+        match &mut self.side {
+            Side::Io(link) => link.after_wait(rung),
+            Side::Inline(_) => {
+                if let Some(b) = &self.wake_bell
+                    && (self.bell_sleeping || rung)
+                {
+                    self.bell_sleeping = false;
+                    b.awake_after(rung);
+                }
+            }
         }
     }
 

@@ -285,7 +285,7 @@ fn run<'a>(shared: &'a Mutex<ExecLoop>, mut ex: MutexGuard<'a, ExecLoop>) {
         // hold it, and a message published after its drain must be seen
         // here or ring us (its own try_step failed on the lock).
         ex = lock(shared);
-        if ex.has_input() {
+        if ex.has_input() || ex.background_ready() {
             bell.awake();
             if ex.peers.iter().any(|p| p.tx.held_back()) {
                 // An IO thread's ring is full: give it a moment to drain.
@@ -393,6 +393,10 @@ impl ExecLoop {
         backend: Backend,
         me: Weak<Mutex<ExecLoop>>,
     ) -> ExecLoop {
+        let ringer = bell.clone();
+        engine.wake_handle().set(Arc::new(move || {
+            ringer.ring();
+        }));
         // Counters go on from where an earlier threaded period left them.
         let net = engine.net_stats_mut();
         let (batches, batches_on_io, sleeps, awake_cpu_ns) = (
@@ -647,6 +651,11 @@ impl ExecLoop {
         self.peers
             .iter_mut()
             .any(|p| !p.rx.is_empty() || p.tx.held_back())
+    }
+
+    /// Background work (a replication link's commands) is waiting now.
+    fn background_ready(&self) -> bool {
+        self.engine.background_wait().is_some_and(|d| d.is_zero())
     }
 
     /// How long the execution thread may sleep: until cron or a blocked

@@ -261,11 +261,12 @@ impl Driver {
         }
     }
 
-    /// The doorbell to wait on besides the sockets (IO threads only).
+    /// The doorbell to wait on besides the sockets: an IO thread's, or
+    /// the inline loop's wake-up for the engine.
     pub(crate) fn doorbell_fd(&self) -> Option<std::os::fd::RawFd> {
         match &self.side {
             crate::driver::Side::Io(link) => Some(link.bell.fd()),
-            crate::driver::Side::Inline(_) => None,
+            crate::driver::Side::Inline(_) => self.wake_bell.as_ref().map(|b| b.fd()),
         }
     }
 

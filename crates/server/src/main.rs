@@ -187,6 +187,8 @@ fn main() -> ExitCode {
         }
         return ExitCode::FAILURE;
     }
+    engine.set_links(Box::new(repl::TcpLinks));
+    engine.start_replication();
     let result = net::serve(engine, &STOP);
     if let Some(p) = &pidfile {
         remove_pidfile(p);

@@ -152,6 +152,9 @@ pub struct Db {
     /// replayed: its later commands may still need them, as Valkey treats
     /// keys while loading).
     pub expiry_paused: bool,
+    /// With `expiry_paused`: keys past their time are not seen either
+    /// (a replica's clients; its primary's commands run with this off).
+    pub expiry_hidden: bool,
     /// A point-in-time view in progress (see [`crate::freeze`]).
     pub(crate) view: Option<Box<crate::freeze::View>>,
 }
@@ -170,6 +173,7 @@ impl Default for Db {
             expired_log: Vec::new(),
             expired_emitted: 0,
             expiry_paused: false,
+            expiry_hidden: false,
             view: None,
         }
     }
@@ -257,9 +261,14 @@ impl Db {
             // Located once, then borrowed: a borrow returned from one
             // branch of a match cannot be given up in the other.
             let loc = self.table.locate(hash, key)?;
-            if self.table.at(loc).is_expired(now_ms) && !self.expiry_paused {
-                self.expire_key(hash, key);
-                return None;
+            if self.table.at(loc).is_expired(now_ms) {
+                if self.expiry_hidden {
+                    return None;
+                }
+                if !self.expiry_paused {
+                    self.expire_key(hash, key);
+                    return None;
+                }
             }
             self.table.at_mut(loc)
         };
@@ -420,8 +429,11 @@ impl Db {
             // a key is deleted.
             s = s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
             let e = self.table.random(s)?;
-            if !e.is_expired(now_ms) || self.expiry_paused {
+            if !e.is_expired(now_ms) || (self.expiry_paused && !self.expiry_hidden) {
                 return Some(e.key().to_vec());
+            }
+            if self.expiry_hidden {
+                continue;
             }
             let k = e.key().to_vec();
             self.expire_key(hash_key(&k), &k);

@@ -153,17 +153,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
-        name: "role",
-        arity: 1,
-        flags: NOSCRIPT | LOADING | STALE | FAST | SENTINEL,
-        acl_categories: &["admin", "fast", "dangerous"],
-        group: "server",
-        since: "2.8.12",
-        summary: "Returns the replication role.",
-        func: Some(role),
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
         name: "slowlog",
         arity: -2,
         flags: 0,
@@ -734,13 +723,6 @@ fn config_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "    Rewrite the configuration file.",
         ],
     );
-}
-
-fn role(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.reply.array_len(3);
-    ctx.reply.bulk(b"master");
-    ctx.reply.int(0);
-    ctx.reply.array_len(0);
 }
 
 fn ok_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {

@@ -1,0 +1,166 @@
+//! REPLICAOF / SLAVEOF, REPLCONF and ROLE (crate::replication holds the
+//! state they change).
+
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::replication::{self, PRIMARY_CLIENT};
+
+const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
+
+const REPLICAOF_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "args",
+    &[
+        ArgSpec::block(
+            "host-port",
+            &[ArgSpec::string("host"), ArgSpec::integer("port")],
+        ),
+        ArgSpec::block(
+            "no-one",
+            &[
+                ArgSpec::pure_token("no", "NO"),
+                ArgSpec::pure_token("one", "ONE"),
+            ],
+        ),
+    ],
+)];
+
+const fn replicaof_spec(name: &'static str, since: &'static str) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity: 3,
+        flags: ADMIN | NOSCRIPT | STALE | NO_ASYNC_LOADING,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since,
+        summary: "Configures a server as replica of another, or promotes it to a primary.",
+        complexity: "O(1)",
+        func: Some(replicaof),
+        args: REPLICAOF_ARGS,
+        ..CommandSpec::DEFAULT
+    }
+}
+
+pub const COMMANDS: &[CommandSpec] = &[
+    replicaof_spec("replicaof", "5.0.0"),
+    replicaof_spec("slaveof", "1.0.0"),
+    CommandSpec {
+        name: "replconf",
+        arity: -1,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "3.0.0",
+        summary: "An internal command for configuring the replication stream.",
+        complexity: "O(1)",
+        func: Some(replconf),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "role",
+        arity: 1,
+        flags: NOSCRIPT | LOADING | STALE | FAST | SENTINEL,
+        acl_categories: &["admin", "fast", "dangerous"],
+        group: "server",
+        since: "2.8.12",
+        summary: "Returns the replication role.",
+        func: Some(role),
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// REPLICAOF host port | NO ONE.
+fn replicaof(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (host, port) = (argv.get(1), argv.get(2));
+    if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+        replication::unset_primary(ctx.srv);
+        ctx.srv.config.set_replicaof("");
+        ctx.reply.ok();
+        return;
+    }
+    if ctx.session.id == PRIMARY_CLIENT {
+        return ctx.error("ERR Command is not valid when client is a replica.");
+    }
+    let port = match crate::num::parse_i64(port) {
+        Some(p) if (0..=65535).contains(&p) => p as u16,
+        Some(_) => return ctx.error("ERR Invalid master port"),
+        None => return ctx.error(crate::cmd::NOT_INT),
+    };
+    let host = String::from_utf8_lossy(host).into_owned();
+    if !replication::set_primary(ctx.srv, &host, port, ctx.now_ms) {
+        crate::log::notice(
+            "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.",
+        );
+        ctx.reply.simple("OK Already connected to specified master");
+        return;
+    }
+    ctx.srv.config.set_replicaof(&format!("{host} {port}"));
+    crate::log::notice(&format!(
+        "REPLICAOF {host}:{port} enabled (user request from 'id={}')",
+        ctx.session.id.0
+    ));
+    ctx.reply.ok();
+}
+
+/// REPLCONF option value ...: what a replica tells its primary during the
+/// handshake, and GETACK from our own primary.
+fn replconf(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if argv.len().is_multiple_of(2) {
+        return ctx.error(crate::cmd::SYNTAX_ERR);
+    }
+    let mut j = 1;
+    while j < argv.len() {
+        let opt = argv.get(j);
+        if opt.eq_ignore_ascii_case(b"getack") {
+            if ctx.session.id == PRIMARY_CLIENT {
+                replication::send_ack(ctx.srv);
+            }
+            return;
+        }
+        if opt.eq_ignore_ascii_case(b"ack") || opt.eq_ignore_ascii_case(b"fack") {
+            // From a replica: never answered.
+            return;
+        }
+        let known = [
+            &b"listening-port"[..],
+            b"ip-address",
+            b"capa",
+            b"rdb-only",
+            b"rdb-filter-only",
+            b"version",
+            b"rdb-channel",
+            b"main-ch-client-id",
+        ];
+        if !known.iter().any(|k| opt.eq_ignore_ascii_case(k)) {
+            return ctx.error(&format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(opt)
+            ));
+        }
+        j += 2;
+    }
+    ctx.reply.ok();
+}
+
+/// ROLE: `master offset replicas` or `slave host port state offset`.
+fn role(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let up = ctx.srv.repl.link_up();
+    let offset = ctx.srv.repl.offset as i64;
+    match &ctx.srv.repl.primary {
+        None => {
+            ctx.reply.array_len(3);
+            ctx.reply.bulk(b"master");
+            ctx.reply.int(offset);
+            ctx.reply.array_len(0);
+        }
+        Some(p) => {
+            ctx.reply.array_len(5);
+            ctx.reply.bulk(b"slave");
+            ctx.reply.bulk(p.host.as_bytes());
+            ctx.reply.int(i64::from(p.port));
+            ctx.reply.bulk(replication::state_word(p).as_bytes());
+            // Valkey: -1 while there is no primary client.
+            ctx.reply.int(if up { offset } else { -1 });
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! Replication as the engine sees it, replica side: this server follows a
+//! primary (REPLICAOF host port). The link to the primary — the socket,
+//! the handshake, the RDB transfer into a file, splitting the stream into
+//! commands — belongs to someone else's thread behind [`PrimaryLink`]
+//! (`ringkv-repl`); the engine only decides when to connect, loads the
+//! transferred file, and runs the primary's commands as the primary's
+//! client.
+//!
+//! ```text
+//!  REPLICAOF h p ─► Links::connect ─► PrimaryLink (link thread: PING, AUTH,
+//!        ▲                               REPLCONF, PSYNC, RDB → file, stream)
+//!  cron: reconnect after a lost link          │ poll(): LinkEvent
+//!        │                                    ▼
+//!  background_step ◄── FullSync: empty the dbs, load the file (-LOADING)
+//!                  ◄── Continue: keep the dataset, go on at our offset
+//!                  ◄── Commands: run them as the primary client, offset += bytes
+//!  REPLCONF GETACK (from the primary) ─► PrimaryLink::ack(offset)
+//! ```
+//!
+//! The offset is Valkey's: bytes of the primary's stream applied here. The
+//! link thread hands over only whole commands, and a `REPLCONF` always in
+//! a chunk of its own, so a GETACK answers with exactly what was applied
+//! before it.
+//!
+//! As in Valkey, a replica expires nothing itself: keys past their time
+//! stay until the primary's DEL arrives, hidden from every client but the
+//! primary's (`Db::expiry_hidden`).
+//!
+//! Not built yet: the primary side (PSYNC from replicas, the backlog).
+
+use crate::ClientId;
+use crate::log;
+use crate::server::Server;
+use crate::session::Session;
+
+/// The client id the primary's commands run as (not a connection).
+pub const PRIMARY_CLIENT: ClientId = ClientId(u64::MAX - 1);
+
+/// Seconds between connection attempts to an unreachable primary
+/// (Valkey's replicationCron runs once a second).
+const RECONNECT_MS: i64 = 1000;
+
+/// What the link thread needs to connect.
+#[derive(Clone, Debug)]
+pub struct LinkOptions {
+    pub host: String,
+    pub port: u16,
+    /// Our own port (`REPLCONF listening-port`).
+    pub listening_port: u16,
+    /// `masteruser` / `masterauth`.
+    pub user: Option<String>,
+    pub auth: Option<String>,
+    /// `PSYNC replid offset`: what we hold, to continue from it.
+    pub replid: String,
+    pub offset: u64,
+    /// Where the transferred RDB file goes (relative to `dir`).
+    pub dbfilename: String,
+    /// `repl-timeout`, seconds.
+    pub timeout_s: u64,
+    /// Rung after each event handed over.
+    pub wake: std::sync::Arc<crate::wake::Wake>,
+}
+
+/// Where the link is (ROLE's state word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    Connecting,
+    Handshake,
+    /// Receiving the RDB file.
+    Transfer,
+    Connected,
+}
+
+/// One thing the link thread has for the engine, in stream order.
+pub enum LinkEvent {
+    State(LinkState),
+    /// The primary sent a full dataset: `file` (relative to `dir`) holds
+    /// it, complete and synced; the stream continues from `offset`.
+    FullSync {
+        replid: String,
+        offset: u64,
+        file: String,
+    },
+    /// Partial resynchronization accepted: the stream continues where we
+    /// are; the primary's replication id may have changed.
+    Continue {
+        replid: Option<String>,
+    },
+    /// Whole commands of the stream, `data.len()` bytes of it.
+    Commands {
+        data: Vec<u8>,
+        args: Vec<resp::Span>,
+        argc: Vec<u32>,
+    },
+    /// The link is gone (the thread has ended).
+    Lost(String),
+}
+
+/// The link to one primary, owned by another thread. Dropping it closes
+/// the connection and ends the thread.
+pub trait PrimaryLink: Send {
+    /// The next event, if any.
+    fn poll(&mut self) -> Option<LinkEvent>;
+    /// Events are waiting (cheap: the loop asks before every sleep).
+    fn ready(&self) -> bool;
+    /// Answer a GETACK: `REPLCONF ACK offset` now.
+    fn ack(&mut self, offset: u64);
+    /// Bytes applied so far (sent with the periodic ACK).
+    fn applied(&mut self, offset: u64);
+    /// Stream bytes received (INFO `slave_read_repl_offset`).
+    fn received(&self) -> u64;
+    /// Unix ms of the last byte from the primary.
+    fn last_io_ms(&self) -> i64;
+    /// The RDB transfer: (total bytes, -1 when unknown (EOF-marked);
+    /// bytes read so far).
+    fn transfer(&self) -> (i64, u64);
+}
+
+/// Opens links (the server's `ringkv-repl`).
+pub trait Links: Send {
+    fn connect(&mut self, opts: LinkOptions) -> Box<dyn PrimaryLink>;
+}
+
+/// The primary this server follows.
+pub struct Primary {
+    pub host: String,
+    pub port: u16,
+    pub link: Option<Box<dyn PrimaryLink>>,
+    pub state: LinkState,
+    /// A FULLRESYNC's file is loading: commands wait in the link.
+    pub loading: bool,
+    /// Unix ms the link went down (or the primary was set).
+    pub down_since_ms: i64,
+    pub last_attempt_ms: i64,
+    /// The link reached `Connected` at least once for this primary.
+    pub synced: bool,
+}
+
+/// Replication state and INFO replication's figures.
+pub struct Replication {
+    pub links: Option<Box<dyn Links>>,
+    /// How a link wakes the engine's thread.
+    pub wake: std::sync::Arc<crate::wake::Wake>,
+    pub primary: Option<Primary>,
+    /// Our replication id: the primary's once synced from it.
+    pub replid: String,
+    pub replid2: String,
+    /// Bytes of the stream applied (master_repl_offset).
+    pub offset: u64,
+    /// Where `replid2` stops being valid (-1: none).
+    pub second_offset: i64,
+}
+
+impl Replication {
+    pub fn new(run_id: &str) -> Replication {
+        Replication {
+            links: None,
+            wake: Default::default(),
+            primary: None,
+            replid: run_id.to_string(),
+            replid2: "0".repeat(40),
+            offset: 0,
+            second_offset: -1,
+        }
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.primary.is_some()
+    }
+
+    /// Up: connected and streaming (INFO `master_link_status:up`).
+    pub fn link_up(&self) -> bool {
+        self.primary
+            .as_ref()
+            .is_some_and(|p| p.state == LinkState::Connected && !p.loading)
+    }
+
+    /// Events from the link are waiting for [`background_step`].
+    pub fn ready(&self) -> bool {
+        self.primary
+            .as_ref()
+            .is_some_and(|p| !p.loading && p.link.as_ref().is_some_and(|l| l.ready()))
+    }
+}
+
+/// `-READONLY` for a write from anyone but the primary.
+pub const READONLY_ERR: &str = "READONLY You can't write against a read only replica.";
+/// `-MASTERDOWN` with `replica-serve-stale-data no`.
+pub const MASTERDOWN_ERR: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// REPLICAOF host port: follow a new primary (the dataset is kept until
+/// its full sync replaces it). Returns false when it is the one we follow.
+pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool {
+    if let Some(p) = &srv.repl.primary
+        && p.host.eq_ignore_ascii_case(host)
+        && p.port == port
+    {
+        return false;
+    }
+    let was_replica = srv.repl.primary.take().is_some();
+    if !was_replica {
+        // What we had as a primary continues as history a partial sync
+        // could use (Valkey's replicationCachePrimaryUsingMyself).
+        crate::blocking::unblock_all_for_role_change(srv);
+    }
+    srv.repl.primary = Some(Primary {
+        host: host.to_string(),
+        port,
+        link: None,
+        state: LinkState::Connecting,
+        loading: false,
+        down_since_ms: now_ms,
+        last_attempt_ms: 0,
+        synced: false,
+    });
+    let mut sess = Session::new(PRIMARY_CLIENT);
+    sess.authenticated = true;
+    srv.clients
+        .map
+        .insert(PRIMARY_CLIENT.0, Some(Box::new(sess)));
+    // A replica leaves expiry to its primary's DELs, and hides what is
+    // past its time meanwhile.
+    set_replica_expiry(srv, true, true);
+    log::notice(&format!("Connecting to MASTER {host}:{port}"));
+    connect(srv, now_ms);
+    true
+}
+
+/// REPLICAOF NO ONE: become a primary. The history we have stays valid
+/// under the old id up to our offset (PSYNC2's replid2).
+pub fn unset_primary(srv: &mut Server) {
+    let Some(p) = srv.repl.primary.take() else {
+        return;
+    };
+    drop(p.link);
+    srv.clients.map.remove(&PRIMARY_CLIENT.0);
+    set_replica_expiry(srv, false, false);
+    let r = &mut srv.repl;
+    r.replid2 = std::mem::replace(&mut r.replid, crate::server::new_replid());
+    r.second_offset = r.offset as i64 + 1;
+    log::notice("MASTER MODE enabled");
+}
+
+fn connect(srv: &mut Server, now_ms: i64) {
+    let timeout_s = srv
+        .config
+        .get("repl-timeout")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let nonempty = |name: &str| srv.config.get(name).filter(|v| !v.is_empty());
+    let (user, auth) = (nonempty("primaryuser"), nonempty("primaryauth"));
+    let Some(p) = srv.repl.primary.as_mut() else {
+        return;
+    };
+    p.last_attempt_ms = now_ms;
+    let Some(links) = srv.repl.links.as_mut() else {
+        return;
+    };
+    let opts = LinkOptions {
+        host: p.host.clone(),
+        port: p.port,
+        listening_port: srv.config.port,
+        user,
+        auth,
+        replid: srv.repl.replid.clone(),
+        offset: srv.repl.offset,
+        dbfilename: srv.config.dbfilename.clone(),
+        timeout_s,
+        wake: srv.repl.wake.clone(),
+    };
+    p.state = LinkState::Connecting;
+    p.link = Some(links.connect(opts));
+}
+
+/// Once a second: reconnect a lost link.
+pub fn cron(srv: &mut Server, now_ms: i64) {
+    let Some(p) = srv.repl.primary.as_ref() else {
+        return;
+    };
+    if p.link.is_none() && now_ms - p.last_attempt_ms >= RECONNECT_MS {
+        connect(srv, now_ms);
+    }
+}
+
+/// Apply what the link has: a full sync's file, a continuation, commands.
+/// Stops at a full sync (its load runs in the loading steps) and after a
+/// few milliseconds of commands.
+pub fn background_step(srv: &mut Server) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(2);
+    loop {
+        // A full sync's file (or the start-up load) goes in first.
+        if srv.persist.is_loading() {
+            return;
+        }
+        let Some(p) = srv.repl.primary.as_mut() else {
+            return;
+        };
+        if p.loading {
+            p.loading = false;
+            log::notice("MASTER <-> REPLICA sync: Finished with success");
+        }
+        let Some(link) = p.link.as_mut() else {
+            return;
+        };
+        let Some(ev) = link.poll() else {
+            return;
+        };
+        match ev {
+            LinkEvent::State(s) => {
+                p.state = s;
+                if s == LinkState::Connected {
+                    p.synced = true;
+                }
+            }
+            LinkEvent::FullSync {
+                replid,
+                offset,
+                file,
+            } => {
+                full_sync(srv, replid, offset, &file);
+                return;
+            }
+            LinkEvent::Continue { replid } => {
+                p.state = LinkState::Connected;
+                log::notice(
+                    "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
+                );
+                if let Some(id) = replid
+                    && id != srv.repl.replid
+                {
+                    let r = &mut srv.repl;
+                    r.replid2 = std::mem::replace(&mut r.replid, id);
+                    r.second_offset = r.offset as i64 + 1;
+                }
+            }
+            LinkEvent::Commands { data, args, argc } => {
+                apply(srv, &data, &args, &argc);
+            }
+            LinkEvent::Lost(why) => {
+                p.link = None;
+                p.state = LinkState::Connecting;
+                p.down_since_ms = crate::server::wall_ms();
+                log::warning(&format!("Connection with master lost: {why}"));
+                return;
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            return;
+        }
+    }
+}
+
+/// FULLRESYNC: the dataset becomes the primary's file.
+fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
+    log::notice(&format!(
+        "MASTER <-> REPLICA sync: Flushing old data, loading {file}"
+    ));
+    crate::snapshot::abort_bgsave(srv);
+    for db in &mut srv.keyspace.dbs {
+        db.clear();
+    }
+    if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT) {
+        s.db = 0;
+    }
+    srv.repl.replid = replid;
+    srv.repl.offset = offset;
+    srv.repl.replid2 = "0".repeat(40);
+    srv.repl.second_offset = -1;
+    let now = srv.now_ms();
+    let started = crate::loading::start_file(srv, file, now);
+    let Some(p) = srv.repl.primary.as_mut() else {
+        return;
+    };
+    match started {
+        Ok(true) => p.loading = true,
+        Ok(false) | Err(_) => {
+            let why = started.err().unwrap_or_else(|| "the file is gone".into());
+            log::warning(&format!(
+                "Failed trying to load the MASTER synchronization DB from disk: {why}"
+            ));
+            p.link = None;
+        }
+    }
+    if let Some(p) = srv.repl.primary.as_mut() {
+        p.state = LinkState::Connected;
+        p.synced = true;
+    }
+}
+
+/// A full sync's file could not be loaded: empty what was half loaded and
+/// sync again (a replica does not exit over its primary's file).
+pub fn load_failed(srv: &mut Server, why: &str) {
+    log::warning(&format!(
+        "Failed trying to load the MASTER synchronization DB from disk: {why}"
+    ));
+    srv.persist.loading = None;
+    for db in &mut srv.keyspace.dbs {
+        db.clear();
+    }
+    if let Some(p) = srv.repl.primary.as_mut() {
+        p.loading = false;
+        p.link = None;
+        p.state = LinkState::Connecting;
+    }
+    // Nothing of the old history is valid any more.
+    srv.repl.replid = crate::server::new_replid();
+    srv.repl.offset = 0;
+}
+
+/// Run whole commands of the stream as the primary's client.
+fn apply(srv: &mut Server, data: &[u8], args: &[resp::Span], argc: &[u32]) {
+    let view = crate::CommandsView {
+        data,
+        args,
+        argc,
+        hints: &[],
+    };
+    let mut out = resp::ReplyBuf::default();
+    let mut job = crate::Job::new(PRIMARY_CLIENT, view, &mut out);
+    // The primary's commands see every key, expired or not.
+    set_replica_expiry(srv, true, false);
+    crate::execute_replayed(srv, &mut job);
+    set_replica_expiry(srv, true, true);
+    srv.repl.offset += data.len() as u64;
+    let offset = srv.repl.offset;
+    if let Some(link) = srv.repl.primary.as_mut().and_then(|p| p.link.as_mut()) {
+        link.applied(offset);
+    }
+}
+
+fn set_replica_expiry(srv: &mut Server, paused: bool, hidden: bool) {
+    for db in &mut srv.keyspace.dbs {
+        db.expiry_paused = paused;
+        db.expiry_hidden = hidden;
+    }
+}
+
+/// REPLCONF GETACK from the primary.
+pub fn send_ack(srv: &mut Server) {
+    let offset = srv.repl.offset;
+    if let Some(link) = srv.repl.primary.as_mut().and_then(|p| p.link.as_mut()) {
+        link.ack(offset);
+    }
+}
+
+/// ROLE's state word for the link (Valkey's replicationGetReplicaStateString).
+pub fn state_word(p: &Primary) -> &'static str {
+    if p.loading {
+        return "sync";
+    }
+    match p.state {
+        LinkState::Connecting if p.link.is_none() => "connect",
+        LinkState::Connecting => "connecting",
+        LinkState::Handshake => "handshake",
+        LinkState::Transfer => "sync",
+        LinkState::Connected => "connected",
+    }
+}

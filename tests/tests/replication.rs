@@ -1,0 +1,321 @@
+//! ringkv as a replica of the real peers: Valkey 8.1 and redis-server 7.0
+//! as primaries, full sync in both transfer forms (`$len` from disk,
+//! `$EOF:` diskless), the stream of random writes applied to the same
+//! dataset, partial resync after a dropped link, WAIT (GETACK), REPLICAOF
+//! NO ONE, masterauth, read-only and stale-data refusals.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ringkv_e2e::dataset::{fill, plain_view, random_write};
+use ringkv_e2e::v::{int_of, ok, strings, text};
+use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
+
+/// A primary that sends its RDB at once (no diskless delay), from disk or
+/// diskless.
+fn primary(b: Backend, diskless: bool) -> Server {
+    b.start(
+        Opts::new()
+            .arg("repl-diskless-sync", if diskless { "yes" } else { "no" })
+            .arg("repl-diskless-sync-delay", "0"),
+    )
+}
+
+fn follow(replica: &mut redis::Connection, primary: &Server) {
+    assert_eq!(
+        query(
+            replica,
+            &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
+        ),
+        ok()
+    );
+}
+
+/// Wait until the replica's link is up and it has applied everything the
+/// primary has sent.
+fn wait_caught_up(primary: &mut redis::Connection, replica: &mut redis::Connection) {
+    within(30, "the replica to catch up", || {
+        let p = text(&q(primary, "INFO replication"));
+        let r = text(&q(replica, "INFO replication"));
+        info_field(&r, "master_link_status") == "up"
+            && info_field(&r, "slave_repl_offset") == info_field(&p, "master_repl_offset")
+    });
+}
+
+/// The two views are the same; on failure, only the keys that differ
+/// are shown (values cut short).
+///
+/// Scores are compared as numbers: redis-server 7 prints 17 significant
+/// digits (`1.0000000000000001e-05`) where Valkey 8 and ringkv print the
+/// shortest form (`0.00001`).
+fn assert_same(got: &BTreeMap<String, String>, want: &BTreeMap<String, String>, what: &str) {
+    let (got, want) = (&numeric_scores(got), &numeric_scores(want));
+    let cut = |v: Option<&String>| v.map(|v| v.chars().take(120).collect::<String>());
+    let diff: Vec<String> = got
+        .keys()
+        .chain(want.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| got.get(*k) != want.get(*k))
+        .map(|k| {
+            format!(
+                "{k}: replica {:?}, primary {:?}",
+                cut(got.get(k)),
+                cut(want.get(k))
+            )
+        })
+        .collect();
+    assert!(diff.is_empty(), "{what}:\n{}", diff.join("\n"));
+}
+
+fn numeric_scores(view: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let norm = |v: &String| -> String {
+        let Some(rest) = v.strip_prefix("zset/") else {
+            return v.clone();
+        };
+        let (ttl, items) = rest.split_once('/').unwrap_or((rest, ""));
+        let items: Vec<String> = items
+            .split(',')
+            .enumerate()
+            .map(|(i, x)| match x.parse::<f64>() {
+                Ok(f) if i % 2 == 1 => format!("{f:?}"),
+                _ => x.to_string(),
+            })
+            .collect();
+        format!("zset/{ttl}/{}", items.join(","))
+    };
+    view.iter().map(|(k, v)| (k.clone(), norm(v))).collect()
+}
+
+/// The primary's dataset once its short TTLs have run out and its active
+/// expiry has sent their DELs.
+fn settled_view(c: &mut redis::Connection) -> BTreeMap<String, String> {
+    std::thread::sleep(Duration::from_millis(300));
+    plain_view(c)
+}
+
+fn sync_and_stream(b: Backend, peer: Backend, diskless: bool, seed: u64) {
+    let p = primary(peer, diskless);
+    let pc = &mut p.client();
+    fill(pc);
+    let r = b.server();
+    let rc = &mut r.client();
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    let want = plain_view(pc);
+    assert_same(
+        &plain_view(rc),
+        &want,
+        &format!("after the full sync from {peer:?}"),
+    );
+    // The stream: random writes of every kind, in several databases.
+    let mut rng = Rng::new(seed);
+    for _ in 0..1500 {
+        random_write(pc, &mut rng);
+    }
+    let _ = q(pc, "SELECT 0");
+    let want = settled_view(pc);
+    wait_caught_up(pc, rc);
+    assert_same(
+        &plain_view(rc),
+        &want,
+        &format!("after the stream from {peer:?}"),
+    );
+    // What a replica tells its clients.
+    let role = strings(&q(rc, "ROLE"));
+    assert_eq!(
+        role[..4],
+        ["slave", "127.0.0.1", &p.port.to_string(), "connected"]
+    );
+    let info = text(&q(pc, "INFO replication"));
+    assert_eq!(role[4], info_field(&info, "master_repl_offset"));
+    let rinfo = text(&q(rc, "INFO replication"));
+    assert_eq!(info_field(&rinfo, "role"), "slave");
+    assert_eq!(
+        info_field(&rinfo, "master_replid"),
+        info_field(&info, "master_replid")
+    );
+    assert_eq!(
+        q(rc, "SET x 1").unwrap_err(),
+        "READONLY You can't write against a read only replica."
+    );
+    // The primary sees us as an online replica.
+    let slave0 = info_field(&info, "slave0");
+    assert!(slave0.contains("state=online"), "{slave0}");
+}
+
+e2e!(
+    ringkv_only fn follows_valkey_full_sync_diskless_then_the_stream(b) {
+        sync_and_stream(b, Backend::Valkey, true, 1);
+    }
+);
+
+e2e!(
+    ringkv_only fn follows_valkey_full_sync_from_disk_then_the_stream(b) {
+        sync_and_stream(b, Backend::Valkey, false, 2);
+    }
+);
+
+e2e!(
+    ringkv_only fn follows_redis_7_then_the_stream(b) {
+        sync_and_stream(b, Backend::Redis, false, 3);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_dropped_link_resumes_with_a_partial_resync(b) {
+        let p = primary(Backend::Valkey, true);
+        let pc = &mut p.client();
+        fill(pc);
+        let r = b.server();
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        let full = info_field(&text(&q(pc, "INFO stats")), "sync_full");
+        let mut rng = Rng::new(7);
+        for round in 0..3 {
+            assert!(int_of(&q(pc, "CLIENT KILL TYPE replica")) >= 1, "round {round}");
+            for _ in 0..200 {
+                random_write(pc, &mut rng);
+            }
+            let _ = q(pc, "SELECT 0");
+            let want = settled_view(pc);
+            wait_caught_up(pc, rc);
+            assert_same(&plain_view(rc), &want, &format!("round {round}"));
+        }
+        let stats = text(&q(pc, "INFO stats"));
+        assert_eq!(info_field(&stats, "sync_full"), full, "no second full sync");
+        assert!(
+            info_field(&stats, "sync_partial_ok").parse::<u64>().unwrap() >= 3,
+            "{stats}"
+        );
+    }
+);
+
+e2e!(
+    ringkv_only fn wait_on_the_primary_is_answered_by_our_ack(b) {
+        let p = primary(Backend::Valkey, true);
+        let pc = &mut p.client();
+        let r = b.server();
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        for i in 0..20 {
+            assert_eq!(query(pc, &["SET", "k", &i.to_string()]), ok());
+            let t = Instant::now();
+            // GETACK goes out, our ACK comes back with the write applied.
+            assert_eq!(int_of(&q(pc, "WAIT 1 5000")), 1, "write {i}");
+            assert!(t.elapsed() < Duration::from_secs(2), "WAIT took {:?}", t.elapsed());
+            assert_eq!(text(&q(rc, "GET k")), i.to_string());
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn replicaof_no_one_keeps_the_data_and_takes_writes(b) {
+        let p = primary(Backend::Valkey, true);
+        let pc = &mut p.client();
+        assert_eq!(q(pc, "SET a 1"), ok());
+        let r = b.server();
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        let before = text(&q(rc, "INFO replication"));
+        let id = info_field(&before, "master_replid");
+        let offset: i64 = info_field(&before, "master_repl_offset").parse().unwrap();
+        // Asked again for the same primary: nothing to do.
+        let again = query(rc, &["REPLICAOF", "127.0.0.1", &p.port.to_string()]);
+        assert_eq!(text(&again), "OK Already connected to specified master");
+        assert_eq!(q(rc, "REPLICAOF NO ONE"), ok());
+        let role = q(rc, "ROLE").unwrap();
+        assert_eq!(strings(&Ok(role.clone()))[0], "master", "{role:?}");
+        assert_eq!(q(rc, "SET b 2"), ok());
+        assert_eq!(text(&q(rc, "GET a")), "1");
+        let after = text(&q(rc, "INFO replication"));
+        assert_eq!(info_field(&after, "role"), "master");
+        assert_eq!(info_field(&after, "master_replid2"), id);
+        assert_ne!(info_field(&after, "master_replid"), id);
+        assert_eq!(
+            info_field(&after, "second_repl_offset"),
+            (offset + 1).to_string()
+        );
+        // The primary no longer has us.
+        within(10, "the primary to drop the replica", || {
+            info_field(&text(&q(pc, "INFO replication")), "connected_slaves") == "0"
+        });
+    }
+);
+
+e2e!(
+    ringkv_only fn masterauth_at_start_up_and_stale_data_refused_when_the_link_is_down(b) {
+        let mut p = Backend::Valkey.start(
+            Opts::new()
+                .arg("requirepass", "s3cret")
+                .arg("repl-diskless-sync-delay", "0"),
+        );
+        let pc = &mut redis::Client::open(format!("redis://:s3cret@127.0.0.1:{}/", p.port))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        assert_eq!(q(pc, "SET a 1"), ok());
+        let r = b.start(
+            Opts::new()
+                .arg_multi("replicaof", &["127.0.0.1", &p.port.to_string()])
+                .arg("masterauth", "s3cret")
+                .arg("replica-serve-stale-data", "no"),
+        );
+        let rc = &mut r.client();
+        wait_caught_up(pc, rc);
+        assert_eq!(text(&q(rc, "GET a")), "1");
+        assert_eq!(
+            strings(&q(rc, "CONFIG GET replicaof")),
+            ["replicaof".to_string(), format!("127.0.0.1 {}", p.port)]
+        );
+        p.stop();
+        within(10, "the link to go down", || {
+            info_field(&text(&q(rc, "INFO replication")), "master_link_status") == "down"
+        });
+        assert_eq!(
+            q(rc, "GET a").unwrap_err(),
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+        );
+        let role = strings(&q(rc, "ROLE"));
+        assert!(
+            role[3] == "connect" || role[3] == "connecting",
+            "{role:?}"
+        );
+        assert_eq!(role[4], "-1");
+    }
+);
+
+e2e!(
+    ringkv_only fn expired_keys_stay_hidden_until_the_primary_deletes_them(b) {
+        let p = Backend::Valkey.start(
+            Opts::new()
+                .arg("repl-diskless-sync-delay", "0")
+                .arg("enable-debug-command", "yes"),
+        );
+        let pc = &mut p.client();
+        // The primary's active expiry off: only its lazy expiry sends DELs.
+        assert_eq!(q(pc, "DEBUG SET-ACTIVE-EXPIRE 0"), ok());
+        let r = b.server();
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        assert_eq!(q(pc, "SET k v PX 300"), ok());
+        assert_eq!(q(pc, "SET keep v"), ok());
+        wait_caught_up(pc, rc);
+        assert_eq!(text(&q(rc, "GET k")), "v");
+        std::thread::sleep(Duration::from_millis(400));
+        // Past its time: not served, not deleted by the replica itself.
+        assert_eq!(q(rc, "GET k"), Ok(redis::Value::Nil));
+        assert_eq!(int_of(&q(rc, "EXISTS k")), 0);
+        assert_eq!(int_of(&q(rc, "TTL k")), -2);
+        assert_eq!(strings(&q(rc, "KEYS *")), ["keep"]);
+        assert_eq!(int_of(&q(rc, "DBSIZE")), 2);
+        // The primary's lazy expiry deletes it, and the DEL reaches us.
+        assert_eq!(q(pc, "GET k"), Ok(redis::Value::Nil));
+        wait_caught_up(pc, rc);
+        assert_eq!(int_of(&q(rc, "DBSIZE")), 1);
+    }
+);
