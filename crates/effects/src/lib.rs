@@ -213,6 +213,30 @@ impl Reader {
         self.block.start + self.pos as u64
     }
 
+    /// Move forward to `offset`, which must be published: a copy of a
+    /// reader that holds history (the replication backlog) serves a
+    /// reader that continues from a later point. False (and the reader
+    /// moved as far as it could) when `offset` is past what is published.
+    pub fn skip_to(&mut self, offset: u64) -> bool {
+        loop {
+            let start = self.block.start;
+            let len = self.block.published().len() as u64;
+            if offset < start + self.pos as u64 {
+                return false;
+            }
+            if offset <= start + len {
+                self.pos = (offset - start) as usize;
+                return true;
+            }
+            let Some(next) = self.block.next() else {
+                self.pos = len as usize;
+                return false;
+            };
+            self.block = next;
+            self.pos = 0;
+        }
+    }
+
     /// The next run of published bytes (at most to the end of a block),
     /// or `None` if the reader has seen everything published.
     pub fn next_slice(&mut self) -> Option<Slice> {

@@ -106,3 +106,32 @@ fn split_and_truncate_stay_inside_the_slice() {
     assert_eq!(&*s.truncate(3), b"abc");
     assert_eq!(&*s.split_from(99), b"");
 }
+
+#[test]
+fn a_copy_of_a_backlog_reader_skips_to_any_published_offset() {
+    let mut w = Writer::new(100);
+    let backlog = w.reader();
+    // Three and a half blocks, so the target offsets cross block edges.
+    let data: Vec<u8> = (0..BLOCK_SIZE * 7 / 2).map(|i| (i % 251) as u8).collect();
+    w.append(&data);
+    w.publish();
+    for at in [
+        0,
+        1,
+        BLOCK_SIZE - 1,
+        BLOCK_SIZE,
+        2 * BLOCK_SIZE + 7,
+        data.len(),
+    ] {
+        let mut r = backlog.clone();
+        assert!(r.skip_to(100 + at as u64), "offset {at}");
+        assert_eq!(r.offset(), 100 + at as u64);
+        assert_eq!(drain(&mut r), data[at..], "from {at}");
+    }
+    // Past the published end, or behind the reader: refused.
+    let mut r = backlog.clone();
+    assert!(!r.skip_to(100 + data.len() as u64 + 1));
+    let mut r2 = backlog.clone();
+    assert!(r2.skip_to(200));
+    assert!(!r2.skip_to(150));
+}

@@ -217,7 +217,9 @@ fn open(srv: &mut Server, mode: OpenMode) -> Result<(), String> {
     let offset = srv.effects.offset();
     let reader = srv.effects.attach(offset);
     let Some(storage) = srv.persist.storage.as_mut() else {
-        srv.effects.detach();
+        if srv.repl.feeds.backlog.is_none() {
+            srv.effects.detach();
+        }
         return Err("no storage configured".into());
     };
     match storage.open_aof(&opts, reader, mode) {
@@ -227,7 +229,9 @@ fn open(srv: &mut Server, mode: OpenMode) -> Result<(), String> {
             Ok(())
         }
         Err(e) => {
-            srv.effects.detach();
+            if srv.repl.feeds.backlog.is_none() {
+                srv.effects.detach();
+            }
             Err(e)
         }
     }
@@ -325,7 +329,8 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
 /// With `always` this returns once they are on disk.
 pub fn after_batch(srv: &mut Server) {
     if srv.aof.log.is_none() {
-        srv.effects.publish();
+        let end = srv.effects.publish();
+        crate::replication::primary::published(srv, end);
         return;
     }
     let end = srv.effects.publish();
@@ -343,6 +348,7 @@ pub fn after_batch(srv: &mut Server) {
     } else {
         log.wake(end);
     }
+    crate::replication::primary::published(srv, end);
 }
 
 /// BGREWRITEAOF. The error is Valkey's reply text; `Ok(true)`: started,
@@ -351,7 +357,7 @@ pub fn start_rewrite(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
     if srv.aof.rewrite.is_some() {
         return Err("ERR Background append only file rewriting already in progress".into());
     }
-    if srv.persist.snapshot.is_some() {
+    if srv.persist.snapshot.is_some() || srv.repl.feeds.snapshot.is_some() {
         srv.aof.rewrite_scheduled = true;
         return Ok(false);
     }
@@ -488,7 +494,7 @@ pub fn turn_on(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     }
     srv.aof.temporary = false;
     if srv.aof.rewrite.is_none() {
-        if srv.persist.snapshot.is_some() {
+        if srv.persist.snapshot.is_some() || srv.repl.feeds.snapshot.is_some() {
             srv.aof.rewrite_scheduled = true;
         } else {
             begin_rewrite(srv, now_ms)?;
@@ -506,7 +512,9 @@ pub fn stop(srv: &mut Server) {
             log::warning(&format!("Error closing the AOF: {e}"));
         }
     }
-    srv.effects.detach();
+    if srv.repl.feeds.backlog.is_none() {
+        srv.effects.detach();
+    }
     srv.sync_expiry_logging();
 }
 
@@ -514,7 +522,10 @@ pub fn stop(srv: &mut Server) {
 /// AOF grew past `auto-aof-rewrite-percentage` of its size after the last
 /// rewrite (and past `auto-aof-rewrite-min-size`): rewrite.
 pub fn cron(srv: &mut Server, now_ms: i64) {
-    if srv.aof.rewrite.is_some() || srv.persist.snapshot.is_some() {
+    if srv.aof.rewrite.is_some()
+        || srv.persist.snapshot.is_some()
+        || srv.repl.feeds.snapshot.is_some()
+    {
         return;
     }
     if srv.aof.rewrite_scheduled {

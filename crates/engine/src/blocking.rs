@@ -34,6 +34,8 @@ pub enum OnTimeout {
     NullArray,
     /// `$-1` (RESP3 `_`): BLMOVE, BRPOPLPUSH.
     NullBulk,
+    /// WAIT: how many replicas have acknowledged `offset` by then.
+    ReplicaAcks { offset: u64 },
 }
 
 /// What a command asked for through [`Ctx::block`]; the engine turns it
@@ -136,7 +138,8 @@ impl Ctx<'_> {
     /// again when one of the keys is written.
     pub fn block(&mut self, keys: &[&[u8]], deadline_ms: Option<i64>, on_timeout: OnTimeout) {
         if self.session.in_exec {
-            write_timeout_reply(&mut self.reply, on_timeout);
+            let acked = acked_for(self.srv, on_timeout);
+            write_timeout_reply(&mut self.reply, on_timeout, acked);
             return;
         }
         self.session.block_request = Some(BlockRequest {
@@ -147,10 +150,19 @@ impl Ctx<'_> {
     }
 }
 
-fn write_timeout_reply(w: &mut ReplyWriter<'_>, on_timeout: OnTimeout) {
+fn write_timeout_reply(w: &mut ReplyWriter<'_>, on_timeout: OnTimeout, acked: usize) {
     match on_timeout {
         OnTimeout::NullArray => w.null_array(),
         OnTimeout::NullBulk => w.null(),
+        OnTimeout::ReplicaAcks { .. } => w.int(acked as i64),
+    }
+}
+
+/// The count a WAIT replies with (0 for every other command).
+fn acked_for(srv: &Server, on_timeout: OnTimeout) -> usize {
+    match on_timeout {
+        OnTimeout::ReplicaAcks { offset } => crate::replication::primary::acked(srv, offset),
+        _ => 0,
     }
 }
 
@@ -291,11 +303,21 @@ fn deliver_pending(srv: &mut Server, sess: &mut Session, out: Vec<u8>) {
 /// Unblock `id` now with its timeout reply, or with `-UNBLOCKED ...` when
 /// `error` (CLIENT UNBLOCK). False if it is not blocked.
 pub(crate) fn unblock(srv: &mut Server, id: ClientId, error: bool) -> bool {
-    unblock_with(
-        srv,
-        id,
-        error.then_some("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
-    )
+    let how = match error {
+        true => Unblock::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+        false => Unblock::Timeout,
+    };
+    unblock_with(srv, id, how)
+}
+
+/// How a client leaves its blocked state.
+#[derive(Clone, Copy)]
+pub(crate) enum Unblock<'a> {
+    /// With its timeout reply.
+    Timeout,
+    Error(&'a str),
+    /// With this integer (a WAIT whose replicas answered).
+    Int(i64),
 }
 
 /// Unblock every blocked client with Valkey's error for a server that
@@ -313,15 +335,15 @@ pub(crate) fn unblock_all_for_role_change(srv: &mut Server) {
         unblock_with(
             srv,
             id,
-            Some(
+            Unblock::Error(
                 "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
             ),
         );
     }
 }
 
-/// Unblock `id` with its timeout reply, or with the error `error`.
-fn unblock_with(srv: &mut Server, id: ClientId, error: Option<&str>) -> bool {
+/// Unblock `id` with the reply `how` says.
+pub(crate) fn unblock_with(srv: &mut Server, id: ClientId, how: Unblock<'_>) -> bool {
     let Some(mut sess) = srv.clients.map.get_mut(&id.0).and_then(Option::take) else {
         return false;
     };
@@ -330,15 +352,17 @@ fn unblock_with(srv: &mut Server, id: ClientId, error: Option<&str>) -> bool {
         return false;
     };
     unregister(&mut srv.blocking, id, &st);
+    let acked = acked_for(srv, st.on_timeout);
     let mut out = std::mem::take(&mut sess.pending);
     {
         let mut w = ReplyWriter::new(&mut out, sess.proto);
-        match error {
-            Some(msg) => w.error(msg),
-            None => write_timeout_reply(&mut w, st.on_timeout),
+        match how {
+            Unblock::Error(msg) => w.error(msg),
+            Unblock::Timeout => write_timeout_reply(&mut w, st.on_timeout, acked),
+            Unblock::Int(n) => w.int(n),
         }
     }
-    if let Some(msg) = error {
+    if let Unblock::Error(msg) = how {
         srv.stats.record_error(msg);
     }
     deliver_pending(srv, &mut sess, out);

@@ -272,7 +272,11 @@ static DEFS: &[Def] = &[
     i("cluster-announce-port", 0, 65535, "0", 0),
     i("cluster-announce-tls-port", 0, 65535, "0", 0),
     i("repl-timeout", 1, INT_MAX, "60", SUP),
-    al(i("repl-ping-replica-period", 1, INT_MAX, "10", 0), "repl-ping-slave-period"),
+    // ringkv's own (seed 003): replication writes from this size on go
+    // out with MSG_ZEROCOPY to replicas that are not on loopback.
+    b("tcp-tx-zerocopy", true, SUP),
+    m("tcp-zerocopy-min-write-size", 0, LMAX, "10240", SUP),
+    al(i("repl-ping-replica-period", 1, INT_MAX, "10", SUP), "repl-ping-slave-period"),
     i("list-compress-depth", 0, INT_MAX, "0", 0),
     i("rdb-key-save-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
     i("key-load-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
@@ -295,7 +299,7 @@ static DEFS: &[Def] = &[
     i("slowlog-log-slower-than", -1, LMAX, "10000", 0),
     i("latency-monitor-threshold", 0, LMAX, "0", 0),
     i("stream-node-max-entries", 0, LMAX, "100", 0),
-    m("repl-backlog-size", 1, LMAX, "1048576", 0),
+    m("repl-backlog-size", 1, LMAX, "1048576", SUP),
     m("cluster-link-sendbuf-limit", 0, LMAX, "0", 0),
     al(i("hash-max-listpack-entries", 0, LMAX, "512", SUP), "hash-max-ziplist-entries"),
     i("set-max-intset-entries", 0, LMAX, "512", SUP),
@@ -359,7 +363,7 @@ pub struct OutputLimit {
 }
 
 impl OutputLimit {
-    /// One class (`normal`, `pubsub`) of the directive's stored value
+    /// One class (`normal`, `slave`, `pubsub`) of the directive's stored value
     /// (`normal H S T slave H S T pubsub H S T`, sizes in bytes).
     fn parse_class(v: &str, class: &str) -> OutputLimit {
         let parts: Vec<&str> = v.split(' ').collect();
@@ -387,13 +391,6 @@ impl OutputLimit {
 /// `client-output-buffer-limit` (whose other classes are enforced), a
 /// changed replica class.
 fn ignored_warning(d: &Def, value: &str) -> Option<String> {
-    if d.name == "client-output-buffer-limit" {
-        // The canonical value names the replica class `slave`.
-        let replica = |v: &str| OutputLimit::parse_class(v, "slave");
-        return (replica(value) != replica(d.default)).then(|| {
-            "'client-output-buffer-limit' replica class is not supported yet, ignored".to_string()
-        });
-    }
     (d.flags & SUP == 0 && value != d.default && d.flags & HIDDEN == 0)
         .then(|| format!("'{}' is not supported yet, ignored", d.name))
 }
@@ -477,11 +474,13 @@ pub struct Config {
     pub disable_thp: bool,
     pub client_query_buffer_limit: usize,
     /// `client-output-buffer-limit normal <hard> <soft> <soft-seconds>`
-    /// in bytes and seconds (0 = no limit). The replica class is accepted
-    /// but not enforced (there is no replication).
+    /// in bytes and seconds (0 = no limit).
     pub client_output_buffer_limit_normal: OutputLimit,
     /// `client-output-buffer-limit pubsub ...`: clients with a subscription.
     pub client_output_buffer_limit_pubsub: OutputLimit,
+    /// The `replica` class: how far a replica's feed may fall behind the
+    /// stream.
+    pub client_output_buffer_limit_replica: OutputLimit,
     pub proto_max_bulk_len: usize,
     pub hz: u32,
     pub maxmemory: u64,
@@ -569,6 +568,7 @@ impl Default for Config {
             client_query_buffer_limit: 1 << 30,
             client_output_buffer_limit_normal: OutputLimit::default(),
             client_output_buffer_limit_pubsub: OutputLimit::default(),
+            client_output_buffer_limit_replica: OutputLimit::default(),
             proto_max_bulk_len: 512 << 20,
             hz: 10,
             maxmemory: 0,
@@ -1003,6 +1003,7 @@ impl Config {
             "client-output-buffer-limit" => {
                 self.client_output_buffer_limit_normal = OutputLimit::parse_class(v, "normal");
                 self.client_output_buffer_limit_pubsub = OutputLimit::parse_class(v, "pubsub");
+                self.client_output_buffer_limit_replica = OutputLimit::parse_class(v, "slave");
             }
             "proto-max-bulk-len" => self.proto_max_bulk_len = num() as usize,
             "hz" => self.hz = num().clamp(1, 500) as u32,

@@ -52,6 +52,8 @@ pub struct Effects {
     /// The running call must be emitted even if it changed nothing.
     forced: bool,
     scratch: Vec<u8>,
+    /// The offset the last stream reached (the next one starts there).
+    ended_at: u64,
 }
 
 /// What [`Effects::begin_call`] saved, for [`Effects::end_call`].
@@ -81,8 +83,10 @@ impl Effects {
         w.reader()
     }
 
-    /// Nobody consumes effects any more: drop the stream.
+    /// Nobody consumes effects any more: drop the stream (its offset
+    /// stays, and a stream started later goes on from it).
     pub fn detach(&mut self) {
+        self.ended_at = self.offset();
         self.stream = None;
         self.stream_db = None;
         self.unit.clear();
@@ -97,7 +101,7 @@ impl Effects {
 
     /// The stream offset after everything appended.
     pub fn offset(&self) -> u64 {
-        self.stream.as_ref().map_or(0, |w| w.offset())
+        self.stream.as_ref().map_or(self.ended_at, |w| w.offset())
     }
 
     /// Make every finished unit visible to readers; returns the offset
@@ -145,6 +149,20 @@ impl Effects {
             self.stream_db = Some(db);
         }
         encode(&mut buf, argv);
+        w.append(&buf);
+        self.scratch = buf;
+    }
+
+    /// Append a command that means the same in every database (PING,
+    /// REPLCONF GETACK: what a primary sends its replicas), with no
+    /// SELECT, as a unit of its own.
+    pub fn emit_anywhere(&mut self, argv: &[&[u8]]) {
+        let Some(w) = self.stream.as_mut() else {
+            return;
+        };
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        encode(&mut buf, argv.iter().copied());
         w.append(&buf);
         self.scratch = buf;
     }

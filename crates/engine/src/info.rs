@@ -476,9 +476,10 @@ fn stats(srv: &Server, out: &mut String) {
         "rejected_connections:{}",
         st.rejected_connections + net.rejected_connections
     );
-    field!(out, "sync_full:0");
-    field!(out, "sync_partial_ok:0");
-    field!(out, "sync_partial_err:0");
+    let feeds = &srv.repl.feeds;
+    field!(out, "sync_full:{}", feeds.sync_full);
+    field!(out, "sync_partial_ok:{}", feeds.sync_partial_ok);
+    field!(out, "sync_partial_err:{}", feeds.sync_partial_err);
     field!(out, "expired_keys:{expired}");
     field!(out, "expired_stale_perc:{stale:.2}");
     field!(out, "expired_time_cap_reached_count:{cap}");
@@ -631,21 +632,45 @@ fn replication(srv: &Server, out: &mut String, now_ms: i64) {
             );
         }
     }
-    field!(out, "connected_slaves:0");
+    field!(out, "connected_slaves:{}", r.feeds.replicas.len());
+    for (i, rep) in r.feeds.replicas.iter().enumerate() {
+        let (acked, at) = rep.feed.as_ref().map_or((0, 0), |f| f.ack());
+        let lag = if at > 0 {
+            (now_ms - at).max(0) / 1000
+        } else {
+            0
+        };
+        field!(
+            out,
+            "slave{i}:ip={},port={},state={},offset={acked},lag={lag},type=replica",
+            rep.ip,
+            rep.port,
+            rep.state()
+        );
+    }
     field!(out, "replicas_waiting_psync:0");
     field!(out, "master_failover_state:no-failover");
     field!(out, "master_replid:{}", r.replid);
     field!(out, "master_replid2:{}", r.replid2);
-    field!(out, "master_repl_offset:{}", r.offset);
+    let offset = crate::replication::master_offset(srv);
+    field!(out, "master_repl_offset:{offset}");
     field!(out, "second_repl_offset:{}", r.second_offset);
-    field!(out, "repl_backlog_active:0");
+    let backlog = r.feeds.backlog.as_ref();
+    field!(out, "repl_backlog_active:{}", u8::from(backlog.is_some()));
     field!(
         out,
         "repl_backlog_size:{}",
         srv.config.get("repl-backlog-size").unwrap_or_default()
     );
-    field!(out, "repl_backlog_first_byte_offset:0");
-    field!(out, "repl_backlog_histlen:0");
+    let (first, histlen) = match backlog {
+        Some(b) => (
+            b.offset() as i64 + r.shift + 1,
+            srv.effects.offset().saturating_sub(b.offset()),
+        ),
+        None => (0, 0),
+    };
+    field!(out, "repl_backlog_first_byte_offset:{first}");
+    field!(out, "repl_backlog_histlen:{histlen}");
 }
 
 fn rusage(who: libc::c_int) -> (f64, f64) {

@@ -111,6 +111,10 @@ pub enum Event {
     /// A client that blocked ([`Job::blocked`]) may run commands again; its
     /// unblocking reply comes through [`Engine::drain_output`] first.
     Unblocked { client: ClientId },
+    /// This client became a replica (PSYNC): stop reading and writing its
+    /// socket and hand it, with its unsent output and unparsed input, to
+    /// the replication IO (the feed registered for it).
+    Detach { client: ClientId },
     /// CONFIG SET io-threads changed the number of threads doing network
     /// IO (the main thread counts as one): the IO layer starts or retires
     /// IO threads, or switches between inline and threaded mode, after the
@@ -518,6 +522,7 @@ impl Engine {
         persist::cron(srv, now);
         aof::cron(srv, now);
         replication::cron(srv, now);
+        replication::primary::cron(srv, now);
         sample_stats(srv, now);
     }
 
@@ -528,6 +533,12 @@ impl Engine {
         let r = self.srv.effects.attach(offset);
         self.srv.sync_expiry_logging();
         r
+    }
+
+    /// Replicas are fed by threads `senders` starts (the server's
+    /// `ringkv-repl`); without it PSYNC is refused.
+    pub fn set_senders(&mut self, senders: Box<dyn replication::primary::Senders>) {
+        self.srv.repl.feeds.senders = Some(senders);
     }
 
     /// Replication links to a primary are opened through `links` (the
@@ -610,6 +621,11 @@ impl Engine {
             let now = srv.now_ms();
             aof::background_step(srv, now);
         }
+        if srv.repl.feeds.snapshot.is_some() {
+            let now = srv.now_ms();
+            replication::primary::background_step(srv, now);
+        }
+        replication::primary::serve_waits(srv);
     }
 
     /// How soon [`Engine::background_step`] wants to run again: now when
@@ -617,6 +633,10 @@ impl Engine {
     pub fn background_wait(&self) -> Option<std::time::Duration> {
         if self.srv.repl.ready() {
             return Some(std::time::Duration::ZERO);
+        }
+        if let Some(ready) = replication::primary::capture_ready(&self.srv) {
+            let ms = if ready { 0 } else { 1 };
+            return Some(std::time::Duration::from_millis(ms));
         }
         if let Some(r) = &self.srv.aof.rewrite {
             let ms = if r.ready() { 0 } else { 1 };
@@ -909,6 +929,9 @@ fn execute_one(
             now_ms,
         };
         effects::call(&mut ctx, f, argv, true);
+        if spec.flags & command::flags::WRITE != 0 && srv.effects.on() {
+            sess.woff = srv.effects.offset();
+        }
     }
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
     // Keys the command expired: WATCH invalidation, `expired` events.

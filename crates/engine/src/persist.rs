@@ -212,7 +212,10 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     if srv.persist.storage.is_none() || srv.persist.is_loading() {
         return;
     }
-    if srv.persist.snapshot.is_some() || srv.aof.rewrite.is_some() {
+    if srv.persist.snapshot.is_some()
+        || srv.aof.rewrite.is_some()
+        || srv.repl.feeds.snapshot.is_some()
+    {
         return;
     }
     let now_s = now_ms / 1000;

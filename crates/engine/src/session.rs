@@ -70,6 +70,12 @@ pub struct Session {
     /// Bytes the IO layer holds for this client: output not sent yet
     /// (CLIENT LIST `omem`) and input not parsed yet (`qbuf`).
     pub meter: crate::output::ClientMeter,
+    /// What a replica said in its handshake (REPLCONF listening-port,
+    /// capa eof / psync2), for the PSYNC that follows.
+    pub replica_hello: Option<Box<crate::replication::ReplicaHello>>,
+    /// The effects stream's offset after this client's last write (what
+    /// WAIT waits for).
+    pub woff: u64,
 }
 
 impl Session {
@@ -137,6 +143,8 @@ impl Session {
             multi: None,
             watched: 0,
             subs: None,
+            replica_hello: None,
+            woff: 0,
             meter: Default::default(),
         }
     }

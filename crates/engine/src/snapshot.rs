@@ -287,7 +287,9 @@ pub const AOF_REWRITE_ACTIVE: &str = "ERR Another child process is active (AOF?)
 
 /// BGSAVE: start a background save. The error is Valkey's reply text.
 pub fn start_bgsave(srv: &mut Server, now_ms: i64) -> Result<(), String> {
-    if srv.persist.snapshot.is_some() {
+    // A replica's full sync holds the one frozen view (Valkey's child for
+    // a replication BGSAVE answers the same).
+    if srv.persist.snapshot.is_some() || srv.repl.feeds.snapshot.is_some() {
         return Err("ERR Background save already in progress".into());
     }
     if srv.aof.rewrite.is_some() {
@@ -368,8 +370,10 @@ pub fn save_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     if srv.persist.snapshot.is_some() {
         return Err("ERR Background save already in progress".into());
     }
-    // One frozen view at a time: a rewrite's capture finishes first.
+    // One frozen view at a time: a rewrite's capture finishes first, a
+    // replica's full sync is abandoned (it will ask again).
     crate::aof::complete_capture(srv, now_ms);
+    crate::replication::primary::abort_sync(srv);
     let opts = crate::persist::save_options(srv);
     let Some(storage) = srv.persist.storage.as_mut() else {
         return Err("ERR no storage configured".into());

@@ -142,6 +142,10 @@ pub(crate) struct Connection {
     /// once no request and no operation is in flight the backend lets go
     /// of the socket and the whole Connection travels on.
     pub(crate) moving: bool,
+    /// With `moving`: the socket leaves the event loop altogether (a
+    /// replica's feed thread takes it) instead of going to another IO
+    /// thread.
+    pub(crate) detaching: bool,
     // Backend state; the driver never looks at these.
     /// io_uring: a multishot recv is armed.
     pub(crate) recv_armed: bool,
@@ -213,6 +217,7 @@ impl Connection {
             soft_since: None,
             unreported_in: 0,
             moving: false,
+            detaching: false,
             flush_queued: false,
             close_queued: false,
             recv_armed: false,
@@ -663,6 +668,23 @@ impl Connection {
     /// Move out every reference the connection holds, sent or not (it is
     /// going away, or its output is dropped). Not while a send is in the
     /// kernel's hands.
+    /// Leaving the event loop (a replica's PSYNC): the output not sent yet
+    /// and the input not parsed yet, as bytes, for whoever owns the
+    /// socket next.
+    pub(crate) fn take_leftovers(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let mut unsent = Vec::new();
+        self.sending.segments(self.sent, |b| {
+            unsent.extend_from_slice(b);
+            true
+        });
+        self.out.segments(0, |b| {
+            unsent.extend_from_slice(b);
+            true
+        });
+        let unparsed = self.rbuf[self.parsed..].to_vec();
+        (unsent, unparsed)
+    }
+
     pub(crate) fn take_all_refs(&mut self, into: &mut Vec<SharedBytes>) {
         into.append(&mut self.spent);
         self.sending.take_refs(into);

@@ -765,6 +765,7 @@ impl Driver {
         for ev in events.drain(..) {
             match ev {
                 Event::Close { client, flush } => self.close_client(client, flush),
+                Event::Detach { client } => self.begin_detach(client),
                 Event::Shutdown => self.begin_shutdown(),
                 Event::Unblocked { client } => self.unblock(client),
                 // Looked at in `tick`, once this iteration's replies are
@@ -830,6 +831,20 @@ impl Driver {
         {
             c.moving = true;
             // The backend's closing pass does the hand-over.
+            self.queue_close(slot);
+        }
+    }
+
+    /// PSYNC made this client a replica: let go of its socket (the
+    /// backend's closing pass waits for operations in flight) and hand it
+    /// to the replication IO.
+    pub(crate) fn begin_detach(&mut self, client: ClientId) {
+        if let Some(&slot) = self.by_client.get(&client.0)
+            && let Some(c) = self.conn(slot)
+            && c.closing == Closing::Open
+        {
+            c.moving = true;
+            c.detaching = true;
             self.queue_close(slot);
         }
     }
@@ -958,9 +973,29 @@ impl Driver {
     /// operation in flight, out of its poll set): send the connection on
     /// to the execution thread, which deals it to its new IO thread.
     pub(crate) fn hand_over(&mut self, slot: u32) {
-        if let Some(c) = self.vacate(slot)
-            && let Side::Io(link) = &mut self.side
-        {
+        let Some(mut c) = self.vacate(slot) else {
+            return;
+        };
+        if c.detaching {
+            let (unsent, unparsed) = c.take_leftovers();
+            c.take_all_refs(&mut self.spent);
+            // SAFETY: the connection owned this descriptor and is dropped
+            // here without closing it; the backend has no operation on it
+            // and no longer polls it, so the OwnedFd is its only owner.
+            let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(c.fd) };
+            match &mut self.side {
+                Side::Inline(engine) => engine.disconnect(c.client),
+                Side::Io(link) => link.disconnect(c.client),
+            }
+            let d = crate::detach::Detached {
+                fd,
+                unsent,
+                unparsed,
+            };
+            crate::detach::hand_out(c.client, d);
+            return;
+        }
+        if let Side::Io(link) = &mut self.side {
             link.hand_over(c);
         }
     }

@@ -629,6 +629,10 @@ impl ExecLoop {
                     // Disconnect that follows finds nothing left to do.
                     self.forget(client);
                 }
+                Event::Detach { client } => {
+                    let msg = ToIo::Detach { client };
+                    self.pool.deliver(&mut self.peers, &self.owner, client, msg);
+                }
                 Event::Unblocked { client } => {
                     let msg = ToIo::Unblocked { client };
                     self.pool.deliver(&mut self.peers, &self.owner, client, msg);

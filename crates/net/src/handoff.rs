@@ -266,6 +266,10 @@ pub(crate) enum ToIo {
     Unblocked {
         client: ClientId,
     },
+    /// PSYNC: let go of this client's socket for the replication IO.
+    Detach {
+        client: ClientId,
+    },
     /// Let go of this client's connection and send it back as `Released`.
     Release {
         client: ClientId,

@@ -362,6 +362,7 @@ impl Driver {
                 ToIo::Close { client, flush } => self.close_client(client, flush),
                 ToIo::Unblocked { client } => self.unblock(client),
                 ToIo::Release { client } => self.begin_move(client),
+                ToIo::Detach { client } => self.begin_detach(client),
                 ToIo::Retire => self.begin_retire(),
                 ToIo::Shutdown => self.begin_shutdown(),
             }

@@ -36,6 +36,7 @@
 #![allow(clippy::vec_box)]
 
 mod connection;
+pub mod detach;
 mod driver;
 mod epoll;
 mod exec_thread;

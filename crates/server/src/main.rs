@@ -188,6 +188,10 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     engine.set_links(Box::new(repl::TcpLinks));
+    engine.set_senders(Box::new(repl::FeedThreads));
+    net::detach::set_detach_hook(Box::new(|client, d| {
+        repl::adopt(client, d.fd, d.unsent, d.unparsed)
+    }));
     engine.start_replication();
     let result = net::serve(engine, &STOP);
     if let Some(p) = &pidfile {

@@ -75,7 +75,7 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return ctx.error(SYNTAX_ERR);
     }
     let schedule = argv.len() == 2;
-    if schedule && ctx.srv.aof.rewrite.is_some() {
+    if schedule && (ctx.srv.aof.rewrite.is_some() || ctx.srv.repl.feeds.snapshot.is_some()) {
         ctx.srv.persist.bgsave_scheduled = true;
         return ctx.reply.simple("Background saving scheduled");
     }

@@ -57,6 +57,44 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        name: "psync",
+        arity: -3,
+        flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "2.8.0",
+        summary: "An internal command used in replication.",
+        complexity: "O(1)",
+        func: Some(psync),
+        args: &[ArgSpec::string("replicationid"), ArgSpec::integer("offset")],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "sync",
+        arity: 1,
+        flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "1.0.0",
+        summary: "An internal command used in replication.",
+        complexity: "O(1)",
+        func: Some(psync),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "wait",
+        arity: 3,
+        flags: BLOCKING,
+        acl_categories: &["slow", "connection"],
+        group: "generic",
+        since: "3.0.0",
+        summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
+        complexity: "O(1)",
+        func: Some(wait),
+        args: &[ArgSpec::integer("numreplicas"), ArgSpec::integer("timeout")],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
         name: "role",
         arity: 1,
         flags: NOSCRIPT | LOADING | STALE | FAST | SENTINEL,
@@ -121,37 +159,102 @@ fn replconf(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             // From a replica: never answered.
             return;
         }
-        let known = [
-            &b"listening-port"[..],
-            b"ip-address",
-            b"capa",
-            b"rdb-only",
-            b"rdb-filter-only",
-            b"version",
-            b"rdb-channel",
-            b"main-ch-client-id",
-        ];
-        if !known.iter().any(|k| opt.eq_ignore_ascii_case(k)) {
-            return ctx.error(&format!(
-                "ERR Unrecognized REPLCONF option: {}",
-                String::from_utf8_lossy(opt)
-            ));
+        let value = argv.get(j + 1);
+        let hello = ctx
+            .session
+            .replica_hello
+            .get_or_insert_with(Default::default);
+        if opt.eq_ignore_ascii_case(b"listening-port") {
+            match crate::num::parse_i64(value) {
+                Some(p) if (0..=65535).contains(&p) => hello.listening_port = p as u16,
+                _ => return ctx.error(crate::cmd::NOT_INT),
+            }
+        } else if opt.eq_ignore_ascii_case(b"capa") {
+            if value.eq_ignore_ascii_case(b"eof") {
+                hello.capa_eof = true;
+            } else if value.eq_ignore_ascii_case(b"psync2") {
+                hello.capa_psync2 = true;
+            }
+        } else {
+            let known = [
+                &b"ip-address"[..],
+                b"rdb-only",
+                b"rdb-filter-only",
+                b"version",
+                b"rdb-channel",
+                b"main-ch-client-id",
+            ];
+            if !known.iter().any(|k| opt.eq_ignore_ascii_case(k)) {
+                return ctx.error(&format!(
+                    "ERR Unrecognized REPLCONF option: {}",
+                    String::from_utf8_lossy(opt)
+                ));
+            }
         }
         j += 2;
     }
     ctx.reply.ok();
 }
 
+/// PSYNC replid offset, SYNC: this client becomes a replica. The reply
+/// (+FULLRESYNC / +CONTINUE and what follows) comes from its feed.
+fn psync(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let (replid, offset) = if argv.len() >= 3 {
+        let Some(off) = crate::num::parse_i64(argv.get(2)) else {
+            return ctx.error(crate::cmd::NOT_INT);
+        };
+        (Some(argv.get(1)), Some(off))
+    } else {
+        (None, None)
+    };
+    let now = ctx.now_ms;
+    if let Err(e) = replication::primary::psync(ctx.srv, ctx.session, replid, offset, now) {
+        ctx.error(&e);
+    }
+}
+
+/// WAIT numreplicas timeout-ms.
+fn wait(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some(n) = crate::num::parse_i64(argv.get(1)) else {
+        return ctx.error(crate::cmd::NOT_INT);
+    };
+    let timeout = match crate::num::parse_i64(argv.get(2)) {
+        None => return ctx.error("ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => return ctx.error("ERR timeout is negative"),
+        Some(t) => t,
+    };
+    let deadline = (timeout > 0).then(|| ctx.now_ms.saturating_add(timeout));
+    match replication::primary::wait(ctx, n.max(0) as usize, deadline) {
+        Ok(Some(acked)) => ctx.reply.int(acked as i64),
+        Ok(None) => {}
+        Err(e) => ctx.error(&e),
+    }
+}
+
 /// ROLE: `master offset replicas` or `slave host port state offset`.
 fn role(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let up = ctx.srv.repl.link_up();
-    let offset = ctx.srv.repl.offset as i64;
+    let offset = replication::master_offset(ctx.srv) as i64;
     match &ctx.srv.repl.primary {
         None => {
             ctx.reply.array_len(3);
             ctx.reply.bulk(b"master");
             ctx.reply.int(offset);
-            ctx.reply.array_len(0);
+            let online: Vec<_> = ctx
+                .srv
+                .repl
+                .feeds
+                .replicas
+                .iter()
+                .filter_map(|r| Some((r, r.feed.as_ref().filter(|f| f.online())?.ack().0)))
+                .collect();
+            ctx.reply.array_len(online.len());
+            for (r, acked) in online {
+                ctx.reply.array_len(3);
+                ctx.reply.bulk(r.ip.as_bytes());
+                ctx.reply.bulk(r.port.to_string().as_bytes());
+                ctx.reply.bulk(acked.to_string().as_bytes());
+            }
         }
         Some(p) => {
             ctx.reply.array_len(5);

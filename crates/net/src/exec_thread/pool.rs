@@ -148,6 +148,12 @@ fn apply(c: &mut Connection, msg: ToIo) {
             c.close_input();
             c.close(Closing::for_event(flush));
         }
+        // Between modes the socket cannot change hands: the replica
+        // reconnects (its feed gives up waiting for it).
+        ToIo::Detach { .. } => {
+            c.close_input();
+            c.close(Closing::Now);
+        }
         // Only ever sent for sockets an IO thread owns.
         ToIo::Adopt { .. }
         | ToIo::Refuse { .. }

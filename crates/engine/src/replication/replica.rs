@@ -1,10 +1,9 @@
-//! Replication as the engine sees it, replica side: this server follows a
-//! primary (REPLICAOF host port). The link to the primary — the socket,
-//! the handshake, the RDB transfer into a file, splitting the stream into
-//! commands — belongs to someone else's thread behind [`PrimaryLink`]
-//! (`ringkv-repl`); the engine only decides when to connect, loads the
-//! transferred file, and runs the primary's commands as the primary's
-//! client.
+//! The replica side: this server follows a primary (REPLICAOF host port).
+//! The link to the primary — the socket, the handshake, the RDB transfer
+//! into a file, splitting the stream into commands — belongs to someone
+//! else's thread behind [`PrimaryLink`] (`ringkv-repl`); this side only
+//! decides when to connect, loads the transferred file, and runs the
+//! primary's commands as the primary's client.
 //!
 //! ```text
 //!  REPLICAOF h p ─► Links::connect ─► PrimaryLink (link thread: PING, AUTH,
@@ -25,8 +24,6 @@
 //! As in Valkey, a replica expires nothing itself: keys past their time
 //! stay until the primary's DEL arrives, hidden from every client but the
 //! primary's (`Db::expiry_hidden`).
-//!
-//! Not built yet: the primary side (PSYNC from replicas, the backlog).
 
 use crate::ClientId;
 use crate::log;
@@ -136,53 +133,6 @@ pub struct Primary {
     pub synced: bool,
 }
 
-/// Replication state and INFO replication's figures.
-pub struct Replication {
-    pub links: Option<Box<dyn Links>>,
-    /// How a link wakes the engine's thread.
-    pub wake: std::sync::Arc<crate::wake::Wake>,
-    pub primary: Option<Primary>,
-    /// Our replication id: the primary's once synced from it.
-    pub replid: String,
-    pub replid2: String,
-    /// Bytes of the stream applied (master_repl_offset).
-    pub offset: u64,
-    /// Where `replid2` stops being valid (-1: none).
-    pub second_offset: i64,
-}
-
-impl Replication {
-    pub fn new(run_id: &str) -> Replication {
-        Replication {
-            links: None,
-            wake: Default::default(),
-            primary: None,
-            replid: run_id.to_string(),
-            replid2: "0".repeat(40),
-            offset: 0,
-            second_offset: -1,
-        }
-    }
-
-    pub fn is_replica(&self) -> bool {
-        self.primary.is_some()
-    }
-
-    /// Up: connected and streaming (INFO `master_link_status:up`).
-    pub fn link_up(&self) -> bool {
-        self.primary
-            .as_ref()
-            .is_some_and(|p| p.state == LinkState::Connected && !p.loading)
-    }
-
-    /// Events from the link are waiting for [`background_step`].
-    pub fn ready(&self) -> bool {
-        self.primary
-            .as_ref()
-            .is_some_and(|p| !p.loading && p.link.as_ref().is_some_and(|l| l.ready()))
-    }
-}
-
 /// `-READONLY` for a write from anyone but the primary.
 pub const READONLY_ERR: &str = "READONLY You can't write against a read only replica.";
 /// `-MASTERDOWN` with `replica-serve-stale-data no`.
@@ -200,6 +150,7 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
     }
     let was_replica = srv.repl.primary.take().is_some();
     if !was_replica {
+        super::primary::stop_feeding(srv);
         // What we had as a primary continues as history a partial sync
         // could use (Valkey's replicationCachePrimaryUsingMyself).
         crate::blocking::unblock_all_for_role_change(srv);
@@ -236,9 +187,12 @@ pub fn unset_primary(srv: &mut Server) {
     drop(p.link);
     srv.clients.map.remove(&PRIMARY_CLIENT.0);
     set_replica_expiry(srv, false, false);
+    let stream = srv.effects.offset() as i64;
     let r = &mut srv.repl;
     r.replid2 = std::mem::replace(&mut r.replid, crate::server::new_replid());
     r.second_offset = r.offset as i64 + 1;
+    // Our stream goes on from the offset we reached.
+    r.shift = r.offset as i64 - stream;
     log::notice("MASTER MODE enabled");
 }
 

@@ -1,0 +1,86 @@
+//! Replication as the engine sees it. Both sides keep their sockets on
+//! other threads (`ringkv-repl`) and meet the engine through traits:
+//!
+//! * [`replica`]: this server follows a primary — a link thread hands
+//!   over the primary's RDB file and its stream as whole commands, which
+//!   run here as the primary's client.
+//! * [`primary`]: replicas follow this server — PSYNC hands the replica's
+//!   connection to a feed thread that sends the RDB of a fork-less
+//!   snapshot, then the write-effects stream, which the backlog (a reader
+//!   of the same refcounted blocks the AOF reads) keeps for partial
+//!   resyncs.
+//!
+//! Offsets are Valkey's replication offsets. On a replica, bytes of the
+//! primary's stream applied; on a primary, bytes of the effects stream
+//! plus a fixed shift, so that a replica promoted by REPLICAOF NO ONE goes
+//! on counting from where its primary's stream left it.
+
+pub mod primary;
+pub mod replica;
+
+pub use primary::{NOMASTERLINK_ERR, ReplicaHello};
+pub use replica::*;
+
+/// Replication state and INFO replication's figures.
+pub struct Replication {
+    pub links: Option<Box<dyn Links>>,
+    /// The primary side: the replicas we feed, the backlog.
+    pub feeds: primary::Feeds,
+    /// How a link wakes the engine's thread.
+    pub wake: std::sync::Arc<crate::wake::Wake>,
+    pub primary: Option<Primary>,
+    /// Our replication id: the primary's once synced from it.
+    pub replid: String,
+    pub replid2: String,
+    /// A replica's offset: bytes of its primary's stream applied
+    /// (master_repl_offset); as a primary, see [`master_offset`].
+    pub offset: u64,
+    /// As a primary: master_repl_offset minus the effects stream's offset.
+    pub shift: i64,
+    /// Where `replid2` stops being valid (-1: none).
+    pub second_offset: i64,
+}
+
+impl Replication {
+    pub fn new(run_id: &str) -> Replication {
+        Replication {
+            links: None,
+            feeds: primary::Feeds::default(),
+            wake: Default::default(),
+            primary: None,
+            replid: run_id.to_string(),
+            replid2: "0".repeat(40),
+            offset: 0,
+            shift: 0,
+            second_offset: -1,
+        }
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.primary.is_some()
+    }
+
+    /// Up: connected and streaming (INFO `master_link_status:up`).
+    pub fn link_up(&self) -> bool {
+        self.primary
+            .as_ref()
+            .is_some_and(|p| p.state == LinkState::Connected && !p.loading)
+    }
+
+    /// Events from the link are waiting for [`background_step`].
+    pub fn ready(&self) -> bool {
+        self.primary
+            .as_ref()
+            .is_some_and(|p| !p.loading && p.link.as_ref().is_some_and(|l| l.ready()))
+    }
+}
+
+/// INFO's `master_repl_offset`: a replica's applied offset, or a
+/// primary's stream position.
+pub fn master_offset(srv: &crate::server::Server) -> u64 {
+    if srv.repl.is_replica() {
+        srv.repl.offset
+    } else {
+        (srv.effects.offset() as i64 + srv.repl.shift).max(0) as u64
+    }
+}

@@ -1,0 +1,591 @@
+//! The primary side: replicas follow this server.
+//!
+//! ```text
+//!  replica: PING, REPLCONF listening-port/capa, PSYNC replid offset
+//!        │
+//!  psync ─┬─ replid and offset inside the backlog ─► +CONTINUE, stream from there
+//!         └─ otherwise (or `?`) ─► wait for the one frozen view, then
+//!              +FULLRESYNC replid offset, the RDB of a fork-less snapshot
+//!              (the BGSAVE capture, into the feed's sink), stream from
+//!              the snapshot's instant
+//!  Event::Detach ─► the IO layer lets go of the socket; the feed thread
+//!                   (`ringkv-repl`) owns it from then on
+//!  after each batch: feeds woken with the published offset
+//!  cron: backlog trimmed to repl-backlog-size, PING every
+//!        repl-ping-replica-period, silent replicas dropped after
+//!        repl-timeout, the next waiting full sync started
+//! ```
+//!
+//! The backlog is an [`effects::Reader`] kept `repl-backlog-size` bytes
+//! behind the stream's end: it holds the stream's refcounted blocks, so
+//! the history costs nothing beyond the blocks themselves, and a replica
+//! that continues gets a copy of it moved to its offset. Every feed reads
+//! the same blocks; nothing is copied per replica.
+
+use super::master_offset;
+use crate::ClientId;
+use crate::log;
+use crate::persist::SnapshotSink;
+use crate::server::Server;
+use crate::session::Session;
+use crate::snapshot::{Progress, Snapshot};
+
+/// What a replica said before PSYNC.
+#[derive(Clone, Debug, Default)]
+pub struct ReplicaHello {
+    pub listening_port: u16,
+    /// `capa eof`: it takes an RDB of unknown length, ended by a mark.
+    pub capa_eof: bool,
+    /// `capa psync2`: it understands `+CONTINUE <replid>`.
+    pub capa_psync2: bool,
+}
+
+/// How the RDB of a full sync is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RdbFraming {
+    /// `$EOF:<40 random chars>\r\n` ... the same 40 chars (diskless).
+    EofMark,
+    /// `$<len>\r\n`: the whole file is encoded before it is sent.
+    Length,
+}
+
+/// What a feed thread sends, in order.
+pub struct FeedStart {
+    /// `+FULLRESYNC id offset\r\n` or `+CONTINUE [id]\r\n`.
+    pub preamble: Vec<u8>,
+    /// A full sync's RDB comes through [`ReplicaFeed::rdb_sink`].
+    pub rdb: Option<RdbFraming>,
+    /// The stream from the point the replica continues at.
+    pub stream: effects::Reader,
+    /// `tcp-tx-zerocopy` and the size from which sends go zero-copy.
+    pub zerocopy_min: Option<usize>,
+    /// Rung on every ACK (a WAIT may be waiting for it).
+    pub wake: std::sync::Arc<crate::wake::Wake>,
+}
+
+/// One replica's feed thread, as the engine sees it. Dropping it closes
+/// the connection (after zero-copy sends in flight have completed).
+pub trait ReplicaFeed: Send {
+    /// The sink of the full sync's RDB (once).
+    fn rdb_sink(&mut self) -> Option<Box<dyn SnapshotSink>>;
+    /// More of the stream is published, up to `offset`.
+    fn wake(&mut self, published: u64);
+    /// The last `REPLCONF ACK`: the offset the replica reported (Valkey's
+    /// count) and when (unix ms; 0 before the first).
+    fn ack(&self) -> (u64, i64);
+    /// The RDB is sent: the replica is online.
+    fn online(&self) -> bool;
+    /// The stream offset written to the socket so far.
+    fn sent(&self) -> u64;
+    /// The feed ended (connection lost, write error): why.
+    fn gone(&self) -> Option<String>;
+    /// Zero-copy counters for INFO.
+    fn zerocopy(&self) -> ZeroCopyStats {
+        ZeroCopyStats::default()
+    }
+}
+
+/// Zero-copy sends of one feed (summed in INFO stats).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ZeroCopyStats {
+    pub writes: u64,
+    pub bytes: u64,
+    pub in_flight: u64,
+    /// Completions the kernel flagged as copied after all.
+    pub copied: u64,
+    pub tracker_bytes: u64,
+}
+
+/// Starts feed threads (the server's `ringkv-repl`).
+pub trait Senders: Send {
+    fn feed(&mut self, client: ClientId, start: FeedStart) -> Box<dyn ReplicaFeed>;
+}
+
+/// One replica.
+pub struct Replica {
+    pub id: ClientId,
+    pub ip: String,
+    pub port: u16,
+    /// Waiting for the frozen view (INFO `wait_bgsave`); no feed yet.
+    pub waiting: Option<ReplicaHello>,
+    pub feed: Option<Box<dyn ReplicaFeed>>,
+    /// Unix ms it became a replica (timeouts before its first ACK).
+    pub since_ms: i64,
+    /// Since when its feed has been behind by more than the soft limit.
+    pub soft_since: Option<i64>,
+}
+
+impl Replica {
+    /// INFO's `state=`.
+    pub fn state(&self) -> &'static str {
+        match &self.feed {
+            None => "wait_bgsave",
+            Some(f) if f.online() => "online",
+            Some(_) => "send_bulk",
+        }
+    }
+}
+
+/// The primary side's state.
+#[derive(Default)]
+pub struct Feeds {
+    pub senders: Option<Box<dyn Senders>>,
+    /// The backlog: a reader `repl-backlog-size` behind the stream's end.
+    pub backlog: Option<effects::Reader>,
+    pub replicas: Vec<Replica>,
+    /// The full sync being captured, and for which replica.
+    pub snapshot: Option<(ClientId, Snapshot)>,
+    pub last_ping_ms: i64,
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+    /// Zero-copy counters of feeds that ended.
+    pub zerocopy_done: ZeroCopyStats,
+    /// Clients blocked in WAIT: (client, offset to reach, replicas wanted).
+    pub waits: Vec<(ClientId, u64, usize)>,
+    /// A GETACK went into the stream since the last batch ended.
+    pub getack_sent: bool,
+}
+
+/// Why PSYNC was refused (the reply).
+pub const NOMASTERLINK_ERR: &str = "NOMASTERLINK Can't SYNC while not connected with my master";
+
+/// PSYNC replid offset (SYNC: `None`s): a full or partial resync. The
+/// reply is written by the feed thread; the client leaves the event loop.
+pub fn psync(
+    srv: &mut Server,
+    sess: &mut Session,
+    replid: Option<&[u8]>,
+    offset: Option<i64>,
+    now_ms: i64,
+) -> Result<(), String> {
+    if srv.repl.is_replica() {
+        if !srv.repl.link_up() {
+            return Err(NOMASTERLINK_ERR.into());
+        }
+        return Err("ERR ringkv does not feed replicas while it is a replica itself yet".into());
+    }
+    if srv.repl.feeds.senders.is_none() {
+        return Err("ERR this server cannot feed replicas (no replication IO)".into());
+    }
+    if srv.repl.feeds.replicas.iter().any(|r| r.id == sess.id) {
+        return Err("ERR Replica already connected".into());
+    }
+    ensure_backlog(srv);
+    let hello = sess.replica_hello.take().map(|b| *b).unwrap_or_default();
+    let ip = sess.peer.map(|a| a.ip().to_string()).unwrap_or_default();
+    let port = hello.listening_port;
+    if let (Some(id), Some(off)) = (replid, offset)
+        && let Some(stream) = continue_point(srv, id, off)
+    {
+        srv.repl.feeds.sync_partial_ok += 1;
+        let preamble = if hello.capa_psync2 {
+            format!("+CONTINUE {}\r\n", srv.repl.replid)
+        } else {
+            "+CONTINUE\r\n".to_string()
+        };
+        log::notice(&format!(
+            "Partial resynchronization request from {ip}:{port} accepted. Sending {} bytes of backlog starting from offset {off}.",
+            master_offset(srv) as i64 + 1 - off
+        ));
+        let start = FeedStart {
+            preamble: preamble.into_bytes(),
+            rdb: None,
+            stream,
+            zerocopy_min: zerocopy_min(srv),
+            wake: srv.repl.wake.clone(),
+        };
+        let feed = srv
+            .repl
+            .feeds
+            .senders
+            .as_mut()
+            .expect("checked")
+            .feed(sess.id, start);
+        srv.repl.feeds.replicas.push(Replica {
+            id: sess.id,
+            ip,
+            port,
+            waiting: None,
+            feed: Some(feed),
+            since_ms: now_ms,
+            soft_since: None,
+        });
+        srv.events.push(crate::Event::Detach { client: sess.id });
+        return Ok(());
+    }
+    if replid.is_some_and(|id| id != b"?") {
+        srv.repl.feeds.sync_partial_err += 1;
+    }
+    srv.repl.feeds.sync_full += 1;
+    log::notice(&format!(
+        "Replica {ip}:{port} asks for synchronization; full resync"
+    ));
+    srv.repl.feeds.replicas.push(Replica {
+        id: sess.id,
+        ip,
+        port,
+        waiting: Some(hello),
+        feed: None,
+        since_ms: now_ms,
+        soft_since: None,
+    });
+    start_waiting_sync(srv, now_ms);
+    Ok(())
+}
+
+/// A reader at the replica's `offset` (the first byte it lacks), if the
+/// backlog still holds it under the id the replica knows.
+fn continue_point(srv: &Server, replid: &[u8], offset: i64) -> Option<effects::Reader> {
+    let r = &srv.repl;
+    let ours = replid == r.replid.as_bytes();
+    let previous = replid == r.replid2.as_bytes() && offset <= r.second_offset;
+    if !(ours || previous) {
+        return None;
+    }
+    let pos = offset - 1 - r.shift;
+    let backlog = r.feeds.backlog.as_ref()?;
+    if pos < backlog.offset() as i64 || pos > srv.effects.offset() as i64 {
+        return None;
+    }
+    let mut reader = backlog.clone();
+    reader.skip_to(pos as u64).then_some(reader)
+}
+
+/// The backlog starts with the first replica: from then on the stream
+/// runs (it may already, for the AOF).
+fn ensure_backlog(srv: &mut Server) {
+    if srv.repl.feeds.backlog.is_none() {
+        let at = srv.effects.offset();
+        let reader = srv.effects.attach(at);
+        srv.sync_expiry_logging();
+        srv.repl.feeds.backlog = Some(reader);
+    }
+}
+
+fn zerocopy_min(srv: &Server) -> Option<usize> {
+    let on = srv
+        .config
+        .get("tcp-tx-zerocopy")
+        .is_some_and(|v| v == "yes");
+    let min = srv
+        .config
+        .get("tcp-zerocopy-min-write-size")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10 * 1024);
+    on.then_some(min)
+}
+
+/// The one frozen view is free: start the next waiting replica's sync.
+fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
+    if srv.repl.feeds.snapshot.is_some()
+        || srv.persist.snapshot.is_some()
+        || srv.aof.rewrite.is_some()
+        || srv.persist.is_loading()
+    {
+        return;
+    }
+    let Some(i) = srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .position(|r| r.waiting.is_some())
+    else {
+        return;
+    };
+    let hello = srv.repl.feeds.replicas[i].waiting.take().expect("found");
+    let id = srv.repl.feeds.replicas[i].id;
+    // The instant of the snapshot: everything before it is in the RDB,
+    // everything after in the stream, which starts with a SELECT.
+    let at = srv.effects.publish();
+    srv.effects.force_select();
+    let Some(mut stream) = srv.repl.feeds.backlog.clone() else {
+        return;
+    };
+    stream.skip_to(at);
+    let offset = master_offset(srv);
+    let preamble = format!("+FULLRESYNC {} {offset}\r\n", srv.repl.replid);
+    let start = FeedStart {
+        preamble: preamble.into_bytes(),
+        rdb: Some(if hello.capa_eof {
+            RdbFraming::EofMark
+        } else {
+            RdbFraming::Length
+        }),
+        stream,
+        zerocopy_min: zerocopy_min(srv),
+        wake: srv.repl.wake.clone(),
+    };
+    let Some(senders) = srv.repl.feeds.senders.as_mut() else {
+        return;
+    };
+    let mut feed = senders.feed(id, start);
+    let Some(sink) = feed.rdb_sink() else {
+        return;
+    };
+    srv.repl.feeds.replicas[i].feed = Some(feed);
+    let snap = Snapshot::begin(srv, sink, now_ms);
+    srv.repl.feeds.snapshot = Some((id, snap));
+    log::notice(&format!(
+        "Starting BGSAVE for SYNC with target: replicas sockets (replica {})",
+        id.0
+    ));
+    srv.events.push(crate::Event::Detach { client: id });
+}
+
+/// A slice of the running full sync's capture; once the RDB is out, the
+/// next waiting replica's.
+pub fn background_step(srv: &mut Server, now_ms: i64) -> Progress {
+    let Some((_, snap)) = srv.repl.feeds.snapshot.as_mut() else {
+        return Progress::Captured;
+    };
+    let p = snap.step(
+        &mut srv.keyspace,
+        now_ms,
+        Some(std::time::Instant::now() + crate::snapshot::STEP_BUDGET),
+    );
+    for db in snap.take_detached() {
+        srv.lazyfree.free_db(db);
+    }
+    if p != Progress::Captured {
+        return p;
+    }
+    let Some(outcome) = snap.poll() else {
+        return Progress::WriterBehind;
+    };
+    let (id, _) = srv.repl.feeds.snapshot.take().expect("running");
+    match outcome {
+        Ok(n) => log::notice(&format!(
+            "Synchronization with replica {} succeeded ({n} bytes of RDB)",
+            id.0
+        )),
+        Err(e) => log::warning(&format!(
+            "Synchronization with replica {} failed: {e}",
+            id.0
+        )),
+    }
+    start_waiting_sync(srv, now_ms);
+    Progress::Captured
+}
+
+/// The sync capture is ready for another slice now.
+pub fn capture_ready(srv: &Server) -> Option<bool> {
+    srv.repl.feeds.snapshot.as_ref().map(|(_, s)| s.ready())
+}
+
+/// A save that needs the frozen view now (SAVE, DEBUG RELOAD) ends the
+/// full sync in progress; its replica will ask again.
+pub fn abort_sync(srv: &mut Server) {
+    if let Some((id, snap)) = srv.repl.feeds.snapshot.take() {
+        for db in snap.abort(&mut srv.keyspace) {
+            srv.lazyfree.free_db(db);
+        }
+        drop_replica(srv, id, "its full sync was aborted by a save");
+    }
+}
+
+/// After each batch: the feeds have more to send.
+pub fn published(srv: &mut Server, offset: u64) {
+    for r in &mut srv.repl.feeds.replicas {
+        if let Some(f) = r.feed.as_mut() {
+            f.wake(offset);
+        }
+    }
+}
+
+fn drop_replica(srv: &mut Server, id: ClientId, why: &str) {
+    let feeds = &mut srv.repl.feeds;
+    if let Some(i) = feeds.replicas.iter().position(|r| r.id == id) {
+        let r = feeds.replicas.remove(i);
+        if let Some(f) = &r.feed {
+            add_zerocopy(&mut feeds.zerocopy_done, f.zerocopy());
+        }
+        log::notice(&format!(
+            "Connection with replica {}:{} lost ({why}).",
+            r.ip, r.port
+        ));
+        if r.feed.is_none() {
+            // Still ours in the event loop: close it there.
+            srv.events.push(crate::Event::Close {
+                client: id,
+                flush: false,
+            });
+        }
+    }
+}
+
+fn add_zerocopy(sum: &mut ZeroCopyStats, s: ZeroCopyStats) {
+    sum.writes += s.writes;
+    sum.bytes += s.bytes;
+    sum.copied += s.copied;
+    sum.in_flight += s.in_flight;
+    sum.tracker_bytes += s.tracker_bytes;
+}
+
+/// Zero-copy counters of every feed, live and ended.
+pub fn zerocopy_stats(srv: &Server) -> ZeroCopyStats {
+    let mut sum = srv.repl.feeds.zerocopy_done;
+    sum.in_flight = 0;
+    sum.tracker_bytes = 0;
+    for f in srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .filter_map(|r| r.feed.as_ref())
+    {
+        add_zerocopy(&mut sum, f.zerocopy());
+    }
+    sum
+}
+
+/// Cron: drop dead or silent replicas, keep the backlog at its size, PING.
+pub fn cron(srv: &mut Server, now_ms: i64) {
+    let timeout_ms = srv
+        .config
+        .get("repl-timeout")
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(60)
+        * 1000;
+    let limit = srv.config.client_output_buffer_limit_replica;
+    let end = srv.effects.offset();
+    let mut dead = Vec::new();
+    for r in &mut srv.repl.feeds.replicas {
+        let Some(f) = r.feed.as_ref() else { continue };
+        if let Some(why) = f.gone() {
+            dead.push((r.id, why));
+            continue;
+        }
+        if f.online() {
+            let (_, at) = f.ack();
+            if now_ms - at.max(r.since_ms) > timeout_ms {
+                dead.push((r.id, "timeout".to_string()));
+                continue;
+            }
+        }
+        // What the feed has not written yet is held in the stream's
+        // blocks for it alone: Valkey's replica output buffer.
+        let behind = end.saturating_sub(f.sent());
+        let soft = limit.soft > 0 && behind > limit.soft;
+        if !soft {
+            r.soft_since = None;
+        }
+        let soft_for = soft.then(|| now_ms - *r.soft_since.get_or_insert(now_ms));
+        if (limit.hard > 0 && behind > limit.hard)
+            || soft_for.is_some_and(|ms| ms >= limit.soft_seconds as i64 * 1000)
+        {
+            log::warning(&format!(
+                "Client id={} addr={}:{} (replica) scheduled to be closed ASAP for overcoming of output buffer limits.",
+                r.id.0, r.ip, r.port
+            ));
+            dead.push((r.id, "output buffer limit".to_string()));
+        }
+    }
+    for (id, why) in dead {
+        drop_replica(srv, id, &why);
+    }
+    let size = srv
+        .config
+        .get("repl-backlog-size")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(1 << 20);
+    if let Some(b) = srv.repl.feeds.backlog.as_mut()
+        && end.saturating_sub(b.offset()) > size
+    {
+        b.skip_to(end - size);
+    }
+    let period_ms = srv
+        .config
+        .get("repl-ping-replica-period")
+        .and_then(|v| v.parse::<i64>().ok())
+        .unwrap_or(10)
+        * 1000;
+    if !srv.repl.feeds.replicas.is_empty() && now_ms - srv.repl.feeds.last_ping_ms >= period_ms {
+        srv.repl.feeds.last_ping_ms = now_ms;
+        srv.effects.emit_anywhere(&[b"PING"]);
+    }
+    start_waiting_sync(srv, now_ms);
+}
+
+/// This server becomes a replica: its own replicas and backlog go.
+pub fn stop_feeding(srv: &mut Server) {
+    abort_sync(srv);
+    let ids: Vec<ClientId> = srv.repl.feeds.replicas.iter().map(|r| r.id).collect();
+    for id in ids {
+        drop_replica(srv, id, "this server became a replica");
+    }
+    srv.repl.feeds.backlog = None;
+    if srv.aof.log.is_none() {
+        srv.effects.detach();
+        srv.sync_expiry_logging();
+    }
+}
+
+/// WAIT numreplicas timeout: `Ok(Some(n))` to reply now, `Ok(None)` when
+/// the client blocked (its reply comes from [`serve_waits`] or its
+/// timeout).
+pub fn wait(
+    ctx: &mut crate::command::Ctx<'_>,
+    numreplicas: usize,
+    deadline_ms: Option<i64>,
+) -> Result<Option<usize>, String> {
+    let srv = &mut *ctx.srv;
+    if srv.repl.is_replica() {
+        return Err("ERR WAIT cannot be used with replica instances. Please also note that if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".into());
+    }
+    let offset = (ctx.session.woff as i64 + srv.repl.shift).max(0) as u64;
+    let n = acked(srv, offset);
+    if n >= numreplicas || ctx.session.in_exec {
+        return Ok(Some(n));
+    }
+    srv.repl
+        .feeds
+        .waits
+        .push((ctx.session.id, offset, numreplicas));
+    if !srv.repl.feeds.getack_sent {
+        // Every replica answers a GETACK at once instead of within a second.
+        srv.repl.feeds.getack_sent = true;
+        srv.effects.emit_anywhere(&[b"REPLCONF", b"GETACK", b"*"]);
+    }
+    ctx.block(
+        &[],
+        deadline_ms,
+        crate::blocking::OnTimeout::ReplicaAcks { offset },
+    );
+    Ok(None)
+}
+
+/// Reply to the WAITs whose replicas have acknowledged enough (the feeds
+/// wake the engine on every ACK).
+pub fn serve_waits(srv: &mut Server) {
+    srv.repl.feeds.getack_sent = false;
+    if srv.repl.feeds.waits.is_empty() {
+        return;
+    }
+    let waits = std::mem::take(&mut srv.repl.feeds.waits);
+    for (id, offset, wanted) in waits {
+        let blocked = srv.clients.get(id).is_some_and(|s| s.blocked.is_some());
+        if !blocked {
+            // Timed out, unblocked or gone meanwhile.
+            continue;
+        }
+        let n = acked(srv, offset);
+        if n >= wanted {
+            crate::blocking::unblock_with(srv, id, crate::blocking::Unblock::Int(n as i64));
+        } else {
+            srv.repl.feeds.waits.push((id, offset, wanted));
+        }
+    }
+}
+
+/// WAIT's count: replicas whose ACK reached `offset` (Valkey's count).
+pub fn acked(srv: &Server, offset: u64) -> usize {
+    srv.repl
+        .feeds
+        .replicas
+        .iter()
+        .filter_map(|r| r.feed.as_ref())
+        .filter(|f| f.online() && f.ack().0 >= offset)
+        .count()
+}

@@ -1,0 +1,596 @@
+//! The primary side: one `repl-feed` thread per replica owns its socket
+//! once PSYNC has taken it out of the event loop.
+//!
+//! ```text
+//!  engine: Senders::feed(client, FeedStart) ──► thread started, waits
+//!  net: detach hook ──► adopt(client, socket, unsent, unparsed) ──┘
+//!  thread: unsent replies, preamble (+FULLRESYNC / +CONTINUE),
+//!          [RDB: $EOF:<mark> + encoded chunks + <mark>, or $len + RDB],
+//!          then the stream: slices of the effects blocks as they are
+//!          published (zero-copy from the size set, see crate::zerocopy),
+//!          REPLCONF ACKs read in between
+//! ```
+//!
+//! The thread sleeps on its doorbell and the socket at once (poll); the
+//! engine rings the bell after each batch it publishes, which costs a
+//! syscall only when the thread is asleep.
+
+use crate::zerocopy::Tracker;
+use engine::ClientId;
+use engine::log;
+use engine::persist::SnapshotSink;
+use engine::replication::primary::{FeedStart, RdbFraming, ReplicaFeed, Senders, ZeroCopyStats};
+use rdb::Capture;
+use ringkv_rings::doorbell::Doorbell;
+use std::collections::HashMap;
+use std::io::{ErrorKind, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// How long a feed waits for the event loop to hand its socket over.
+const ADOPT_WAIT: Duration = Duration::from_secs(10);
+/// Chunks of a full sync queued between the capture and the thread.
+const QUEUE: usize = 16;
+/// Encoded RDB bytes gathered before each write.
+const WRITE_BUF: usize = 1 << 20;
+/// The longest the thread sleeps between looks at its stop flag.
+const TICK: Duration = Duration::from_millis(100);
+/// A blocked write gives up after this long (the replica stopped reading).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A socket on its way from the event loop to its feed.
+struct Adopted {
+    fd: OwnedFd,
+    unsent: Vec<u8>,
+    unparsed: Vec<u8>,
+}
+
+fn registry() -> &'static Mutex<HashMap<u64, mpsc::Sender<Adopted>>> {
+    static R: OnceLock<Mutex<HashMap<u64, mpsc::Sender<Adopted>>>> = OnceLock::new();
+    R.get_or_init(Default::default)
+}
+
+/// The IO layer let go of `client`'s socket: give it to its feed (or close
+/// it, if no feed waits for it any more).
+pub fn adopt(client: ClientId, fd: OwnedFd, unsent: Vec<u8>, unparsed: Vec<u8>) {
+    let tx = registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&client.0);
+    if let Some(tx) = tx {
+        let _ = tx.send(Adopted {
+            fd,
+            unsent,
+            unparsed,
+        });
+    }
+}
+
+/// Starts a feed thread per replica.
+#[derive(Debug, Default)]
+pub struct FeedThreads;
+
+impl Senders for FeedThreads {
+    fn feed(&mut self, client: ClientId, start: FeedStart) -> Box<dyn ReplicaFeed> {
+        Box::new(Feed::start(client, start))
+    }
+}
+
+/// What the feed thread and the engine share.
+struct Shared {
+    bell: Option<Doorbell>,
+    /// The engine's wake-up: an ACK may complete a WAIT.
+    wake: Arc<engine::wake::Wake>,
+    stop: AtomicBool,
+    online: AtomicBool,
+    sent: AtomicU64,
+    ack_offset: AtomicU64,
+    ack_ms: AtomicI64,
+    gone: Mutex<Option<String>>,
+    /// The socket while the thread holds it open (-1 before and after),
+    /// for a shutdown that wakes a blocked write. Under a lock: the
+    /// number must not be shut down once the thread has closed it and
+    /// another connection may have been given the same number.
+    fd: Mutex<i32>,
+    zc: SharedCounters,
+}
+
+/// A feed's zero-copy counters, as its tracker last published them.
+#[derive(Default)]
+pub(crate) struct SharedCounters {
+    pub(crate) writes: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) copied: AtomicU64,
+    pub(crate) tracker_bytes: AtomicU64,
+}
+
+enum Msg {
+    Chunk(Capture),
+    Finish,
+}
+
+/// The engine's handle on one feed thread.
+pub struct Feed {
+    shared: Arc<Shared>,
+    rdb: Option<RdbSink>,
+}
+
+impl Feed {
+    fn start(client: ClientId, start: FeedStart) -> Feed {
+        let bell = match Doorbell::new() {
+            Ok(b) => Some(b),
+            Err(e) => {
+                log::warning(&format!("replica feed: no eventfd ({e}); polling"));
+                None
+            }
+        };
+        let shared = Arc::new(Shared {
+            bell,
+            wake: start.wake.clone(),
+            stop: AtomicBool::new(false),
+            online: AtomicBool::new(start.rdb.is_none()),
+            sent: AtomicU64::new(start.stream.offset()),
+            ack_offset: AtomicU64::new(0),
+            ack_ms: AtomicI64::new(0),
+            gone: Mutex::new(None),
+            fd: Mutex::new(-1),
+            zc: SharedCounters::default(),
+        });
+        let (adopt_tx, adopt_rx) = mpsc::channel();
+        registry()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(client.0, adopt_tx);
+        let (rdb, chunks) = match start.rdb {
+            Some(_) => {
+                let (tx, rx) = mpsc::sync_channel(QUEUE);
+                let (done_tx, done) = mpsc::channel();
+                (
+                    Some(RdbSink {
+                        tx: Some(tx),
+                        done,
+                        outcome: None,
+                    }),
+                    Some((rx, done_tx)),
+                )
+            }
+            None => (None, None),
+        };
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("repl-feed".into())
+            .spawn(move || {
+                let why = match run(client, start, chunks, adopt_rx, &s) {
+                    Ok(()) => "stopped".to_string(),
+                    Err(e) => e,
+                };
+                registry()
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&client.0);
+                *s.gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+            });
+        if let Err(e) = spawned {
+            *shared.gone.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(format!("cannot start a feed thread: {e}"));
+        }
+        Feed { shared, rdb }
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(b) = &self.shared.bell {
+            b.ring();
+        }
+        let fd = self.shared.fd.lock().unwrap_or_else(|e| e.into_inner());
+        if *fd >= 0 {
+            // Wakes a write blocked on a replica that stopped reading. The
+            // thread still drains zero-copy completions before it closes.
+            // SAFETY: shutdown(2) on a descriptor the thread keeps open
+            // while `fd` holds it (it clears `fd` under this lock before
+            // closing); it changes no memory.
+            unsafe {
+                libc::shutdown(*fd, libc::SHUT_RDWR);
+            }
+        }
+    }
+}
+
+impl ReplicaFeed for Feed {
+    fn rdb_sink(&mut self) -> Option<Box<dyn SnapshotSink>> {
+        self.rdb
+            .take()
+            .map(|s| Box::new(s) as Box<dyn SnapshotSink>)
+    }
+
+    fn wake(&mut self, _published: u64) {
+        if let Some(b) = &self.shared.bell {
+            b.ring();
+        }
+    }
+
+    fn ack(&self) -> (u64, i64) {
+        (
+            self.shared.ack_offset.load(Ordering::Relaxed),
+            self.shared.ack_ms.load(Ordering::Relaxed),
+        )
+    }
+
+    fn online(&self) -> bool {
+        self.shared.online.load(Ordering::Relaxed)
+    }
+
+    fn sent(&self) -> u64 {
+        self.shared.sent.load(Ordering::Relaxed)
+    }
+
+    fn gone(&self) -> Option<String> {
+        self.shared
+            .gone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn zerocopy(&self) -> ZeroCopyStats {
+        let z = &self.shared.zc;
+        ZeroCopyStats {
+            writes: z.writes.load(Ordering::Relaxed),
+            bytes: z.bytes.load(Ordering::Relaxed),
+            in_flight: z.in_flight.load(Ordering::Relaxed),
+            copied: z.copied.load(Ordering::Relaxed),
+            tracker_bytes: z.tracker_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The full sync's RDB, from the snapshot capture to the feed thread.
+struct RdbSink {
+    tx: Option<SyncSender<Msg>>,
+    done: Receiver<Result<u64, String>>,
+    outcome: Option<Result<u64, String>>,
+}
+
+impl RdbSink {
+    fn collect(&mut self, block: bool) -> Option<Result<u64, String>> {
+        if self.outcome.is_none() {
+            self.outcome = if block {
+                Some(
+                    self.done
+                        .recv()
+                        .unwrap_or_else(|_| Err("the feed ended".into())),
+                )
+            } else {
+                match self.done.try_recv() {
+                    Ok(r) => Some(r),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(Err("the feed ended".into())),
+                }
+            };
+        }
+        self.outcome.clone()
+    }
+}
+
+impl SnapshotSink for RdbSink {
+    fn push(&mut self, chunk: Capture) -> Result<(), Capture> {
+        let Some(tx) = &self.tx else { return Ok(()) };
+        match tx.try_send(Msg::Chunk(chunk)) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(Msg::Chunk(c))) => Err(c),
+            // The feed is gone: the outcome says so.
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn push_wait(&mut self, chunk: Capture) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::Chunk(chunk));
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Msg::Finish);
+        }
+    }
+
+    fn poll(&mut self) -> Option<Result<u64, String>> {
+        self.collect(false)
+    }
+
+    fn wait(&mut self) -> Result<u64, String> {
+        self.collect(true)
+            .unwrap_or_else(|| Err("the feed ended".into()))
+    }
+
+    fn abort(&mut self) {
+        self.tx = None;
+    }
+}
+
+type Chunks = (Receiver<Msg>, mpsc::Sender<Result<u64, String>>);
+
+fn run(
+    client: ClientId,
+    start: FeedStart,
+    chunks: Option<Chunks>,
+    adopt: Receiver<Adopted>,
+    shared: &Shared,
+) -> Result<(), String> {
+    let got = adopt
+        .recv_timeout(ADOPT_WAIT)
+        .map_err(|_| format!("the socket of client {} never came", client.0))?;
+    let sock = TcpStream::from(got.fd);
+    *shared.fd.lock().unwrap_or_else(|e| e.into_inner()) = sock.as_raw_fd();
+    let r = serve(start, chunks, got.unsent, got.unparsed, &sock, shared);
+    *shared.fd.lock().unwrap_or_else(|e| e.into_inner()) = -1;
+    r
+}
+
+fn serve(
+    start: FeedStart,
+    chunks: Option<Chunks>,
+    unsent: Vec<u8>,
+    unparsed: Vec<u8>,
+    sock: &TcpStream,
+    shared: &Shared,
+) -> Result<(), String> {
+    if shared.stop.load(Ordering::Relaxed) {
+        return Err("stopped".into());
+    }
+    let _ = sock.set_nodelay(true);
+    sock.set_write_timeout(Some(WRITE_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    let mut w = sock;
+    let werr = |e: std::io::Error| format!("write error: {e}");
+    w.write_all(&unsent).map_err(werr)?;
+    w.write_all(&start.preamble).map_err(werr)?;
+    if let (Some(framing), Some((rx, done))) = (start.rdb, chunks) {
+        let outcome = send_rdb(sock, framing, &rx);
+        let failed = outcome.as_ref().err().cloned();
+        let _ = done.send(outcome);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        shared.online.store(true, Ordering::Relaxed);
+    }
+    let tracker = start
+        .zerocopy_min
+        .filter(|_| !is_loopback(sock))
+        .and_then(|min| Tracker::enable(sock.as_raw_fd(), min));
+    let mut stream = Stream {
+        sock,
+        reader: start.stream,
+        input: unparsed,
+        tracker,
+    };
+    let r = stream.run(shared);
+    if let Some(t) = stream.tracker.as_mut() {
+        // Seed 003's rule: a socket with zero-copy sends in flight is
+        // closed only once the kernel has let go of their buffers.
+        t.drain(Duration::from_secs(2));
+        t.publish(&shared.zc);
+    }
+    r
+}
+
+fn is_loopback(sock: &TcpStream) -> bool {
+    sock.peer_addr().is_ok_and(|a| a.ip().is_loopback())
+}
+
+/// The RDB of a full sync, as the replica's framing asks.
+fn send_rdb(sock: &TcpStream, framing: RdbFraming, rx: &Receiver<Msg>) -> Result<u64, String> {
+    let mut w = sock;
+    let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
+    let mut enc = rdb::Encoder::new(true, true);
+    let mut buf = Vec::with_capacity(WRITE_BUF + WRITE_BUF / 4);
+    let mut written = 0u64;
+    let mark = eof_mark();
+    if framing == RdbFraming::EofMark {
+        w.write_all(format!("$EOF:{mark}\r\n").as_bytes())
+            .map_err(werr)?;
+    }
+    enc.header(&mut buf);
+    loop {
+        let msg = rx.recv().map_err(|_| "the sync was aborted".to_string())?;
+        match msg {
+            Msg::Chunk(c) => {
+                enc.feed(&c, &mut buf);
+                if framing == RdbFraming::EofMark && buf.len() >= WRITE_BUF {
+                    w.write_all(&buf).map_err(werr)?;
+                    written += buf.len() as u64;
+                    buf.clear();
+                }
+            }
+            Msg::Finish => break,
+        }
+    }
+    enc.finish(&mut buf);
+    match framing {
+        RdbFraming::EofMark => {
+            buf.extend_from_slice(mark.as_bytes());
+            w.write_all(&buf).map_err(werr)?;
+            written += buf.len() as u64 - mark.len() as u64;
+        }
+        RdbFraming::Length => {
+            w.write_all(format!("${}\r\n", buf.len()).as_bytes())
+                .map_err(werr)?;
+            w.write_all(&buf).map_err(werr)?;
+            written = buf.len() as u64;
+        }
+    }
+    Ok(written)
+}
+
+/// 40 characters that end a diskless transfer: random enough that an RDB
+/// does not end with them by chance.
+fn eof_mark() -> String {
+    let mut x = engine::server::wall_us() as u64 ^ (u64::from(std::process::id()) << 40);
+    let addr = &x as *const u64 as u64;
+    x ^= addr.rotate_left(17);
+    (0..40)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from_digit((x % 36) as u32, 36).unwrap_or('x')
+        })
+        .collect()
+}
+
+/// The stream part of a feed.
+struct Stream<'a> {
+    sock: &'a TcpStream,
+    reader: effects::Reader,
+    /// What the replica sent that is not parsed yet (its ACKs).
+    input: Vec<u8>,
+    tracker: Option<Tracker>,
+}
+
+impl Stream<'_> {
+    fn run(&mut self, shared: &Shared) -> Result<(), String> {
+        self.read_acks(shared)?;
+        loop {
+            if shared.stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            while let Some(slice) = self.reader.next_slice() {
+                self.send(&slice, shared)?;
+                shared.sent.store(self.reader.offset(), Ordering::Relaxed);
+            }
+            if let Some(t) = self.tracker.as_mut() {
+                t.reap();
+                t.publish(&shared.zc);
+            }
+            // Sleep until the engine rings, the replica writes, or a tick.
+            if let Some(b) = &shared.bell {
+                b.prepare_sleep();
+            }
+            if self.reader.pending() > 0 || shared.stop.load(Ordering::Relaxed) {
+                if let Some(b) = &shared.bell {
+                    b.awake_after(false);
+                }
+                continue;
+            }
+            let (readable, rung) = self.wait(shared)?;
+            if let Some(b) = &shared.bell {
+                b.awake_after(rung);
+            }
+            if readable {
+                self.read_acks(shared)?;
+            }
+        }
+    }
+
+    fn send(&mut self, slice: &effects::Slice, shared: &Shared) -> Result<(), String> {
+        if let Some(t) = self.tracker.as_mut()
+            && slice.len() >= t.min_size()
+        {
+            t.send(slice)?;
+            t.publish(&shared.zc);
+            return Ok(());
+        }
+        let mut w = self.sock;
+        w.write_all(slice).map_err(|e| format!("write error: {e}"))
+    }
+
+    /// Poll the socket and the doorbell: (socket readable, bell rung).
+    fn wait(&mut self, shared: &Shared) -> Result<(bool, bool), String> {
+        let mut fds = [
+            libc::pollfd {
+                fd: self.sock.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: shared.bell.as_ref().map_or(-1, |b| b.fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` is a valid array of two pollfd for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, TICK.as_millis() as i32) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                return Ok((false, false));
+            }
+            return Err(format!("poll: {e}"));
+        }
+        if fds[0].revents & libc::POLLERR != 0
+            && let Some(t) = self.tracker.as_mut()
+        {
+            // The error queue holds zero-copy completions.
+            t.reap();
+        }
+        let readable = fds[0].revents & (libc::POLLIN | libc::POLLHUP) != 0;
+        Ok((readable, fds[1].revents & libc::POLLIN != 0))
+    }
+
+    /// Take what the replica sent: `REPLCONF ACK <offset> [FACK <offset>]`.
+    fn read_acks(&mut self, shared: &Shared) -> Result<(), String> {
+        let mut tmp = [0u8; 4096];
+        loop {
+            // SAFETY: recv into our own buffer, without blocking.
+            let n = unsafe {
+                libc::recv(
+                    self.sock.as_raw_fd(),
+                    tmp.as_mut_ptr().cast(),
+                    tmp.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n == 0 {
+                return Err("connection closed by the replica".into());
+            }
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                match e.kind() {
+                    ErrorKind::WouldBlock => break,
+                    ErrorKind::Interrupted => continue,
+                    _ => return Err(format!("read error: {e}")),
+                }
+            }
+            self.input.extend_from_slice(&tmp[..n as usize]);
+            if self.input.len() > 1 << 20 {
+                return Err("the replica sent too much".into());
+            }
+        }
+        let limits = resp::Limits::default();
+        let mut pos = 0;
+        loop {
+            let mut args = Vec::new();
+            let parsed = resp::parse_command(&self.input[pos..], &limits, &mut args)
+                .map_err(|e| format!("protocol error from the replica: {}", e.message()))?;
+            let resp::Parsed::Command { consumed, argc } = parsed else {
+                break;
+            };
+            let buf = &self.input[pos..];
+            let arg = |i: usize| args[i].slice(buf);
+            if argc >= 3
+                && arg(0).eq_ignore_ascii_case(b"replconf")
+                && arg(1).eq_ignore_ascii_case(b"ack")
+                && let Some(off) = std::str::from_utf8(arg(2))
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+            {
+                shared.ack_offset.fetch_max(off, Ordering::Relaxed);
+                shared
+                    .ack_ms
+                    .store(engine::server::wall_ms(), Ordering::Relaxed);
+                shared.wake.wake();
+            }
+            pos += consumed;
+        }
+        self.input.drain(..pos);
+        Ok(())
+    }
+}

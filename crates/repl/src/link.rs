@@ -1,0 +1,562 @@
+//! The replica side: the link from this server to its primary. One
+//! `repl-link` thread per link owns the socket and does, with blocking
+//! reads and writes, everything Valkey's replica does in its event loop
+//! before and around the stream:
+//!
+//! ```text
+//!  connect ─► PING ─► [AUTH] ─► REPLCONF listening-port, capa eof psync2
+//!          ─► PSYNC replid offset+1
+//!               ├─ +FULLRESYNC id off ─► RDB ($len or $EOF:<mark>) into a
+//!               │                         temp file, fsync, rename to
+//!               │                         dbfilename ─► FullSync event
+//!               └─ +CONTINUE [id] ─────► Continue event
+//!          ─► stream: split into whole commands ─► Commands events
+//!             every second: REPLCONF ACK <applied offset>
+//! ```
+//!
+//! A `REPLCONF` from the primary is always handed over in a chunk of its
+//! own, so that the engine answers a GETACK with exactly the bytes applied
+//! before it. The engine's answer ([`PrimaryLink::ack`]) is written from
+//! the engine's thread on a clone of the socket, under a lock shared with
+//! the periodic ACK.
+
+use engine::log;
+use engine::replication::{LinkEvent, LinkOptions, LinkState, Links, PrimaryLink};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a blocking read waits before the thread looks at its stop
+/// flag and its ACK timer.
+const READ_TICK: Duration = Duration::from_millis(100);
+/// Valkey's replica acknowledges once a second.
+const ACK_PERIOD: Duration = Duration::from_secs(1);
+/// Bytes read from the socket at a time.
+const READ_SIZE: usize = 64 * 1024;
+/// Stream bytes handed over but not applied yet past which the thread
+/// stops reading (the primary's output buffer holds the rest).
+const MAX_QUEUED: u64 = 64 * 1024 * 1024;
+/// The RDB marker of a diskless transfer is this long.
+const EOF_MARK_LEN: usize = 40;
+
+/// Opens a [`TcpLink`] per REPLICAOF.
+#[derive(Debug, Default)]
+pub struct TcpLinks;
+
+impl Links for TcpLinks {
+    fn connect(&mut self, opts: LinkOptions) -> Box<dyn PrimaryLink> {
+        Box::new(TcpLink::start(opts))
+    }
+}
+
+/// What the link thread and the engine share.
+struct Shared {
+    wake: Arc<engine::wake::Wake>,
+    events: Mutex<VecDeque<LinkEvent>>,
+    ready: AtomicBool,
+    stop: AtomicBool,
+    applied: AtomicU64,
+    /// Stream bytes handed over as commands.
+    received: AtomicU64,
+    /// Bytes handed over and not applied yet.
+    queued: AtomicU64,
+    last_io_ms: AtomicI64,
+    transfer_total: AtomicI64,
+    transfer_read: AtomicU64,
+    /// The socket's write half, for ACKs from either thread.
+    writer: Mutex<Option<TcpStream>>,
+}
+
+impl Shared {
+    fn push(&self, ev: LinkEvent) {
+        let mut q = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back(ev);
+        self.ready.store(true, Ordering::Release);
+        drop(q);
+        self.wake.wake();
+    }
+
+    fn touch(&self) {
+        self.last_io_ms
+            .store(engine::server::wall_ms(), Ordering::Relaxed);
+    }
+
+    fn send_ack(&self, offset: u64) -> std::io::Result<()> {
+        let mut msg = Vec::with_capacity(64);
+        resp::encode_command(
+            &[&b"REPLCONF"[..], b"ACK", offset.to_string().as_bytes()],
+            &mut msg,
+        );
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        match w.as_mut() {
+            Some(s) => s.write_all(&msg),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The engine's handle on one link thread.
+pub struct TcpLink {
+    shared: Arc<Shared>,
+}
+
+impl TcpLink {
+    fn start(opts: LinkOptions) -> TcpLink {
+        let shared = Arc::new(Shared {
+            wake: opts.wake.clone(),
+            events: Mutex::default(),
+            ready: AtomicBool::default(),
+            stop: AtomicBool::default(),
+            applied: AtomicU64::default(),
+            received: AtomicU64::default(),
+            queued: AtomicU64::default(),
+            last_io_ms: AtomicI64::default(),
+            transfer_total: AtomicI64::default(),
+            transfer_read: AtomicU64::default(),
+            writer: Mutex::default(),
+        });
+        shared.applied.store(opts.offset, Ordering::Relaxed);
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("repl-link".into())
+            .spawn(move || {
+                let why = match run(&opts, &s) {
+                    Ok(()) => "link closed".to_string(),
+                    Err(e) => e,
+                };
+                if !s.stop.load(Ordering::Relaxed) {
+                    s.push(LinkEvent::Lost(why));
+                }
+            });
+        if let Err(e) = spawned {
+            shared.push(LinkEvent::Lost(format!(
+                "cannot start the link thread: {e}"
+            )));
+        }
+        TcpLink { shared }
+    }
+}
+
+impl Drop for TcpLink {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let w = self.shared.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = w.as_ref() {
+            // Wakes the thread's read; it sees `stop` and ends.
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl PrimaryLink for TcpLink {
+    fn poll(&mut self) -> Option<LinkEvent> {
+        if !self.shared.ready.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut q = self.shared.events.lock().unwrap_or_else(|e| e.into_inner());
+        let ev = q.pop_front();
+        if q.is_empty() {
+            self.shared.ready.store(false, Ordering::Release);
+        }
+        if let Some(LinkEvent::Commands { data, .. }) = &ev {
+            self.shared
+                .queued
+                .fetch_sub(data.len() as u64, Ordering::Relaxed);
+        }
+        ev
+    }
+
+    fn ready(&self) -> bool {
+        self.shared.ready.load(Ordering::Acquire)
+    }
+
+    fn ack(&mut self, offset: u64) {
+        self.shared.applied.store(offset, Ordering::Relaxed);
+        // A failed write shows up as a lost link on the thread's next read.
+        let _ = self.shared.send_ack(offset);
+    }
+
+    fn applied(&mut self, offset: u64) {
+        self.shared.applied.store(offset, Ordering::Relaxed);
+    }
+
+    fn received(&self) -> u64 {
+        self.shared.received.load(Ordering::Relaxed)
+    }
+
+    fn last_io_ms(&self) -> i64 {
+        self.shared.last_io_ms.load(Ordering::Relaxed)
+    }
+
+    fn transfer(&self) -> (i64, u64) {
+        (
+            self.shared.transfer_total.load(Ordering::Relaxed),
+            self.shared.transfer_read.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The socket's read side with what was read and not consumed yet.
+struct Conn {
+    sock: TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+    timeout: Duration,
+}
+
+impl Conn {
+    /// Read more bytes; false on a read tick with nothing (or a stop).
+    fn fill(&mut self, shared: &Shared) -> Result<bool, String> {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > READ_SIZE {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + READ_SIZE, 0);
+        let r = self.sock.read(&mut self.buf[len..]);
+        match r {
+            Ok(0) => {
+                self.buf.truncate(len);
+                Err("connection closed by the primary".into())
+            }
+            Ok(n) => {
+                self.buf.truncate(len + n);
+                shared.touch();
+                Ok(true)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                self.buf.truncate(len);
+                if shared.stop.load(Ordering::Relaxed) {
+                    return Err("stopped".into());
+                }
+                let idle = engine::server::wall_ms() - shared.last_io_ms.load(Ordering::Relaxed);
+                if idle > self.timeout.as_millis() as i64 {
+                    return Err("timeout: no data nor PING received".into());
+                }
+                Ok(false)
+            }
+            Err(e) => {
+                self.buf.truncate(len);
+                Err(format!("read error: {e}"))
+            }
+        }
+    }
+
+    /// One reply line (without CRLF), skipping the bare newlines a
+    /// primary sends to keep the link alive while it prepares the RDB.
+    fn line(&mut self, shared: &Shared) -> Result<String, String> {
+        loop {
+            while self.pos < self.buf.len() && self.buf[self.pos] == b'\n' {
+                self.pos += 1;
+            }
+            if let Some(i) = self.buf[self.pos..].iter().position(|&b| b == b'\n') {
+                let mut line = &self.buf[self.pos..self.pos + i];
+                if line.last() == Some(&b'\r') {
+                    line = &line[..line.len() - 1];
+                }
+                let s = String::from_utf8_lossy(line).into_owned();
+                self.pos += i + 1;
+                return Ok(s);
+            }
+            if self.buf.len() - self.pos > 64 * 1024 {
+                return Err("protocol error: reply line too long".into());
+            }
+            self.fill(shared)?;
+        }
+    }
+
+    fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
+        let mut msg = Vec::new();
+        resp::encode_command(args, &mut msg);
+        self.sock
+            .write_all(&msg)
+            .map_err(|e| format!("write error: {e}"))
+    }
+
+    /// Send a command and read its one-line reply.
+    fn call(&mut self, shared: &Shared, args: &[&[u8]]) -> Result<String, String> {
+        self.send(args)?;
+        self.line(shared)
+    }
+}
+
+fn run(opts: &LinkOptions, shared: &Shared) -> Result<(), String> {
+    shared.push(LinkEvent::State(LinkState::Connecting));
+    let timeout = Duration::from_secs(opts.timeout_s.max(1));
+    let addr = (opts.host.as_str(), opts.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {}: {e}", opts.host))?
+        .next()
+        .ok_or_else(|| format!("cannot resolve {}", opts.host))?;
+    let sock = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
+    let _ = sock.set_nodelay(true);
+    sock.set_read_timeout(Some(READ_TICK))
+        .and_then(|()| sock.set_write_timeout(Some(timeout)))
+        .map_err(|e| e.to_string())?;
+    let writer = sock.try_clone().map_err(|e| e.to_string())?;
+    *shared.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(writer);
+    if shared.stop.load(Ordering::Relaxed) {
+        return Err("stopped".into());
+    }
+    log::notice("MASTER <-> REPLICA sync started");
+    shared.touch();
+    shared.push(LinkEvent::State(LinkState::Handshake));
+    let mut c = Conn {
+        sock,
+        buf: Vec::with_capacity(READ_SIZE),
+        pos: 0,
+        timeout,
+    };
+    handshake(opts, shared, &mut c)?;
+    stream(shared, &mut c)
+}
+
+/// PING, AUTH, REPLCONF, PSYNC, and the RDB of a full sync.
+fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), String> {
+    let pong = c.call(shared, &[b"PING"])?;
+    // As Valkey: an authentication error here is for AUTH to settle.
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    log::notice("Master replied to PING, replication can continue...");
+    if let Some(pass) = &opts.auth {
+        let reply = match &opts.user {
+            Some(user) => c.call(shared, &[b"AUTH", user.as_bytes(), pass.as_bytes()])?,
+            None => c.call(shared, &[b"AUTH", pass.as_bytes()])?,
+        };
+        if reply.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let port = opts.listening_port.to_string();
+    let reply = c.call(shared, &[b"REPLCONF", b"listening-port", port.as_bytes()])?;
+    if reply.starts_with('-') {
+        log::notice(&format!(
+            "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
+        ));
+    }
+    let reply = c.call(shared, &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    if reply.starts_with('-') {
+        log::notice(&format!(
+            "(Non critical) Master does not understand REPLCONF capa: {reply}"
+        ));
+    }
+    let offset = (opts.offset + 1).to_string();
+    log::notice(&format!(
+        "Trying a partial resynchronization (request {}:{offset}).",
+        opts.replid
+    ));
+    let reply = c.call(
+        shared,
+        &[b"PSYNC", opts.replid.as_bytes(), offset.as_bytes()],
+    )?;
+    if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
+        let mut it = rest.split_whitespace();
+        let (Some(id), Some(off)) = (it.next(), it.next().and_then(|o| o.parse::<u64>().ok()))
+        else {
+            return Err(format!("bad FULLRESYNC reply '{reply}'"));
+        };
+        log::notice(&format!("Full resync from master: {id}:{off}"));
+        shared.push(LinkEvent::State(LinkState::Transfer));
+        let file = transfer(opts, shared, c)?;
+        shared.received.store(off, Ordering::Relaxed);
+        shared.applied.store(off, Ordering::Relaxed);
+        shared.push(LinkEvent::FullSync {
+            replid: id.to_string(),
+            offset: off,
+            file,
+        });
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let id = rest.split_whitespace().next().map(str::to_string);
+        log::notice("Successful partial resynchronization with master.");
+        shared.received.store(opts.offset, Ordering::Relaxed);
+        shared.push(LinkEvent::Continue { replid: id });
+    } else {
+        return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+    }
+    shared.push(LinkEvent::State(LinkState::Connected));
+    Ok(())
+}
+
+/// Receive the RDB payload into a temp file in `dir`, sync it and rename
+/// it over `dbfilename` (as Valkey's disk-load replica does). Returns the
+/// file's name.
+fn transfer(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<String, String> {
+    let header = c.line(shared)?;
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!(
+            "Bad protocol from MASTER, the first byte is not '$': '{header}'"
+        ));
+    };
+    let eof_mark = spec
+        .strip_prefix("EOF:")
+        .map(|m| m.as_bytes().to_vec())
+        .filter(|m| m.len() == EOF_MARK_LEN);
+    let total = match &eof_mark {
+        Some(_) => -1,
+        None => spec
+            .parse::<i64>()
+            .ok()
+            .filter(|&n| n >= 0)
+            .ok_or_else(|| format!("Bad RDB length from MASTER: '{header}'"))?,
+    };
+    shared.transfer_total.store(total, Ordering::Relaxed);
+    shared.transfer_read.store(0, Ordering::Relaxed);
+    log::notice(&format!(
+        "MASTER <-> REPLICA sync: receiving {}",
+        if total < 0 {
+            "streamed RDB from master with EOF to disk".to_string()
+        } else {
+            format!("{total} bytes from master to disk")
+        }
+    ));
+    let tmp = format!(
+        "temp-{}.{}.rdb",
+        engine::server::wall_ms() / 1000,
+        std::process::id()
+    );
+    let result = receive_file(&tmp, total, eof_mark.as_deref(), shared, c);
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, &opts.dbfilename).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!(
+            "Failed trying to rename the temp DB into {} in MASTER <-> REPLICA synchronization: {e}",
+            opts.dbfilename
+        )
+    })?;
+    Ok(opts.dbfilename.clone())
+}
+
+fn receive_file(
+    path: &str,
+    total: i64,
+    eof_mark: Option<&[u8]>,
+    shared: &Shared,
+    c: &mut Conn,
+) -> Result<(), String> {
+    let mut f = File::create(path).map_err(|e| {
+        format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
+    })?;
+    let werr = |e: std::io::Error| format!("Write error writing to the DB file {path}: {e}");
+    let mut got: u64 = 0;
+    // The last bytes written, to find the EOF marker across reads.
+    let mut tail: Vec<u8> = Vec::with_capacity(EOF_MARK_LEN * 2);
+    loop {
+        if c.pos == c.buf.len() {
+            c.fill(shared)?;
+            continue;
+        }
+        let avail = &c.buf[c.pos..];
+        let take = match (total, eof_mark) {
+            (n, None) => avail.len().min((n as u64 - got) as usize),
+            (_, Some(_)) => avail.len(),
+        };
+        let piece = &avail[..take];
+        f.write_all(piece).map_err(werr)?;
+        got += take as u64;
+        c.pos += take;
+        shared.transfer_read.store(got, Ordering::Relaxed);
+        match eof_mark {
+            None => {
+                if got == total as u64 {
+                    break;
+                }
+            }
+            Some(mark) => {
+                tail.extend_from_slice(&piece[piece.len().saturating_sub(EOF_MARK_LEN)..]);
+                if tail.len() > EOF_MARK_LEN {
+                    tail.drain(..tail.len() - EOF_MARK_LEN);
+                }
+                if tail == mark {
+                    // Nothing follows the marker until we ack the load; the
+                    // marker is not part of the file.
+                    f.set_len(got - EOF_MARK_LEN as u64).map_err(werr)?;
+                    break;
+                }
+            }
+        }
+    }
+    f.sync_all().map_err(werr)?;
+    Ok(())
+}
+
+/// The stream: whole commands handed over as they come; an ACK a second.
+fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
+    let limits = resp::Limits {
+        max_bulk_len: usize::MAX / 2,
+        ..resp::Limits::default()
+    };
+    let mut next_ack = Instant::now();
+    let mut args = Vec::new();
+    let mut argc = Vec::new();
+    loop {
+        if Instant::now() >= next_ack {
+            shared
+                .send_ack(shared.applied.load(Ordering::Relaxed))
+                .map_err(|e| format!("write error: {e}"))?;
+            next_ack = Instant::now() + ACK_PERIOD;
+        }
+        if shared.queued.load(Ordering::Relaxed) > MAX_QUEUED {
+            if shared.stop.load(Ordering::Relaxed) {
+                return Err("stopped".into());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        // Whole commands from `pos`; a REPLCONF travels alone.
+        let start = c.pos;
+        let mut at = c.pos;
+        loop {
+            let mut one = Vec::new();
+            let parsed = resp::parse_command(&c.buf[at..], &limits, &mut one)
+                .map_err(|e| format!("protocol error in the stream: {}", e.message()))?;
+            let resp::Parsed::Command { consumed, argc: n } = parsed else {
+                break;
+            };
+            let replconf = n > 0 && one[0].slice(&c.buf[at..]).eq_ignore_ascii_case(b"replconf");
+            if replconf && at > start {
+                break;
+            }
+            if n > 0 {
+                args.extend(one.iter().map(|s| resp::Span {
+                    start: s.start + at - start,
+                    len: s.len,
+                }));
+                argc.push(n as u32);
+            }
+            at += consumed;
+            if replconf {
+                break;
+            }
+        }
+        if at > start {
+            let data = c.buf[start..at].to_vec();
+            c.pos = at;
+            let n = data.len() as u64;
+            shared.queued.fetch_add(n, Ordering::Relaxed);
+            shared.received.fetch_add(n, Ordering::Relaxed);
+            shared.push(LinkEvent::Commands {
+                data,
+                args: std::mem::take(&mut args),
+                argc: std::mem::take(&mut argc),
+            });
+        } else {
+            c.fill(shared)?;
+        }
+    }
+}
