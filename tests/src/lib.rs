@@ -18,7 +18,9 @@
 //! differs in Valkey 8, the test says so and expects Valkey's form from ringkv).
 
 pub mod dataset;
+pub mod netns;
 pub mod raw;
+pub mod replication;
 pub mod server;
 
 pub use raw::{Raw, Reply};

@@ -2,10 +2,9 @@
 //! and protected mode seen from a non-loopback peer.
 
 use std::fs;
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
+use ringkv_e2e::netns::{NETNS, Netns};
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{arr, bulk, ok};
 use ringkv_e2e::{Opts, Reply, e2e, q};
@@ -142,94 +141,14 @@ e2e!(
     }
 );
 
-/// One network namespace at a time: both variants use the same addresses.
-static NETNS: Mutex<()> = Mutex::new(());
-
-struct Netns(String);
-
-impl Netns {
-    fn create(name: &str) -> Result<Netns, String> {
-        let _ = run(&["ip", "netns", "del", name]);
-        run(&["ip", "netns", "add", name])?;
-        let ns = Netns(name.to_string());
-        let host = format!("{name}h");
-        let peer = format!("{name}p");
-        run(&[
-            "ip", "link", "add", &host, "type", "veth", "peer", "name", &peer,
-        ])?;
-        run(&["ip", "link", "set", &peer, "netns", name])?;
-        run(&["ip", "addr", "add", "10.77.0.1/24", "dev", &host])?;
-        run(&["ip", "link", "set", &host, "up"])?;
-        run(&[
-            "ip",
-            "netns",
-            "exec",
-            name,
-            "ip",
-            "addr",
-            "add",
-            "10.77.0.2/24",
-            "dev",
-            &peer,
-        ])?;
-        run(&[
-            "ip", "netns", "exec", name, "ip", "link", "set", &peer, "up",
-        ])?;
-        run(&["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"])?;
-        Ok(ns)
-    }
-
-    fn cli(&self, port: u16, args: &[&str]) -> String {
-        let p = port.to_string();
-        let mut full = vec![
-            "ip",
-            "netns",
-            "exec",
-            &self.0,
-            "timeout",
-            "10",
-            "redis-cli",
-            "-h",
-            "10.77.0.1",
-            "-p",
-            &p,
-        ];
-        full.extend_from_slice(args);
-        run(&full).unwrap_or_else(|e| e)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        // Deleting the namespace deletes its veth end, which takes the peer.
-        let _ = run(&["ip", "netns", "del", &self.0]);
-        let _ = run(&["ip", "link", "del", &format!("{}h", self.0)]);
-    }
-}
-
-fn run(args: &[&str]) -> Result<String, String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args[0]))?;
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(text)
-    }
-}
-
 e2e!(
     fn protected_mode_denies_non_loopback(b) {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 || run(&["ip", "-V"]).is_err() {
+        if !Netns::available() {
             eprintln!("skipped: protected-mode test needs root and iproute2 for a network namespace");
             return;
         }
         let _guard = NETNS.lock().unwrap_or_else(|e| e.into_inner());
-        let ns = match Netns::create("rkve2e") {
+        let ns = match Netns::create("rkve2e", "10.77.0") {
             Ok(ns) => ns,
             Err(e) => {
                 eprintln!("skipped: cannot create a network namespace: {e}");
@@ -237,16 +156,16 @@ e2e!(
             }
         };
         let srv = b.start(Opts::new().bind(&["127.0.0.1", "10.77.0.1"]));
-        let out = ns.cli(srv.port, &["PING"]);
+        let out = ns.cli("10.77.0.1", srv.port, &["PING"]);
         assert!(out.contains("DENIED") && out.contains("protected mode"), "remote PING got: {out}");
         // Loopback is never refused.
         assert_eq!(srv.cli(&["PING"]).1, "PONG\n");
         // With a password set, remote clients may authenticate.
         let c = &mut srv.client();
         assert_eq!(q(c, "CONFIG SET requirepass pw"), ok());
-        let out = ns.cli(srv.port, &["PING"]);
+        let out = ns.cli("10.77.0.1", srv.port, &["PING"]);
         assert!(out.contains("NOAUTH"), "remote PING with a password set got: {out}");
-        let out = ns.cli(srv.port, &["-a", "pw", "--no-auth-warning", "PING"]);
+        let out = ns.cli("10.77.0.1", srv.port, &["-a", "pw", "--no-auth-warning", "PING"]);
         assert_eq!(out, "PONG\n");
         drop(srv);
         drop(ns);

@@ -4,10 +4,10 @@
 //! dataset, partial resync after a dropped link, WAIT (GETACK), REPLICAOF
 //! NO ONE, masterauth, read-only and stale-data refusals.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
+use ringkv_e2e::replication::{assert_same, follow, settled_view, wait_caught_up};
 use ringkv_e2e::v::{int_of, ok, strings, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
 
@@ -19,79 +19,6 @@ fn primary(b: Backend, diskless: bool) -> Server {
             .arg("repl-diskless-sync", if diskless { "yes" } else { "no" })
             .arg("repl-diskless-sync-delay", "0"),
     )
-}
-
-fn follow(replica: &mut redis::Connection, primary: &Server) {
-    assert_eq!(
-        query(
-            replica,
-            &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
-        ),
-        ok()
-    );
-}
-
-/// Wait until the replica's link is up and it has applied everything the
-/// primary has sent.
-fn wait_caught_up(primary: &mut redis::Connection, replica: &mut redis::Connection) {
-    within(30, "the replica to catch up", || {
-        let p = text(&q(primary, "INFO replication"));
-        let r = text(&q(replica, "INFO replication"));
-        info_field(&r, "master_link_status") == "up"
-            && info_field(&r, "slave_repl_offset") == info_field(&p, "master_repl_offset")
-    });
-}
-
-/// The two views are the same; on failure, only the keys that differ
-/// are shown (values cut short).
-///
-/// Scores are compared as numbers: redis-server 7 prints 17 significant
-/// digits (`1.0000000000000001e-05`) where Valkey 8 and ringkv print the
-/// shortest form (`0.00001`).
-fn assert_same(got: &BTreeMap<String, String>, want: &BTreeMap<String, String>, what: &str) {
-    let (got, want) = (&numeric_scores(got), &numeric_scores(want));
-    let cut = |v: Option<&String>| v.map(|v| v.chars().take(120).collect::<String>());
-    let diff: Vec<String> = got
-        .keys()
-        .chain(want.keys())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .filter(|k| got.get(*k) != want.get(*k))
-        .map(|k| {
-            format!(
-                "{k}: replica {:?}, primary {:?}",
-                cut(got.get(k)),
-                cut(want.get(k))
-            )
-        })
-        .collect();
-    assert!(diff.is_empty(), "{what}:\n{}", diff.join("\n"));
-}
-
-fn numeric_scores(view: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    let norm = |v: &String| -> String {
-        let Some(rest) = v.strip_prefix("zset/") else {
-            return v.clone();
-        };
-        let (ttl, items) = rest.split_once('/').unwrap_or((rest, ""));
-        let items: Vec<String> = items
-            .split(',')
-            .enumerate()
-            .map(|(i, x)| match x.parse::<f64>() {
-                Ok(f) if i % 2 == 1 => format!("{f:?}"),
-                _ => x.to_string(),
-            })
-            .collect();
-        format!("zset/{ttl}/{}", items.join(","))
-    };
-    view.iter().map(|(k, v)| (k.clone(), norm(v))).collect()
-}
-
-/// The primary's dataset once its short TTLs have run out and its active
-/// expiry has sent their DELs.
-fn settled_view(c: &mut redis::Connection) -> BTreeMap<String, String> {
-    std::thread::sleep(Duration::from_millis(300));
-    plain_view(c)
 }
 
 fn sync_and_stream(b: Backend, peer: Backend, diskless: bool, seed: u64) {
@@ -302,11 +229,11 @@ e2e!(
         let rc = &mut r.client();
         follow(rc, &p);
         wait_caught_up(pc, rc);
-        assert_eq!(q(pc, "SET k v PX 300"), ok());
+        assert_eq!(q(pc, "SET k v PX 2000"), ok());
         assert_eq!(q(pc, "SET keep v"), ok());
         wait_caught_up(pc, rc);
         assert_eq!(text(&q(rc, "GET k")), "v");
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(Duration::from_millis(2200));
         // Past its time: not served, not deleted by the replica itself.
         assert_eq!(q(rc, "GET k"), Ok(redis::Value::Nil));
         assert_eq!(int_of(&q(rc, "EXISTS k")), 0);

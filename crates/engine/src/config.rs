@@ -336,7 +336,7 @@ static DEFS: &[Def] = &[
     s("tls-ciphers", "", 0),
     s("tls-ciphersuites", "", 0),
     sp("save", "3600 1 300 100 60 10000", SUP),
-    sp("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", 0),
+    sp("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", SUP),
     sp("oom-score-adj-values", "0 200 800", 0),
     def("notify-keyspace-events", Kind::Special, SUP, ""),
     al(sp("replicaof", "", IMM | SUP), "slaveof"),

@@ -480,6 +480,13 @@ fn stats(srv: &Server, out: &mut String) {
     field!(out, "sync_full:{}", feeds.sync_full);
     field!(out, "sync_partial_ok:{}", feeds.sync_partial_ok);
     field!(out, "sync_partial_err:{}", feeds.sync_partial_err);
+    // ringkv's own: MSG_ZEROCOPY sends to replicas (seed 003).
+    let zc = crate::replication::primary::zerocopy_stats(srv);
+    field!(out, "zerocopy_writes:{}", zc.writes);
+    field!(out, "zerocopy_bytes:{}", zc.bytes);
+    field!(out, "zerocopy_in_flight:{}", zc.in_flight);
+    field!(out, "zerocopy_copied:{}", zc.copied);
+    field!(out, "zerocopy_tracker_memory:{}", zc.tracker_bytes);
     field!(out, "expired_keys:{expired}");
     field!(out, "expired_stale_perc:{stale:.2}");
     field!(out, "expired_time_cap_reached_count:{cap}");

@@ -75,12 +75,23 @@ pub enum Progress {
 impl Snapshot {
     /// Freeze the dataset as it is now and queue the header's AUX fields.
     pub fn begin(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
-        Snapshot::begin_with(srv, sink, now_ms, false)
+        Snapshot::begin_with(srv, sink, now_ms, false, rdb::RDB_VERSION)
+    }
+
+    /// [`Snapshot::begin`] for a reader of RDB `version` (a replica that
+    /// reads 10, not 11).
+    pub fn begin_for_version(
+        srv: &mut Server,
+        sink: Box<dyn SnapshotSink>,
+        now_ms: i64,
+        version: u16,
+    ) -> Snapshot {
+        Snapshot::begin_with(srv, sink, now_ms, false, version)
     }
 
     /// [`Snapshot::begin`] for an AOF base (its `aof-base` AUX field is 1).
     pub fn begin_aof_base(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
-        Snapshot::begin_with(srv, sink, now_ms, true)
+        Snapshot::begin_with(srv, sink, now_ms, true, rdb::RDB_VERSION)
     }
 
     fn begin_with(
@@ -88,8 +99,9 @@ impl Snapshot {
         sink: Box<dyn SnapshotSink>,
         now_ms: i64,
         aof_base: bool,
+        version: u16,
     ) -> Snapshot {
-        let mut chunk = Capture::new();
+        let mut chunk = Capture::for_version(version);
         let t = &mut chunk;
         t.aux(b"redis-ver", crate::config::REDIS_COMPAT_VERSION.as_bytes());
         t.aux(b"redis-bits", b"64");
@@ -181,7 +193,7 @@ impl Snapshot {
             }
             self.keys_done += n;
             if self.chunk.len() >= CHUNK_BYTES {
-                let c = std::mem::take(&mut self.chunk);
+                let c = self.chunk.take();
                 if !self.hand_over(c, wait) {
                     return Progress::WriterBehind;
                 }
@@ -194,7 +206,7 @@ impl Snapshot {
             // A held chunk went first (above): once this one is handed
             // over, the writer has everything.
             if !self.chunk.is_empty() {
-                let c = std::mem::take(&mut self.chunk);
+                let c = self.chunk.take();
                 if !self.hand_over(c, wait) {
                     return Progress::WriterBehind;
                 }

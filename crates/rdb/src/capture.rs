@@ -47,11 +47,29 @@ pub struct Capture {
     buf: Vec<u8>,
     /// Offset of the open RAW token's header, while it is the last token.
     open_raw: Option<usize>,
+    /// For RDB 10 readers (redis-server 7.0): sets that Valkey 8 writes as
+    /// a listpack (type 20, new in RDB 11) are written element by element.
+    legacy_sets: bool,
 }
 
 impl Capture {
     pub fn new() -> Capture {
         Capture::default()
+    }
+    /// A capture for a reader of RDB `version` (10 or 11).
+    pub fn for_version(version: u16) -> Capture {
+        Capture {
+            legacy_sets: version < 11,
+            ..Capture::default()
+        }
+    }
+    /// The tokens so far; this capture goes on empty, for the same reader.
+    pub fn take(&mut self) -> Capture {
+        let next = Capture {
+            legacy_sets: self.legacy_sets,
+            ..Capture::default()
+        };
+        std::mem::replace(self, next)
     }
     /// Bytes held (for chunking).
     pub fn len(&self) -> usize {
@@ -100,6 +118,14 @@ impl Capture {
             }
         }
         let v = e.value();
+        if let (true, store::ValueRef::Set(s)) = (self.legacy_sets, v)
+            && s.encoding() == "listpack"
+        {
+            self.raw(&[crate::consts::TYPE_SET]);
+            self.string(e.key());
+            crate::object::write_set_elements(self, s);
+            return;
+        }
         self.raw(&[crate::object::type_byte(v)]);
         self.string(e.key());
         crate::object::write_value(self, v);
@@ -178,6 +204,7 @@ pub struct Encoder {
     crc: u64,
     compress: bool,
     checksum: bool,
+    version: u16,
 }
 
 impl Encoder {
@@ -188,12 +215,21 @@ impl Encoder {
             crc: 0,
             compress,
             checksum,
+            version: RDB_VERSION,
         }
     }
-    /// `REDIS0011`.
+    /// An encoder whose header names RDB `version` (the captures fed to it
+    /// must be [`Capture::for_version`] the same).
+    pub fn with_version(compress: bool, checksum: bool, version: u16) -> Encoder {
+        Encoder {
+            version,
+            ..Encoder::new(compress, checksum)
+        }
+    }
+    /// `REDIS0011` (or the version asked for).
     pub fn header(&mut self, out: &mut Vec<u8>) {
         let start = out.len();
-        out.extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+        out.extend_from_slice(format!("REDIS{:04}", self.version).as_bytes());
         self.sum(&out[start..]);
     }
     /// Append the bytes for `cap` to `out`.

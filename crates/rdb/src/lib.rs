@@ -44,5 +44,6 @@ pub mod ziplist;
 pub mod zipmap;
 
 pub use capture::{AccessWrite, Capture, Encoder};
+pub use consts::RDB_VERSION;
 pub use error::Error;
 pub use load::{Item, KeyRecord, Loader, PackedRecord};

@@ -100,14 +100,17 @@ fn write_set(cap: &mut Capture, s: &Set) {
             }
             lp.finish();
         }),
-        _ => {
-            cap.length(s.len() as u64);
-            for m in s.iter() {
-                match m {
-                    Member::Bytes(b) => cap.string(b),
-                    Member::Int(i) => cap.string(i.to_string().as_bytes()),
-                }
-            }
+        _ => write_set_elements(cap, s),
+    }
+}
+
+/// A set as RDB_TYPE_SET: its length, then each member.
+pub fn write_set_elements(cap: &mut Capture, s: &Set) {
+    cap.length(s.len() as u64);
+    for m in s.iter() {
+        match m {
+            Member::Bytes(b) => cap.string(b),
+            Member::Int(i) => cap.string(i.to_string().as_bytes()),
         }
     }
 }

@@ -347,6 +347,8 @@ fn serve(
         return Err("stopped".into());
     }
     let _ = sock.set_nodelay(true);
+    // The epoll loop's sockets are non-blocking; this thread blocks.
+    sock.set_nonblocking(false).map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(WRITE_TIMEOUT))
         .map_err(|e| e.to_string())?;
     let mut w = sock;
@@ -354,7 +356,7 @@ fn serve(
     w.write_all(&unsent).map_err(werr)?;
     w.write_all(&start.preamble).map_err(werr)?;
     if let (Some(framing), Some((rx, done))) = (start.rdb, chunks) {
-        let outcome = send_rdb(sock, framing, &rx);
+        let outcome = send_rdb(sock, framing, start.rdb_version, &rx);
         let failed = outcome.as_ref().err().cloned();
         let _ = done.send(outcome);
         if let Some(e) = failed {
@@ -387,10 +389,15 @@ fn is_loopback(sock: &TcpStream) -> bool {
 }
 
 /// The RDB of a full sync, as the replica's framing asks.
-fn send_rdb(sock: &TcpStream, framing: RdbFraming, rx: &Receiver<Msg>) -> Result<u64, String> {
+fn send_rdb(
+    sock: &TcpStream,
+    framing: RdbFraming,
+    version: u16,
+    rx: &Receiver<Msg>,
+) -> Result<u64, String> {
     let mut w = sock;
     let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
-    let mut enc = rdb::Encoder::new(true, true);
+    let mut enc = rdb::Encoder::with_version(true, true, version);
     let mut buf = Vec::with_capacity(WRITE_BUF + WRITE_BUF / 4);
     let mut written = 0u64;
     let mark = eof_mark();

@@ -458,8 +458,10 @@ fn for_each_client(ctx: &mut Ctx<'_>, mut f: impl FnMut(&Session, bool)) {
 enum ClientType {
     Normal,
     PubSub,
-    /// master/primary/replica/slave: nobody.
-    Link,
+    /// replica/slave: the replicas we feed (not sessions any more).
+    Replica,
+    /// master/primary: the client our primary's stream runs as.
+    Primary,
 }
 
 fn client_type(name: &[u8]) -> Option<ClientType> {
@@ -467,17 +469,20 @@ fn client_type(name: &[u8]) -> Option<ClientType> {
     match n.as_slice() {
         b"normal" => Some(ClientType::Normal),
         b"pubsub" => Some(ClientType::PubSub),
-        b"slave" | b"replica" | b"master" | b"primary" => Some(ClientType::Link),
+        b"slave" | b"replica" => Some(ClientType::Replica),
+        b"master" | b"primary" => Some(ClientType::Primary),
         _ => None,
     }
 }
 
 fn type_matches(t: Option<ClientType>, s: &Session) -> bool {
+    let primary = s.id == crate::replication::PRIMARY_CLIENT;
     match t {
         None => true,
-        Some(ClientType::Normal) => s.subs.is_none(),
+        Some(ClientType::Normal) => s.subs.is_none() && !primary,
         Some(ClientType::PubSub) => s.subs.is_some(),
-        Some(ClientType::Link) => false,
+        Some(ClientType::Replica) => false,
+        Some(ClientType::Primary) => primary,
     }
 }
 
@@ -678,6 +683,12 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
     let now = ctx.now_ms;
     let me = ctx.session.id;
     let mut count = 0;
+    // Replicas have left the client table for their feeds: only a filter
+    // on type and ids can name them.
+    if matches!(f.ctype, None | Some(ClientType::Replica)) && f.addr.is_none() && f.laddr.is_none()
+    {
+        count += crate::replication::primary::kill_replicas(ctx.srv, &f.ids);
+    }
     if matches(f, ctx.session, true, now) {
         // Killing ourselves: the reply still goes out, then we close.
         ctx.session.close_after_reply = true;
@@ -690,6 +701,14 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
         let Some(s) = ctx.srv.clients.get_mut(ClientId(id)) else {
             continue;
         };
+        if id == crate::replication::PRIMARY_CLIENT.0 {
+            // Not a connection: killing it drops the link to our primary,
+            // which reconnects (as Valkey's CLIENT KILL TYPE master).
+            if matches(f, s, false, now) && crate::replication::drop_link(ctx.srv) {
+                count += 1;
+            }
+            continue;
+        }
         if matches(f, s, false, now) {
             s.close_asap = true;
             ctx.srv.events.push(Event::Close {

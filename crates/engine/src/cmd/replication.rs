@@ -175,12 +175,13 @@ fn replconf(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             } else if value.eq_ignore_ascii_case(b"psync2") {
                 hello.capa_psync2 = true;
             }
+        } else if opt.eq_ignore_ascii_case(b"version") {
+            hello.version = Some(String::from_utf8_lossy(value).into_owned());
         } else {
             let known = [
                 &b"ip-address"[..],
                 b"rdb-only",
                 b"rdb-filter-only",
-                b"version",
                 b"rdb-channel",
                 b"main-ch-client-id",
             ];

@@ -38,6 +38,23 @@ pub struct ReplicaHello {
     pub capa_eof: bool,
     /// `capa psync2`: it understands `+CONTINUE <replid>`.
     pub capa_psync2: bool,
+    /// `REPLCONF version` (Valkey 8 sends it; redis-server 7 does not).
+    pub version: Option<String>,
+}
+
+impl ReplicaHello {
+    /// The RDB version the replica reads: 11 if it says it is a server
+    /// of 7.2 or later, else 10 (redis-server 7.0 refuses 11).
+    pub fn rdb_version(&self) -> u16 {
+        let major_minor = self.version.as_deref().and_then(|v| {
+            let mut it = v.split('.').map(|n| n.parse::<u32>().ok());
+            Some((it.next()??, it.next().flatten().unwrap_or(0)))
+        });
+        match major_minor {
+            Some(v) if v >= (7, 2) => rdb::RDB_VERSION,
+            _ => 10,
+        }
+    }
 }
 
 /// How the RDB of a full sync is framed.
@@ -55,6 +72,9 @@ pub struct FeedStart {
     pub preamble: Vec<u8>,
     /// A full sync's RDB comes through [`ReplicaFeed::rdb_sink`].
     pub rdb: Option<RdbFraming>,
+    /// The RDB version the replica reads (the sink's captures are made
+    /// for it; the header must say it).
+    pub rdb_version: u16,
     /// The stream from the point the replica continues at.
     pub stream: effects::Reader,
     /// `tcp-tx-zerocopy` and the size from which sends go zero-copy.
@@ -145,6 +165,8 @@ pub struct Feeds {
     pub waits: Vec<(ClientId, u64, usize)>,
     /// A GETACK went into the stream since the last batch ended.
     pub getack_sent: bool,
+    /// `repl-backlog-size`, as cron last read it.
+    pub backlog_size: u64,
 }
 
 /// Why PSYNC was refused (the reply).
@@ -191,6 +213,7 @@ pub fn psync(
         let start = FeedStart {
             preamble: preamble.into_bytes(),
             rdb: None,
+            rdb_version: rdb::RDB_VERSION,
             stream,
             zerocopy_min: zerocopy_min(srv),
             wake: srv.repl.wake.clone(),
@@ -256,6 +279,11 @@ fn continue_point(srv: &Server, replid: &[u8], offset: i64) -> Option<effects::R
 /// runs (it may already, for the AOF).
 fn ensure_backlog(srv: &mut Server) {
     if srv.repl.feeds.backlog.is_none() {
+        srv.repl.feeds.backlog_size = srv
+            .config
+            .get("repl-backlog-size")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(1 << 20);
         let at = srv.effects.offset();
         let reader = srv.effects.attach(at);
         srv.sync_expiry_logging();
@@ -313,6 +341,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         } else {
             RdbFraming::Length
         }),
+        rdb_version: hello.rdb_version(),
         stream,
         zerocopy_min: zerocopy_min(srv),
         wake: srv.repl.wake.clone(),
@@ -325,7 +354,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         return;
     };
     srv.repl.feeds.replicas[i].feed = Some(feed);
-    let snap = Snapshot::begin(srv, sink, now_ms);
+    let snap = Snapshot::begin_for_version(srv, sink, now_ms, hello.rdb_version());
     srv.repl.feeds.snapshot = Some((id, snap));
     log::notice(&format!(
         "Starting BGSAVE for SYNC with target: replicas sockets (replica {})",
@@ -385,8 +414,15 @@ pub fn abort_sync(srv: &mut Server) {
     }
 }
 
-/// After each batch: the feeds have more to send.
+/// After each batch: the backlog keeps only its size, and the feeds have
+/// more to send.
 pub fn published(srv: &mut Server, offset: u64) {
+    let feeds = &mut srv.repl.feeds;
+    if let Some(b) = feeds.backlog.as_mut()
+        && offset.saturating_sub(b.offset()) > feeds.backlog_size.max(1)
+    {
+        b.skip_to(offset - feeds.backlog_size.max(1));
+    }
     for r in &mut srv.repl.feeds.replicas {
         if let Some(f) = r.feed.as_mut() {
             f.wake(offset);
@@ -421,6 +457,22 @@ fn add_zerocopy(sum: &mut ZeroCopyStats, s: ZeroCopyStats) {
     sum.copied += s.copied;
     sum.in_flight += s.in_flight;
     sum.tracker_bytes += s.tracker_bytes;
+}
+
+/// CLIENT KILL of replicas: those whose id is in `ids` (all when empty).
+pub fn kill_replicas(srv: &mut Server, ids: &[u64]) -> usize {
+    let victims: Vec<ClientId> = srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .map(|r| r.id)
+        .filter(|id| ids.is_empty() || ids.contains(&id.0))
+        .collect();
+    for &id in &victims {
+        drop_replica(srv, id, "killed by a client");
+    }
+    victims.len()
 }
 
 /// Zero-copy counters of every feed, live and ended.
@@ -485,16 +537,11 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     for (id, why) in dead {
         drop_replica(srv, id, &why);
     }
-    let size = srv
+    srv.repl.feeds.backlog_size = srv
         .config
         .get("repl-backlog-size")
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(1 << 20);
-    if let Some(b) = srv.repl.feeds.backlog.as_mut()
-        && end.saturating_sub(b.offset()) > size
-    {
-        b.skip_to(end - size);
-    }
     let period_ms = srv
         .config
         .get("repl-ping-replica-period")

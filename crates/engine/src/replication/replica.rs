@@ -305,6 +305,21 @@ pub fn background_step(srv: &mut Server) {
     }
 }
 
+/// CLIENT KILL TYPE master: close the link; cron connects again (with a
+/// PSYNC that continues where we are). False when there was no link.
+pub fn drop_link(srv: &mut Server) -> bool {
+    let Some(p) = srv.repl.primary.as_mut() else {
+        return false;
+    };
+    if p.link.take().is_none() {
+        return false;
+    }
+    p.state = LinkState::Connecting;
+    p.down_since_ms = crate::server::wall_ms();
+    log::notice("Connection with master lost (killed by a client).");
+    true
+}
+
 /// FULLRESYNC: the dataset becomes the primary's file.
 fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
     log::notice(&format!(

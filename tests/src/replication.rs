@@ -1,0 +1,82 @@
+//! What the replication tests share: following a primary, waiting for a
+//! replica to catch up, and comparing two servers' datasets.
+
+use crate::dataset::plain_view;
+use crate::v::{ok, text};
+use crate::{Server, info_field, q, query, within};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// REPLICAOF the primary on loopback.
+pub fn follow(replica: &mut redis::Connection, primary: &Server) {
+    assert_eq!(
+        query(
+            replica,
+            &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
+        ),
+        ok()
+    );
+}
+
+/// Wait until the replica's link is up and it has applied everything the
+/// primary has sent.
+pub fn wait_caught_up(primary: &mut redis::Connection, replica: &mut redis::Connection) {
+    within(30, "the replica to catch up", || {
+        let p = text(&q(primary, "INFO replication"));
+        let r = text(&q(replica, "INFO replication"));
+        info_field(&r, "master_link_status") == "up"
+            && info_field(&r, "slave_repl_offset") == info_field(&p, "master_repl_offset")
+    });
+}
+
+/// The two views are the same; on failure, only the keys that differ
+/// are shown (values cut short).
+///
+/// Scores are compared as numbers: redis-server 7 prints 17 significant
+/// digits (`1.0000000000000001e-05`) where Valkey 8 and ringkv print the
+/// shortest form (`0.00001`).
+pub fn assert_same(got: &BTreeMap<String, String>, want: &BTreeMap<String, String>, what: &str) {
+    let (got, want) = (&numeric_scores(got), &numeric_scores(want));
+    let cut = |v: Option<&String>| v.map(|v| v.chars().take(120).collect::<String>());
+    let diff: Vec<String> = got
+        .keys()
+        .chain(want.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| got.get(*k) != want.get(*k))
+        .map(|k| {
+            format!(
+                "{k}: replica {:?}, primary {:?}",
+                cut(got.get(k)),
+                cut(want.get(k))
+            )
+        })
+        .collect();
+    assert!(diff.is_empty(), "{what}:\n{}", diff.join("\n"));
+}
+
+fn numeric_scores(view: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let norm = |v: &String| -> String {
+        let Some(rest) = v.strip_prefix("zset/") else {
+            return v.clone();
+        };
+        let (ttl, items) = rest.split_once('/').unwrap_or((rest, ""));
+        let items: Vec<String> = items
+            .split(',')
+            .enumerate()
+            .map(|(i, x)| match x.parse::<f64>() {
+                Ok(f) if i % 2 == 1 => format!("{f:?}"),
+                _ => x.to_string(),
+            })
+            .collect();
+        format!("zset/{ttl}/{}", items.join(","))
+    };
+    view.iter().map(|(k, v)| (k.clone(), norm(v))).collect()
+}
+
+/// The primary's dataset once its short TTLs have run out and its active
+/// expiry has sent their DELs.
+pub fn settled_view(c: &mut redis::Connection) -> BTreeMap<String, String> {
+    std::thread::sleep(Duration::from_millis(300));
+    plain_view(c)
+}

@@ -1,0 +1,310 @@
+//! ringkv as a primary: Valkey 8.1 and redis-server 7.0 replicate from it
+//! (full sync from the fork-less snapshot, the stream, partial resync from
+//! the backlog, a backlog too small for the gap), WAIT, a replica that
+//! stops reading cut off by its output-buffer limit, a replica killed in
+//! the middle of its transfer, and zero-copy sends to a replica in another
+//! network namespace.
+
+use std::time::{Duration, Instant};
+
+use ringkv_e2e::dataset::{fill, plain_view, random_write};
+use ringkv_e2e::netns::{NETNS, Netns};
+use ringkv_e2e::replication::{assert_same, follow, settled_view, wait_caught_up};
+use ringkv_e2e::server::TempDir;
+use ringkv_e2e::v::{int_of, ok, text};
+use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
+
+/// A peer that will replicate from us.
+fn peer(b: Backend) -> Server {
+    b.start(Opts::new())
+}
+
+fn stat(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    info_field(&text(&q(c, &format!("INFO {section}"))), field)
+}
+
+fn replicate_from_ringkv(b: Backend, peer_backend: Backend, seed: u64) {
+    let p = b.server();
+    let pc = &mut p.client();
+    fill(pc);
+    let r = peer(peer_backend);
+    let rc = &mut r.client();
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    assert_same(&plain_view(rc), &plain_view(pc), "after the full sync");
+    let mut rng = Rng::new(seed);
+    for _ in 0..1500 {
+        random_write(pc, &mut rng);
+    }
+    let _ = q(pc, "SELECT 0");
+    let want = settled_view(pc);
+    wait_caught_up(pc, rc);
+    assert_same(&plain_view(rc), &want, "after the stream");
+    // What the primary reports.
+    let info = text(&q(pc, "INFO replication"));
+    assert_eq!(info_field(&info, "role"), "master");
+    assert_eq!(info_field(&info, "connected_slaves"), "1");
+    let slave0 = info_field(&info, "slave0");
+    assert!(
+        slave0.starts_with(&format!("ip=127.0.0.1,port={},state=online,", r.port)),
+        "{slave0}"
+    );
+    assert_eq!(info_field(&info, "repl_backlog_active"), "1");
+    let rinfo = text(&q(rc, "INFO replication"));
+    assert_eq!(
+        info_field(&rinfo, "master_replid"),
+        info_field(&info, "master_replid")
+    );
+    let role = q(pc, "ROLE").unwrap();
+    let redis::Value::Array(role) = role else {
+        panic!("ROLE: {role:?}")
+    };
+    assert_eq!(role.len(), 3);
+    assert_eq!(stat(pc, "stats", "sync_full"), "1");
+}
+
+e2e!(
+    ringkv_only fn valkey_replicates_from_ringkv(b) {
+        replicate_from_ringkv(b, Backend::Valkey, 21);
+    }
+);
+
+e2e!(
+    ringkv_only fn redis_7_replicates_from_ringkv(b) {
+        replicate_from_ringkv(b, Backend::Redis, 22);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_replica_that_reconnects_continues_from_the_backlog(b) {
+        let p = b.server();
+        let pc = &mut p.client();
+        fill(pc);
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        let mut rng = Rng::new(5);
+        for round in 0..3 {
+            assert_eq!(int_of(&q(rc, "CLIENT KILL TYPE master")), 1, "round {round}");
+            for _ in 0..200 {
+                random_write(pc, &mut rng);
+            }
+            let _ = q(pc, "SELECT 0");
+            let want = settled_view(pc);
+            wait_caught_up(pc, rc);
+            assert_same(&plain_view(rc), &want, &format!("round {round}"));
+        }
+        assert_eq!(stat(pc, "stats", "sync_full"), "1", "no second full sync");
+        let ok_count: u64 = stat(pc, "stats", "sync_partial_ok").parse().unwrap();
+        assert!(ok_count >= 3, "sync_partial_ok {ok_count}");
+    }
+);
+
+e2e!(
+    ringkv_only fn a_gap_larger_than_the_backlog_means_a_full_resync(b) {
+        let p = b.start(Opts::new().arg("repl-backlog-size", "16384"));
+        let pc = &mut p.client();
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        // The replica is frozen and its link cut from our side; 200 KB
+        // of writes happen meanwhile, far more than the backlog keeps.
+        let pid = r.pid().expect("running") as i32;
+        // SAFETY: signals to the Valkey process this test started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        assert_eq!(int_of(&q(pc, "CLIENT KILL TYPE replica")), 1);
+        let v = "v".repeat(1000);
+        for i in 0..200 {
+            assert_eq!(query(pc, &["SET", &format!("k{i}"), &v]), ok());
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        wait_caught_up(pc, rc);
+        assert_same(&plain_view(rc), &plain_view(pc), "after the full resync");
+        assert_eq!(stat(pc, "stats", "sync_full"), "2");
+        let histlen: u64 = stat(pc, "replication", "repl_backlog_histlen").parse().unwrap();
+        assert!(histlen <= 16384, "histlen {histlen}");
+    }
+);
+
+e2e!(
+    ringkv_only fn wait_counts_the_replicas_that_acknowledged(b) {
+        let p = b.server();
+        let pc = &mut p.client();
+        // No replica: WAIT 0 answers at once, WAIT 1 after its timeout.
+        assert_eq!(int_of(&q(pc, "WAIT 0 0")), 0);
+        let t = Instant::now();
+        assert_eq!(int_of(&q(pc, "WAIT 1 200")), 0);
+        assert!(t.elapsed() >= Duration::from_millis(190), "{:?}", t.elapsed());
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        for i in 0..20 {
+            assert_eq!(query(pc, &["SET", "k", &i.to_string()]), ok());
+            let t = Instant::now();
+            assert_eq!(int_of(&q(pc, "WAIT 1 5000")), 1, "write {i}");
+            // The GETACK is answered at once (not at the next 1 s ACK).
+            assert!(t.elapsed() < Duration::from_millis(500), "WAIT took {:?}", t.elapsed());
+            assert_eq!(text(&q(rc, "GET k")), i.to_string());
+        }
+        // More replicas than there are: the count, after the timeout.
+        assert_eq!(int_of(&q(pc, "WAIT 2 100")), 1);
+        assert_eq!(
+            q(pc, "WAIT 1 -1").unwrap_err(),
+            "ERR timeout is negative"
+        );
+    }
+);
+
+e2e!(
+    ringkv_only fn a_replica_that_stops_reading_is_cut_off_at_its_output_limit(b) {
+        let p = b.start(Opts::new().arg_multi(
+            "client-output-buffer-limit",
+            &["replica", "1mb", "0", "0"],
+        ));
+        let pc = &mut p.client();
+        let mut r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        let pid = r.pid().expect("running") as i32;
+        // SAFETY: signals to the Valkey process this test started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let v = "x".repeat(64 * 1024);
+        for i in 0..200 {
+            assert_eq!(query(pc, &["SET", &format!("big{i}"), &v]), ok());
+        }
+        within(10, "the stalled replica to be dropped", || {
+            stat(pc, "replication", "connected_slaves") == "0"
+        });
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        // It comes back and syncs again in full.
+        wait_caught_up(pc, rc);
+        assert_eq!(int_of(&q(rc, "DBSIZE")), 200);
+        assert_eq!(stat(pc, "stats", "sync_full"), "2");
+        r.stop();
+        let log = p.log();
+        assert!(log.contains("overcoming of output buffer limits"), "{log}");
+    }
+);
+
+e2e!(
+    ringkv_only fn a_replica_killed_during_its_transfer_frees_the_snapshot(b) {
+        // Each key takes 200 µs to save: the transfer lasts about a second.
+        let p = b.start(
+            Opts::new()
+                .arg("rdb-key-save-delay", "200")
+                .arg("enable-debug-command", "yes"),
+        );
+        let pc = &mut p.client();
+        assert_eq!(q(pc, "DEBUG POPULATE 5000"), ok());
+        let mut r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        within(10, "the transfer to start", || {
+            text(&q(pc, "INFO replication")).contains("state=send_bulk")
+        });
+        // SAFETY: SIGKILL to the Valkey process this test started.
+        unsafe { libc::kill(r.pid().expect("running") as i32, libc::SIGKILL) };
+        let _ = r.wait_exit(Duration::from_secs(5));
+        within(15, "the dead replica to be dropped", || {
+            stat(pc, "replication", "connected_slaves") == "0"
+        });
+        // The frozen view is free again: a BGSAVE runs, and writes go on.
+        assert_eq!(q(pc, "CONFIG SET rdb-key-save-delay 0"), ok());
+        assert_eq!(q(pc, "SET after kill"), ok());
+        within(10, "a BGSAVE to be accepted", || {
+            q(pc, "BGSAVE").is_ok()
+        });
+        within(10, "the BGSAVE to end", || {
+            stat(pc, "persistence", "rdb_bgsave_in_progress") == "0"
+        });
+        assert_eq!(stat(pc, "persistence", "rdb_last_bgsave_status"), "ok");
+    }
+);
+
+e2e!(
+    // A Valkey replica in its own network namespace: the link is not
+    // loopback, so the stream's large writes go out with MSG_ZEROCOPY.
+    ringkv_only fn large_writes_reach_a_remote_replica_zero_copy(b) {
+        if !Netns::available() {
+            eprintln!("skipped: the zero-copy test needs root and iproute2 for a network namespace");
+            return;
+        }
+        let _guard = NETNS.lock().unwrap_or_else(|e| e.into_inner());
+        let ns = match Netns::create("rkvrepl", "10.78.0") {
+            Ok(ns) => ns,
+            Err(e) => {
+                eprintln!("skipped: cannot create a network namespace: {e}");
+                return;
+            }
+        };
+        let p = b.start(
+            Opts::new()
+                .bind(&["127.0.0.1", &ns.host_addr()])
+                .arg("protected-mode", "no"),
+        );
+        let pc = &mut p.client();
+        let dir = TempDir::new("zc-replica");
+        let log = std::fs::File::create(dir.path().join("valkey.log")).unwrap();
+        let port = "7399";
+        let valkey = ringkv_e2e::server::valkey_binary();
+        let mut child = ns
+            .spawn(
+                &[
+                    valkey.to_str().unwrap(),
+                    "--port",
+                    port,
+                    "--bind",
+                    &ns.inner_addr(),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--protected-mode",
+                    "no",
+                    "--dir",
+                    dir.path().to_str().unwrap(),
+                    "--replicaof",
+                    &ns.host_addr(),
+                    &p.port.to_string(),
+                ],
+                log,
+            )
+            .expect("start Valkey in the namespace");
+        let cli = |args: &[&str]| ns.cli(&ns.inner_addr(), 7399, args);
+        let synced = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            cli(&["INFO", "replication"]).contains("master_link_status:up")
+        });
+        assert!(synced, "the remote replica did not sync: {}", cli(&["INFO", "replication"]));
+        let v: String = (0..256 * 1024).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+        for i in 0..20 {
+            assert_eq!(query(pc, &["SET", &format!("big{i}"), &v]), ok());
+        }
+        assert_eq!(query(pc, &["SET", "last", "1"]), ok());
+        let arrived = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            cli(&["GET", "last"]).trim() == "1"
+        });
+        assert!(arrived, "the writes did not reach the remote replica");
+        assert_eq!(cli(&["STRLEN", "big19"]).trim(), (256 * 1024).to_string());
+        assert_eq!(cli(&["GETRANGE", "big7", "100000", "100009"]).trim(), &v[100000..100010]);
+        let stats = text(&q(pc, "INFO stats"));
+        let writes: u64 = info_field(&stats, "zerocopy_writes").parse().unwrap();
+        let bytes: u64 = info_field(&stats, "zerocopy_bytes").parse().unwrap();
+        // Most of the 5 MiB went zero-copy (a slice shorter than the
+        // threshold, at the end of a stream block, is copied).
+        assert!(writes > 0 && bytes >= 4 << 20, "{stats}");
+        within(10, "every zero-copy send to complete", || {
+            info_field(&text(&q(pc, "INFO stats")), "zerocopy_in_flight") == "0"
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(ns);
+    }
+);
