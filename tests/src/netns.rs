@@ -45,6 +45,11 @@ impl Netns {
         Ok(ns)
     }
 
+    /// Our end of the veth pair (for `tc`, or to take the link down).
+    pub fn host_veth(&self) -> String {
+        format!("{}h", self.name)
+    }
+
     /// Our address as the namespace sees it.
     pub fn host_addr(&self) -> String {
         format!("{}.1", self.prefix)

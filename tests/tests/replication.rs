@@ -246,3 +246,118 @@ e2e!(
         assert_eq!(int_of(&q(rc, "DBSIZE")), 1);
     }
 );
+
+/// A primary that answers the handshake and then sends `after_psync`:
+/// returns its port and a counter of the connections it took.
+fn fake_primary(after_psync: Vec<u8>) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let conns = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = conns.clone();
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for s in l.incoming() {
+            if Instant::now() > deadline {
+                return;
+            }
+            let Ok(mut s) = s else { continue };
+            counter.fetch_add(1, Ordering::Relaxed);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            // One reply per command; PSYNC gets the scripted answer.
+            loop {
+                let Ok(n) = s.read(&mut buf) else { break };
+                if n == 0 {
+                    break;
+                }
+                seen.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&seen).to_ascii_uppercase();
+                let commands = text.matches('*').count();
+                if text.contains("$5\r\nPSYNC\r\n") {
+                    let _ = s.write_all(&b"+OK\r\n".repeat(commands - 1));
+                    let _ = s.write_all(&after_psync);
+                    std::thread::sleep(Duration::from_millis(200));
+                    break;
+                }
+                let _ = s.write_all(&b"+OK\r\n".repeat(commands));
+                seen.clear();
+            }
+        }
+    });
+    (port, conns)
+}
+
+fn garbage_from_the_primary(b: Backend, after_psync: Vec<u8>, expect_in_log: &str) -> Server {
+    let (port, conns) = fake_primary(after_psync);
+    let r = b.server();
+    let rc = &mut r.client();
+    assert_eq!(q(rc, "SET before 1"), ok());
+    assert_eq!(
+        query(rc, &["REPLICAOF", "127.0.0.1", &port.to_string()]),
+        ok()
+    );
+    within(20, "the replica to try again after the bad primary", || {
+        conns.load(std::sync::atomic::Ordering::Relaxed) >= 2
+    });
+    // The server is up, answering, its link down, the reason in its log.
+    assert_eq!(text(&q(rc, "PING")), "PONG");
+    let info = text(&q(rc, "INFO replication"));
+    assert_eq!(info_field(&info, "master_link_status"), "down");
+    let log = r.log();
+    assert!(
+        log.contains(expect_in_log),
+        "log lacks {expect_in_log:?}:\n{log}"
+    );
+    r
+}
+
+e2e!(
+    ringkv_only fn a_primary_refusing_psync_is_retried(b) {
+        let _ = garbage_from_the_primary(
+            b,
+            b"-ERR go away\r\n".to_vec(),
+            "Unexpected reply to PSYNC from master: -ERR go away",
+        );
+    }
+);
+
+e2e!(
+    ringkv_only fn a_primary_sending_a_corrupt_rdb_is_retried_and_nothing_is_loaded(b) {
+        // An RDB header, then bytes that are no RDB opcode.
+        let body = b"REDIS0011\xfa\x09garbage!!\x42\x42\x42\xff\x00";
+        let mut msg = format!(
+            "+FULLRESYNC 0123456789012345678901234567890123456789 0\r\n${}\r\n",
+            body.len()
+        )
+        .into_bytes();
+        msg.extend_from_slice(body);
+        let r = garbage_from_the_primary(
+            b,
+            msg,
+            "Failed trying to load the MASTER synchronization DB from disk",
+        );
+        // The old data was flushed for the sync; nothing half-loaded stays.
+        assert_eq!(int_of(&q(&mut r.client(), "DBSIZE")), 0);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_primary_sending_a_malformed_stream_is_dropped(b) {
+        // A valid empty RDB (version 11, no keys, checksum 0 = unchecked),
+        // then a stream that is not RESP.
+        let mut rdb = b"REDIS0011".to_vec();
+        rdb.push(0xff);
+        rdb.extend_from_slice(&[0u8; 8]);
+        let mut msg = format!(
+            "+FULLRESYNC 0123456789012345678901234567890123456789 0\r\n${}\r\n",
+            rdb.len()
+        )
+        .into_bytes();
+        msg.extend_from_slice(&rdb);
+        msg.extend_from_slice(b"*1\r\n$-7\r\n");
+        let _ = garbage_from_the_primary(b, msg, "protocol error in the stream");
+    }
+);

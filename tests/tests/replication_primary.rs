@@ -308,3 +308,191 @@ e2e!(
         drop(ns);
     }
 );
+
+/// A writer of random commands on its own connection until `stop`.
+fn writer(
+    port: u16,
+    seed: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let mut rng = Rng::new(seed);
+        let mut n = 0;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+            random_write(&mut c, &mut rng);
+            n += 1;
+        }
+        n
+    })
+}
+
+e2e!(
+    ringkv_only fn links_cut_at_random_points_under_writes_still_converge(b) {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        // A slow full sync (20 µs a key), so that some cuts land in it.
+        let p = b.start(Opts::new().arg("rdb-key-save-delay", "20"));
+        let pc = &mut p.client();
+        fill(pc);
+        for i in 0..20 {
+            let v = format!("bulk-{i}");
+            let args: Vec<String> = (0..500).map(|j| format!("f{j}")).collect();
+            let mut cmd = vec!["SADD".to_string(), format!("pad{i}")];
+            cmd.extend(args);
+            cmd.push(v);
+            let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            query(pc, &refs).unwrap();
+        }
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        let stop = Arc::new(AtomicBool::new(false));
+        let w = writer(p.port, 77, stop.clone());
+        let mut rng = Rng::new(78);
+        let mut cuts = 0;
+        for _ in 0..8 {
+            std::thread::sleep(Duration::from_millis(50 + rng.below(250) as u64));
+            // Either side cuts: the replica drops its primary, or we drop
+            // the replica.
+            let n = if rng.below(2) == 0 {
+                int_of(&q(rc, "CLIENT KILL TYPE master"))
+            } else {
+                int_of(&q(pc, "CLIENT KILL TYPE replica"))
+            };
+            cuts += n;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let writes = w.join().unwrap();
+        assert!(writes > 100, "only {writes} writes");
+        assert!(cuts >= 3, "only {cuts} cuts found a link");
+        let _ = q(pc, "SELECT 0");
+        let want = settled_view(pc);
+        wait_caught_up(pc, rc);
+        assert_same(&plain_view(rc), &want, "after the cuts");
+    }
+);
+
+e2e!(
+    ringkv_only fn a_slow_link_that_goes_down_and_up_still_converges(b) {
+        if !Netns::available() || ringkv_e2e::netns::run(&["tc", "-V"]).is_err() {
+            eprintln!("skipped: needs root, iproute2 and tc for a network namespace");
+            return;
+        }
+        let _guard = NETNS.lock().unwrap_or_else(|e| e.into_inner());
+        let ns = match Netns::create("rkvrepl", "10.78.0") {
+            Ok(ns) => ns,
+            Err(e) => {
+                eprintln!("skipped: cannot create a network namespace: {e}");
+                return;
+            }
+        };
+        let p = b.start(
+            Opts::new()
+                .bind(&["127.0.0.1", &ns.host_addr()])
+                .arg("protected-mode", "no"),
+        );
+        let pc = &mut p.client();
+        fill(pc);
+        // Delay and loss on our end of the pair where the kernel has netem;
+        // where it has not (this machine's), a slow link (8 Mbit/s, tbf).
+        let veth = ns.host_veth();
+        let tc = |q: &[&str]| {
+            let mut args = vec!["tc", "qdisc", "add", "dev", &veth, "root"];
+            args.extend_from_slice(q);
+            ringkv_e2e::netns::run(&args)
+        };
+        let shaped = tc(&["netem", "delay", "10ms", "2ms", "loss", "1%"])
+            .or_else(|_| tc(&["tbf", "rate", "8mbit", "burst", "32kbit", "latency", "400ms"]));
+        assert!(shaped.is_ok(), "no qdisc to shape the link: {shaped:?}");
+        let dir = TempDir::new("netem-replica");
+        let log = std::fs::File::create(dir.path().join("valkey.log")).unwrap();
+        let valkey = ringkv_e2e::server::valkey_binary();
+        let mut child = ns
+            .spawn(
+                &[
+                    valkey.to_str().unwrap(),
+                    "--port",
+                    "7398",
+                    "--bind",
+                    &ns.inner_addr(),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--protected-mode",
+                    "no",
+                    "--dir",
+                    dir.path().to_str().unwrap(),
+                    "--replicaof",
+                    &ns.host_addr(),
+                    &p.port.to_string(),
+                ],
+                log,
+            )
+            .expect("start Valkey in the namespace");
+        let mut rc = None;
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(100));
+            if let Ok(c) = redis::Client::open(format!("redis://{}:7398/", ns.inner_addr()))
+                .and_then(|c| c.get_connection())
+            {
+                rc = Some(c);
+                break;
+            }
+        }
+        let rc = &mut rc.expect("connect to the replica over the veth");
+        wait_caught_up(pc, rc);
+        let mut rng = Rng::new(99);
+        for round in 0..2 {
+            for _ in 0..300 {
+                random_write(pc, &mut rng);
+            }
+            // The link goes down for a moment in the middle of the stream.
+            ringkv_e2e::netns::run(&["ip", "link", "set", &veth, "down"]).unwrap();
+            for _ in 0..100 {
+                random_write(pc, &mut rng);
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            ringkv_e2e::netns::run(&["ip", "link", "set", &veth, "up"]).unwrap();
+            let _ = q(pc, "SELECT 0");
+            let want = settled_view(pc);
+            wait_caught_up(pc, rc);
+            assert_same(&plain_view(rc), &want, &format!("round {round}"));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        drop(ns);
+    }
+);
+
+e2e!(
+    ringkv_only fn malformed_replication_commands_get_errors(b) {
+        let p = b.server();
+        let pc = &mut p.client();
+        assert_eq!(
+            q(pc, "PSYNC x notanumber").unwrap_err(),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            q(pc, "PSYNC").unwrap_err(),
+            "ERR wrong number of arguments for 'psync' command"
+        );
+        assert_eq!(
+            q(pc, "REPLCONF listening-port abc").unwrap_err(),
+            "ERR value is not an integer or out of range"
+        );
+        assert_eq!(
+            q(pc, "REPLCONF nonsense 1").unwrap_err(),
+            "ERR Unrecognized REPLCONF option: nonsense"
+        );
+        assert_eq!(q(pc, "REPLCONF capa eof capa psync2"), ok());
+        // The server is fine.
+        assert_eq!(q(pc, "SET k v"), ok());
+        assert_eq!(stat(pc, "replication", "connected_slaves"), "0");
+    }
+);

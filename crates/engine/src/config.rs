@@ -280,8 +280,8 @@ static DEFS: &[Def] = &[
     i("list-compress-depth", 0, INT_MAX, "0", 0),
     i("rdb-key-save-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
     i("key-load-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
-    al(i("min-replicas-to-write", 0, INT_MAX, "0", 0), "min-slaves-to-write"),
-    al(i("min-replicas-max-lag", 0, INT_MAX, "10", 0), "min-slaves-max-lag"),
+    al(i("min-replicas-to-write", 0, INT_MAX, "0", SUP), "min-slaves-to-write"),
+    al(i("min-replicas-max-lag", 0, INT_MAX, "10", SUP), "min-slaves-max-lag"),
     i("watchdog-period", 0, INT_MAX, "0", HIDDEN),
     i("shutdown-timeout", 0, INT_MAX, "10", 0),
     i("repl-diskless-sync-max-replicas", 0, INT_MAX, "0", 0),
@@ -511,6 +511,11 @@ pub struct Config {
     /// `replica-serve-stale-data`: a replica with its link down still
     /// answers (no: `-MASTERDOWN`).
     pub replica_serve_stale_data: bool,
+    /// `min-replicas-to-write` / `min-replicas-max-lag` (seconds): a
+    /// primary with fewer replicas that ACKed within the lag refuses
+    /// writes (`-NOREPLICAS`).
+    pub min_replicas_to_write: u32,
+    pub min_replicas_max_lag: u32,
     /// `rdb-key-save-delay` (hidden, for tests): µs per key saved.
     pub rdb_key_save_delay: i64,
     /// `key-load-delay` (hidden, for tests): µs per key loaded.
@@ -590,6 +595,8 @@ impl Default for Config {
             stop_writes_on_bgsave_error: true,
             replica_read_only: true,
             replica_serve_stale_data: true,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             rdb_key_save_delay: 0,
             key_load_delay: 0,
             lazyfree_lazy_expire: true,
@@ -1037,6 +1044,8 @@ impl Config {
             "stop-writes-on-bgsave-error" => self.stop_writes_on_bgsave_error = v == "yes",
             "replica-read-only" => self.replica_read_only = v == "yes",
             "replica-serve-stale-data" => self.replica_serve_stale_data = v == "yes",
+            "min-replicas-to-write" => self.min_replicas_to_write = num() as u32,
+            "min-replicas-max-lag" => self.min_replicas_max_lag = num() as u32,
             "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
             "key-load-delay" => self.key_load_delay = num(),
             "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",

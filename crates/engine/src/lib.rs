@@ -1099,6 +1099,12 @@ fn resolve(
         if let Some(msg) = aof::misconf_error(srv) {
             return Err(Rejected { msg, cmd: Some(i) });
         }
+        if replication::primary::too_few_replicas(srv) {
+            return Err(Rejected {
+                msg: replication::primary::NOREPLICAS_ERR.into(),
+                cmd: Some(i),
+            });
+        }
     }
     if sess.multi.is_some() && e.spec.flags & command::flags::NO_MULTI != 0 {
         return Err(Rejected {

@@ -167,6 +167,21 @@ pub struct Feeds {
     pub getack_sent: bool,
     /// `repl-backlog-size`, as cron last read it.
     pub backlog_size: u64,
+    /// Online replicas whose last ACK is within `min-replicas-max-lag`
+    /// (counted by cron, as Valkey's refreshGoodReplicasCount).
+    pub good_replicas: usize,
+}
+
+/// `-NOREPLICAS`: `min-replicas-to-write` is not met.
+pub const NOREPLICAS_ERR: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Writes are refused for want of good replicas.
+pub fn too_few_replicas(srv: &Server) -> bool {
+    let c = &srv.config;
+    c.min_replicas_to_write > 0
+        && c.min_replicas_max_lag > 0
+        && !srv.repl.is_replica()
+        && srv.repl.feeds.good_replicas < c.min_replicas_to_write as usize
 }
 
 /// Why PSYNC was refused (the reply).
@@ -552,6 +567,15 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         srv.repl.feeds.last_ping_ms = now_ms;
         srv.effects.emit_anywhere(&[b"PING"]);
     }
+    let max_lag_ms = i64::from(srv.config.min_replicas_max_lag) * 1000;
+    srv.repl.feeds.good_replicas = srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .filter_map(|r| r.feed.as_ref())
+        .filter(|f| f.online() && now_ms - f.ack().1 <= max_lag_ms)
+        .count();
     start_waiting_sync(srv, now_ms);
 }
 
