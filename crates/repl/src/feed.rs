@@ -39,6 +39,10 @@ const QUEUE: usize = 16;
 const WRITE_BUF: usize = 1 << 20;
 /// The longest the thread sleeps between looks at its stop flag.
 const TICK: Duration = Duration::from_millis(100);
+/// After a round that sent something, the feed looks again this much later
+/// without being woken: under load, one write a millisecond instead of a
+/// wake-up (an eventfd write and a context switch) per batch.
+const LINGER: Duration = Duration::from_millis(1);
 /// A blocked write gives up after this long (the replica stopped reading).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -355,6 +359,10 @@ fn serve(
     let werr = |e: std::io::Error| format!("write error: {e}");
     w.write_all(&unsent).map_err(werr)?;
     w.write_all(&start.preamble).map_err(werr)?;
+    // A replica that reads an EOF-marked RDB finds its end only if the
+    // mark ends one of its reads: nothing more is sent until it has
+    // loaded the file and ACKs (Valkey's repl_put_online_on_ack).
+    let mut hold_until_ack = false;
     if let (Some(framing), Some((rx, done))) = (start.rdb, chunks) {
         let outcome = send_rdb(sock, framing, start.rdb_version, &rx);
         let failed = outcome.as_ref().err().cloned();
@@ -362,7 +370,10 @@ fn serve(
         if let Some(e) = failed {
             return Err(e);
         }
-        shared.online.store(true, Ordering::Relaxed);
+        hold_until_ack = framing == RdbFraming::EofMark;
+        if !hold_until_ack {
+            shared.online.store(true, Ordering::Relaxed);
+        }
     }
     let tracker = start
         .zerocopy_min
@@ -374,6 +385,10 @@ fn serve(
         input: unparsed,
         tracker,
     };
+    if hold_until_ack {
+        stream.await_first_ack(shared)?;
+        shared.online.store(true, Ordering::Relaxed);
+    }
     let r = stream.run(shared);
     if let Some(t) = stream.tracker.as_mut() {
         // Seed 003's rule: a socket with zero-copy sends in flight is
@@ -463,19 +478,52 @@ struct Stream<'a> {
 }
 
 impl Stream<'_> {
+    /// Read (and send nothing) until the replica's first ACK.
+    fn await_first_ack(&mut self, shared: &Shared) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + WRITE_TIMEOUT;
+        while shared.ack_ms.load(Ordering::Relaxed) == 0 {
+            if shared.stop.load(Ordering::Relaxed) {
+                return Err("stopped".into());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err("no ACK after the RDB".into());
+            }
+            let (readable, rung) = self.wait(shared, TICK)?;
+            if let Some(b) = &shared.bell
+                && rung
+            {
+                b.awake_after(true);
+            }
+            if readable {
+                self.read_acks(shared)?;
+            }
+        }
+        Ok(())
+    }
+
     fn run(&mut self, shared: &Shared) -> Result<(), String> {
         self.read_acks(shared)?;
         loop {
             if shared.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
+            let mut sent = false;
             while let Some(slice) = self.reader.next_slice() {
                 self.send(&slice, shared)?;
                 shared.sent.store(self.reader.offset(), Ordering::Relaxed);
+                sent = true;
             }
             if let Some(t) = self.tracker.as_mut() {
                 t.reap();
                 t.publish(&shared.zc);
+            }
+            if sent {
+                // Not announced asleep: the engine's rings cost it nothing.
+                let (readable, _) = self.wait(shared, LINGER)?;
+                if readable {
+                    self.read_acks(shared)?;
+                }
+                continue;
             }
             // Sleep until the engine rings, the replica writes, or a tick.
             if let Some(b) = &shared.bell {
@@ -487,7 +535,7 @@ impl Stream<'_> {
                 }
                 continue;
             }
-            let (readable, rung) = self.wait(shared)?;
+            let (readable, rung) = self.wait(shared, TICK)?;
             if let Some(b) = &shared.bell {
                 b.awake_after(rung);
             }
@@ -509,8 +557,9 @@ impl Stream<'_> {
         w.write_all(slice).map_err(|e| format!("write error: {e}"))
     }
 
-    /// Poll the socket and the doorbell: (socket readable, bell rung).
-    fn wait(&mut self, shared: &Shared) -> Result<(bool, bool), String> {
+    /// Poll the socket and the doorbell for up to `timeout`: (socket
+    /// readable, bell rung).
+    fn wait(&mut self, shared: &Shared, timeout: Duration) -> Result<(bool, bool), String> {
         let mut fds = [
             libc::pollfd {
                 fd: self.sock.as_raw_fd(),
@@ -524,7 +573,7 @@ impl Stream<'_> {
             },
         ];
         // SAFETY: `fds` is a valid array of two pollfd for the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, TICK.as_millis() as i32) };
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as i32) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == ErrorKind::Interrupted {

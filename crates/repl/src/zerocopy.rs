@@ -33,6 +33,9 @@ const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
 /// The kernel could not send from the pages and copied them.
 const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
+/// Completions looked at before deciding that the kernel copies anyway.
+const PROBE: u64 = 32;
+
 /// The in-flight zero-copy sends of one socket.
 pub struct Tracker {
     fd: RawFd,
@@ -44,6 +47,12 @@ pub struct Tracker {
     writes: u64,
     bytes: u64,
     copied: u64,
+    completed: u64,
+    /// Every one of the first [`PROBE`] completions said "copied": the
+    /// path copies anyway (loopback, a veth, a device without scatter-
+    /// gather), and zero-copy would only add its notifications. Later
+    /// writes are ordinary sends.
+    gave_up: bool,
 }
 
 impl Tracker {
@@ -73,11 +82,15 @@ impl Tracker {
             writes: 0,
             bytes: 0,
             copied: 0,
+            completed: 0,
+            gave_up: false,
         }
     }
 
+    /// Sends of at least this many bytes go zero-copy (none, once the
+    /// tracker gave up on this socket).
     pub fn min_size(&self) -> usize {
-        self.min
+        if self.gave_up { usize::MAX } else { self.min }
     }
 
     /// Send all of `slice`, zero-copy; a kernel short of option memory
@@ -166,8 +179,15 @@ impl Tracker {
 
     fn done(&mut self, s: &Slice, copied: bool) {
         self.bytes_in_flight -= s.len() as u64;
+        self.completed += 1;
         if copied {
             self.copied += 1;
+        }
+        if !self.gave_up && self.completed == PROBE && self.copied == PROBE {
+            self.gave_up = true;
+            engine::log::notice(
+                "Zero-copy sends to a replica were all copied by the kernel: sending that replica ordinary copies",
+            );
         }
     }
 
@@ -283,6 +303,26 @@ mod tests {
         assert_eq!(t.bytes_in_flight, 0);
         assert_eq!(t.copied, 2);
         assert_eq!((t.writes, t.bytes), (6, 60));
+    }
+
+    #[test]
+    fn a_path_that_always_copies_ends_zero_copy_sends() {
+        let mut t = Tracker::new(-1, 100, 0);
+        for s in slices(PROBE as usize, 4) {
+            t.track(s);
+        }
+        t.complete(0, PROBE as u32 - 2, true);
+        assert_eq!(t.min_size(), 100, "not all copied yet");
+        t.complete(PROBE as u32 - 1, PROBE as u32 - 1, true);
+        assert_eq!(t.min_size(), usize::MAX);
+        // One send the kernel really did without a copy keeps it on.
+        let mut t = Tracker::new(-1, 100, 0);
+        for s in slices(PROBE as usize, 4) {
+            t.track(s);
+        }
+        t.complete(0, 0, false);
+        t.complete(1, PROBE as u32 - 1, true);
+        assert_eq!(t.min_size(), 100);
     }
 
     #[test]
