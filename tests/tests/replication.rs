@@ -361,3 +361,34 @@ e2e!(
         let _ = garbage_from_the_primary(b, msg, "protocol error in the stream");
     }
 );
+
+e2e!(
+    ringkv_only fn a_restarted_replica_continues_from_its_rdb(b) {
+        let p = Backend::Valkey.start(Opts::new().arg("repl-diskless-sync-delay", "0"));
+        let pc = &mut p.client();
+        fill(pc);
+        let dir = ringkv_e2e::server::TempDir::new("replica-restart");
+        let opts = || {
+            Opts::new()
+                .dir(dir.path())
+                .arg_multi("replicaof", &["127.0.0.1", &p.port.to_string()])
+        };
+        let mut r = b.start(opts());
+        {
+            let rc = &mut r.client();
+            wait_caught_up(pc, rc);
+            // SHUTDOWN saves (save points are set by default).
+            let _ = q(rc, "SHUTDOWN");
+        }
+        r.wait_exit(Duration::from_secs(10));
+        assert_eq!(q(pc, "SET while-down yes"), ok());
+        let r = b.start(opts());
+        let rc = &mut r.client();
+        wait_caught_up(pc, rc);
+        assert_eq!(text(&q(rc, "GET while-down")), "yes");
+        assert_same(&plain_view(rc), &plain_view(pc), "after the restart");
+        let stats = text(&q(pc, "INFO stats"));
+        assert_eq!(info_field(&stats, "sync_full"), "1", "{stats}");
+        assert!(info_field(&stats, "sync_partial_ok").parse::<u64>().unwrap() >= 1, "{stats}");
+    }
+);

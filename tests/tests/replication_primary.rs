@@ -365,7 +365,7 @@ e2e!(
         let mut rng = Rng::new(78);
         let mut cuts = 0;
         for _ in 0..8 {
-            std::thread::sleep(Duration::from_millis(50 + rng.below(250) as u64));
+            std::thread::sleep(Duration::from_millis(50 + rng.below(250)));
             // Either side cuts: the replica drops its primary, or we drop
             // the replica.
             let n = if rng.below(2) == 0 {
@@ -530,5 +530,38 @@ e2e!(
         wait_caught_up(pc, rc);
         assert_eq!(int_of(&q(rc, "DBSIZE")), int_of(&q(pc, "DBSIZE")));
         assert_same(&plain_view(rc), &want, "after a full sync under writes");
+    }
+);
+
+e2e!(
+    ringkv_only fn a_restarted_primary_lets_its_replica_continue(b) {
+        let dir = TempDir::new("primary-restart");
+        let mut p = b.start(Opts::new().dir(dir.path()));
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        {
+            let pc = &mut p.client();
+            fill(pc);
+            follow(rc, &p);
+            wait_caught_up(pc, rc);
+            let _ = q(pc, "SHUTDOWN");
+        }
+        p.wait_exit(Duration::from_secs(10));
+        // Back on another port: the replica follows it there and asks to
+        // continue under the id it knew, which the file carried over.
+        let p = b.start(Opts::new().dir(dir.path()));
+        let pc = &mut p.client();
+        assert_eq!(q(pc, "SET after restart"), ok());
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        assert_same(&plain_view(rc), &plain_view(pc), "after the restart");
+        assert_eq!(
+            stat(pc, "stats", "sync_full"),
+            "0",
+            "primary:\n{}\nreplica:\n{}",
+            p.log(),
+            r.log()
+        );
+        assert_eq!(stat(pc, "stats", "sync_partial_ok"), "1");
     }
 );

@@ -99,6 +99,12 @@ impl Effects {
         self.stream_db = None;
     }
 
+    /// The database the stream last selected (what a replica that
+    /// continues from here has selected).
+    pub fn stream_db(&self) -> Option<usize> {
+        self.stream_db
+    }
+
     /// The stream offset after everything appended.
     pub fn offset(&self) -> u64 {
         self.stream.as_ref().map_or(self.ended_at, |w| w.offset())

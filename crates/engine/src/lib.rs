@@ -584,6 +584,9 @@ impl Engine {
         }
         if loading::start(&mut self.srv, now)? {
             log::notice("Loading RDB produced by ringkv or Valkey...");
+            if let Some(l) = self.srv.persist.loading.as_mut() {
+                l.at_startup = true;
+            }
         }
         Ok(())
     }

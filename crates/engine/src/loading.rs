@@ -21,6 +21,9 @@ pub struct Loading {
     pub loaded: u64,
     /// The last step found nothing decoded yet.
     pub waiting: bool,
+    /// The start-up load: the file's replication id and offset are taken
+    /// up (not for DEBUG RELOAD, nor a replica's full sync).
+    pub at_startup: bool,
 }
 
 /// Open `dbfilename` and begin loading it. `Ok(false)`: no file.
@@ -50,6 +53,7 @@ fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
         start_unix_s: now_ms / 1000,
         loaded: 0,
         waiting: false,
+        at_startup: false,
     });
 }
 
@@ -100,8 +104,11 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                 ld.waiting = true;
                 return Ok(Progress::Waiting);
             }
-            LoadStep::Done { expired } => {
+            LoadStep::Done { expired, repl } => {
                 let ld = srv.persist.loading.take().expect("loading");
+                if let (true, Some(saved)) = (ld.at_startup, repl) {
+                    crate::replication::restore_saved(srv, saved);
+                }
                 log::notice(&format!(
                     "Done loading RDB, keys loaded: {}, keys expired: {expired}.",
                     ld.loaded

@@ -64,8 +64,44 @@ pub enum LoadStep {
     /// expired were skipped (counted here).
     Done {
         expired: u64,
+        /// The replication stream the file was cut from, if it says.
+        repl: Option<SavedReplication>,
     },
     Failed(String),
+}
+
+/// What an RDB file says about the replication stream it was cut from
+/// (its AUX fields `repl-id`, `repl-offset`, `repl-stream-db`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedReplication {
+    pub replid: String,
+    pub offset: u64,
+    /// The database the stream had selected (-1: none).
+    pub stream_db: i64,
+}
+
+impl SavedReplication {
+    /// Gather it from a file's AUX fields: `Some` once all three are seen
+    /// and valid.
+    pub fn from_aux(fields: &[(Vec<u8>, Vec<u8>)]) -> Option<SavedReplication> {
+        let get = |k: &[u8]| {
+            fields
+                .iter()
+                .rev()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        };
+        let replid = get(b"repl-id").filter(|id| id.len() == 40)?;
+        let offset = get(b"repl-offset")?.parse().ok()?;
+        let stream_db = get(b"repl-stream-db")
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(-1);
+        Some(SavedReplication {
+            replid,
+            offset,
+            stream_db,
+        })
+    }
 }
 
 /// The reader of one snapshot file.

@@ -107,6 +107,11 @@ impl Snapshot {
         t.aux(b"redis-bits", b"64");
         t.aux(b"ctime", (now_ms / 1000).to_string().as_bytes());
         t.aux(b"used-mem", srv.used_memory().to_string().as_bytes());
+        if let Some((db, id, offset)) = crate::replication::aux_fields(srv) {
+            t.aux(b"repl-stream-db", db.to_string().as_bytes());
+            t.aux(b"repl-id", id.as_bytes());
+            t.aux(b"repl-offset", offset.to_string().as_bytes());
+        }
         t.aux(b"aof-base", if aof_base { b"1" } else { b"0" });
         let mut order = Vec::new();
         let mut keys_total = 0;

@@ -75,7 +75,10 @@ struct MemSource {
 impl LoadSource for MemSource {
     fn next(&mut self, _wait: bool) -> LoadStep {
         if self.keys.is_empty() {
-            return LoadStep::Done { expired: 0 };
+            return LoadStep::Done {
+                expired: 0,
+                repl: None,
+            };
         }
         let n = self.keys.len().min(100);
         LoadStep::Keys(self.keys.drain(..n).collect())

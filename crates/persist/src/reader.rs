@@ -2,7 +2,7 @@
 //! decompresses the file; `rdb-builder` decodes packed values, builds and
 //! hashes the entries, and hands them to the execution thread in batches.
 
-use engine::persist::{LoadOptions, LoadSource, LoadStep, LoadedKey};
+use engine::persist::{LoadOptions, LoadSource, LoadStep, LoadedKey, SavedReplication};
 use rdb::{Item, Loader};
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -19,7 +19,10 @@ const READ_BUF: usize = 1 << 20;
 
 enum Msg {
     Keys(Vec<LoadedKey>),
-    Done { expired: u64 },
+    Done {
+        expired: u64,
+        repl: Option<SavedReplication>,
+    },
     Failed(String),
 }
 
@@ -93,7 +96,7 @@ impl FileSource {
 /// What the reading thread hands the building thread.
 enum Raw {
     Items(Vec<Item>),
-    Done,
+    Done(Option<SavedReplication>),
     Failed(String),
 }
 
@@ -103,6 +106,8 @@ enum Raw {
 fn read_file<R: Read>(mut loader: Loader<R>, name: &str, tx: &SyncSender<Raw>, end_at: &AtomicU64) {
     loader.defer_packed(true);
     let mut batch = Vec::with_capacity(BATCH);
+    // AUX fields about the replication stream (the others are ignored).
+    let mut repl_aux = Vec::new();
     let end = loop {
         match loader.next_item() {
             Ok(Some(item @ (Item::Key(_) | Item::Packed(_) | Item::Function(_)))) => {
@@ -114,10 +119,15 @@ fn read_file<R: Read>(mut loader: Loader<R>, name: &str, tx: &SyncSender<Raw>, e
                     }
                 }
             }
-            Ok(Some(Item::Aux { .. } | Item::SelectDb(_) | Item::ResizeDb { .. })) => {}
+            Ok(Some(Item::Aux { key, value })) => {
+                if key.starts_with(b"repl-") {
+                    repl_aux.push((key, value));
+                }
+            }
+            Ok(Some(Item::SelectDb(_) | Item::ResizeDb { .. })) => {}
             Ok(None) => {
                 end_at.store(loader.offset(), Ordering::Release);
-                break Raw::Done;
+                break Raw::Done(SavedReplication::from_aux(&repl_aux));
             }
             Err(e) => break Raw::Failed(format!("{name}: {e}")),
         }
@@ -135,7 +145,7 @@ fn build(rx: &Receiver<Raw>, opts: LoadOptions, name: &str, tx: &SyncSender<Msg>
     let end = 'file: loop {
         let items = match rx.recv() {
             Ok(Raw::Items(items)) => items,
-            Ok(Raw::Done) => break Msg::Done { expired },
+            Ok(Raw::Done(repl)) => break Msg::Done { expired, repl },
             Ok(Raw::Failed(e)) => break Msg::Failed(e),
             Err(_) => break Msg::Failed(format!("{name}: the RDB reader thread died")),
         };
@@ -216,9 +226,9 @@ impl LoadSource for FileSource {
         };
         match msg {
             Msg::Keys(k) => LoadStep::Keys(k),
-            Msg::Done { expired } => {
+            Msg::Done { expired, repl } => {
                 self.finished = true;
-                LoadStep::Done { expired }
+                LoadStep::Done { expired, repl }
             }
             Msg::Failed(e) => {
                 self.finished = true;

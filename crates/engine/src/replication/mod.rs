@@ -84,3 +84,40 @@ pub fn master_offset(srv: &crate::server::Server) -> u64 {
         (srv.effects.offset() as i64 + srv.repl.shift).max(0) as u64
     }
 }
+
+/// What an RDB file loaded at start-up says about the stream it was cut
+/// from (Valkey 7's rule). A replica goes on from there: its next PSYNC
+/// asks for the bytes after the file. A primary keeps it as history under
+/// the old id (`replid2`), with a backlog that starts at the file's
+/// offset, so replicas that were in sync with it continue.
+pub fn restore_saved(srv: &mut crate::server::Server, saved: crate::persist::SavedReplication) {
+    if srv.repl.is_replica() {
+        srv.repl.replid = saved.replid;
+        srv.repl.offset = saved.offset;
+        if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT) {
+            s.db = saved.stream_db.max(0) as usize;
+        }
+        return;
+    }
+    let stream = srv.effects.offset() as i64;
+    let r = &mut srv.repl;
+    r.replid2 = saved.replid;
+    r.second_offset = saved.offset as i64 + 1;
+    r.replid = crate::server::new_replid();
+    r.shift = saved.offset as i64 - stream;
+    primary::ensure_backlog(srv);
+}
+
+/// The AUX fields a snapshot carries about the stream, at its instant:
+/// (repl-stream-db, repl-id, repl-offset), when there is a stream to
+/// continue (a replica, or a primary with a backlog).
+pub fn aux_fields(srv: &crate::server::Server) -> Option<(i64, String, u64)> {
+    let db = if srv.repl.is_replica() {
+        srv.clients.get(PRIMARY_CLIENT).map_or(-1, |s| s.db as i64)
+    } else if srv.repl.feeds.backlog.is_some() {
+        srv.effects.stream_db().map_or(-1, |d| d as i64)
+    } else {
+        return None;
+    };
+    Some((db, srv.repl.replid.clone(), master_offset(srv)))
+}

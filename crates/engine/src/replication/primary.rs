@@ -292,7 +292,7 @@ fn continue_point(srv: &Server, replid: &[u8], offset: i64) -> Option<effects::R
 
 /// The backlog starts with the first replica: from then on the stream
 /// runs (it may already, for the AOF).
-fn ensure_backlog(srv: &mut Server) {
+pub(crate) fn ensure_backlog(srv: &mut Server) {
     if srv.repl.feeds.backlog.is_none() {
         srv.repl.feeds.backlog_size = srv
             .config
@@ -563,7 +563,11 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         .and_then(|v| v.parse::<i64>().ok())
         .unwrap_or(10)
         * 1000;
-    if !srv.repl.feeds.replicas.is_empty() && now_ms - srv.repl.feeds.last_ping_ms >= period_ms {
+    // Nothing more goes into the stream once the final save has cut it.
+    if !srv.repl.feeds.replicas.is_empty()
+        && !srv.shutting_down
+        && now_ms - srv.repl.feeds.last_ping_ms >= period_ms
+    {
         srv.repl.feeds.last_ping_ms = now_ms;
         srv.effects.emit_anywhere(&[b"PING"]);
     }

@@ -174,7 +174,11 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
     // past its time meanwhile.
     set_replica_expiry(srv, true, true);
     log::notice(&format!("Connecting to MASTER {host}:{port}"));
-    connect(srv, now_ms);
+    // While the local file loads, cron connects once it is in: its
+    // replication id and offset may let the PSYNC continue.
+    if !srv.persist.is_loading() {
+        connect(srv, now_ms);
+    }
     true
 }
 
@@ -232,7 +236,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     let Some(p) = srv.repl.primary.as_ref() else {
         return;
     };
-    if p.link.is_none() && now_ms - p.last_attempt_ms >= RECONNECT_MS {
+    if p.link.is_none() && now_ms - p.last_attempt_ms >= RECONNECT_MS && !srv.persist.is_loading() {
         connect(srv, now_ms);
     }
 }
