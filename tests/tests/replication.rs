@@ -268,8 +268,7 @@ fn fake_primary(after_psync: Vec<u8>) -> (u16, std::sync::Arc<std::sync::atomic:
             let mut seen = Vec::new();
             let mut buf = [0u8; 4096];
             // One reply per command; PSYNC gets the scripted answer.
-            loop {
-                let Ok(n) = s.read(&mut buf) else { break };
+            while let Ok(n) = s.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
