@@ -1,0 +1,971 @@
+//! Lua scripting as Valkey 8 embeds it: one sandboxed Lua 5.1 state, the
+//! libraries scripts see, the EVAL script cache, and the conversions
+//! between Lua values and replies.
+//!
+//! ```text
+//!   engine (EVAL, EVALSHA, SCRIPT LOAD ...)
+//!     │ Scripts::load(body)            compile once per SHA1, keep the function
+//!     │ Scripts::run(sha, keys, argv, host, reply)
+//!     ▼
+//!   Lua: KEYS/ARGV set, xpcall(f_<sha>, error handler)
+//!     │ redis.call / redis.pcall ──► Host::call(argv, resp3) ──► the engine
+//!     │                                runs the command as the script's client
+//!     │ ◄── the reply's RESP bytes, parsed and converted to Lua (Valkey's table)
+//!     ▼
+//!   the returned value (or the error table) converted into the caller's reply
+//! ```
+//!
+//! What this crate owns: the Lua state, its sandbox (no io, no files, a
+//! read-only global table; `os` has only `clock`), the `bit` and `cjson`
+//! libraries, the deterministic `math.random` (Valkey's lrand48, one
+//! sequence for the life of the process), shebang flags, the error format
+//! (`ERR user_script:1: ... script: <sha>, on @user_script:1.`).
+//!
+//! What it must not touch: sockets, files, threads, the keyspace. It knows
+//! nothing of commands: every command a script runs goes through the
+//! [`Host`] the engine passes to [`Scripts::run`], on the engine's
+//! execution thread, and comes back as reply bytes.
+
+pub mod bit;
+pub mod cjson;
+pub mod sha1;
+
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use resp::ReplyWriter;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// Shebang flags (`#!lua flags=...`), Valkey's `SCRIPT_FLAG_*`.
+pub mod flags {
+    pub const NO_WRITES: u32 = 1 << 0;
+    pub const ALLOW_OOM: u32 = 1 << 1;
+    pub const ALLOW_STALE: u32 = 1 << 2;
+    pub const NO_CLUSTER: u32 = 1 << 3;
+    /// Without a shebang: EVAL's compatibility mode (writes allowed,
+    /// denyoom judged per command).
+    pub const EVAL_COMPAT_MODE: u32 = 1 << 4;
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 5;
+}
+
+/// `redis.set_repl` flags.
+pub mod repl {
+    pub const NONE: u8 = 0;
+    pub const AOF: u8 = 1;
+    pub const REPLICA: u8 = 2;
+    pub const ALL: u8 = 3;
+}
+
+/// What a script can ask of the server.
+pub trait Host {
+    /// Run one command as the script's client. `Ok`: the reply, RESP3 when
+    /// `resp3` (the script called `redis.setresp(3)`), RESP2 otherwise.
+    /// `Err`: refused before it ran (unknown command, not allowed from a
+    /// script, write in a read-only script, OOM): the error text with its
+    /// code, e.g. `ERR Unknown command called from script`.
+    fn call(&mut self, argv: &[&[u8]], resp3: bool) -> Result<Vec<u8>, String>;
+    /// `redis.log(level, ...)`: level 0 debug .. 3 warning.
+    fn log(&mut self, level: u8, msg: &str);
+    /// `redis.set_repl(flags)` ([`repl`]).
+    fn set_repl(&mut self, flags: u8);
+}
+
+/// Where the Rust functions registered in Lua find the run's state.
+#[derive(Default)]
+struct Shared {
+    /// A `*mut &mut dyn Host` while a script runs, 0 otherwise.
+    host: AtomicUsize,
+    resp3: AtomicBool,
+    /// The lrand48 state (48 bits).
+    rand: AtomicU64,
+    /// Instructions a run may execute before it is stopped (0: no limit).
+    budget: AtomicU64,
+    spent: AtomicU64,
+}
+
+/// One cached script.
+pub struct Script {
+    func: Function,
+    /// [`flags`] bits from its shebang.
+    pub flags: u32,
+    pub body_len: usize,
+}
+
+/// The Lua state and the EVAL script cache.
+pub struct Scripts {
+    lua: Lua,
+    shared: Arc<Shared>,
+    /// The real global table (KEYS and ARGV are set here); scripts run
+    /// with a read-only proxy of it as their environment.
+    globals: Table,
+    env: Table,
+    xpcall: Function,
+    handler: Function,
+    cache: HashMap<[u8; 40], Script>,
+    body_bytes: usize,
+}
+
+impl std::fmt::Debug for Scripts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scripts")
+            .field("cached", &self.cache.len())
+            .finish()
+    }
+}
+
+/// Valkey's `redisSrand48(0)`-less start: the C library's default seed.
+const RAND_INIT: u64 = 0x1234_ABCD_330E;
+const INTERNAL: &str = "=ringkv";
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Scripts::new()
+    }
+}
+
+impl Scripts {
+    pub fn new() -> Scripts {
+        let shared = Arc::new(Shared {
+            rand: AtomicU64::new(RAND_INIT),
+            ..Shared::default()
+        });
+        Scripts::with_shared(shared)
+    }
+
+    fn with_shared(shared: Arc<Shared>) -> Scripts {
+        build(shared).expect("the Lua state is built from fixed code")
+    }
+
+    /// SCRIPT FLUSH: forget every script and start a fresh Lua state (the
+    /// random sequence goes on, as Valkey's lives outside Lua).
+    pub fn flush(&mut self) {
+        let shared = Arc::new(Shared {
+            rand: AtomicU64::new(self.shared.rand.load(Relaxed)),
+            budget: AtomicU64::new(self.shared.budget.load(Relaxed)),
+            ..Shared::default()
+        });
+        *self = Scripts::with_shared(shared);
+    }
+
+    /// Stop any run after about `n` Lua instructions with an error (the
+    /// fuzz target's guard against endless loops); `None`: no limit.
+    pub fn set_instruction_budget(&mut self, n: Option<u64>) {
+        self.shared.budget.store(n.unwrap_or(0), Relaxed);
+        if n.is_some() {
+            let sh = self.shared.clone();
+            let triggers = mlua::HookTriggers::new().every_nth_instruction(1000);
+            let _ = self.lua.set_hook(triggers, move |_, _| {
+                let spent = sh.spent.fetch_add(1000, Relaxed) + 1000;
+                let budget = sh.budget.load(Relaxed);
+                if budget != 0 && spent > budget {
+                    return Err(mlua::Error::runtime(
+                        "script ran out of its instruction budget",
+                    ));
+                }
+                Ok(mlua::VmState::Continue)
+            });
+        } else {
+            self.lua.remove_hook();
+        }
+    }
+
+    /// Scripts in the cache (INFO `number_of_cached_scripts`).
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+    /// Bytes the cache holds: bodies plus a fixed cost per script (INFO
+    /// `used_memory_scripts_eval`).
+    pub fn cache_memory(&self) -> usize {
+        self.body_bytes + self.cache.len() * 200
+    }
+    /// Bytes the Lua state uses (INFO `used_memory_vm_eval`).
+    pub fn lua_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    pub fn get(&self, sha: &[u8]) -> Option<&Script> {
+        let key: &[u8; 40] = sha.try_into().ok()?;
+        self.cache.get(&lower(key))
+    }
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        self.get(sha).is_some()
+    }
+
+    /// Compile `body` (once: a cached SHA is not compiled again) and
+    /// return its SHA1. `Err`: the error reply (shebang or syntax).
+    pub fn load(&mut self, body: &[u8]) -> Result<[u8; 40], String> {
+        let sha = sha1::hex(body);
+        if self.cache.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, code) = parse_shebang(body)?;
+        let func = self
+            .lua
+            .load(code)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling script (new function): {}", lua_msg(&e)))?;
+        self.body_bytes += body.len();
+        self.cache.insert(
+            sha,
+            Script {
+                func,
+                flags,
+                body_len: body.len(),
+            },
+        );
+        Ok(sha)
+    }
+
+    /// Run the cached script `sha` with `keys` and `args`; its result (or
+    /// its error) is written to `w`.
+    pub fn run(
+        &mut self,
+        sha: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        w: &mut ReplyWriter<'_>,
+    ) {
+        let Some(script) = self.get(sha) else {
+            return w.error("NOSCRIPT No matching script.");
+        };
+        let func = script.func.clone();
+        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        if let Err(e) = self.set_argv("KEYS", keys).and(self.set_argv("ARGV", args)) {
+            return w.error(&format!("ERR {}", lua_msg(&e)));
+        }
+        self.shared.resp3.store(false, Relaxed);
+        self.shared.spent.store(0, Relaxed);
+        let mut h: &mut dyn Host = host;
+        self.shared
+            .host
+            .store(&mut h as *mut &mut dyn Host as usize, Relaxed);
+        let r = self.xpcall.call::<MultiValue>((func, self.handler.clone()));
+        self.shared.host.store(0, Relaxed);
+        let lua_resp3 = self.shared.resp3.load(Relaxed);
+        match r {
+            Ok(mv) => {
+                let ok = matches!(mv.front(), Some(Value::Boolean(true)));
+                let v = mv.get(1).cloned().unwrap_or(Value::Nil);
+                if ok {
+                    reply_from_lua(w, &v, lua_resp3, 0);
+                } else {
+                    w.error(&error_text(&v, &sha));
+                }
+            }
+            Err(e) => w.error(&format!("ERR Error running script {sha}, {}", lua_msg(&e))),
+        }
+        // Drop what the run left (tables, strings) before the next one.
+        let _ = self.lua.gc_step();
+    }
+
+    fn set_argv(&self, name: &str, items: &[&[u8]]) -> mlua::Result<()> {
+        let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, a) in items.iter().enumerate() {
+            t.raw_seti(i + 1, self.lua.create_string(a)?)?;
+        }
+        self.globals.raw_set(name, t)
+    }
+}
+
+fn lower(sha: &[u8; 40]) -> [u8; 40] {
+    let mut k = *sha;
+    k.make_ascii_lowercase();
+    k
+}
+
+/// Valkey's `evalExtractShebangFlags`: the flags, and the code to compile
+/// (the shebang line left out, its newline kept so lines keep their numbers).
+pub fn parse_shebang(body: &[u8]) -> Result<(u32, &[u8]), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((flags::EVAL_COMPAT_MODE, body));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err("ERR Invalid script shebang".into());
+    };
+    let line = String::from_utf8_lossy(&body[2..end]);
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "lua" {
+        return Err(format!("ERR Could not find scripting engine '{engine}'"));
+    }
+    let mut f = 0;
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {part}"));
+        };
+        for flag in list.split(',').filter(|s| !s.is_empty()) {
+            f |= match flag {
+                "no-writes" => flags::NO_WRITES,
+                "allow-oom" => flags::ALLOW_OOM,
+                "allow-stale" => flags::ALLOW_STALE,
+                "no-cluster" => flags::NO_CLUSTER,
+                "allow-cross-slot-keys" => flags::ALLOW_CROSS_SLOT,
+                _ => return Err(format!("ERR Unexpected flag in script shebang: {flag}")),
+            };
+        }
+    }
+    Ok((f, &body[end..]))
+}
+
+/// The message of a Lua error, without mlua's wrapping.
+fn lua_msg(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(s) | mlua::Error::MemoryError(s) => s.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_msg(cause),
+        mlua::Error::WithContext { cause, .. } => lua_msg(cause),
+        other => other.to_string(),
+    }
+}
+
+/// The error reply for a script that failed with `v` (the handler's
+/// table): `<err> script: <sha>, on <source>:<line>.`
+fn error_text(v: &Value, sha: &str) -> String {
+    let Value::Table(t) = v else {
+        return format!("ERR Error running script {sha}, execution failure");
+    };
+    let err = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => s.to_string_lossy(),
+        _ => "ERR unknown error".to_string(),
+    };
+    let source = t
+        .raw_get::<Option<mlua::LuaString>>("source")
+        .ok()
+        .flatten();
+    let line = t.raw_get::<Option<f64>>("line").ok().flatten();
+    match (source, line) {
+        (Some(s), Some(l)) => format!(
+            "{err} script: {sha}, on {}:{}.",
+            s.to_string_lossy(),
+            l as i64
+        ),
+        _ => err,
+    }
+}
+
+/// Deepest table nesting converted into a reply (Valkey stops at its
+/// Lua stack limit the same way).
+const MAX_REPLY_DEPTH: usize = 256;
+
+/// Valkey's `luaReplyToServerReply`.
+fn reply_from_lua(w: &mut ReplyWriter<'_>, v: &Value, lua_resp3: bool, depth: usize) {
+    match v {
+        Value::String(s) => w.bulk(&s.as_bytes()),
+        Value::Boolean(b) => {
+            if lua_resp3 {
+                w.boolean(*b)
+            } else if *b {
+                w.int(1)
+            } else {
+                w.null()
+            }
+        }
+        Value::Integer(i) => w.int(*i),
+        Value::Number(n) => w.int(*n as i64),
+        Value::Table(t) => {
+            if depth >= MAX_REPLY_DEPTH {
+                return w.error("ERR reached lua stack limit");
+            }
+            table_reply(w, t, lua_resp3, depth + 1)
+        }
+        _ => w.null(),
+    }
+}
+
+fn table_reply(w: &mut ReplyWriter<'_>, t: &Table, lua_resp3: bool, depth: usize) {
+    if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+        return w.error(&e.to_string_lossy());
+    }
+    if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+        return w.simple(&s.to_string_lossy());
+    }
+    if let Ok(Value::Number(n)) = t.raw_get::<Value>("double") {
+        return w.double(n);
+    }
+    if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
+        return w.big_number(&s.to_string_lossy());
+    }
+    if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
+        w.map_len(pairs.len());
+        for (k, v) in &pairs {
+            reply_from_lua(w, k, lua_resp3, depth);
+            reply_from_lua(w, v, lua_resp3, depth);
+        }
+        return;
+    }
+    if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+        let keys: Vec<Value> = s
+            .pairs::<Value, Value>()
+            .filter_map(|r| r.ok().map(|(k, _)| k))
+            .collect();
+        w.set_len(keys.len());
+        for k in &keys {
+            reply_from_lua(w, k, lua_resp3, depth);
+        }
+        return;
+    }
+    if let Ok(Value::Table(vs)) = t.raw_get::<Value>("verbatim_string")
+        && let (Ok(Value::String(f)), Ok(Value::String(s))) =
+            (vs.raw_get::<Value>("format"), vs.raw_get::<Value>("string"))
+    {
+        return w.verbatim(&f.to_string_lossy(), &s.as_bytes());
+    }
+    // An array: elements 1, 2, ... up to the first nil.
+    let mut items = Vec::new();
+    loop {
+        match t.raw_get::<Value>(items.len() + 1) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(v) => items.push(v),
+        }
+    }
+    w.array_len(items.len());
+    for v in &items {
+        reply_from_lua(w, v, lua_resp3, depth);
+    }
+}
+
+/// A reply as Lua sees it (Valkey's RESP-to-Lua tables).
+fn lua_from_reply(lua: &Lua, v: resp::Value, resp3: bool) -> mlua::Result<Value> {
+    use resp::Value as R;
+    let one = |k: &str, v: Value| -> mlua::Result<Value> {
+        let t = lua.create_table_with_capacity(0, 1)?;
+        t.raw_set(k, v)?;
+        Ok(Value::Table(t))
+    };
+    Ok(match v {
+        R::Simple(s) => one("ok", Value::String(lua.create_string(&s)?))?,
+        R::Error(e) => one("err", Value::String(lua.create_string(&e)?))?,
+        R::Int(i) => Value::Number(i as f64),
+        R::Bulk(b) => Value::String(lua.create_string(&b)?),
+        R::Null => {
+            if resp3 {
+                Value::Nil
+            } else {
+                Value::Boolean(false)
+            }
+        }
+        R::Array(items) | R::Push(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, it) in items.into_iter().enumerate() {
+                t.raw_seti(i + 1, lua_from_reply(lua, it, resp3)?)?;
+            }
+            Value::Table(t)
+        }
+        R::Map(pairs) => {
+            let m = lua.create_table_with_capacity(0, pairs.len())?;
+            for (k, v) in pairs {
+                let k = lua_from_reply(lua, k, resp3)?;
+                if !matches!(k, Value::Nil) {
+                    m.raw_set(k, lua_from_reply(lua, v, resp3)?)?;
+                }
+            }
+            one("map", Value::Table(m))?
+        }
+        R::Set(items) => {
+            let s = lua.create_table_with_capacity(0, items.len())?;
+            for it in items {
+                let k = lua_from_reply(lua, it, resp3)?;
+                if !matches!(k, Value::Nil) {
+                    s.raw_set(k, true)?;
+                }
+            }
+            one("set", Value::Table(s))?
+        }
+        R::Double(d) => one("double", Value::Number(d))?,
+        R::Bool(b) => Value::Boolean(b),
+        R::BigNumber(d) => one("big_number", Value::String(lua.create_string(&d)?))?,
+        R::Verbatim { format, text } => {
+            let t = lua.create_table_with_capacity(0, 2)?;
+            t.raw_set("format", lua.create_string(format)?)?;
+            t.raw_set("string", lua.create_string(&text)?)?;
+            one("verbatim_string", Value::Table(t))?
+        }
+        R::Attribute { value, .. } => lua_from_reply(lua, *value, resp3)?,
+    })
+}
+
+/// `{err = msg}` and "failed": what the Rust halves of `redis.*` return
+/// for their Lua wrappers to raise.
+fn fail(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set("err", msg)?;
+    Ok((Value::Table(t), true))
+}
+
+fn next_rand(sh: &Shared) -> i32 {
+    let x = sh.rand.load(Relaxed);
+    let x = x.wrapping_mul(0x5_DEEC_E66D).wrapping_add(0xB) & ((1 << 48) - 1);
+    sh.rand.store(x, Relaxed);
+    (x >> 17) as i32
+}
+
+/// `luaL_checkint`: a number (or numeric string), truncated.
+fn check_int(lua: &Lua, v: Option<&Value>, n: usize, fname: &str) -> mlua::Result<i32> {
+    let v = v.cloned().unwrap_or(Value::Nil);
+    match lua.coerce_number(v.clone())? {
+        Some(x) => Ok(x as i64 as i32),
+        None => Err(mlua::Error::runtime(format!(
+            "bad argument #{n} to '{fname}' (number expected, got {})",
+            if matches!(v, Value::Nil) {
+                "no value"
+            } else {
+                v.type_name()
+            }
+        ))),
+    }
+}
+
+/// The fixed Lua half of the sandbox: `redis.call`/`pcall` raise what the
+/// Rust half returns, every library and `redis` become read-only
+/// proxies, unknown globals are an error.
+const SETUP: &str = r#"
+local G, P, R, rawcall, setfenv, loadstring, load = ...
+local error, setmetatable, tostring, type = error, setmetatable, tostring, type
+local function ro() error('Attempt to modify a readonly table', 2) end
+local function readonly(t)
+  return setmetatable({}, {__index = t, __newindex = ro, __metatable = false})
+end
+local function raising(f)
+  return function(...)
+    local v, failed = f(...)
+    if failed then error(v) end
+    return v
+  end
+end
+R.pcall = function(...) return (rawcall(...)) end
+for _, name in ipairs({'error_reply', 'status_reply'}) do
+  R[name] = raising(R[name])
+end
+for _, name in ipairs({'string', 'table', 'math', 'bit', 'cjson', 'os', 'coroutine'}) do
+  G[name] = readonly(G[name])
+end
+local r = readonly(R)
+G.redis = r
+G.server = r
+G.loadstring = function(s, name)
+  local f, e = loadstring(s, name)
+  if f then setfenv(f, P) end
+  return f, e
+end
+G.load = function(fn, name)
+  local f, e = load(fn, name)
+  if f then setfenv(f, P) end
+  return f, e
+end
+G._G = P
+setmetatable(G, {
+  __index = function(_, k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end,
+  __metatable = false,
+})
+setmetatable(P, {__index = G, __newindex = ro, __metatable = false})
+"#;
+
+fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
+    let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
+    let lua = Lua::new_with(libs, LuaOptions::default())?;
+    let g = lua.globals();
+    let setfenv: Function = g.raw_get("setfenv")?;
+    let loadstring: Function = g.raw_get("loadstring")?;
+    let load: Function = g.raw_get("load")?;
+    for name in [
+        "dofile", "loadfile", "print", "require", "module", "setfenv", "getfenv", "newproxy",
+        "package",
+    ] {
+        g.raw_set(name, Value::Nil)?;
+    }
+
+    // math.random / math.randomseed: Valkey's lrand48-based versions.
+    let math: Table = g.raw_get("math")?;
+    let sh = shared.clone();
+    math.raw_set(
+        "random",
+        lua.create_function(move |lua, a: MultiValue| {
+            let r = f64::from(next_rand(&sh) % i32::MAX) / f64::from(i32::MAX);
+            match a.len() {
+                0 => Ok(r),
+                1 => {
+                    let u = check_int(lua, a.front(), 1, "random")?;
+                    if u < 1 {
+                        return Err(mlua::Error::runtime(
+                            "bad argument #1 to 'random' (interval is empty)",
+                        ));
+                    }
+                    Ok((r * f64::from(u)).floor() + 1.0)
+                }
+                2 => {
+                    let l = check_int(lua, a.front(), 1, "random")?;
+                    let u = check_int(lua, a.get(1), 2, "random")?;
+                    if l > u {
+                        return Err(mlua::Error::runtime(
+                            "bad argument #2 to 'random' (interval is empty)",
+                        ));
+                    }
+                    Ok((r * (f64::from(u) - f64::from(l) + 1.0)).floor() + f64::from(l))
+                }
+                _ => Err(mlua::Error::runtime("wrong number of arguments")),
+            }
+        })?,
+    )?;
+    let sh = shared.clone();
+    math.raw_set(
+        "randomseed",
+        lua.create_function(move |lua, a: MultiValue| {
+            let seed = check_int(lua, a.front(), 1, "randomseed")?;
+            sh.rand
+                .store(0x330E | (u64::from(seed as u32) << 16), Relaxed);
+            Ok(())
+        })?,
+    )?;
+
+    // os: only clock, as Valkey 8.
+    let os = lua.create_table()?;
+    let started = std::time::Instant::now();
+    os.raw_set(
+        "clock",
+        lua.create_function(move |_, ()| Ok(started.elapsed().as_secs_f64()))?,
+    )?;
+    g.raw_set("os", os)?;
+    g.raw_set("bit", bit::open(&lua)?)?;
+    g.raw_set("cjson", cjson::open(&lua)?)?;
+
+    let r = redis_table(&lua, &shared)?;
+    let sh = shared.clone();
+    let rawcall = lua.create_function(move |lua, a: MultiValue| {
+        if a.is_empty() {
+            return fail(
+                lua,
+                "ERR Please specify at least one argument for this call",
+            );
+        }
+        let mut strs = Vec::with_capacity(a.len());
+        for v in a {
+            match v {
+                Value::String(s) => strs.push(s),
+                Value::Number(_) | Value::Integer(_) => match lua.coerce_string(v)? {
+                    Some(s) => strs.push(s),
+                    None => return fail(lua, "ERR Command arguments must be strings or integers"),
+                },
+                _ => return fail(lua, "ERR Command arguments must be strings or integers"),
+            }
+        }
+        let bytes: Vec<_> = strs.iter().map(|s| s.as_bytes()).collect();
+        let argv: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
+        let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
+        if p.is_null() {
+            return fail(
+                lua,
+                "ERR redis.call() can only be called inside a script invocation",
+            );
+        }
+        let resp3 = sh.resp3.load(Relaxed);
+        // SAFETY: `host` holds a pointer to a `&mut dyn Host` on the stack
+        // of `Scripts::run`, set just before the script starts and reset
+        // to 0 before `run` returns; this function only runs inside that
+        // window (a script cannot outlive its run), and nothing else uses
+        // the host while the script runs: `run` is blocked in the call.
+        let host = unsafe { &mut *p };
+        let out = host.call(&argv, resp3);
+        drop(bytes);
+        match out {
+            Err(msg) => fail(lua, &msg),
+            Ok(reply) => match resp::parse_value(&reply) {
+                Ok(Some((v, _))) => {
+                    let failed = matches!(v, resp::Value::Error(_));
+                    Ok((lua_from_reply(lua, v, resp3)?, failed))
+                }
+                _ => fail(lua, "ERR the command's reply could not be read"),
+            },
+        }
+    })?;
+
+    install_raising(&lua, &r, rawcall.clone())?;
+    let env = lua.create_table()?;
+    lua.load(SETUP).set_name(INTERNAL).call::<()>((
+        g.clone(),
+        env.clone(),
+        r,
+        rawcall,
+        setfenv,
+        loadstring,
+        load,
+    ))?;
+
+    let xpcall: Function = g.raw_get("xpcall")?;
+    let handler = lua.create_function(|lua, err: Value| {
+        let t = match err {
+            Value::Table(t) => t,
+            other => {
+                let msg = match &other {
+                    Value::String(s) => s.to_string_lossy(),
+                    Value::Error(e) => lua_msg(e),
+                    v => lua
+                        .coerce_string(v.clone())
+                        .ok()
+                        .flatten()
+                        .map(|s| s.to_string_lossy())
+                        .unwrap_or_else(|| format!("({})", v.type_name())),
+                };
+                let t = lua.create_table()?;
+                t.raw_set("err", format!("ERR {msg}"))?;
+                t
+            }
+        };
+        // The frame that raised it: the first Lua frame of the script's
+        // own code (C functions and this crate's wrappers skipped).
+        for level in 1..64 {
+            let frame = lua.inspect_stack(level, |d| {
+                let s = d.source();
+                (s.what, s.source.map(|c| c.into_owned()), d.current_line())
+            });
+            let Some((what, source, line)) = frame else {
+                break;
+            };
+            if what == "C" || source.as_deref() == Some(INTERNAL) {
+                continue;
+            }
+            if let (Some(s), Some(l)) = (source, line) {
+                t.raw_set("source", s)?;
+                t.raw_set("line", l as f64)?;
+            }
+            break;
+        }
+        Ok(t)
+    })?;
+
+    Ok(Scripts {
+        lua,
+        shared,
+        globals: g,
+        env,
+        xpcall,
+        handler,
+        cache: HashMap::new(),
+        body_bytes: 0,
+    })
+}
+
+/// A C function that runs the Rust half of a `redis.*` function (kept
+/// in the registry under `$key`) and raises the error table it returns.
+/// C, not a Lua wrapper, so that `return redis.call(...)` keeps the
+/// script's frame, whose line the error names, as Valkey's C functions do.
+macro_rules! raising {
+    ($name:ident, $key:literal) => {
+        unsafe extern "C-unwind" fn $name(l: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+            use mlua::ffi;
+            // SAFETY: called by Lua with a valid state. The stack gets room
+            // for the function and its two results; the Rust half is an
+            // mlua callback, which turns its own errors into Lua errors
+            // after dropping its values. This frame holds nothing that
+            // needs dropping, so `lua_error` may jump over it.
+            unsafe {
+                let n = ffi::lua_gettop(l);
+                if ffi::lua_checkstack(l, 3) == 0 {
+                    ffi::lua_pushstring(l, c"stack overflow".as_ptr());
+                    ffi::lua_error(l);
+                }
+                ffi::lua_getfield_(l, ffi::LUA_REGISTRYINDEX, $key.as_ptr());
+                ffi::lua_insert(l, 1);
+                ffi::lua_call(l, n, 2);
+                if ffi::lua_toboolean(l, -1) != 0 {
+                    ffi::lua_pop(l, 1);
+                    ffi::lua_error(l);
+                }
+                ffi::lua_pop(l, 1);
+                1
+            }
+        }
+    };
+}
+
+raising!(raising_call, c"ringkv.call");
+raising!(raising_log, c"ringkv.log");
+raising!(raising_setresp, c"ringkv.setresp");
+raising!(raising_set_repl, c"ringkv.set_repl");
+raising!(raising_sha1hex, c"ringkv.sha1hex");
+
+/// Install the raising C halves: `redis.<name>` becomes a C function
+/// over the Rust half now in `redis.<name>` (which moves to the registry).
+fn install_raising(lua: &Lua, r: &Table, rawcall: Function) -> mlua::Result<()> {
+    let table: [(&str, mlua::ffi::lua_CFunction); 5] = [
+        ("call", raising_call),
+        ("log", raising_log),
+        ("setresp", raising_setresp),
+        ("set_repl", raising_set_repl),
+        ("sha1hex", raising_sha1hex),
+    ];
+    for (name, cf) in table {
+        let half: Function = if name == "call" {
+            rawcall.clone()
+        } else {
+            r.raw_get(name)?
+        };
+        lua.set_named_registry_value(&format!("ringkv.{name}"), half)?;
+        // SAFETY: the functions above follow the Lua C API contract.
+        let f = unsafe { lua.create_c_function(cf) }?;
+        r.raw_set(name, f)?;
+    }
+    Ok(())
+}
+
+/// The `redis` table (also `server`): the Rust halves of its functions
+/// and its constants.
+fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
+    let r = lua.create_table()?;
+    for (k, v) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+    ] {
+        r.raw_set(k, v)?;
+    }
+    r.raw_set("REDIS_VERSION", "7.2.4")?;
+    r.raw_set("REDIS_VERSION_NUM", 0x0007_0204)?;
+    r.raw_set("VALKEY_VERSION", "8.1.0")?;
+    r.raw_set("VALKEY_VERSION_NUM", 0x0008_0100)?;
+    r.raw_set("SERVER_NAME", "ringkv")?;
+
+    let sh = shared.clone();
+    r.raw_set(
+        "log",
+        lua.create_function(move |lua, a: MultiValue| {
+            if a.len() < 2 {
+                return fail(lua, "ERR redis.log() requires two arguments or more.");
+            }
+            let level = match a.front() {
+                Some(Value::Number(n)) => *n as i64,
+                Some(Value::Integer(n)) => *n,
+                _ => return fail(lua, "ERR First argument must be a number"),
+            };
+            if !(0..=3).contains(&level) {
+                return fail(lua, "ERR Invalid debug level.");
+            }
+            let mut msg = String::new();
+            for (i, v) in a.iter().skip(1).enumerate() {
+                if i > 0 {
+                    msg.push(' ');
+                }
+                if let Ok(Some(s)) = lua.coerce_string(v.clone()) {
+                    msg.push_str(&s.to_string_lossy());
+                }
+            }
+            let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
+            if !p.is_null() {
+                // SAFETY: as in `rawcall`: the pointer is set only while
+                // `Scripts::run` waits for the script.
+                unsafe { &mut *p }.log(level as u8, &msg);
+            }
+            Ok((Value::Nil, false))
+        })?,
+    )?;
+    let sh = shared.clone();
+    r.raw_set(
+        "setresp",
+        lua.create_function(move |lua, a: MultiValue| {
+            if a.len() != 1 {
+                return fail(lua, "ERR redis.setresp() requires one argument.");
+            }
+            let n = match a.front() {
+                Some(Value::Number(n)) => *n as i64,
+                Some(Value::Integer(n)) => *n,
+                _ => 0,
+            };
+            if n != 2 && n != 3 {
+                return fail(lua, "ERR RESP version must be 2 or 3.");
+            }
+            sh.resp3.store(n == 3, Relaxed);
+            Ok((Value::Nil, false))
+        })?,
+    )?;
+    let sh = shared.clone();
+    r.raw_set(
+        "set_repl",
+        lua.create_function(move |lua, a: MultiValue| {
+            if a.len() != 1 {
+                return fail(lua, "ERR redis.set_repl() requires one argument.");
+            }
+            let n = match a.front() {
+                Some(Value::Number(n)) => *n as i64,
+                Some(Value::Integer(n)) => *n,
+                _ => -1,
+            };
+            if !(0..=3).contains(&n) {
+                return fail(
+                    lua,
+                    "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                );
+            }
+            let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
+            if !p.is_null() {
+                // SAFETY: as in `rawcall`.
+                unsafe { &mut *p }.set_repl(n as u8);
+            }
+            Ok((Value::Nil, false))
+        })?,
+    )?;
+    r.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, a: MultiValue| {
+            if a.len() != 1 {
+                return fail(lua, "ERR wrong number of arguments");
+            }
+            let s = lua
+                .coerce_string(a[0].clone())?
+                .map(|s| s.as_bytes().to_vec())
+                .unwrap_or_default();
+            let hex = sha1::hex(&s);
+            Ok((Value::String(lua.create_string(hex)?), false))
+        })?,
+    )?;
+    r.raw_set(
+        "error_reply",
+        lua.create_function(|lua, a: MultiValue| {
+            let Some(Value::String(s)) = a.front().filter(|_| a.len() == 1) else {
+                return fail(lua, "ERR wrong number or type of arguments");
+            };
+            let b = s.as_bytes();
+            let msg = match b.strip_prefix(b"-") {
+                Some(rest) => rest.to_vec(),
+                None => [&b"ERR "[..], &b[..]].concat(),
+            };
+            let t = lua.create_table()?;
+            t.raw_set("err", lua.create_string(msg)?)?;
+            Ok((Value::Table(t), false))
+        })?,
+    )?;
+    r.raw_set(
+        "status_reply",
+        lua.create_function(|lua, a: MultiValue| {
+            let Some(Value::String(s)) = a.front().filter(|_| a.len() == 1) else {
+                return fail(lua, "ERR wrong number or type of arguments");
+            };
+            let t = lua.create_table()?;
+            t.raw_set("ok", s.clone())?;
+            Ok((Value::Table(t), false))
+        })?,
+    )?;
+    r.raw_set(
+        "replicate_commands",
+        lua.create_function(|_, _: MultiValue| Ok(true))?,
+    )?;
+    r.raw_set(
+        "breakpoint",
+        lua.create_function(|_, _: MultiValue| Ok(false))?,
+    )?;
+    r.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    Ok(r)
+}
