@@ -278,19 +278,28 @@ fn memory(srv: &mut Server, out: &mut String) {
     field!(out, "allocator_muzzy:{}", m.muzzy);
     field!(out, "total_system_memory:{sysmem}");
     field!(out, "total_system_memory_human:{}", human(sysmem));
-    field!(out, "used_memory_lua:0");
-    field!(out, "used_memory_vm_eval:0");
-    field!(out, "used_memory_lua_human:0B");
-    field!(out, "used_memory_scripts_eval:0");
-    field!(out, "number_of_cached_scripts:0");
+    // Scripting: the Lua state's own bytes (vm) and the cache's (scripts).
+    // Functions do not exist yet: their fields read 0.
+    let (vm_eval, scripts_eval, cached) = srv.scripts.as_ref().map_or((0, 0, 0), |s| {
+        (
+            s.lua_memory() as u64,
+            s.cache_memory() as u64,
+            s.len() as u64,
+        )
+    });
+    field!(out, "used_memory_lua:{vm_eval}");
+    field!(out, "used_memory_vm_eval:{vm_eval}");
+    field!(out, "used_memory_lua_human:{}", human(vm_eval));
+    field!(out, "used_memory_scripts_eval:{scripts_eval}");
+    field!(out, "number_of_cached_scripts:{cached}");
     field!(out, "number_of_functions:0");
     field!(out, "number_of_libraries:0");
     field!(out, "used_memory_vm_functions:0");
-    field!(out, "used_memory_vm_total:0");
-    field!(out, "used_memory_vm_total_human:0B");
+    field!(out, "used_memory_vm_total:{vm_eval}");
+    field!(out, "used_memory_vm_total_human:{}", human(vm_eval));
     field!(out, "used_memory_functions:0");
-    field!(out, "used_memory_scripts:0");
-    field!(out, "used_memory_scripts_human:0B");
+    field!(out, "used_memory_scripts:{scripts_eval}");
+    field!(out, "used_memory_scripts_human:{}", human(scripts_eval));
     field!(out, "maxmemory:{maxmem}");
     field!(out, "maxmemory_human:{}", human(maxmem));
     field!(out, "maxmemory_policy:{policy}");

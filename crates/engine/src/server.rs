@@ -231,6 +231,13 @@ pub struct Server {
     pub effects: crate::effects::Effects,
     /// The append-only file: its state and INFO figures.
     pub aof: crate::aof::Aof,
+    /// The Lua state and EVAL's script cache (created on first use; taken
+    /// out while a script runs).
+    pub scripts: Option<Box<script::Scripts>>,
+    /// `maxmemory` was exceeded (and eviction could not help) when the
+    /// running top-level command began: Valkey's `pre_command_oom_state`,
+    /// which scripts' denyoom commands are judged by.
+    pub pre_command_oom: bool,
 }
 
 impl Server {
@@ -278,6 +285,8 @@ impl Server {
             persist: crate::persist::Persist::new(start_ms / 1000),
             effects: crate::effects::Effects::default(),
             aof: crate::aof::Aof::default(),
+            scripts: None,
+            pre_command_oom: false,
         };
         srv.sync_expiry_logging();
         srv.sync_output_limits();

@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 17] {
+fn groups() -> [&'static [CommandSpec]; 18] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -67,6 +67,7 @@ fn groups() -> [&'static [CommandSpec]; 17] {
         cmd::hyperloglog::COMMANDS,
         cmd::pubsub::COMMANDS,
         cmd::transactions::COMMANDS,
+        cmd::scripting::COMMANDS,
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,

@@ -88,7 +88,8 @@ pub struct Script {
     func: Function,
     /// [`flags`] bits from its shebang.
     pub flags: u32,
-    pub body_len: usize,
+    /// The source as loaded (SCRIPT SHOW).
+    pub body: Vec<u8>,
 }
 
 /// The Lua state and the EVAL script cache.
@@ -215,7 +216,7 @@ impl Scripts {
             Script {
                 func,
                 flags,
-                body_len: body.len(),
+                body: body.to_vec(),
             },
         );
         Ok(sha)

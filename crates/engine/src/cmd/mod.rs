@@ -29,6 +29,7 @@ pub mod lists;
 pub mod memory;
 pub mod persistence;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;

@@ -1,0 +1,340 @@
+//! Scripting through the engine: EVAL and friends run their commands
+//! through the normal dispatch, with Valkey 8.1's checks, replies and
+//! effects (checked against valkey-server 8.1 by hand and by the e2e
+//! differential test in tests/tests/scripting.rs).
+
+mod core_util;
+use core_util::*;
+use ringkv_engine::Engine;
+
+fn sha(body: &str) -> String {
+    String::from_utf8(script::sha1::hex(body.as_bytes()).to_vec()).unwrap()
+}
+
+#[test]
+fn eval_runs_commands_and_returns_their_results() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "return redis.call('SET', KEYS[1], ARGV[1])",
+                "1",
+                "k",
+                "v"
+            ]
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["GET", "k"]), "$1\r\nv\r\n");
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "return {redis.call('INCR', 'n'), redis.call('INCR', 'n'), redis.call('GET', 'nope')}",
+                "0"
+            ]
+        ),
+        "*3\r\n:1\r\n:2\r\n$-1\r\n"
+    );
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["EVAL", "return redis.call('GET', 'nope') == false", "0"]
+        ),
+        ":1\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return redis.call('PING')", "0"]),
+        "+PONG\r\n"
+    );
+}
+
+#[test]
+fn argument_and_cache_errors() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return 1", "2", "a"]),
+        "-ERR Number of keys can't be greater than number of args\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return 1", "-1"]),
+        "-ERR Number of keys can't be negative\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return 1", "x"]),
+        "-ERR value is not an integer or out of range\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVALSHA", "aaaa", "0"]),
+        "-NOSCRIPT No matching script.\r\n"
+    );
+    let s = sha("return 7");
+    assert_eq!(
+        cmd(&mut e, c, &["EVALSHA", &s, "0"]),
+        "-NOSCRIPT No matching script.\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["SCRIPT", "LOAD", "return 7"]), bulk(&s));
+    assert_eq!(cmd(&mut e, c, &["EVALSHA", &s, "0"]), ":7\r\n");
+    assert_eq!(
+        cmd(&mut e, c, &["EVALSHA", &s.to_uppercase(), "0"]),
+        ":7\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["SCRIPT", "EXISTS", &s, "nope"]),
+        "*2\r\n:1\r\n:0\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["SCRIPT", "SHOW", &s]), bulk("return 7"));
+    assert!(cmd(&mut e, c, &["INFO", "memory"]).contains("number_of_cached_scripts:1\r\n"));
+    assert_eq!(cmd(&mut e, c, &["SCRIPT", "FLUSH", "ASYNC"]), "+OK\r\n");
+    assert_eq!(cmd(&mut e, c, &["SCRIPT", "EXISTS", &s]), "*1\r\n:0\r\n");
+    assert!(cmd(&mut e, c, &["INFO", "memory"]).contains("number_of_cached_scripts:0\r\n"));
+    assert_eq!(
+        cmd(&mut e, c, &["SCRIPT", "FLUSH", "BAD"]),
+        "-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["SCRIPT", "KILL"]),
+        "-NOTBUSY No scripts in execution right now.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["SCRIPT", "LOAD", "return +"]),
+        "-ERR Error compiling script (new function): user_script:1: unexpected symbol near '+'\r\n"
+    );
+}
+
+#[test]
+fn commands_refused_inside_scripts() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let check = |e: &mut Engine, body: &str, msg: &str| {
+        assert_eq!(
+            cmd(e, c, &["EVAL", body, "0"]),
+            format!("-{msg} script: {}, on @user_script:1.\r\n", sha(body))
+        );
+    };
+    check(
+        &mut e,
+        "return redis.call('nosuch')",
+        "ERR Unknown command called from script",
+    );
+    check(
+        &mut e,
+        "return redis.call('multi')",
+        "ERR This Redis command is not allowed from script",
+    );
+    check(
+        &mut e,
+        "return redis.call('eval', 'return 1', 0)",
+        "ERR This Redis command is not allowed from script",
+    );
+    check(
+        &mut e,
+        "return redis.call('get')",
+        "ERR Wrong number of args calling command from script",
+    );
+    check(
+        &mut e,
+        "return redis.call('config', 'nosuch')",
+        "ERR Unknown command called from script",
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return redis.pcall('nosuch')", "0"]),
+        "-ERR Unknown command called from script\r\n"
+    );
+    // Read-only scripts: EVAL_RO, and the no-writes flag.
+    let body = "return redis.call('set','a','b')";
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL_RO", body, "0"]),
+        format!(
+            "-ERR Write commands are not allowed from read-only scripts. script: {}, on @user_script:1.\r\n",
+            sha(body)
+        )
+    );
+    let body = "#!lua flags=no-writes\nreturn redis.call('set','a','b')";
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", body, "0"]),
+        format!(
+            "-ERR Write commands are not allowed from read-only scripts. script: {}, on @user_script:2.\r\n",
+            sha(body)
+        )
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL_RO", "return redis.call('get','a')", "0"]),
+        "$-1\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["EXISTS", "a"]), ":0\r\n");
+    // Wrong type errors come from the command itself.
+    cmd(&mut e, c, &["SET", "s", "abc"]);
+    let body = "return redis.call('incr','s')";
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", body, "0"]),
+        format!(
+            "-ERR value is not an integer or out of range script: {}, on @user_script:1.\r\n",
+            sha(body)
+        )
+    );
+    // EVAL itself cannot be queued inside a script, but can inside MULTI.
+    assert_eq!(cmd(&mut e, c, &["MULTI"]), "+OK\r\n");
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return redis.call('incr', 'm')", "0"]),
+        "+QUEUED\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["EXEC"]), "*1\r\n:1\r\n");
+}
+
+#[test]
+fn select_inside_a_script_does_not_change_the_callers_db() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "redis.call('select', 3) redis.call('set', 'x', 'in3') return 1",
+                "0"
+            ]
+        ),
+        ":1\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["EXISTS", "x"]), ":0\r\n");
+    assert_eq!(cmd(&mut e, c, &["SELECT", "3"]), "+OK\r\n");
+    assert_eq!(cmd(&mut e, c, &["GET", "x"]), bulk("in3"));
+    // The script starts in the caller's db.
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return redis.call('get', 'x')", "0"]),
+        bulk("in3")
+    );
+}
+
+#[test]
+fn resp3_conversions_follow_setresp() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["HSET", "h", "f", "v"]);
+    // RESP2 (the default): HGETALL is a flat array.
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["EVAL", "return redis.call('hgetall', 'h')", "0"]
+        ),
+        "*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    );
+    // RESP3: a map table, returned to a RESP2 caller as a flat array and
+    // to a RESP3 caller as a map.
+    let body = "redis.setresp(3) return redis.call('hgetall', 'h')";
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", body, "0"]),
+        "*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    );
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "redis.setresp(3) return redis.call('hgetall', 'h').map.f",
+                "0"
+            ]
+        ),
+        bulk("v")
+    );
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "redis.setresp(3) return redis.call('get', 'nope') == nil",
+                "0"
+            ]
+        ),
+        ":1\r\n"
+    );
+    cmd(&mut e, c, &["HELLO", "3"]);
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", body, "0"]),
+        "%1\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return {double=3.5}", "0"]),
+        ",3.5\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["EVAL", "return nil", "0"]), "_\r\n");
+    // The caller's protocol is back after the script.
+    assert_eq!(
+        cmd(&mut e, c, &["HGETALL", "h"]),
+        "%1\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    );
+}
+
+#[test]
+fn blocking_commands_do_not_block_inside_scripts() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["EVAL", "return redis.call('blpop', 'q', 0)", "0"]
+        ),
+        "$-1\r\n"
+    );
+}
+
+#[test]
+fn denyoom_commands_fail_over_maxmemory_unless_allowed() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    // Always 100 bytes: over the limit, and nothing to evict (noeviction).
+    e.set_used_memory_model(|_| 100);
+    assert_eq!(
+        cmd(&mut e, c, &["CONFIG", "SET", "maxmemory", "1"]),
+        "+OK\r\n"
+    );
+    let body = "return redis.call('set', 'k', 'v')";
+    let got = cmd(&mut e, c, &["EVAL", body, "0"]);
+    assert_eq!(
+        got,
+        format!(
+            "-OOM command not allowed when used memory > 'maxmemory'. script: {}, on @user_script:1.\r\n",
+            sha(body)
+        )
+    );
+    // A shebang script that may write is refused before it runs.
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "#!lua\nreturn 1", "0"]),
+        "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]),
+        ":1\r\n"
+    );
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "#!lua flags=allow-oom\nreturn redis.call('set', 'k', 'v')",
+                "0"
+            ]
+        ),
+        "+OK\r\n"
+    );
+    // Reads still run.
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", "return redis.call('get', 'k')", "0"]),
+        bulk("v")
+    );
+}
