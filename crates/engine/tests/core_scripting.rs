@@ -338,3 +338,92 @@ fn denyoom_commands_fail_over_maxmemory_unless_allowed() {
         bulk("v")
     );
 }
+
+/// Every command published to the effects stream so far, as words.
+fn effects(e: &mut Engine, r: &mut effects::Reader) -> Vec<Vec<String>> {
+    e.commit_effects();
+    let mut bytes = Vec::new();
+    while let Some(s) = r.next_slice() {
+        bytes.extend_from_slice(&s);
+    }
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut args = Vec::new();
+    while at < bytes.len() {
+        args.clear();
+        match resp::parse_command(&bytes[at..], &resp::Limits::default(), &mut args).unwrap() {
+            resp::Parsed::Command { consumed, .. } => {
+                let base = &bytes[at..at + consumed];
+                out.push(
+                    args.iter()
+                        .map(|s| String::from_utf8_lossy(s.slice(base)).into_owned())
+                        .collect(),
+                );
+                at += consumed;
+            }
+            other => panic!("partial command in the stream: {other:?}"),
+        }
+    }
+    out
+}
+
+fn v(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+#[test]
+fn a_scripts_writes_are_emitted_as_its_commands_in_one_unit() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    // Several writes: their effects (not EVAL), wrapped in MULTI/EXEC,
+    // with the SELECT the script ran inside the unit.
+    cmd(
+        &mut e,
+        c,
+        &[
+            "EVAL",
+            "redis.call('set', KEYS[1], 'v') redis.call('expire', KEYS[1], 100) redis.call('select', 2) redis.call('incr', 'n') return 1",
+            "1",
+            "k",
+        ],
+    );
+    let got = effects(&mut e, &mut r);
+    assert_eq!(got[0], v(&["MULTI"]));
+    assert_eq!(got[1], v(&["SELECT", "0"]));
+    assert_eq!(got[2], v(&["set", "k", "v"]));
+    assert_eq!(got[3][0], "PEXPIREAT");
+    assert_eq!(got[4], v(&["SELECT", "2"]));
+    assert_eq!(got[5], v(&["incr", "n"]));
+    assert_eq!(got[6], v(&["EXEC"]));
+    assert_eq!(got.len(), 7);
+    // One write: the command alone. A read-only script: nothing. A
+    // failing write: nothing.
+    cmd(&mut e, c, &["EVAL", "return redis.call('incr', 'n')", "0"]);
+    cmd(&mut e, c, &["EVAL", "return redis.call('get', 'n')", "0"]);
+    cmd(&mut e, c, &["SET", "s", "abc"]);
+    cmd(&mut e, c, &["EVAL", "return redis.pcall('incr', 's')", "0"]);
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["incr", "n"]),
+            v(&["SET", "s", "abc"]),
+        ]
+    );
+    // redis.set_repl(REPL_NONE) keeps the next writes out of the stream.
+    cmd(
+        &mut e,
+        c,
+        &[
+            "EVAL",
+            "redis.set_repl(redis.REPL_NONE) redis.call('set', 'a', '1') redis.set_repl(redis.REPL_ALL) redis.call('set', 'b', '2')",
+            "0",
+        ],
+    );
+    assert_eq!(effects(&mut e, &mut r), vec![v(&["set", "b", "2"])]);
+    assert_eq!(
+        cmd(&mut e, c, &["MGET", "a", "b"]),
+        "*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
+    );
+}
