@@ -1,0 +1,191 @@
+//! Lua scripting against the real binary: EVAL/EVALSHA/SCRIPT on the
+//! wire, the `redis` crate's `Script` helper, and a differential run of
+//! many scripts against Valkey 8.1 whose replies (errors included) must
+//! be byte-for-byte the same.
+
+use ringkv_e2e::{Backend, Reply, e2e};
+
+fn sha1_of(srv: &ringkv_e2e::Server, body: &str) -> String {
+    srv.raw().cmd(&["SCRIPT", "LOAD", body]).text()
+}
+
+e2e!(
+    fn eval_evalsha_and_the_script_cache(b) {
+        let srv = b.server();
+        let mut c = srv.raw();
+        assert_eq!(
+            c.cmd(&["EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", "k", "v"]),
+            Reply::status("OK")
+        );
+        assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+        let sha = sha1_of(&srv, "return redis.call('GET', KEYS[1])");
+        assert_eq!(c.cmd(&["EVALSHA", &sha, "1", "k"]), Reply::bulk("v"));
+        assert_eq!(c.cmd(&["EVALSHA_RO", &sha, "1", "k"]), Reply::bulk("v"));
+        assert_eq!(
+            c.cmd(&["SCRIPT", "EXISTS", &sha, "ffffffffffffffffffffffffffffffffffffffff"]),
+            Reply::Array(vec![Reply::Int(1), Reply::Int(0)])
+        );
+        assert_eq!(c.cmd(&["SCRIPT", "FLUSH"]), Reply::status("OK"));
+        assert_eq!(c.cmd(&["EVALSHA", &sha, "1", "k"]), Reply::err("NOSCRIPT No matching script."));
+        assert_eq!(c.cmd(&["SCRIPT", "KILL"]), Reply::err("NOTBUSY No scripts in execution right now."));
+    }
+);
+
+e2e!(
+    fn the_redis_crates_script_helper_works_unchanged(b) {
+        let srv = b.server();
+        let c = &mut srv.client();
+        // A lock as client libraries write it: SET NX PX, then a compare
+        // and delete.
+        let acquire = redis::Script::new(
+            "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
+        );
+        let release = redis::Script::new(
+            "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+        );
+        let got: Option<String> = acquire.key("lock").arg("me").arg(10_000).invoke(c).unwrap();
+        assert_eq!(got.as_deref(), Some("OK"));
+        let again: Option<String> = acquire.key("lock").arg("you").arg(10_000).invoke(c).unwrap();
+        assert_eq!(again, None);
+        let wrong: i64 = release.key("lock").arg("you").invoke(c).unwrap();
+        assert_eq!(wrong, 0);
+        let freed: i64 = release.key("lock").arg("me").invoke(c).unwrap();
+        assert_eq!(freed, 1);
+        // The helper loads the script on NOSCRIPT after a flush.
+        let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(c).unwrap();
+        let got: Option<String> = acquire.key("lock").arg("me").arg(10_000).invoke(c).unwrap();
+        assert_eq!(got.as_deref(), Some("OK"));
+    }
+);
+
+e2e!(
+    fn scripts_show_in_info(b) {
+        let srv = b.server();
+        let mut c = srv.raw();
+        c.cmd(&["SCRIPT", "LOAD", "return 1"]);
+        c.cmd(&["SCRIPT", "LOAD", "return 2"]);
+        let info = c.cmd(&["INFO", "memory"]).text();
+        assert_eq!(ringkv_e2e::info_field(&info, "number_of_cached_scripts"), "2");
+        let vm: u64 = ringkv_e2e::info_field(&info, "used_memory_vm_eval").parse().unwrap();
+        assert!(vm > 0, "{info}");
+        let scripts: u64 = ringkv_e2e::info_field(&info, "used_memory_scripts_eval").parse().unwrap();
+        assert!(scripts > 0, "{info}");
+    }
+);
+
+/// Scripts whose replies must match Valkey 8.1's exactly: values, Lua
+/// errors and their `script: <sha>, on @user_script:N.` suffix, refused
+/// commands, conversions both ways, the libraries.
+const SCRIPTS: &[&str] = &[
+    "return 1",
+    "return 3.99",
+    "return -2.5",
+    "return 'hello'",
+    "return true",
+    "return false",
+    "return nil",
+    "return {1, 2, {3, 'x'}, 'y', nil, 'after nil'}",
+    "return {ok='fine'}",
+    "return {err='MY error'}",
+    "return redis.error_reply('boom')",
+    "return redis.error_reply('-CODE boom')",
+    "return redis.status_reply('QUEUED')",
+    "return x",
+    "x = 1",
+    "redis.call = nil",
+    "string.foo = 1",
+    "error('boom')",
+    "\n\nerror('on line 3')",
+    "error({err='CUSTOM with table'})",
+    "return +",
+    "return redis.call('nosuch')",
+    "return redis.call('multi')",
+    "return redis.call('get')",
+    "return redis.call()",
+    "return redis.call('set', {}, 1)",
+    "return redis.pcall('nosuch')",
+    "return redis.setresp(4)",
+    "redis.call('set', 'str', 'abc') return redis.call('incr', 'str')",
+    "redis.call('set', 'str', 'abc') return redis.pcall('incr', 'str')",
+    "return redis.call('incrby', 'n', 5)",
+    "return redis.call('get', 'missing')",
+    "return tostring(redis.call('get', 'missing'))",
+    "redis.call('rpush', 'l', 'a', 'b', 'c') return redis.call('lrange', 'l', 0, -1)",
+    "redis.call('hset', 'h', 'f', 'v') return redis.call('hgetall', 'h')",
+    "redis.setresp(3) redis.call('hset', 'h', 'f', 'v') return redis.call('hgetall', 'h')",
+    "redis.setresp(3) return redis.call('get', 'missing') == nil",
+    "return type(redis.call('ping'))",
+    "return redis.call('ping')['ok']",
+    "return redis.sha1hex('')",
+    "return redis.sha1hex('abc')",
+    "return {math.random(100), math.random(1, 10)}",
+    "return bit.tohex(65535)",
+    "return bit.band(0xff, 0x0f)",
+    "return bit.lshift(1, 31)",
+    "return cjson.encode({1, 2, {a='x/y'}, 1.5})",
+    "return cjson.encode({})",
+    "return cjson.decode('[1,2,{\"a\":3}]')[3].a",
+    "return {type(os), type(io), type(loadfile)}",
+    "return type(dofile)",
+    "return redis.REPL_ALL + redis.LOG_WARNING",
+    "return server.call('ping')",
+    "return redis.replicate_commands()",
+    "return #KEYS + #ARGV",
+    "redis.call('select', 5) redis.call('set', 'db5', 'x') return redis.call('dbsize')",
+    "return redis.call('exists', 'db5')",
+    "return {1, {ok='s'}, {err='e'}}",
+    "local t = {} for i = 1, 100 do t[i] = i end return t",
+    "return string.format('%d-%s', 5, 'x')",
+    "return table.concat({'a', 'b'}, ',')",
+    "return redis.call('eval', 'return 1', 0)",
+    "return redis.call('blpop', 'nolist', 0)",
+    "#!lua flags=no-writes\nreturn redis.call('set', 'a', 'b')",
+    "#!lua flags=no-writes\nreturn redis.call('get', 'n')",
+    "#!lua flags=bad\nreturn 1",
+    "#!lua name=x\nreturn 1",
+    "#!luax\nreturn 1",
+];
+
+e2e!(
+    ringkv_only fn scripts_reply_exactly_as_valkey(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.server();
+        let mut a = ours.raw();
+        let mut v = theirs.raw();
+        for body in SCRIPTS {
+            let cmd = ["EVAL", body, "0"];
+            assert_eq!(a.cmd(&cmd), v.cmd(&cmd), "EVAL {body:?}");
+        }
+        // EVAL_RO, keys and arguments, numkeys errors.
+        for cmd in [
+            &["EVAL_RO", "return redis.call('set', 'a', 'b')", "0"][..],
+            &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "n"],
+            &["EVAL", "return {KEYS[1], ARGV[1], ARGV[2]}", "1", "k", "a1", "a2"],
+            &["EVAL", "return 1", "2", "a"],
+            &["EVAL", "return 1", "-1"],
+            &["EVAL", "return 1", "x"],
+            &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+            &["SCRIPT", "FLUSH", "BAD"],
+            &["SCRIPT", "KILL"],
+        ] {
+            assert_eq!(a.cmd(cmd), v.cmd(cmd), "{cmd:?}");
+        }
+        // RESP3 callers.
+        a.cmd(&["HELLO", "3"]);
+        v.cmd(&["HELLO", "3"]);
+        for body in [
+            "return {double=3.5}",
+            "return {map={a=1}}",
+            "return {set={a=true}}",
+            "return {big_number='12345678901234567890'}",
+            "return nil",
+            "return false",
+            "redis.setresp(3) return true",
+            "redis.setresp(3) return false",
+            "redis.setresp(3) return redis.call('hgetall', 'h')",
+        ] {
+            let cmd = ["EVAL", body, "0"];
+            assert_eq!(a.cmd(&cmd), v.cmd(&cmd), "RESP3 EVAL {body:?}");
+        }
+    }
+);
