@@ -144,6 +144,17 @@ const SCRIPTS: &[&str] = &[
     "#!lua flags=bad\nreturn 1",
     "#!lua name=x\nreturn 1",
     "#!luax\nreturn 1",
+    "return cjson.decode('[1,')",
+    "return cjson.decode('[1 2]')",
+    "return cjson.decode('{\"a\" 1}')",
+    "return bit.tohex(1, 'x')",
+    "return math.random(0)",
+    "return redis.log(99, 'x')",
+    "return redis.set_repl(9)",
+    "return redis.call('config', 'nosuch')",
+    "local ok, e = pcall(redis.call, 'nosuch') return e",
+    "local ok, e = pcall(error, {err='x'}) return e",
+    "local ok, e = pcall(function() local x = nil + 1 end) return e",
 ];
 
 e2e!(

@@ -174,9 +174,20 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn err(&self, expected: &str) -> mlua::Error {
+        // lua-cjson names the token it found.
         let found = match self.s.get(self.i) {
-            None => "the end".to_string(),
-            Some(_) => "invalid token".to_string(),
+            None => "T_END",
+            Some(b'{') => "T_OBJ_BEGIN",
+            Some(b'}') => "T_OBJ_END",
+            Some(b'[') => "T_ARR_BEGIN",
+            Some(b']') => "T_ARR_END",
+            Some(b'"') => "T_STRING",
+            Some(b'-' | b'0'..=b'9') => "T_NUMBER",
+            Some(b't' | b'f') => "T_BOOLEAN",
+            Some(b'n') => "T_NULL",
+            Some(b':') => "T_COLON",
+            Some(b',') => "T_COMMA",
+            Some(_) => "invalid token",
         };
         rt(format!(
             "Expected {expected} but found {found} at character {}",

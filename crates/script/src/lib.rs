@@ -350,9 +350,11 @@ fn error_text(v: &Value, sha: &str) -> String {
     }
 }
 
-/// Deepest table nesting converted into a reply (Valkey stops at its
-/// Lua stack limit the same way).
-const MAX_REPLY_DEPTH: usize = 256;
+/// Deepest table nesting converted into a reply: deeper, the element is
+/// the error `reached lua stack limit`, as Valkey's. Valkey stops at its Lua stack limit (about 8000 levels); we stop
+/// sooner, so that the conversion's recursion fits the smallest thread
+/// stack the execution step runs on.
+const MAX_REPLY_DEPTH: usize = 200;
 
 /// Valkey's `luaReplyToServerReply`.
 fn reply_from_lua(w: &mut ReplyWriter<'_>, v: &Value, lua_resp3: bool, depth: usize) {
@@ -560,6 +562,18 @@ G.load = function(fn, name)
   if f then setfenv(f, P) end
   return f, e
 end
+-- pcall hands a raised error table's text to the script, as Valkey's.
+local pcall, rawget = pcall, rawget
+local function unwrap(ok, ...)
+  if not ok then
+    local e = ...
+    if type(e) == 'table' and type(rawget(e, 'err')) == 'string' then
+      return false, e.err
+    end
+  end
+  return ok, ...
+end
+G.pcall = function(...) return unwrap(pcall(...)) end
 G._G = P
 setmetatable(G, {
   __index = function(_, k)
@@ -702,12 +716,18 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
 
     let xpcall: Function = g.raw_get("xpcall")?;
     let handler = lua.create_function(|lua, err: Value| {
+        // An error raised by a Rust function (a library's bad argument)
+        // carries no position: it gets its caller's, as luaL_error gives.
+        let mut needs_where = false;
         let t = match err {
             Value::Table(t) => t,
             other => {
                 let msg = match &other {
                     Value::String(s) => s.to_string_lossy(),
-                    Value::Error(e) => lua_msg(e),
+                    Value::Error(e) => {
+                        needs_where = true;
+                        lua_msg(e)
+                    }
                     v => lua
                         .coerce_string(v.clone())
                         .ok()
@@ -734,6 +754,12 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
                 continue;
             }
             if let (Some(s), Some(l)) = (source, line) {
+                if needs_where && let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                    let short = s.strip_prefix('@').unwrap_or(&s);
+                    let e = e.to_string_lossy();
+                    let msg = e.strip_prefix("ERR ").unwrap_or(&e);
+                    t.raw_set("err", format!("ERR {short}:{l}: {msg}"))?;
+                }
                 t.raw_set("source", s)?;
                 t.raw_set("line", l as f64)?;
             }
@@ -853,7 +879,7 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
                 _ => return fail(lua, "ERR First argument must be a number"),
             };
             if !(0..=3).contains(&level) {
-                return fail(lua, "ERR Invalid debug level.");
+                return fail(lua, "ERR Invalid log level.");
             }
             let mut msg = String::new();
             for (i, v) in a.iter().skip(1).enumerate() {

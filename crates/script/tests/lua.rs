@@ -272,7 +272,7 @@ fn bit_and_cjson() {
     );
     let r = eval(&mut s, "return cjson.decode('[1,')");
     assert!(
-        r.starts_with("-ERR Expected value but found the end at character 4 script:"),
+        r.starts_with("-ERR user_script:1: Expected value but found T_END at character 4 script:"),
         "{r}"
     );
 }
