@@ -200,3 +200,101 @@ e2e!(
         }
     }
 );
+
+const LIB: &str = "#!lua name=mylib
+redis.register_function('myfunc', function(keys, args) return {keys[1], args[1]} end)";
+const LIB_RO: &str = "#!lua name=rolib
+redis.register_function{function_name='ro', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='a ro fn'}";
+const LIB_W: &str = "#!lua name=wlib
+redis.register_function('setter', function(keys, args) return redis.call('set', keys[1], args[1]) end)
+redis.register_function('boom', function(keys, args)
+  error('boom')
+end)";
+
+e2e!(
+    ringkv_only fn functions_reply_exactly_as_valkey(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.server();
+        let mut a = ours.raw();
+        let mut v = theirs.raw();
+        let cmds: &[&[&str]] = &[
+            &["FUNCTION", "LOAD", LIB],
+            &["FUNCTION", "LIST"],
+            &["FUNCTION", "LIST", "WITHCODE"],
+            &["FUNCTION", "LIST", "LIBRARYNAME", "my*"],
+            &["FUNCTION", "LIST", "LIBRARYNAME", "zz"],
+            &["FUNCTION", "LIST", "LIBRARYNAME"],
+            &["FUNCTION", "LOAD", LIB],
+            &["FUNCTION", "LOAD", "REPLACE", LIB],
+            &["FCALL", "myfunc", "1", "k", "a"],
+            &["FCALL", "myfunc", "2", "k"],
+            &["FCALL", "nosuch", "0"],
+            &["FUNCTION", "STATS"],
+            &["FUNCTION", "DELETE", "mylib"],
+            &["FUNCTION", "DELETE", "mylib"],
+            &["FUNCTION", "LOAD", LIB_RO],
+            &["FUNCTION", "LIST"],
+            &["SET", "k", "v"],
+            &["FCALL_RO", "ro", "1", "k"],
+            &["FUNCTION", "LOAD", LIB_W],
+            &["FCALL_RO", "setter", "1", "k", "x"],
+            &["FCALL", "setter", "1", "k", "x"],
+            &["GET", "k"],
+            &["FCALL", "boom", "0"],
+            &["FUNCTION", "DELETE", "rolib"],
+            &["FUNCTION", "DELETE", "wlib"],
+            &["FUNCTION", "LOAD", "#!lua name=mylib\nreturn 1"],
+            &["FUNCTION", "LOAD", "return 1"],
+            &["FUNCTION", "LOAD", "#!lua\nreturn 1"],
+            &["FUNCTION", "LOAD", "#!lua name=l2\nredis.call('ping')"],
+            &["FUNCTION", "LOAD", "#!lua name=l3\nreturn +"],
+            &["FUNCTION", "LOAD", "#!lua name=l4\nlocal x = 1"],
+            &["FUNCTION", "LOAD", "#!lua name=l6\nredis.register_function('a b', function() end)"],
+            &["FUNCTION", "LOAD", "#!lua name=l7\nredis.register_function{function_name='x', callback=function() end, flags={'bad'}}"],
+            &["FUNCTION", "LOAD", "#!lua name=l8\nredis.register_function('x')"],
+            &["FUNCTION", "LOAD", "#!lua name=l9\nredis.register_function('f', function(keys, args) return KEYS end)"],
+            &["FCALL", "f", "0"],
+            &["FUNCTION", "LOAD", "#!lua name=l10\nx = 5"],
+            &["FUNCTION", "LOAD", "#!lua name=l11\nredis.register_function('g', function(keys, args) return type(redis.register_function) end)"],
+            &["FCALL", "g", "0"],
+            &["FUNCTION", "LOAD", "#!lua name=l12 bad=x\nreturn 1"],
+            &["FUNCTION", "FLUSH"],
+            &["FUNCTION", "FLUSH", "BAD"],
+            &["FUNCTION", "KILL"],
+            &["FUNCTION", "LIST"],
+            &["FUNCTION", "STATS"],
+        ];
+        for cmd in cmds {
+            assert_eq!(a.cmd(cmd), v.cmd(cmd), "{cmd:?}");
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn function_dumps_restore_across_valkey_and_ringkv(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.server();
+        let mut a = ours.raw();
+        let mut v = theirs.raw();
+        // A library long enough for its code to be LZF-compressed.
+        assert_eq!(v.cmd(&["FUNCTION", "LOAD", LIB_W]), Reply::bulk("wlib"));
+        let Reply::Bulk(payload) = v.cmd(&["FUNCTION", "DUMP"]) else { panic!() };
+        assert_eq!(a.cmd_bytes(&[b"FUNCTION", b"RESTORE", &payload]), Reply::status("OK"));
+        assert_eq!(a.cmd(&["FCALL", "setter", "1", "k", "x"]), Reply::status("OK"));
+        // The same again collides; REPLACE replaces.
+        assert_eq!(
+            a.cmd_bytes(&[b"FUNCTION", b"RESTORE", &payload]),
+            v.cmd_bytes(&[b"FUNCTION", b"RESTORE", &payload])
+        );
+        assert_eq!(a.cmd_bytes(&[b"FUNCTION", b"RESTORE", &payload, b"REPLACE"]), Reply::status("OK"));
+        // Our dump restores in Valkey.
+        assert_eq!(a.cmd(&["FUNCTION", "LOAD", LIB]), Reply::bulk("mylib"));
+        let Reply::Bulk(ours_payload) = a.cmd(&["FUNCTION", "DUMP"]) else { panic!() };
+        assert_eq!(v.cmd_bytes(&[b"FUNCTION", b"RESTORE", &ours_payload, b"FLUSH"]), Reply::status("OK"));
+        assert_eq!(v.cmd(&["FCALL", "myfunc", "1", "k", "a"]), Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a")]));
+        assert_eq!(
+            a.cmd(&["FUNCTION", "RESTORE", "garbage"]),
+            v.cmd(&["FUNCTION", "RESTORE", "garbage"])
+        );
+    }
+);

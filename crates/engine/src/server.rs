@@ -234,6 +234,9 @@ pub struct Server {
     /// The Lua state and EVAL's script cache (created on first use; taken
     /// out while a script runs).
     pub scripts: Option<Box<script::Scripts>>,
+    /// FUNCTION's libraries and their Lua state (created on first use;
+    /// taken out while a function runs).
+    pub functions: Option<Box<script::functions::Functions>>,
     /// `maxmemory` was exceeded (and eviction could not help) when the
     /// running top-level command began: Valkey's `pre_command_oom_state`,
     /// which scripts' denyoom commands are judged by.
@@ -286,6 +289,7 @@ impl Server {
             effects: crate::effects::Effects::default(),
             aof: crate::aof::Aof::default(),
             scripts: None,
+            functions: None,
             pre_command_oom: false,
         };
         srv.sync_expiry_logging();

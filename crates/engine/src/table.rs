@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 18] {
+fn groups() -> [&'static [CommandSpec]; 19] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -68,6 +68,7 @@ fn groups() -> [&'static [CommandSpec]; 18] {
         cmd::pubsub::COMMANDS,
         cmd::transactions::COMMANDS,
         cmd::scripting::COMMANDS,
+        cmd::functions::COMMANDS,
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,

@@ -28,6 +28,7 @@
 
 pub mod bit;
 pub mod cjson;
+pub mod functions;
 pub mod sha1;
 
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
@@ -240,6 +241,19 @@ impl Scripts {
         if let Err(e) = self.set_argv("KEYS", keys).and(self.set_argv("ARGV", args)) {
             return w.error(&format!("ERR {}", lua_msg(&e)));
         }
+        self.execute(func, &sha, host, w);
+    }
+
+    /// Run `func` (no arguments) under the error handler, `host` reachable
+    /// from `redis.call`; its result or error goes to `w`, errors naming
+    /// `label` (the SHA, or the function's name).
+    fn execute(
+        &mut self,
+        func: Function,
+        label: &str,
+        host: &mut dyn Host,
+        w: &mut ReplyWriter<'_>,
+    ) {
         self.shared.resp3.store(false, Relaxed);
         self.shared.spent.store(0, Relaxed);
         let mut h: &mut dyn Host = host;
@@ -256,10 +270,13 @@ impl Scripts {
                 if ok {
                     reply_from_lua(w, &v, lua_resp3, 0);
                 } else {
-                    w.error(&error_text(&v, &sha));
+                    w.error(&error_text(&v, label));
                 }
             }
-            Err(e) => w.error(&format!("ERR Error running script {sha}, {}", lua_msg(&e))),
+            Err(e) => w.error(&format!(
+                "ERR Error running script {label}, {}",
+                lua_msg(&e)
+            )),
         }
         // Drop what the run left (tables, strings) before the next one.
         let _ = self.lua.gc_step();
@@ -703,6 +720,7 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     })?;
 
     install_raising(&lua, &r, rawcall.clone())?;
+    lua.set_named_registry_value("ringkv.redis", r.clone())?;
     let env = lua.create_table()?;
     lua.load(SETUP).set_name(INTERNAL).call::<()>((
         g.clone(),
@@ -818,6 +836,7 @@ raising!(raising_log, c"ringkv.log");
 raising!(raising_setresp, c"ringkv.setresp");
 raising!(raising_set_repl, c"ringkv.set_repl");
 raising!(raising_sha1hex, c"ringkv.sha1hex");
+raising!(raising_register, c"ringkv.register_function");
 
 /// Install the raising C halves: `redis.<name>` becomes a C function
 /// over the Rust half now in `redis.<name>` (which moves to the registry).

@@ -21,6 +21,7 @@ pub mod bitmaps;
 pub mod client;
 pub mod connection;
 pub mod dump;
+pub mod functions;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod introspection;

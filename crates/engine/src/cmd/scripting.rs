@@ -31,8 +31,10 @@ use crate::table::table;
 use resp::{Protocol, ReplyWriter, Span};
 use script::Scripts;
 
-const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE;
-const EVAL_RO_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY;
+pub(crate) const EVAL_FLAGS: u32 =
+    NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE;
+pub(crate) const EVAL_RO_FLAGS: u32 =
+    NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY;
 const ACL: &[&str] = &["slow", "scripting"];
 
 const EVAL_ARGS: &[ArgSpec] = &[
@@ -223,16 +225,9 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 /// Valkey's `evalGenericCommand`.
 fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
-    let Some(numkeys) = crate::num::parse_i64(argv.get(2)) else {
-        return ctx.error(NOT_INT);
+    let Some(numkeys) = numkeys(ctx, argv) else {
+        return;
     };
-    if numkeys > argv.len() as i64 - 3 {
-        return ctx.error("ERR Number of keys can't be greater than number of args");
-    }
-    if numkeys < 0 {
-        return ctx.error("ERR Number of keys can't be negative");
-    }
-    let numkeys = numkeys as usize;
     let mut sc = ctx
         .srv
         .scripts
@@ -263,27 +258,28 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
     let compat = flags & script::flags::EVAL_COMPAT_MODE != 0;
     let no_writes = flags & script::flags::NO_WRITES != 0;
     let allow_oom = flags & script::flags::ALLOW_OOM != 0;
-    // A script with a shebang declares whether it may write: one that may
-    // is refused up front when memory is over the limit (Valkey's
-    // scriptPrepareForRun), unless it allows OOM.
-    if !compat
-        && !no_writes
-        && !allow_oom
-        && ctx.srv.config.maxmemory > 0
-        && !ctx.srv.aof.replaying
-        && ctx.srv.pre_command_oom
-    {
+    if !compat && let Some(msg) = refused_up_front(ctx.srv, no_writes, allow_oom) {
         ctx.srv.scripts = Some(sc);
-        return ctx.error(crate::evict::OOM_ERR);
-    }
-    if !compat && !no_writes && crate::persist::writes_denied(ctx.srv) {
-        ctx.srv.scripts = Some(sc);
-        return ctx.error(crate::persist::MISCONF_ERR);
+        return ctx.error(msg);
     }
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| argv.get(i)).collect();
     let args: Vec<&[u8]> = (3 + numkeys..argv.len()).map(|i| argv.get(i)).collect();
-    // The script's commands are its effects (one unit, wrapped in
-    // MULTI/EXEC when there are several), not EVAL as sent.
+    run_script(ctx, ro || no_writes, allow_oom, |host, reply| {
+        sc.run(&sha, &keys, &args, host, reply)
+    });
+    ctx.srv.scripts = Some(sc);
+}
+
+/// Run a script or function (`run`) as the caller's session: its
+/// commands are its effects (one unit, wrapped in MULTI/EXEC when there
+/// are several), not the command as sent; its database and protocol are
+/// its own and the caller's come back afterwards.
+pub(crate) fn run_script(
+    ctx: &mut Ctx<'_>,
+    read_only: bool,
+    allow_oom: bool,
+    run: impl FnOnce(&mut dyn script::Host, &mut ReplyWriter<'_>),
+) {
     ctx.prevent_propagation();
     let caller_db = ctx.session.db;
     let caller_proto = ctx.session.proto;
@@ -298,17 +294,54 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
         srv,
         session,
         now_ms: *now_ms,
-        read_only: ro || no_writes,
+        read_only,
         allow_oom,
         wrote: false,
         repl: script::repl::ALL,
     };
-    sc.run(&sha, &keys, &args, &mut host, reply);
+    run(&mut host, reply);
     ctx.session.db = caller_db;
     ctx.session.proto = caller_proto;
     ctx.session.in_exec = caller_in_exec;
     ctx.srv.key_hint = KeyHint::default();
-    ctx.srv.scripts = Some(sc);
+}
+
+/// A script with a shebang, or a function, declares whether it may write:
+/// one that may is refused before it runs when memory is over the limit
+/// (unless it allows OOM) or writes are refused (Valkey's
+/// `scriptPrepareForRun`).
+pub(crate) fn refused_up_front(
+    srv: &Server,
+    no_writes: bool,
+    allow_oom: bool,
+) -> Option<&'static str> {
+    if no_writes {
+        return None;
+    }
+    if !allow_oom && srv.config.maxmemory > 0 && !srv.aof.replaying && srv.pre_command_oom {
+        return Some(crate::evict::OOM_ERR);
+    }
+    if crate::persist::writes_denied(srv) {
+        return Some(crate::persist::MISCONF_ERR);
+    }
+    None
+}
+
+/// EVAL's and FCALL's `numkeys`, checked against the arguments.
+pub(crate) fn numkeys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) -> Option<usize> {
+    let Some(n) = crate::num::parse_i64(argv.get(2)) else {
+        ctx.error(NOT_INT);
+        return None;
+    };
+    if n > argv.len() as i64 - 3 {
+        ctx.error("ERR Number of keys can't be greater than number of args");
+        return None;
+    }
+    if n < 0 {
+        ctx.error("ERR Number of keys can't be negative");
+        return None;
+    }
+    Some(n as usize)
 }
 
 /// What `redis.call` reaches: the engine, as the script's client.
