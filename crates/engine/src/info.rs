@@ -509,7 +509,11 @@ fn stats(srv: &Server, out: &mut String) {
     field!(out, "expire_cycle_cpu_milliseconds:0");
     field!(out, "evicted_keys:{}", st.evicted_keys);
     field!(out, "evicted_clients:{}", st.evicted_clients);
-    field!(out, "evicted_scripts:0");
+    field!(
+        out,
+        "evicted_scripts:{}",
+        srv.scripts.as_ref().map_or(0, |s| s.evicted())
+    );
     field!(
         out,
         "total_eviction_exceeded_time:{}",

@@ -427,3 +427,70 @@ fn a_scripts_writes_are_emitted_as_its_commands_in_one_unit() {
         "*2\r\n$1\r\n1\r\n$1\r\n2\r\n"
     );
 }
+
+#[test]
+fn eval_keeps_at_most_500_scripts_and_evicts_the_least_recently_used() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    // Loaded with SCRIPT LOAD: never evicted.
+    let kept = sha("return 'kept'");
+    cmd(&mut e, c, &["SCRIPT", "LOAD", "return 'kept'"]);
+    let first = sha("return 0");
+    for i in 0..500 {
+        cmd(&mut e, c, &["EVAL", &format!("return {i}"), "0"]);
+        if i == 10 {
+            // Used again: moves to the back of the line.
+            assert_eq!(cmd(&mut e, c, &["EVALSHA", &first, "0"]), ":0\r\n");
+        }
+    }
+    assert_eq!(
+        cmd(&mut e, c, &["SCRIPT", "EXISTS", &first, &kept]),
+        "*2\r\n:1\r\n:1\r\n"
+    );
+    assert!(cmd(&mut e, c, &["INFO", "stats"]).contains("evicted_scripts:0\r\n"));
+    // The 501st EVAL script evicts the least recently used: `return 1`.
+    cmd(&mut e, c, &["EVAL", "return 'new'", "0"]);
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["SCRIPT", "EXISTS", &sha("return 1"), &first, &kept]
+        ),
+        "*3\r\n:0\r\n:1\r\n:1\r\n"
+    );
+    assert!(cmd(&mut e, c, &["INFO", "stats"]).contains("evicted_scripts:1\r\n"));
+    assert!(cmd(&mut e, c, &["INFO", "memory"]).contains("number_of_cached_scripts:501\r\n"));
+}
+
+#[test]
+fn functions_run_with_their_flags_and_propagate() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    let lib = "#!lua name=lib\nredis.register_function('incr2', function(keys, args) redis.call('incr', keys[1]) return redis.call('incr', keys[1]) end)\nredis.register_function{function_name='peek', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}";
+    assert_eq!(cmd(&mut e, c, &["FUNCTION", "LOAD", lib]), bulk("lib"));
+    assert_eq!(cmd(&mut e, c, &["FCALL", "incr2", "1", "n"]), ":2\r\n");
+    assert_eq!(cmd(&mut e, c, &["FCALL_RO", "peek", "1", "n"]), bulk("2"));
+    assert_eq!(
+        cmd(&mut e, c, &["FCALL_RO", "incr2", "1", "n"]),
+        "-ERR Can not execute a script with write flag using *_ro command.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["FCALL", "nope", "0"]),
+        "-ERR Function not found\r\n"
+    );
+    assert!(cmd(&mut e, c, &["INFO", "memory"]).contains("number_of_functions:2\r\n"));
+    assert_eq!(cmd(&mut e, c, &["FUNCTION", "DELETE", "lib"]), "+OK\r\n");
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["FUNCTION", "LOAD", lib]),
+            v(&["MULTI"]),
+            v(&["incr", "n"]),
+            v(&["incr", "n"]),
+            v(&["EXEC"]),
+            v(&["FUNCTION", "DELETE", "lib"]),
+        ]
+    );
+}

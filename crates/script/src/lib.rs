@@ -91,7 +91,14 @@ pub struct Script {
     pub flags: u32,
     /// The source as loaded (SCRIPT SHOW).
     pub body: Vec<u8>,
+    /// Its place in the EVAL LRU (`None`: loaded by SCRIPT LOAD, never
+    /// evicted).
+    lru: Option<u64>,
 }
+
+/// Scripts created by EVAL kept at most (Valkey 8's `LRU_LIST_LENGTH`);
+/// the least recently used is evicted first.
+pub const EVAL_CACHE_LIMIT: usize = 500;
 
 /// The Lua state and the EVAL script cache.
 pub struct Scripts {
@@ -105,6 +112,11 @@ pub struct Scripts {
     handler: Function,
     cache: HashMap<[u8; 40], Script>,
     body_bytes: usize,
+    /// EVAL-created scripts by last use.
+    lru: std::collections::BTreeMap<u64, [u8; 40]>,
+    lru_tick: u64,
+    /// INFO `evicted_scripts`.
+    evicted: u64,
 }
 
 impl std::fmt::Debug for Scripts {
@@ -141,12 +153,66 @@ impl Scripts {
     /// SCRIPT FLUSH: forget every script and start a fresh Lua state (the
     /// random sequence goes on, as Valkey's lives outside Lua).
     pub fn flush(&mut self) {
+        let budget = self.shared.budget.load(Relaxed);
         let shared = Arc::new(Shared {
             rand: AtomicU64::new(self.shared.rand.load(Relaxed)),
-            budget: AtomicU64::new(self.shared.budget.load(Relaxed)),
             ..Shared::default()
         });
+        let evicted = self.evicted;
         *self = Scripts::with_shared(shared);
+        self.evicted = evicted;
+        if budget != 0 {
+            self.set_instruction_budget(Some(budget));
+        }
+    }
+
+    /// Scripts evicted from the EVAL cache so far (INFO `evicted_scripts`).
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// EVAL: [`Scripts::load`], but a new script joins the EVAL LRU
+    /// (evicting the least recently used past [`EVAL_CACHE_LIMIT`]) and a
+    /// known one counts as used.
+    pub fn load_for_eval(&mut self, body: &[u8]) -> Result<[u8; 40], String> {
+        let sha = sha1::hex(body);
+        if self.cache.contains_key(&sha) {
+            self.touch(&sha);
+            return Ok(sha);
+        }
+        let sha = self.compile(body, sha)?;
+        while self.lru.len() >= EVAL_CACHE_LIMIT {
+            let Some((_, old)) = self.lru.pop_first() else {
+                break;
+            };
+            if let Some(s) = self.cache.remove(&old) {
+                self.body_bytes -= s.body.len();
+                self.evicted += 1;
+            }
+        }
+        self.lru_tick += 1;
+        self.lru.insert(self.lru_tick, sha);
+        if let Some(s) = self.cache.get_mut(&sha) {
+            s.lru = Some(self.lru_tick);
+        }
+        Ok(sha)
+    }
+
+    /// A script was run (EVAL, EVALSHA): most recently used.
+    pub fn touch(&mut self, sha: &[u8]) {
+        let Ok(key) = <&[u8; 40]>::try_from(sha) else {
+            return;
+        };
+        let key = lower(key);
+        let tick = self.lru_tick + 1;
+        if let Some(s) = self.cache.get_mut(&key)
+            && let Some(old) = s.lru
+        {
+            self.lru.remove(&old);
+            self.lru.insert(tick, key);
+            s.lru = Some(tick);
+            self.lru_tick = tick;
+        }
     }
 
     /// Stop any run after about `n` Lua instructions with an error (the
@@ -198,11 +264,19 @@ impl Scripts {
 
     /// Compile `body` (once: a cached SHA is not compiled again) and
     /// return its SHA1. `Err`: the error reply (shebang or syntax).
+    /// A script loaded by EVAL before is promoted: never evicted.
     pub fn load(&mut self, body: &[u8]) -> Result<[u8; 40], String> {
         let sha = sha1::hex(body);
-        if self.cache.contains_key(&sha) {
+        if let Some(s) = self.cache.get_mut(&sha) {
+            if let Some(t) = s.lru.take() {
+                self.lru.remove(&t);
+            }
             return Ok(sha);
         }
+        self.compile(body, sha)
+    }
+
+    fn compile(&mut self, body: &[u8], sha: [u8; 40]) -> Result<[u8; 40], String> {
         let (flags, code) = parse_shebang(body)?;
         let func = self
             .lua
@@ -218,6 +292,7 @@ impl Scripts {
                 func,
                 flags,
                 body: body.to_vec(),
+                lru: None,
             },
         );
         Ok(sha)
@@ -795,6 +870,9 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         handler,
         cache: HashMap::new(),
         body_bytes: 0,
+        lru: std::collections::BTreeMap::new(),
+        lru_tick: 0,
+        evicted: 0,
     })
 }
 

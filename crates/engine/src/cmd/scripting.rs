@@ -238,6 +238,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
             Ok(s) if sc.exists(&s) => {
                 let mut s = s;
                 s.make_ascii_lowercase();
+                sc.touch(&s);
                 s
             }
             _ => {
@@ -246,7 +247,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
             }
         }
     } else {
-        match sc.load(argv.get(1)) {
+        match sc.load_for_eval(argv.get(1)) {
             Ok(s) => s,
             Err(e) => {
                 ctx.srv.scripts = Some(sc);
