@@ -155,6 +155,17 @@ const SCRIPTS: &[&str] = &[
     "local ok, e = pcall(redis.call, 'nosuch') return e",
     "local ok, e = pcall(error, {err='x'}) return e",
     "local ok, e = pcall(function() local x = nil + 1 end) return e",
+    "return cmsgpack.pack(1, -1, 127, 128, -33, 255, 65536, -129, 4294967296, -2147483649, 1.5, 0.1, true, false, nil)",
+    "return cmsgpack.pack('short', string.rep('x', 40), string.rep('y', 300), string.rep('z', 70000))",
+    "return cmsgpack.pack({1, 2, 3}, {}, {a = 1}, {[1] = 'a', [3] = 'c'}, {{{{{{{{{{{{{{{{{{{1}}}}}}}}}}}}}}}}}}})",
+    "return {cmsgpack.unpack(cmsgpack.pack(1, 'two', {3, 4}, -5, 2.5))}",
+    "return cmsgpack.unpack(cmsgpack.pack({a = 'b'})).a",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3))}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2, 3), 1)}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}",
+    "return cmsgpack.unpack('\\205')",
+    "return cmsgpack.unpack('\\193')",
+    "return {cmsgpack.unpack('')}",
 ];
 
 e2e!(

@@ -28,6 +28,7 @@
 
 pub mod bit;
 pub mod cjson;
+pub mod cmsgpack;
 pub mod functions;
 pub mod sha1;
 
@@ -638,7 +639,7 @@ R.pcall = function(...) return (rawcall(...)) end
 for _, name in ipairs({'error_reply', 'status_reply'}) do
   R[name] = raising(R[name])
 end
-for _, name in ipairs({'string', 'table', 'math', 'bit', 'cjson', 'os', 'coroutine'}) do
+for _, name in ipairs({'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'os', 'coroutine'}) do
   G[name] = readonly(G[name])
 end
 local r = readonly(R)
@@ -743,6 +744,7 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     g.raw_set("os", os)?;
     g.raw_set("bit", bit::open(&lua)?)?;
     g.raw_set("cjson", cjson::open(&lua)?)?;
+    g.raw_set("cmsgpack", cmsgpack::open(&lua)?)?;
 
     let r = redis_table(&lua, &shared)?;
     let sh = shared.clone();

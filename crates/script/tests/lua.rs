@@ -338,3 +338,39 @@ fn log_reaches_the_host() {
     s.run(&sha, &[], &[], &mut h, &mut w);
     assert_eq!(h.logs, vec![(3, "hello 42".to_string())]);
 }
+
+#[test]
+fn cmsgpack_round_trips_and_encodes_as_lua_cmsgpack() {
+    let mut s = Scripts::new();
+    // 1 → fixint, 300 → uint16, -1 → negative fixint, 'ab' → fixstr,
+    // {1,2} → fixarray, 1.5 → float32.
+    let sha = s
+        .load(b"return cmsgpack.pack(1, 300, -1, 'ab', {1, 2}, 1.5)")
+        .unwrap();
+    let mut out = Vec::new();
+    let mut w = ReplyWriter::new(&mut out, Protocol::Resp2);
+    s.run(&sha, &[], &[], &mut Fake::default(), &mut w);
+    let mut want = b"$16\r\n".to_vec();
+    want.extend_from_slice(&[
+        0x01, 0xcd, 0x01, 0x2c, 0xff, 0xa2, b'a', b'b', 0x92, 0x01, 0x02, 0xca, 0x3f, 0xc0, 0x00,
+        0x00,
+    ]);
+    want.extend_from_slice(b"\r\n");
+    assert_eq!(out, want);
+    assert_eq!(
+        eval(
+            &mut s,
+            "local a, b, c = cmsgpack.unpack(cmsgpack.pack('x', {k = 'v'}, 7)) return {a, b.k, c}"
+        ),
+        "*3\r\n$1\r\nx\r\n$1\r\nv\r\n:7\r\n"
+    );
+    assert!(eval(&mut s, "return cmsgpack.unpack('\\205')").contains("Missing bytes in input."));
+    // Deep hostile nesting is an error, not a crash.
+    assert!(
+        eval(
+            &mut s,
+            "return cmsgpack.unpack(string.rep('\\145', 100000))"
+        )
+        .contains("Bad data format in input.")
+    );
+}
