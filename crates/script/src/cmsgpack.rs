@@ -25,7 +25,7 @@ pub fn open(lua: &Lua) -> Result<Table> {
             }
             let mut out = Vec::new();
             for v in a.iter() {
-                encode(lua, v, &mut out, 0)?;
+                encode(v, &mut out, 0)?;
             }
             lua.create_string(out)
         })?,
@@ -122,7 +122,7 @@ fn header(out: &mut Vec<u8>, n: usize, fix: u8, fix_max: usize, b16: u8, b32: u8
     }
 }
 
-fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, level: usize) -> Result<()> {
+fn encode(v: &Value, out: &mut Vec<u8>, level: usize) -> Result<()> {
     match v {
         Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
         Value::Integer(i) => encode_int(*i, out),
@@ -161,13 +161,13 @@ fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, level: usize) -> Result<()> {
                 let n = t.raw_len();
                 header(out, n, 0x90, 15, 0xdc, 0xdd);
                 for i in 1..=n {
-                    encode(lua, &t.raw_get::<Value>(i)?, out, level + 1)?;
+                    encode(&t.raw_get::<Value>(i)?, out, level + 1)?;
                 }
             } else {
                 header(out, pairs.len(), 0x80, 15, 0xde, 0xdf);
                 for (k, v) in &pairs {
-                    encode(lua, k, out, level + 1)?;
-                    encode(lua, v, out, level + 1)?;
+                    encode(k, out, level + 1)?;
+                    encode(v, out, level + 1)?;
                 }
             }
         }
