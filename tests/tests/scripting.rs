@@ -166,6 +166,17 @@ const SCRIPTS: &[&str] = &[
     "return cmsgpack.unpack('\\205')",
     "return cmsgpack.unpack('\\193')",
     "return {cmsgpack.unpack('')}",
+    "return struct.pack('>I2<i4bBhHlLfd', 258, -2, -1, 255, -300, 65535, -5, 7, 1.5, 2.25)",
+    "return struct.pack('!4 b i4 c3 s x', 1, 2, 'abcdef', 'zz')",
+    "return {struct.unpack('>I2<i4bB', struct.pack('>I2<i4bB', 258, -2, -1, 255))}",
+    "return {struct.unpack('s c0', struct.pack('s b c0', 'hi', 3, 'xyz'))}",
+    "return {struct.unpack('b', 'abc', 2)}",
+    "return struct.size('!8 b d i2')",
+    "return struct.pack('q', 1)",
+    "return struct.unpack('i4', 'ab')",
+    "return struct.size('s')",
+    "return struct.pack('i40', 1)",
+    "return struct.pack('i')",
 ];
 
 e2e!(

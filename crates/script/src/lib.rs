@@ -16,8 +16,8 @@
 //! ```
 //!
 //! What this crate owns: the Lua state, its sandbox (no io, no files, a
-//! read-only global table; `os` has only `clock`), the `bit` and `cjson`
-//! libraries, the deterministic `math.random` (Valkey's lrand48, one
+//! read-only global table; `os` has only `clock`), the `bit`, `cjson`,
+//! `cmsgpack` and `struct` libraries, the deterministic `math.random` (Valkey's lrand48, one
 //! sequence for the life of the process), shebang flags, the error format
 //! (`ERR user_script:1: ... script: <sha>, on @user_script:1.`).
 //!
@@ -31,6 +31,7 @@ pub mod cjson;
 pub mod cmsgpack;
 pub mod functions;
 pub mod sha1;
+pub mod structlib;
 
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use resp::ReplyWriter;
@@ -639,7 +640,7 @@ R.pcall = function(...) return (rawcall(...)) end
 for _, name in ipairs({'error_reply', 'status_reply'}) do
   R[name] = raising(R[name])
 end
-for _, name in ipairs({'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'os', 'coroutine'}) do
+for _, name in ipairs({'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'struct', 'os', 'coroutine'}) do
   G[name] = readonly(G[name])
 end
 local r = readonly(R)
@@ -745,6 +746,7 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     g.raw_set("bit", bit::open(&lua)?)?;
     g.raw_set("cjson", cjson::open(&lua)?)?;
     g.raw_set("cmsgpack", cmsgpack::open(&lua)?)?;
+    g.raw_set("struct", structlib::open(&lua)?)?;
 
     let r = redis_table(&lua, &shared)?;
     let sh = shared.clone();
