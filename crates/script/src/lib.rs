@@ -61,12 +61,13 @@ pub mod repl {
 
 /// What a script can ask of the server.
 pub trait Host {
-    /// Run one command as the script's client. `Ok`: the reply, RESP3 when
-    /// `resp3` (the script called `redis.setresp(3)`), RESP2 otherwise.
-    /// `Err`: refused before it ran (unknown command, not allowed from a
-    /// script, write in a read-only script, OOM): the error text with its
-    /// code, e.g. `ERR Unknown command called from script`.
-    fn call(&mut self, argv: &[&[u8]], resp3: bool) -> Result<Vec<u8>, String>;
+    /// Run one command as the script's client. `Ok`: its reply was
+    /// appended to `out` (empty on entry), RESP3 when `resp3` (the script
+    /// called `redis.setresp(3)`), RESP2 otherwise. `Err`: refused before
+    /// it ran (unknown command, not allowed from a script, write in a
+    /// read-only script, OOM): the error text with its code, e.g.
+    /// `ERR Unknown command called from script`.
+    fn call(&mut self, argv: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), String>;
     /// `redis.log(level, ...)`: level 0 debug .. 3 warning.
     fn log(&mut self, level: u8, msg: &str);
     /// `redis.set_repl(flags)` ([`repl`]).
@@ -84,6 +85,8 @@ struct Shared {
     /// Instructions a run may execute before it is stopped (0: no limit).
     budget: AtomicU64,
     spent: AtomicU64,
+    /// Reply bytes of the command a script runs (reused).
+    reply: std::sync::Mutex<Vec<u8>>,
 }
 
 /// One cached script.
@@ -119,6 +122,7 @@ pub struct Scripts {
     lru_tick: u64,
     /// INFO `evicted_scripts`.
     evicted: u64,
+    runs: u64,
 }
 
 impl std::fmt::Debug for Scripts {
@@ -314,11 +318,14 @@ impl Scripts {
             return w.error("NOSCRIPT No matching script.");
         };
         let func = script.func.clone();
-        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        let mut label = [0u8; 40];
+        label.copy_from_slice(&sha[..40]);
+        label.make_ascii_lowercase();
+        let sha = std::str::from_utf8(&label).unwrap_or("");
         if let Err(e) = self.set_argv("KEYS", keys).and(self.set_argv("ARGV", args)) {
             return w.error(&format!("ERR {}", lua_msg(&e)));
         }
-        self.execute(func, &sha, host, w);
+        self.execute(func, sha, host, w);
     }
 
     /// Run `func` (no arguments) under the error handler, `host` reachable
@@ -337,7 +344,7 @@ impl Scripts {
         self.shared
             .host
             .store(&mut h as *mut &mut dyn Host as usize, Relaxed);
-        let r = self.xpcall.call::<MultiValue>((func, self.handler.clone()));
+        let r = self.xpcall.call::<MultiValue>((&func, &self.handler));
         self.shared.host.store(0, Relaxed);
         let lua_resp3 = self.shared.resp3.load(Relaxed);
         match r {
@@ -355,8 +362,13 @@ impl Scripts {
                 lua_msg(&e)
             )),
         }
-        // Drop what the run left (tables, strings) before the next one.
-        let _ = self.lua.gc_step();
+        // An incremental GC step every 50 runs, as Valkey's
+        // LUA_GC_CYCLE_PERIOD: garbage does not pile up across many short
+        // scripts, and a short script does not pay for a step each time.
+        self.runs += 1;
+        if self.runs.is_multiple_of(50) {
+            let _ = self.lua.gc_step();
+        }
     }
 
     fn set_argv(&self, name: &str, items: &[&[u8]]) -> mlua::Result<()> {
@@ -588,6 +600,40 @@ fn lua_from_reply(lua: &Lua, v: resp::Value, resp3: bool) -> mlua::Result<Value>
     })
 }
 
+/// The common replies (integer, bulk, null bulk, status, error) straight
+/// to Lua, without building a `resp::Value`; `None`: use the general path.
+fn fast_reply(lua: &Lua, r: &[u8], resp3: bool) -> Option<mlua::Result<(Value, bool)>> {
+    let line_end = r.iter().position(|&b| b == b'\r')?;
+    let line = &r[1..line_end];
+    let one = |k: &str, v: &[u8]| -> mlua::Result<Value> {
+        let t = lua.create_table_with_capacity(0, 1)?;
+        t.raw_set(k, lua.create_string(v)?)?;
+        Ok(Value::Table(t))
+    };
+    match r.first()? {
+        b':' => {
+            let n: i64 = std::str::from_utf8(line).ok()?.parse().ok()?;
+            Some(Ok((Value::Number(n as f64), false)))
+        }
+        b'$' if line == b"-1" => Some(Ok((
+            if resp3 {
+                Value::Nil
+            } else {
+                Value::Boolean(false)
+            },
+            false,
+        ))),
+        b'$' => {
+            let n: usize = std::str::from_utf8(line).ok()?.parse().ok()?;
+            let body = r.get(line_end + 2..line_end + 2 + n)?;
+            Some(lua.create_string(body).map(|s| (Value::String(s), false)))
+        }
+        b'+' => Some(one("ok", line).map(|v| (v, false))),
+        b'-' => Some(one("err", line).map(|v| (v, true))),
+        _ => None,
+    }
+}
+
 /// `{err = msg}` and "failed": what the Rust halves of `redis.*` return
 /// for their Lua wrappers to raise.
 fn fail(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
@@ -757,18 +803,27 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
                 "ERR Please specify at least one argument for this call",
             );
         }
-        let mut strs = Vec::with_capacity(a.len());
-        for v in a {
+        // Numbers become strings as Lua prints them ("%.14g"); strings
+        // are borrowed where they are.
+        let mut coerced = Vec::new();
+        for v in a.iter() {
             match v {
-                Value::String(s) => strs.push(s),
-                Value::Number(_) | Value::Integer(_) => match lua.coerce_string(v)? {
-                    Some(s) => strs.push(s),
+                Value::String(_) => {}
+                Value::Number(_) | Value::Integer(_) => match lua.coerce_string(v.clone())? {
+                    Some(s) => coerced.push(s),
                     None => return fail(lua, "ERR Command arguments must be strings or integers"),
                 },
                 _ => return fail(lua, "ERR Command arguments must be strings or integers"),
             }
         }
-        let bytes: Vec<_> = strs.iter().map(|s| s.as_bytes()).collect();
+        let mut nums = coerced.iter();
+        let bytes: Vec<_> = a
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.as_bytes(),
+                _ => nums.next().expect("coerced above").as_bytes(),
+            })
+            .collect();
         let argv: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
         let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
         if p.is_null() {
@@ -784,18 +839,29 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         // window (a script cannot outlive its run), and nothing else uses
         // the host while the script runs: `run` is blocked in the call.
         let host = unsafe { &mut *p };
-        let out = host.call(&argv, resp3);
+        let mut reply = std::mem::take(&mut *sh.reply.lock().expect("not poisoned"));
+        reply.clear();
+        let res = host.call(&argv, resp3, &mut reply);
+        drop(argv);
         drop(bytes);
-        match out {
+        let out = match res {
             Err(msg) => fail(lua, &msg),
-            Ok(reply) => match resp::parse_value(&reply) {
-                Ok(Some((v, _))) => {
-                    let failed = matches!(v, resp::Value::Error(_));
-                    Ok((lua_from_reply(lua, v, resp3)?, failed))
-                }
-                _ => fail(lua, "ERR the command's reply could not be read"),
+            Ok(()) => match fast_reply(lua, &reply, resp3) {
+                Some(r) => r,
+                None => match resp::parse_value(&reply) {
+                    Ok(Some((v, _))) => {
+                        let failed = matches!(v, resp::Value::Error(_));
+                        lua_from_reply(lua, v, resp3).map(|v| (v, failed))
+                    }
+                    _ => fail(lua, "ERR the command's reply could not be read"),
+                },
             },
+        };
+        // Keep the buffer for the next call unless it grew large.
+        if reply.capacity() <= 64 * 1024 {
+            *sh.reply.lock().expect("not poisoned") = reply;
         }
+        out
     })?;
 
     install_raising(&lua, &r, rawcall.clone())?;
@@ -877,6 +943,7 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         lru: std::collections::BTreeMap::new(),
         lru_tick: 0,
         evicted: 0,
+        runs: 0,
     })
 }
 

@@ -13,7 +13,18 @@ struct Fake {
 }
 
 impl Host for Fake {
-    fn call(&mut self, argv: &[&[u8]], _resp3: bool) -> Result<Vec<u8>, String> {
+    fn call(&mut self, argv: &[&[u8]], _resp3: bool, buf: &mut Vec<u8>) -> Result<(), String> {
+        buf.extend_from_slice(&self.answer(argv)?);
+        Ok(())
+    }
+    fn log(&mut self, level: u8, msg: &str) {
+        self.logs.push((level, msg.to_string()));
+    }
+    fn set_repl(&mut self, _flags: u8) {}
+}
+
+impl Fake {
+    fn answer(&mut self, argv: &[&[u8]]) -> Result<Vec<u8>, String> {
         self.calls += 1;
         match argv[0] {
             b"get" => Ok(b"$3\r\nbar\r\n".to_vec()),
@@ -32,10 +43,6 @@ impl Host for Fake {
             }
         }
     }
-    fn log(&mut self, level: u8, msg: &str) {
-        self.logs.push((level, msg.to_string()));
-    }
-    fn set_repl(&mut self, _flags: u8) {}
 }
 
 fn eval_proto(s: &mut Scripts, body: &str, keys: &[&str], args: &[&str], p: Protocol) -> String {

@@ -299,6 +299,8 @@ pub(crate) fn run_script(
         allow_oom,
         wrote: false,
         repl: script::repl::ALL,
+        data: Vec::new(),
+        spans: Vec::new(),
     };
     run(&mut host, reply);
     ctx.session.db = caller_db;
@@ -357,12 +359,15 @@ struct ScriptHost<'a, 'b> {
     /// are let through, as Valkey's SCRIPT_WRITE_DIRTY).
     wrote: bool,
     repl: u8,
+    /// Argument buffers reused from one `redis.call` to the next.
+    data: Vec<u8>,
+    spans: Vec<Span>,
 }
 
 const UNKNOWN: &str = "ERR Unknown command called from script";
 
 impl script::Host for ScriptHost<'_, '_> {
-    fn call(&mut self, argv: &[&[u8]], resp3: bool) -> Result<Vec<u8>, String> {
+    fn call(&mut self, argv: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), String> {
         let t = table();
         let Some(mut i) = t.lookup(argv[0]) else {
             return Err(UNKNOWN.into());
@@ -406,8 +411,10 @@ impl script::Host for ScriptHost<'_, '_> {
             return Err(UNKNOWN.into());
         };
         // The arguments in one buffer, as a parsed request is.
-        let mut data = Vec::with_capacity(argv.iter().map(|a| a.len()).sum());
-        let mut spans = Vec::with_capacity(argv.len());
+        let mut data = std::mem::take(&mut self.data);
+        let mut spans = std::mem::take(&mut self.spans);
+        data.clear();
+        spans.clear();
         for a in argv {
             spans.push(Span {
                 start: data.len(),
@@ -429,12 +436,11 @@ impl script::Host for ScriptHost<'_, '_> {
         session.in_exec = true;
         srv.key_hint = KeyHint::default();
         let dirty = srv.persist.dirty;
-        let mut out = Vec::new();
         {
             let mut ctx = Ctx {
                 srv: &mut *srv,
                 session: &mut *session,
-                reply: ReplyWriter::new(&mut out, proto),
+                reply: ReplyWriter::new(out, proto),
                 now_ms: self.now_ms,
             };
             if self.repl == script::repl::NONE {
@@ -453,7 +459,9 @@ impl script::Host for ScriptHost<'_, '_> {
             st.failed_calls += 1;
         }
         srv.stats.total_commands_processed += 1;
-        Ok(out)
+        self.data = data;
+        self.spans = spans;
+        Ok(())
     }
 
     fn log(&mut self, level: u8, msg: &str) {
