@@ -87,6 +87,9 @@ struct Shared {
     spent: AtomicU64,
     /// Reply bytes of the command a script runs (reused).
     reply: std::sync::Mutex<Vec<u8>>,
+    /// A panic of the host while a script ran, resumed once the script
+    /// has unwound.
+    panic: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 /// One cached script.
@@ -346,6 +349,9 @@ impl Scripts {
             .store(&mut h as *mut &mut dyn Host as usize, Relaxed);
         let r = self.xpcall.call::<MultiValue>((&func, &self.handler));
         self.shared.host.store(0, Relaxed);
+        if let Some(p) = self.shared.panic.lock().expect("not poisoned").take() {
+            std::panic::resume_unwind(p);
+        }
         let lua_resp3 = self.shared.resp3.load(Relaxed);
         match r {
             Ok(mv) => {
@@ -600,40 +606,6 @@ fn lua_from_reply(lua: &Lua, v: resp::Value, resp3: bool) -> mlua::Result<Value>
     })
 }
 
-/// The common replies (integer, bulk, null bulk, status, error) straight
-/// to Lua, without building a `resp::Value`; `None`: use the general path.
-fn fast_reply(lua: &Lua, r: &[u8], resp3: bool) -> Option<mlua::Result<(Value, bool)>> {
-    let line_end = r.iter().position(|&b| b == b'\r')?;
-    let line = &r[1..line_end];
-    let one = |k: &str, v: &[u8]| -> mlua::Result<Value> {
-        let t = lua.create_table_with_capacity(0, 1)?;
-        t.raw_set(k, lua.create_string(v)?)?;
-        Ok(Value::Table(t))
-    };
-    match r.first()? {
-        b':' => {
-            let n: i64 = std::str::from_utf8(line).ok()?.parse().ok()?;
-            Some(Ok((Value::Number(n as f64), false)))
-        }
-        b'$' if line == b"-1" => Some(Ok((
-            if resp3 {
-                Value::Nil
-            } else {
-                Value::Boolean(false)
-            },
-            false,
-        ))),
-        b'$' => {
-            let n: usize = std::str::from_utf8(line).ok()?.parse().ok()?;
-            let body = r.get(line_end + 2..line_end + 2 + n)?;
-            Some(lua.create_string(body).map(|s| (Value::String(s), false)))
-        }
-        b'+' => Some(one("ok", line).map(|v| (v, false))),
-        b'-' => Some(one("err", line).map(|v| (v, true))),
-        _ => None,
-    }
-}
-
 /// `{err = msg}` and "failed": what the Rust halves of `redis.*` return
 /// for their Lua wrappers to raise.
 fn fail(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
@@ -669,7 +641,7 @@ fn check_int(lua: &Lua, v: Option<&Value>, n: usize, fname: &str) -> mlua::Resul
 /// Rust half returns, every library and `redis` become read-only
 /// proxies, unknown globals are an error.
 const SETUP: &str = r#"
-local G, P, R, rawcall, setfenv, loadstring, load = ...
+local G, P, R, setfenv, loadstring, load = ...
 local error, setmetatable, tostring, type = error, setmetatable, tostring, type
 local function ro() error('Attempt to modify a readonly table', 2) end
 local function readonly(t)
@@ -682,7 +654,6 @@ local function raising(f)
     return v
   end
 end
-R.pcall = function(...) return (rawcall(...)) end
 for _, name in ipairs({'error_reply', 'status_reply'}) do
   R[name] = raising(R[name])
 end
@@ -795,83 +766,47 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     g.raw_set("struct", structlib::open(&lua)?)?;
 
     let r = redis_table(&lua, &shared)?;
-    let sh = shared.clone();
-    let rawcall = lua.create_function(move |lua, a: MultiValue| {
-        if a.is_empty() {
-            return fail(
-                lua,
-                "ERR Please specify at least one argument for this call",
-            );
-        }
-        // Numbers become strings as Lua prints them ("%.14g"); strings
-        // are borrowed where they are.
-        let mut coerced = Vec::new();
-        for v in a.iter() {
-            match v {
-                Value::String(_) => {}
-                Value::Number(_) | Value::Integer(_) => match lua.coerce_string(v.clone())? {
-                    Some(s) => coerced.push(s),
-                    None => return fail(lua, "ERR Command arguments must be strings or integers"),
-                },
-                _ => return fail(lua, "ERR Command arguments must be strings or integers"),
-            }
-        }
-        let mut nums = coerced.iter();
-        let bytes: Vec<_> = a
-            .iter()
-            .map(|v| match v {
-                Value::String(s) => s.as_bytes(),
-                _ => nums.next().expect("coerced above").as_bytes(),
-            })
-            .collect();
-        let argv: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
-        let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
-        if p.is_null() {
-            return fail(
-                lua,
-                "ERR redis.call() can only be called inside a script invocation",
-            );
-        }
-        let resp3 = sh.resp3.load(Relaxed);
-        // SAFETY: `host` holds a pointer to a `&mut dyn Host` on the stack
-        // of `Scripts::run`, set just before the script starts and reset
-        // to 0 before `run` returns; this function only runs inside that
-        // window (a script cannot outlive its run), and nothing else uses
-        // the host while the script runs: `run` is blocked in the call.
-        let host = unsafe { &mut *p };
-        let mut reply = std::mem::take(&mut *sh.reply.lock().expect("not poisoned"));
-        reply.clear();
-        let res = host.call(&argv, resp3, &mut reply);
-        drop(argv);
-        drop(bytes);
-        let out = match res {
-            Err(msg) => fail(lua, &msg),
-            Ok(()) => match fast_reply(lua, &reply, resp3) {
-                Some(r) => r,
-                None => match resp::parse_value(&reply) {
-                    Ok(Some((v, _))) => {
-                        let failed = matches!(v, resp::Value::Error(_));
-                        lua_from_reply(lua, v, resp3).map(|v| (v, failed))
-                    }
-                    _ => fail(lua, "ERR the command's reply could not be read"),
-                },
+    // redis.call / redis.pcall: C closures over the Shared state, a
+    // "raise" flag and the Rust converter for replies beyond the common
+    // ones (see `redis_call_c`).
+    let convert =
+        lua.create_function(
+            |lua, (reply, resp3): (mlua::LuaString, bool)| match resp::parse_value(
+                &reply.as_bytes(),
+            ) {
+                Ok(Some((v, _))) => {
+                    let failed = matches!(v, resp::Value::Error(_));
+                    Ok((lua_from_reply(lua, v, resp3)?, failed))
+                }
+                _ => fail(lua, "ERR the command's reply could not be read"),
             },
-        };
-        // Keep the buffer for the next call unless it grew large.
-        if reply.capacity() <= 64 * 1024 {
-            *sh.reply.lock().expect("not poisoned") = reply;
-        }
-        out
-    })?;
+        )?;
+    let shp = Arc::as_ptr(&shared) as *mut std::ffi::c_void;
+    for (name, raise) in [("call", true), ("pcall", false)] {
+        // SAFETY: the closure gets the Shared pointer (kept alive by the
+        // `Scripts` that owns this Lua state, which the closure cannot
+        // outlive), the flag and the converter as its three upvalues, in
+        // that order; `redis_call_c` follows the Lua C API contract.
+        let f: Function = unsafe {
+            lua.exec_raw(&convert, |l| {
+                use mlua::ffi;
+                ffi::lua_pushlightuserdata(l, shp);
+                ffi::lua_insert(l, -2);
+                ffi::lua_pushboolean(l, i32::from(raise));
+                ffi::lua_insert(l, -2);
+                ffi::lua_pushcclosure(l, redis_call_c, 3);
+            })
+        }?;
+        r.raw_set(name, f)?;
+    }
 
-    install_raising(&lua, &r, rawcall.clone())?;
+    install_raising(&lua, &r)?;
     lua.set_named_registry_value("ringkv.redis", r.clone())?;
     let env = lua.create_table()?;
     lua.load(SETUP).set_name(INTERNAL).call::<()>((
         g.clone(),
         env.clone(),
         r,
-        rawcall,
         setfenv,
         loadstring,
         load,
@@ -947,6 +882,201 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     })
 }
 
+/// What [`call_host`] found, for [`redis_call_c`] to push: numbers and
+/// offsets into `Shared::reply`, nothing that needs dropping.
+enum Pushed {
+    Num(f64),
+    /// A bulk string: `reply[at..at + len]`.
+    Str(usize, usize),
+    /// A null bulk: `false` in RESP2, `nil` in RESP3.
+    Null(bool),
+    /// A status (`{ok=}`), an error (`{err=}`, also a refusal).
+    Status(usize, usize),
+    Error(usize, usize),
+    /// Anything else: the whole reply for the converter.
+    Complex(bool),
+    Panicked,
+}
+
+/// The Rust part of `redis.call`: arguments `1..=n` (all strings by now)
+/// to the host, the reply classified.
+///
+/// # Safety
+/// `l` is the running state with `n` string arguments on its stack.
+unsafe fn call_host(sh: &Shared, l: *mut mlua::ffi::lua_State, n: i32) -> Pushed {
+    let mut argv: Vec<&[u8]> = Vec::with_capacity(n as usize);
+    for i in 1..=n {
+        let mut len = 0usize;
+        // SAFETY: argument `i` is a string (converted before), so this
+        // neither allocates nor raises; the bytes live on the stack until
+        // this function returns.
+        let p = unsafe { mlua::ffi::lua_tolstring(l, i, &mut len) };
+        // SAFETY: Lua guarantees `len` readable bytes at `p`.
+        argv.push(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
+    }
+    let mut reply = std::mem::take(&mut *sh.reply.lock().expect("not poisoned"));
+    reply.clear();
+    let resp3 = sh.resp3.load(Relaxed);
+    let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
+    let res = if p.is_null() {
+        Err("ERR redis.call() can only be called inside a script invocation".to_string())
+    } else {
+        // SAFETY: `host` holds a pointer to a `&mut dyn Host` on the stack
+        // of `Scripts::execute`, set just before the script starts and
+        // reset to 0 before it returns; this runs only inside that window
+        // (a script cannot outlive its run), and nothing else uses the
+        // host meanwhile: `execute` is blocked in the call.
+        let host = unsafe { &mut *p };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            host.call(&argv, resp3, &mut reply)
+        })) {
+            Ok(r) => r,
+            Err(payload) => {
+                *sh.panic.lock().expect("not poisoned") = Some(payload);
+                *sh.reply.lock().expect("not poisoned") = reply;
+                return Pushed::Panicked;
+            }
+        }
+    };
+    let pushed = match res {
+        Err(msg) => {
+            reply.clear();
+            reply.extend_from_slice(msg.as_bytes());
+            Pushed::Error(0, reply.len())
+        }
+        Ok(()) => classify(&reply, resp3),
+    };
+    // Large buffers are not kept (the next call starts small).
+    if reply.capacity() > 64 * 1024 && !matches!(pushed, Pushed::Str(..) | Pushed::Complex(_)) {
+        reply = Vec::new();
+    }
+    *sh.reply.lock().expect("not poisoned") = reply;
+    pushed
+}
+
+/// The common replies, located in `r`.
+fn classify(r: &[u8], resp3: bool) -> Pushed {
+    let Some(line_end) = r.iter().position(|&b| b == b'\r') else {
+        return Pushed::Complex(resp3);
+    };
+    let line = &r[1.min(line_end)..line_end];
+    let num = |b: &[u8]| {
+        std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+    };
+    match r.first() {
+        Some(b':') => match num(line) {
+            Some(n) => Pushed::Num(n as f64),
+            None => Pushed::Complex(resp3),
+        },
+        Some(b'$') if line == b"-1" => Pushed::Null(resp3),
+        Some(b'$') => match num(line) {
+            Some(n) if n >= 0 && line_end + 2 + n as usize <= r.len() => {
+                Pushed::Str(line_end + 2, n as usize)
+            }
+            _ => Pushed::Complex(resp3),
+        },
+        Some(b'+') => Pushed::Status(1, line_end - 1),
+        Some(b'-') => Pushed::Error(1, line_end - 1),
+        _ => Pushed::Complex(resp3),
+    }
+}
+
+/// `redis.call` (upvalue 2 true: an error reply raises) and `redis.pcall`
+/// (false: it is returned as `{err=...}`). Upvalue 1 is the `Shared`
+/// state, 3 the converter for replies beyond the common ones. Written
+/// against the C API so that a call costs no handles or allocations
+/// beyond the command's own, and keeps the script's frame for the line
+/// an error names.
+unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    // SAFETY: called by Lua with a valid state and the three upvalues
+    // `build` gave it. No value that needs dropping is alive while a Lua
+    // function that may raise (and so longjmp over this frame) runs:
+    // `call_host` returns only numbers and offsets, and the reply buffer
+    // it filled stays in `Shared` (unchanged until the next call) while
+    // its bytes are pushed.
+    unsafe {
+        let sh = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const Shared);
+        let raise = ffi::lua_toboolean(l, ffi::lua_upvalueindex(2)) != 0;
+        let n = ffi::lua_gettop(l);
+        let mut refusal: Option<&'static std::ffi::CStr> = None;
+        if n == 0 {
+            refusal = Some(c"ERR Please specify at least one argument for this call");
+        }
+        for i in 1..=n {
+            match ffi::lua_type(l, i) {
+                ffi::LUA_TSTRING => {}
+                ffi::LUA_TNUMBER => {
+                    // Converted in place, as Lua prints numbers ("%.14g").
+                    ffi::lua_tolstring(l, i, std::ptr::null_mut());
+                }
+                _ => {
+                    refusal = Some(c"ERR Command arguments must be strings or integers");
+                    break;
+                }
+            }
+        }
+        if ffi::lua_checkstack(l, 4) == 0 {
+            ffi::lua_pushstring(l, c"stack overflow".as_ptr());
+            ffi::lua_error(l);
+        }
+        let pushed = match refusal {
+            Some(msg) => {
+                ffi::lua_createtable(l, 0, 1);
+                ffi::lua_pushstring(l, msg.as_ptr());
+                ffi::lua_setfield(l, -2, c"err".as_ptr());
+                if raise {
+                    ffi::lua_error(l);
+                }
+                return 1;
+            }
+            None => call_host(sh, l, n),
+        };
+        let base = || sh.reply.lock().expect("not poisoned").as_ptr() as *const std::ffi::c_char;
+        match pushed {
+            Pushed::Num(x) => ffi::lua_pushnumber(l, x),
+            Pushed::Str(at, len) => {
+                ffi::lua_pushlstring(l, base().add(at), len);
+            }
+            Pushed::Null(resp3) => {
+                if resp3 {
+                    ffi::lua_pushnil(l);
+                } else {
+                    ffi::lua_pushboolean(l, 0);
+                }
+            }
+            Pushed::Status(at, len) | Pushed::Error(at, len) => {
+                let is_err = matches!(pushed, Pushed::Error(..));
+                ffi::lua_createtable(l, 0, 1);
+                ffi::lua_pushlstring(l, base().add(at), len);
+                ffi::lua_setfield(l, -2, if is_err { c"err" } else { c"ok" }.as_ptr());
+                if is_err && raise {
+                    ffi::lua_error(l);
+                }
+            }
+            Pushed::Complex(resp3) => {
+                let len = sh.reply.lock().expect("not poisoned").len();
+                ffi::lua_pushvalue(l, ffi::lua_upvalueindex(3));
+                ffi::lua_pushlstring(l, base(), len);
+                ffi::lua_pushboolean(l, i32::from(resp3));
+                ffi::lua_call(l, 2, 2);
+                let failed = ffi::lua_toboolean(l, -1) != 0;
+                ffi::lua_pop(l, 1);
+                if failed && raise {
+                    ffi::lua_error(l);
+                }
+            }
+            Pushed::Panicked => {
+                ffi::lua_pushstring(l, c"the server panicked running a command".as_ptr());
+                ffi::lua_error(l);
+            }
+        }
+        1
+    }
+}
+
 /// A C function that runs the Rust half of a `redis.*` function (kept
 /// in the registry under `$key`) and raises the error table it returns.
 /// C, not a Lua wrapper, so that `return redis.call(...)` keeps the
@@ -980,7 +1110,6 @@ macro_rules! raising {
     };
 }
 
-raising!(raising_call, c"ringkv.call");
 raising!(raising_log, c"ringkv.log");
 raising!(raising_setresp, c"ringkv.setresp");
 raising!(raising_set_repl, c"ringkv.set_repl");
@@ -989,20 +1118,15 @@ raising!(raising_register, c"ringkv.register_function");
 
 /// Install the raising C halves: `redis.<name>` becomes a C function
 /// over the Rust half now in `redis.<name>` (which moves to the registry).
-fn install_raising(lua: &Lua, r: &Table, rawcall: Function) -> mlua::Result<()> {
-    let table: [(&str, mlua::ffi::lua_CFunction); 5] = [
-        ("call", raising_call),
+fn install_raising(lua: &Lua, r: &Table) -> mlua::Result<()> {
+    let table: [(&str, mlua::ffi::lua_CFunction); 4] = [
         ("log", raising_log),
         ("setresp", raising_setresp),
         ("set_repl", raising_set_repl),
         ("sha1hex", raising_sha1hex),
     ];
     for (name, cf) in table {
-        let half: Function = if name == "call" {
-            rawcall.clone()
-        } else {
-            r.raw_get(name)?
-        };
+        let half: Function = r.raw_get(name)?;
         lua.set_named_registry_value(&format!("ringkv.{name}"), half)?;
         // SAFETY: the functions above follow the Lua C API contract.
         let f = unsafe { lua.create_c_function(cf) }?;
@@ -1060,7 +1184,7 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
             }
             let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
             if !p.is_null() {
-                // SAFETY: as in `rawcall`: the pointer is set only while
+                // SAFETY: as in `call_host`: the pointer is set only while
                 // `Scripts::run` waits for the script.
                 unsafe { &mut *p }.log(level as u8, &msg);
             }
@@ -1106,7 +1230,7 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
             }
             let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
             if !p.is_null() {
-                // SAFETY: as in `rawcall`.
+                // SAFETY: as in `call_host`.
                 unsafe { &mut *p }.set_repl(n as u8);
             }
             Ok((Value::Nil, false))
