@@ -320,3 +320,40 @@ e2e!(
         );
     }
 );
+
+/// Start `b` in `dir`, load `lib` and a key, SAVE, stop it.
+fn save_with_library(b: Backend, dir: &std::path::Path, lib: &str) {
+    let mut srv = b.start(ringkv_e2e::Opts::new().dir(dir));
+    let mut c = srv.raw();
+    assert!(!c.cmd(&["FUNCTION", "LOAD", lib]).text().is_empty());
+    assert_eq!(c.cmd(&["SET", "k", "v"]), Reply::status("OK"));
+    assert_eq!(c.cmd(&["SAVE"]), Reply::status("OK"));
+    c.send(&ringkv_e2e::raw::encode_str(&["SHUTDOWN", "NOSAVE"]));
+    srv.wait_exit(std::time::Duration::from_secs(10));
+}
+
+e2e!(
+    ringkv_only fn functions_survive_a_restart_and_cross_rdb_files_with_valkey(b) {
+        use ringkv_e2e::server::TempDir;
+        // ringkv's own file, read back by ringkv and by Valkey 8.1.
+        for reader in [b, Backend::Valkey] {
+            let dir = TempDir::new("fn-rdb");
+            save_with_library(b, dir.path(), LIB_W);
+            let srv = reader.start(ringkv_e2e::Opts::new().dir(dir.path()));
+            let mut c = srv.raw();
+            assert_eq!(c.cmd(&["FCALL", "setter", "1", "k2", "x"]), Reply::status("OK"), "{reader:?}");
+            assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+            let Reply::Array(libs) = c.cmd(&["FUNCTION", "LIST", "WITHCODE"]) else { panic!() };
+            assert_eq!(libs.len(), 1);
+        }
+        // Valkey's file, read by ringkv.
+        let dir = TempDir::new("fn-rdb-valkey");
+        save_with_library(Backend::Valkey, dir.path(), LIB);
+        let srv = b.start(ringkv_e2e::Opts::new().dir(dir.path()));
+        let mut c = srv.raw();
+        assert_eq!(
+            c.cmd(&["FCALL", "myfunc", "1", "k", "a"]),
+            Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a")])
+        );
+    }
+);

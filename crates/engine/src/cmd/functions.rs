@@ -5,8 +5,9 @@
 //! ([`super::scripting::run_script`]).
 //!
 //! FUNCTION LOAD/DELETE/FLUSH/RESTORE are emitted to the effects stream
-//! as sent (a replica or AOF replays them). Libraries are not yet written
-//! to RDB files (FUNCTION2), so a snapshot or an AOF rewrite drops them.
+//! as sent (a replica or AOF replays them); snapshots write every library
+//! as RDB's FUNCTION2 (engine/src/snapshot.rs) and loads read them back
+//! (engine/src/loading.rs).
 
 use super::scripting::{EVAL_FLAGS, EVAL_RO_FLAGS, numkeys, refused_up_front, run_script};
 use super::{SYNTAX_ERR, reply_help};
