@@ -89,6 +89,9 @@ const SCRIPTS: &[&str] = &[
     "return {err='MY error'}",
     "return redis.error_reply('boom')",
     "return redis.error_reply('-CODE boom')",
+    "return redis.error_reply('two words')",
+    "return redis.error_reply('')",
+    "return redis.error_reply('-')",
     "return redis.status_reply('QUEUED')",
     "return x",
     "x = 1",
@@ -355,5 +358,52 @@ e2e!(
             c.cmd(&["FCALL", "myfunc", "1", "k", "a"]),
             Reply::Array(vec![Reply::bulk("k"), Reply::bulk("a")])
         );
+    }
+);
+
+/// INFO errorstats and the calls/failed_calls of commandstats.
+fn error_counts(c: &mut ringkv_e2e::Raw) -> Vec<String> {
+    let mut out = Vec::new();
+    for section in ["errorstats", "commandstats"] {
+        let text = c.cmd(&["INFO", section]).text();
+        for line in text.lines() {
+            if line.starts_with("errorstat_")
+                || line.starts_with("cmdstat_eval")
+                || line.starts_with("cmdstat_incr")
+            {
+                // usec figures differ by nature; calls and failures must not.
+                let kept: Vec<&str> = line.split(',').filter(|f| !f.contains("usec")).collect();
+                out.push(kept.join(","));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+e2e!(
+    ringkv_only fn script_errors_are_counted_once_as_valkey_counts_them(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.server();
+        let mut a = ours.raw();
+        let mut v = theirs.raw();
+        for body in [
+            "return redis.call('incr','s')",
+            "return redis.pcall('incr','s')",
+            "redis.pcall('incr','s') return 1",
+            "return redis.call('nosuch')",
+            "return redis.pcall('nosuch')",
+            "return {err='X bad'}",
+            "error('boom')",
+            "return redis.error_reply('E y')",
+            "return redis.call()",
+        ] {
+            for c in [&mut a, &mut v] {
+                c.cmd(&["CONFIG", "RESETSTAT"]);
+                c.cmd(&["SET", "s", "abc"]);
+                c.cmd(&["EVAL", body, "0"]);
+            }
+            assert_eq!(error_counts(&mut a), error_counts(&mut v), "{body}");
+        }
     }
 );

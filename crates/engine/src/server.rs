@@ -89,6 +89,9 @@ pub struct Stats {
     pub total_commands_processed: u64,
     pub total_connections_received: u64,
     pub rejected_connections: u64,
+    /// The next error reply recorded was already counted (set by a
+    /// script whose error came from a command it ran).
+    pub error_counted: bool,
     pub total_error_replies: u64,
     /// Errors by first word (`ERR`, `WRONGTYPE`, ...).
     pub errors: BTreeMap<String, u64>,
@@ -122,6 +125,11 @@ const MAX_ERROR_KINDS: usize = 128;
 impl Stats {
     /// Count one error reply; `msg` is the text after `-`.
     pub fn record_error(&mut self, msg: &str) {
+        // A script's error reply that repeats an error already counted
+        // where it happened (Valkey's ERR_REPLY_FLAG_NO_STATS_UPDATE).
+        if std::mem::take(&mut self.error_counted) {
+            return;
+        }
         let msg = msg.strip_prefix('-').unwrap_or(msg);
         let kind = msg.split(' ').next().unwrap_or("ERR");
         self.total_error_replies += 1;

@@ -289,7 +289,8 @@ impl Functions {
         Ok(name)
     }
 
-    /// FCALL: run function `name` with `keys` and `args` as its arguments.
+    /// FCALL: run function `name` with `keys` and `args` as its arguments
+    /// (the result as [`Scripts::run`]'s).
     pub fn call(
         &mut self,
         name: &str,
@@ -297,9 +298,10 @@ impl Functions {
         args: &[&[u8]],
         host: &mut dyn Host,
         w: &mut ReplyWriter<'_>,
-    ) {
+    ) -> bool {
         let Some(f) = self.get(name) else {
-            return w.error("ERR Function not found");
+            w.error("ERR Function not found");
+            return false;
         };
         let func = f.func.clone();
         let lua = &self.vm.lua;
@@ -316,7 +318,10 @@ impl Functions {
         })();
         match bound {
             Ok(b) => self.vm.execute(b, name, host, w),
-            Err(e) => w.error(&format!("ERR {}", lua_msg(&e))),
+            Err(e) => {
+                w.error(&format!("ERR {}", lua_msg(&e)));
+                false
+            }
         }
     }
 }

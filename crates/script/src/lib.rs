@@ -308,7 +308,8 @@ impl Scripts {
     }
 
     /// Run the cached script `sha` with `keys` and `args`; its result (or
-    /// its error) is written to `w`.
+    /// its error) is written to `w`. `true`: the reply is an error the
+    /// host already counted (a command's error the script passed on).
     pub fn run(
         &mut self,
         sha: &[u8],
@@ -316,9 +317,10 @@ impl Scripts {
         args: &[&[u8]],
         host: &mut dyn Host,
         w: &mut ReplyWriter<'_>,
-    ) {
+    ) -> bool {
         let Some(script) = self.get(sha) else {
-            return w.error("NOSCRIPT No matching script.");
+            w.error("NOSCRIPT No matching script.");
+            return false;
         };
         let func = script.func.clone();
         let mut label = [0u8; 40];
@@ -326,9 +328,10 @@ impl Scripts {
         label.make_ascii_lowercase();
         let sha = std::str::from_utf8(&label).unwrap_or("");
         if let Err(e) = self.set_argv("KEYS", keys).and(self.set_argv("ARGV", args)) {
-            return w.error(&format!("ERR {}", lua_msg(&e)));
+            w.error(&format!("ERR {}", lua_msg(&e)));
+            return false;
         }
-        self.execute(func, sha, host, w);
+        self.execute(func, sha, host, w)
     }
 
     /// Run `func` (no arguments) under the error handler, `host` reachable
@@ -340,7 +343,7 @@ impl Scripts {
         label: &str,
         host: &mut dyn Host,
         w: &mut ReplyWriter<'_>,
-    ) {
+    ) -> bool {
         self.shared.resp3.store(false, Relaxed);
         self.shared.spent.store(0, Relaxed);
         let mut h: &mut dyn Host = host;
@@ -353,21 +356,28 @@ impl Scripts {
             std::panic::resume_unwind(p);
         }
         let lua_resp3 = self.shared.resp3.load(Relaxed);
-        match r {
+        let counted = match r {
             Ok(mv) => {
                 let ok = matches!(mv.front(), Some(Value::Boolean(true)));
                 let v = mv.get(1).cloned().unwrap_or(Value::Nil);
+                let counted = already_counted(&v);
                 if ok {
+                    let at = w.out.len();
                     reply_from_lua(w, &v, lua_resp3, 0);
+                    counted && w.out.get(at) == Some(&b'-')
                 } else {
                     w.error(&error_text(&v, label));
+                    counted
                 }
             }
-            Err(e) => w.error(&format!(
-                "ERR Error running script {label}, {}",
-                lua_msg(&e)
-            )),
-        }
+            Err(e) => {
+                w.error(&format!(
+                    "ERR Error running script {label}, {}",
+                    lua_msg(&e)
+                ));
+                false
+            }
+        };
         // An incremental GC step every 50 runs, as Valkey's
         // LUA_GC_CYCLE_PERIOD: garbage does not pile up across many short
         // scripts, and a short script does not pay for a step each time.
@@ -375,6 +385,7 @@ impl Scripts {
         if self.runs.is_multiple_of(50) {
             let _ = self.lua.gc_step();
         }
+        counted
     }
 
     fn set_argv(&self, name: &str, items: &[&[u8]]) -> mlua::Result<()> {
@@ -434,6 +445,18 @@ fn lua_msg(e: &mlua::Error) -> String {
         mlua::Error::CallbackError { cause, .. } => lua_msg(cause),
         mlua::Error::WithContext { cause, .. } => lua_msg(cause),
         other => other.to_string(),
+    }
+}
+
+/// Is `v` an error table from a command the host ran (so its error was
+/// counted in INFO errorstats where it happened)?
+fn already_counted(v: &Value) -> bool {
+    match v {
+        Value::Table(t) => matches!(
+            t.raw_get::<Value>("ignore_error_stats_update"),
+            Ok(Value::Boolean(true))
+        ),
+        _ => false,
     }
 }
 
@@ -1052,6 +1075,11 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
                 ffi::lua_createtable(l, 0, 1);
                 ffi::lua_pushlstring(l, base().add(at), len);
                 ffi::lua_setfield(l, -2, if is_err { c"err" } else { c"ok" }.as_ptr());
+                if is_err {
+                    // The host counted it (INFO errorstats) already.
+                    ffi::lua_pushboolean(l, 1);
+                    ffi::lua_setfield(l, -2, c"ignore_error_stats_update".as_ptr());
+                }
                 if is_err && raise {
                     ffi::lua_error(l);
                 }
@@ -1256,11 +1284,18 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
             let Some(Value::String(s)) = a.front().filter(|_| a.len() == 1) else {
                 return fail(lua, "ERR wrong number or type of arguments");
             };
+            // Valkey's luaPushErrorBuff: "-CODE msg" keeps its code, a
+            // message without one (no space) gets ERR; CR/LF trimmed.
             let b = s.as_bytes();
-            let msg = match b.strip_prefix(b"-") {
-                Some(rest) => rest.to_vec(),
-                None => [&b"ERR "[..], &b[..]].concat(),
+            let b = b.strip_prefix(b"-").unwrap_or(&b);
+            let mut msg = if b.contains(&b' ') {
+                b.to_vec()
+            } else {
+                [&b"ERR "[..], b].concat()
             };
+            while msg.last().is_some_and(|c| *c == b'\r' || *c == b'\n') {
+                msg.pop();
+            }
             let t = lua.create_table()?;
             t.raw_set("err", lua.create_string(msg)?)?;
             Ok((Value::Table(t), false))

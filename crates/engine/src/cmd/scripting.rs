@@ -279,7 +279,7 @@ pub(crate) fn run_script(
     ctx: &mut Ctx<'_>,
     read_only: bool,
     allow_oom: bool,
-    run: impl FnOnce(&mut dyn script::Host, &mut ReplyWriter<'_>),
+    run: impl FnOnce(&mut dyn script::Host, &mut ReplyWriter<'_>) -> bool,
 ) {
     ctx.prevent_propagation();
     let caller_db = ctx.session.db;
@@ -302,7 +302,9 @@ pub(crate) fn run_script(
         data: Vec::new(),
         spans: Vec::new(),
     };
-    run(&mut host, reply);
+    let counted = run(&mut host, reply);
+    // The error reply repeats one counted where it happened.
+    ctx.srv.stats.error_counted = counted;
     ctx.session.db = caller_db;
     ctx.session.proto = caller_proto;
     ctx.session.in_exec = caller_in_exec;
@@ -366,8 +368,15 @@ struct ScriptHost<'a, 'b> {
 
 const UNKNOWN: &str = "ERR Unknown command called from script";
 
-impl script::Host for ScriptHost<'_, '_> {
-    fn call(&mut self, argv: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), String> {
+impl ScriptHost<'_, '_> {
+    /// One command for `redis.call`: Valkey's `scriptCall` checks, then
+    /// the command through the table's function.
+    fn run_command(
+        &mut self,
+        argv: &[&[u8]],
+        resp3: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
         let t = table();
         let Some(mut i) = t.lookup(argv[0]) else {
             return Err(UNKNOWN.into());
@@ -457,11 +466,26 @@ impl script::Host for ScriptHost<'_, '_> {
         st.calls += 1;
         if out.first() == Some(&b'-') {
             st.failed_calls += 1;
+            let end = out.iter().position(|&b| b == b'\r').unwrap_or(out.len());
+            let text = String::from_utf8_lossy(&out[1..end]);
+            srv.stats.record_error(&text);
         }
         srv.stats.total_commands_processed += 1;
         self.data = data;
         self.spans = spans;
         Ok(())
+    }
+}
+
+impl script::Host for ScriptHost<'_, '_> {
+    fn call(&mut self, argv: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), String> {
+        let r = self.run_command(argv, resp3, out);
+        // A refusal is counted in INFO errorstats here, once (the
+        // script's error reply that may repeat it is not).
+        if let Err(msg) = &r {
+            self.srv.stats.record_error(msg);
+        }
+        r
     }
 
     fn log(&mut self, level: u8, msg: &str) {
