@@ -283,6 +283,7 @@ e2e!(
             &["FUNCTION", "LOAD", "#!lua name=l11\nredis.register_function('g', function(keys, args) return type(redis.register_function) end)"],
             &["FCALL", "g", "0"],
             &["FUNCTION", "LOAD", "#!lua name=l12 bad=x\nreturn 1"],
+            &["FUNCTION", "LOAD", "#!lua name=inf\nwhile true do end"],
             &["FUNCTION", "FLUSH"],
             &["FUNCTION", "FLUSH", "BAD"],
             &["FUNCTION", "KILL"],

@@ -629,3 +629,56 @@ fn random_lua_gets_a_reply_never_a_crash() {
     assert_eq!(cmd(&mut e, c, &["PING"]), "+PONG\r\n");
     assert_eq!(cmd(&mut e, c, &["SET", "after", "1"]), "+OK\r\n");
 }
+
+#[test]
+fn function_restore_is_all_or_nothing() {
+    let lib = |name: &str, f: &str| {
+        format!("#!lua name={name}\nredis.register_function('{f}', function() return '{name}' end)")
+    };
+    // The payload: libraries b (function fb) and c (function fa).
+    let mut other = engine();
+    let o = connect(&mut other);
+    cmd(&mut other, o, &["FUNCTION", "LOAD", &lib("b", "fb")]);
+    cmd(&mut other, o, &["FUNCTION", "LOAD", &lib("c", "fa")]);
+    let (dump, _) = run_raw(&mut other, o, &encode(&[&["FUNCTION", "DUMP"]]));
+    let payload = match resp::parse_value(&dump).unwrap().unwrap().0 {
+        resp::Value::Bulk(b) => b,
+        other => panic!("{other:?}"),
+    };
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["FUNCTION", "LOAD", &lib("a", "fa")]);
+    let restore = |e: &mut Engine, policy: &[u8]| {
+        let mut args: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &payload];
+        if !policy.is_empty() {
+            args.push(policy);
+        }
+        let mut req = Vec::new();
+        req.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+        for a in &args {
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        String::from_utf8_lossy(&run_raw(e, c, &req).0).into_owned()
+    };
+    // fa would exist twice: refused, and b is not half-restored.
+    assert_eq!(restore(&mut e, b""), "-ERR Function fa already exists\r\n");
+    assert_eq!(
+        restore(&mut e, b"REPLACE"),
+        "-ERR Function fa already exists\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["FCALL", "fb", "0"]),
+        "-ERR Function not found\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["FCALL", "fa", "0"]), bulk("a"));
+    // FLUSH replaces everything.
+    assert_eq!(restore(&mut e, b"FLUSH"), "+OK\r\n");
+    assert_eq!(cmd(&mut e, c, &["FCALL", "fa", "0"]), bulk("c"));
+    assert_eq!(cmd(&mut e, c, &["FCALL", "fb", "0"]), bulk("b"));
+    assert_eq!(
+        restore(&mut e, b"BAD"),
+        "-ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.\r\n"
+    );
+}

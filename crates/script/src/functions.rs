@@ -189,6 +189,10 @@ impl Functions {
     pub fn lua_memory(&self) -> usize {
         self.vm.lua_memory()
     }
+    /// The library that holds function `name`.
+    pub fn library_of(&self, name: &str) -> Option<&str> {
+        self.index.get(name).map(String::as_str)
+    }
     pub fn get(&self, name: &str) -> Option<&FunctionInfo> {
         let lib = self.libs.get(self.index.get(name)?)?;
         lib.functions.iter().find(|f| f.name == name)
@@ -229,6 +233,21 @@ impl Functions {
             .into_function()
             .map_err(|e| format!("ERR Error compiling function: {}", lua_msg(&e)))?;
         *self.pending.lock().expect("not poisoned") = Some(Loading::default());
+        // A library's code gets 500 ms to register its functions (Valkey's
+        // LOAD_TIMEOUT_MS): an endless loop there is an error, not a hang.
+        let started = std::time::Instant::now();
+        let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = timed_out.clone();
+        let _ = self.vm.lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(10_000),
+            move |_, _| {
+                if started.elapsed() > std::time::Duration::from_millis(500) {
+                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
         let g = &self.vm.globals;
         let swap = |v: Value| g.raw_set("redis", v.clone()).and(g.raw_set("server", v));
         let r = swap(Value::Table(self.load_api.clone())).and_then(|_| {
@@ -237,6 +256,7 @@ impl Functions {
                 .call::<MultiValue>((f, self.vm.handler.clone()))
         });
         let restored = swap(self.run_api.clone());
+        self.vm.lua.remove_hook();
         let loading = self
             .pending
             .lock()
@@ -244,6 +264,9 @@ impl Functions {
             .take()
             .unwrap_or_default();
         restored.map_err(|e| format!("ERR {}", lua_msg(&e)))?;
+        if timed_out.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err("ERR Error registering functions: ERR FUNCTION LOAD timeout".into());
+        }
         if let Some(e) = loading.fatal {
             return Err(e);
         }

@@ -506,25 +506,36 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             None => return ctx.error("ERR failed loading the given functions payload"),
         }
     }
-    // Check every library before changing anything: names in the
-    // payload, collisions under APPEND.
-    let existing = ctx.srv.functions.as_ref();
+    // All or nothing: every library loads on its own first (its code
+    // runs, its functions register, the payload's libraries do not
+    // collide with each other), then against what exists per the policy.
+    let mut trial = Functions::new();
     for code in &codes {
-        match script::functions::parse_library_shebang(code) {
-            Ok((name, _)) => {
-                if policy == Policy::Append && existing.is_some_and(|f| f.library(&name).is_some())
+        if let Err(e) = trial.load(code, false) {
+            return ctx.error(&e);
+        }
+    }
+    if policy != Policy::Flush
+        && let Some(existing) = ctx.srv.functions.as_ref()
+    {
+        for lib in trial.libraries() {
+            if policy == Policy::Append && existing.library(&lib.name).is_some() {
+                return ctx.error(&format!("ERR Library {} already exists", lib.name));
+            }
+            for f in &lib.functions {
+                if let Some(owner) = existing.library_of(&f.name)
+                    && owner != lib.name
                 {
-                    return ctx.error(&format!("ERR Library {name} already exists"));
+                    return ctx.error(&format!("ERR Function {} already exists", f.name));
                 }
             }
-            Err(e) => return ctx.error(&e),
         }
     }
     if policy == Policy::Flush {
         functions(ctx).flush();
     }
     for code in &codes {
-        if let Err(e) = functions(ctx).load(code, policy != Policy::Append) {
+        if let Err(e) = functions(ctx).load(code, true) {
             return ctx.error(&e);
         }
     }
