@@ -111,6 +111,7 @@ const SCRIPTS: &[&str] = &[
     "redis.call('set', 'str', 'abc') return redis.call('incr', 'str')",
     "redis.call('set', 'str', 'abc') return redis.pcall('incr', 'str')",
     "return redis.call('incrby', 'n', 5)",
+    "redis.call('rpush', 'big', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12) return redis.call('lrange', 'big', 0, -1)",
     "return redis.call('get', 'missing')",
     "return tostring(redis.call('get', 'missing'))",
     "redis.call('rpush', 'l', 'a', 'b', 'c') return redis.call('lrange', 'l', 0, -1)",

@@ -916,8 +916,8 @@ enum Pushed {
     /// A status (`{ok=}`), an error (`{err=}`, also a refusal).
     Status(usize, usize),
     Error(usize, usize),
-    /// Anything else: the whole reply for the converter.
-    Complex(bool),
+    /// Anything else: the whole reply (its length) for the converter.
+    Complex(usize, bool),
     Panicked,
 }
 
@@ -926,17 +926,29 @@ enum Pushed {
 ///
 /// # Safety
 /// `l` is the running state with `n` string arguments on its stack.
-unsafe fn call_host(sh: &Shared, l: *mut mlua::ffi::lua_State, n: i32) -> Pushed {
-    let mut argv: Vec<&[u8]> = Vec::with_capacity(n as usize);
-    for i in 1..=n {
+unsafe fn call_host(sh: &Shared, l: *mut mlua::ffi::lua_State, n: i32) -> (Pushed, *const u8) {
+    // Up to 8 arguments on the stack, more in a Vec.
+    let mut small: [&[u8]; 8] = [&[]; 8];
+    let mut large: Vec<&[u8]> = Vec::new();
+    let n = n as usize;
+    if n > small.len() {
+        large.resize(n, &[]);
+    }
+    let argv: &mut [&[u8]] = if n > small.len() {
+        &mut large
+    } else {
+        &mut small[..n]
+    };
+    for (i, slot) in argv.iter_mut().enumerate() {
         let mut len = 0usize;
-        // SAFETY: argument `i` is a string (converted before), so this
+        // SAFETY: argument `i + 1` is a string (converted before), so this
         // neither allocates nor raises; the bytes live on the stack until
         // this function returns.
-        let p = unsafe { mlua::ffi::lua_tolstring(l, i, &mut len) };
+        let p = unsafe { mlua::ffi::lua_tolstring(l, i as i32 + 1, &mut len) };
         // SAFETY: Lua guarantees `len` readable bytes at `p`.
-        argv.push(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
+        *slot = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
     }
+    let argv: &[&[u8]] = argv;
     let mut reply = std::mem::take(&mut *sh.reply.lock().expect("not poisoned"));
     reply.clear();
     let resp3 = sh.resp3.load(Relaxed);
@@ -951,13 +963,13 @@ unsafe fn call_host(sh: &Shared, l: *mut mlua::ffi::lua_State, n: i32) -> Pushed
         // host meanwhile: `execute` is blocked in the call.
         let host = unsafe { &mut *p };
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            host.call(&argv, resp3, &mut reply)
+            host.call(argv, resp3, &mut reply)
         })) {
             Ok(r) => r,
             Err(payload) => {
                 *sh.panic.lock().expect("not poisoned") = Some(payload);
                 *sh.reply.lock().expect("not poisoned") = reply;
-                return Pushed::Panicked;
+                return (Pushed::Panicked, std::ptr::null());
             }
         }
     };
@@ -970,17 +982,19 @@ unsafe fn call_host(sh: &Shared, l: *mut mlua::ffi::lua_State, n: i32) -> Pushed
         Ok(()) => classify(&reply, resp3),
     };
     // Large buffers are not kept (the next call starts small).
-    if reply.capacity() > 64 * 1024 && !matches!(pushed, Pushed::Str(..) | Pushed::Complex(_)) {
+    if reply.capacity() > 64 * 1024 && !matches!(pushed, Pushed::Str(..) | Pushed::Complex(..)) {
         reply = Vec::new();
     }
+    // The bytes stay where they are when the Vec moves into the mutex.
+    let base = reply.as_ptr();
     *sh.reply.lock().expect("not poisoned") = reply;
-    pushed
+    (pushed, base)
 }
 
 /// The common replies, located in `r`.
 fn classify(r: &[u8], resp3: bool) -> Pushed {
     let Some(line_end) = r.iter().position(|&b| b == b'\r') else {
-        return Pushed::Complex(resp3);
+        return Pushed::Complex(r.len(), resp3);
     };
     let line = &r[1.min(line_end)..line_end];
     let num = |b: &[u8]| {
@@ -991,18 +1005,18 @@ fn classify(r: &[u8], resp3: bool) -> Pushed {
     match r.first() {
         Some(b':') => match num(line) {
             Some(n) => Pushed::Num(n as f64),
-            None => Pushed::Complex(resp3),
+            None => Pushed::Complex(r.len(), resp3),
         },
         Some(b'$') if line == b"-1" => Pushed::Null(resp3),
         Some(b'$') => match num(line) {
             Some(n) if n >= 0 && line_end + 2 + n as usize <= r.len() => {
                 Pushed::Str(line_end + 2, n as usize)
             }
-            _ => Pushed::Complex(resp3),
+            _ => Pushed::Complex(r.len(), resp3),
         },
         Some(b'+') => Pushed::Status(1, line_end - 1),
         Some(b'-') => Pushed::Error(1, line_end - 1),
-        _ => Pushed::Complex(resp3),
+        _ => Pushed::Complex(r.len(), resp3),
     }
 }
 
@@ -1057,11 +1071,12 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
             }
             None => call_host(sh, l, n),
         };
-        let base = || sh.reply.lock().expect("not poisoned").as_ptr() as *const std::ffi::c_char;
+        let (pushed, base) = pushed;
+        let base = base as *const std::ffi::c_char;
         match pushed {
             Pushed::Num(x) => ffi::lua_pushnumber(l, x),
             Pushed::Str(at, len) => {
-                ffi::lua_pushlstring(l, base().add(at), len);
+                ffi::lua_pushlstring(l, base.add(at), len);
             }
             Pushed::Null(resp3) => {
                 if resp3 {
@@ -1073,7 +1088,7 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
             Pushed::Status(at, len) | Pushed::Error(at, len) => {
                 let is_err = matches!(pushed, Pushed::Error(..));
                 ffi::lua_createtable(l, 0, 1);
-                ffi::lua_pushlstring(l, base().add(at), len);
+                ffi::lua_pushlstring(l, base.add(at), len);
                 ffi::lua_setfield(l, -2, if is_err { c"err" } else { c"ok" }.as_ptr());
                 if is_err {
                     // The host counted it (INFO errorstats) already.
@@ -1084,10 +1099,9 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
                     ffi::lua_error(l);
                 }
             }
-            Pushed::Complex(resp3) => {
-                let len = sh.reply.lock().expect("not poisoned").len();
+            Pushed::Complex(len, resp3) => {
                 ffi::lua_pushvalue(l, ffi::lua_upvalueindex(3));
-                ffi::lua_pushlstring(l, base(), len);
+                ffi::lua_pushlstring(l, base, len);
                 ffi::lua_pushboolean(l, i32::from(resp3));
                 ffi::lua_call(l, 2, 2);
                 let failed = ffi::lua_toboolean(l, -1) != 0;
