@@ -660,9 +660,10 @@ fn check_int(lua: &Lua, v: Option<&Value>, n: usize, fname: &str) -> mlua::Resul
     }
 }
 
-/// The fixed Lua half of the sandbox: `redis.call`/`pcall` raise what the
-/// Rust half returns, every library and `redis` become read-only
-/// proxies, unknown globals are an error.
+/// The fixed Lua half of the sandbox: `error_reply`/`status_reply` raise
+/// what their Rust halves return on bad arguments, every library and
+/// `redis` become read-only proxies, loaded code gets the same
+/// environment, `pcall` unwraps error tables, unknown globals are an error.
 const SETUP: &str = r#"
 local G, P, R, setfenv, loadstring, load = ...
 local error, setmetatable, tostring, type = error, setmetatable, tostring, type
