@@ -26,7 +26,13 @@ e2e!(
             Reply::Array(vec![Reply::Int(1), Reply::Int(0)])
         );
         assert_eq!(c.cmd(&["SCRIPT", "FLUSH"]), Reply::status("OK"));
-        assert_eq!(c.cmd(&["EVALSHA", &sha, "1", "k"]), Reply::err("NOSCRIPT No matching script."));
+        // Valkey 8 dropped redis-server 7.0's " Please use EVAL.".
+        let noscript = if b.is_redis() {
+            "NOSCRIPT No matching script. Please use EVAL."
+        } else {
+            "NOSCRIPT No matching script."
+        };
+        assert_eq!(c.cmd(&["EVALSHA", &sha, "1", "k"]), Reply::err(noscript));
         assert_eq!(c.cmd(&["SCRIPT", "KILL"]), Reply::err("NOTBUSY No scripts in execution right now."));
     }
 );
