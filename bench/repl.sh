@@ -178,7 +178,10 @@ replicas() { # NAME(ringkv|redis) COUNT ROUND
 fullsync() { # NAME(ringkv|valkey) ROUND
   local dir base peak rss extra t0 t1
   dir=$(mktemp -d "$OUT/fullsync-XXXX")
-  start_primary "$1" "$dir" --bind 127.0.0.1
+  local delay=()
+  # Valkey waits 5 s for more replicas before a diskless sync by default.
+  [ "$1" = valkey ] && delay=(--repl-diskless-sync-delay 0)
+  start_primary "$1" "$dir" --bind 127.0.0.1 "${delay[@]}"
   taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" -t set -n "$KEYS" -r "$KEYS" \
     --key-pattern sequential -d 100 -P 32 -q --no-server-cpu >/dev/null
   sleep 1

@@ -278,19 +278,43 @@ fn memory(srv: &mut Server, out: &mut String) {
     field!(out, "allocator_muzzy:{}", m.muzzy);
     field!(out, "total_system_memory:{sysmem}");
     field!(out, "total_system_memory_human:{}", human(sysmem));
-    field!(out, "used_memory_lua:0");
-    field!(out, "used_memory_vm_eval:0");
-    field!(out, "used_memory_lua_human:0B");
-    field!(out, "used_memory_scripts_eval:0");
-    field!(out, "number_of_cached_scripts:0");
-    field!(out, "number_of_functions:0");
-    field!(out, "number_of_libraries:0");
-    field!(out, "used_memory_vm_functions:0");
-    field!(out, "used_memory_vm_total:0");
-    field!(out, "used_memory_vm_total_human:0B");
-    field!(out, "used_memory_functions:0");
-    field!(out, "used_memory_scripts:0");
-    field!(out, "used_memory_scripts_human:0B");
+    // Scripting: the Lua state's own bytes (vm) and the cache's (scripts).
+    let (vm_eval, scripts_eval, cached) = srv.scripts.as_ref().map_or((0, 0, 0), |s| {
+        (
+            s.lua_memory() as u64,
+            s.cache_memory() as u64,
+            s.len() as u64,
+        )
+    });
+    field!(out, "used_memory_lua:{vm_eval}");
+    field!(out, "used_memory_vm_eval:{vm_eval}");
+    field!(out, "used_memory_lua_human:{}", human(vm_eval));
+    field!(out, "used_memory_scripts_eval:{scripts_eval}");
+    field!(out, "number_of_cached_scripts:{cached}");
+    let (nfuncs, nlibs, vm_funcs, funcs_mem) = srv.functions.as_ref().map_or((0, 0, 0, 0), |f| {
+        (
+            f.function_count() as u64,
+            f.library_count() as u64,
+            f.lua_memory() as u64,
+            f.memory() as u64,
+        )
+    });
+    field!(out, "number_of_functions:{nfuncs}");
+    field!(out, "number_of_libraries:{nlibs}");
+    field!(out, "used_memory_vm_functions:{vm_funcs}");
+    field!(out, "used_memory_vm_total:{}", vm_eval + vm_funcs);
+    field!(
+        out,
+        "used_memory_vm_total_human:{}",
+        human(vm_eval + vm_funcs)
+    );
+    field!(out, "used_memory_functions:{funcs_mem}");
+    field!(out, "used_memory_scripts:{}", scripts_eval + funcs_mem);
+    field!(
+        out,
+        "used_memory_scripts_human:{}",
+        human(scripts_eval + funcs_mem)
+    );
     field!(out, "maxmemory:{maxmem}");
     field!(out, "maxmemory_human:{}", human(maxmem));
     field!(out, "maxmemory_policy:{policy}");
@@ -493,7 +517,11 @@ fn stats(srv: &Server, out: &mut String) {
     field!(out, "expire_cycle_cpu_milliseconds:0");
     field!(out, "evicted_keys:{}", st.evicted_keys);
     field!(out, "evicted_clients:{}", st.evicted_clients);
-    field!(out, "evicted_scripts:0");
+    field!(
+        out,
+        "evicted_scripts:{}",
+        srv.scripts.as_ref().map_or(0, |s| s.evicted())
+    );
     field!(
         out,
         "total_eviction_exceeded_time:{}",

@@ -980,6 +980,7 @@ fn check_oom(
         };
         evict::perform_evictions(srv, now_ms, Some(me)) == evict::Outcome::Fail
     };
+    srv.pre_command_oom = oom;
     if !oom {
         return None;
     }

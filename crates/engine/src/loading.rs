@@ -100,6 +100,15 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                     ld.loaded += 1;
                 }
             }
+            LoadStep::Function(code) => {
+                ld.waiting = false;
+                // A library of the same name is replaced (DEBUG RELOAD
+                // loads what the server already has).
+                let f = srv.functions.get_or_insert_with(Box::default);
+                if let Err(e) = f.load(&code, true) {
+                    return Err(format!("Failed loading library: {e}"));
+                }
+            }
             LoadStep::Pending => {
                 ld.waiting = true;
                 return Ok(Progress::Waiting);

@@ -58,6 +58,8 @@ pub struct LoadedKey {
 
 pub enum LoadStep {
     Keys(Vec<LoadedKey>),
+    /// A FUNCTION library's source (RDB's FUNCTION2).
+    Function(Vec<u8>),
     /// Nothing decoded yet; ask again.
     Pending,
     /// The whole file was read and its checksum verified; keys that had

@@ -89,6 +89,9 @@ pub struct Stats {
     pub total_commands_processed: u64,
     pub total_connections_received: u64,
     pub rejected_connections: u64,
+    /// The next error reply recorded was already counted (set by a
+    /// script whose error came from a command it ran).
+    pub error_counted: bool,
     pub total_error_replies: u64,
     /// Errors by first word (`ERR`, `WRONGTYPE`, ...).
     pub errors: BTreeMap<String, u64>,
@@ -122,6 +125,11 @@ const MAX_ERROR_KINDS: usize = 128;
 impl Stats {
     /// Count one error reply; `msg` is the text after `-`.
     pub fn record_error(&mut self, msg: &str) {
+        // A script's error reply that repeats an error already counted
+        // where it happened (Valkey's ERR_REPLY_FLAG_NO_STATS_UPDATE).
+        if std::mem::take(&mut self.error_counted) {
+            return;
+        }
         let msg = msg.strip_prefix('-').unwrap_or(msg);
         let kind = msg.split(' ').next().unwrap_or("ERR");
         self.total_error_replies += 1;
@@ -233,6 +241,16 @@ pub struct Server {
     pub aof: crate::aof::Aof,
     /// Replication: the primary this server follows, the offsets.
     pub repl: crate::replication::Replication,
+    /// The Lua state and EVAL's script cache (created on first use; taken
+    /// out while a script runs).
+    pub scripts: Option<Box<script::Scripts>>,
+    /// FUNCTION's libraries and their Lua state (created on first use;
+    /// taken out while a function runs).
+    pub functions: Option<Box<script::functions::Functions>>,
+    /// `maxmemory` was exceeded (and eviction could not help) when the
+    /// running top-level command began: Valkey's `pre_command_oom_state`,
+    /// which scripts' denyoom commands are judged by.
+    pub pre_command_oom: bool,
 }
 
 impl Server {
@@ -281,6 +299,9 @@ impl Server {
             effects: crate::effects::Effects::default(),
             aof: crate::aof::Aof::default(),
             repl: crate::replication::Replication::new(""),
+            scripts: None,
+            functions: None,
+            pre_command_oom: false,
         };
         srv.repl.replid = srv.run_id.clone();
         srv.sync_expiry_logging();

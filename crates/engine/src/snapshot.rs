@@ -113,6 +113,14 @@ impl Snapshot {
             t.aux(b"repl-offset", offset.to_string().as_bytes());
         }
         t.aux(b"aof-base", if aof_base { b"1" } else { b"0" });
+        // FUNCTION libraries, before the databases (as Valkey's
+        // rdbSaveFunctions).
+        if let Some(f) = srv.functions.as_ref() {
+            for lib in f.libraries() {
+                t.raw(&[rdb::consts::OPCODE_FUNCTION2]);
+                t.string(&lib.code);
+            }
+        }
         let mut order = Vec::new();
         let mut keys_total = 0;
         for (i, db) in srv.keyspace.dbs.iter_mut().enumerate() {

@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 18] {
+fn groups() -> [&'static [CommandSpec]; 20] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -67,6 +67,8 @@ fn groups() -> [&'static [CommandSpec]; 18] {
         cmd::hyperloglog::COMMANDS,
         cmd::pubsub::COMMANDS,
         cmd::transactions::COMMANDS,
+        cmd::scripting::COMMANDS,
+        cmd::functions::COMMANDS,
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,

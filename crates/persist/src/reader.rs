@@ -19,6 +19,7 @@ const READ_BUF: usize = 1 << 20;
 
 enum Msg {
     Keys(Vec<LoadedKey>),
+    Function(Vec<u8>),
     Done {
         expired: u64,
         repl: Option<SavedReplication>,
@@ -157,10 +158,11 @@ fn build(rx: &Receiver<Raw>, opts: LoadOptions, name: &str, tx: &SyncSender<Msg>
                     Ok(k) => k,
                     Err(e) => break 'file Msg::Failed(format!("{name}: {e}")),
                 },
-                Item::Function(_) => {
-                    break 'file Msg::Failed(format!(
-                        "{name}: the file holds FUNCTION libraries, and this server has no scripting yet"
-                    ));
+                Item::Function(code) => {
+                    if tx.send(Msg::Function(code)).is_err() {
+                        return;
+                    }
+                    continue;
                 }
                 _ => continue,
             };
@@ -226,6 +228,7 @@ impl LoadSource for FileSource {
         };
         match msg {
             Msg::Keys(k) => LoadStep::Keys(k),
+            Msg::Function(code) => LoadStep::Function(code),
             Msg::Done { expired, repl } => {
                 self.finished = true;
                 LoadStep::Done { expired, repl }

@@ -1,0 +1,583 @@
+//! Scripting: EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT (LOAD EXISTS
+//! FLUSH SHOW KILL HELP), with Valkey 8's semantics (`eval.c`,
+//! `script.c`). The Lua side lives in the `ringkv-script` crate; this
+//! module is its [`script::Host`]: the commands a script runs go through
+//! the same table, checks and effects as a client's.
+//!
+//! ```text
+//!   EVAL body numkeys k.. a..
+//!     └─ Scripts::load (cached per SHA1) ─ Scripts::run
+//!           redis.call ──► ScriptHost::call: lookup, arity, noscript,
+//!                          read-only, MISCONF, OOM checks, then the
+//!                          command's function through effects::call
+//!                          (inside EVAL's call: the unit's effects are
+//!                          the script's commands, wrapped in MULTI/EXEC
+//!                          when there are several)
+//! ```
+//!
+//! The script runs as the caller's session with the script's own database
+//! (SELECT inside it does not change the caller's) and protocol
+//! (`redis.setresp`), restored afterwards; commands cannot block
+//! (`in_exec`), as in MULTI. A script cannot be interrupted: there is no
+//! BUSY state, SCRIPT KILL always answers NOTBUSY.
+
+use super::{NOT_INT, reply_help};
+use crate::batch::ArgvRef;
+use crate::command::flags::*;
+use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::server::{KeyHint, Server};
+use crate::session::Session;
+use crate::table::table;
+use resp::{Protocol, ReplyWriter, Span};
+use script::Scripts;
+
+pub(crate) const EVAL_FLAGS: u32 =
+    NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE;
+pub(crate) const EVAL_RO_FLAGS: u32 =
+    NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY;
+const ACL: &[&str] = &["slow", "scripting"];
+
+const EVAL_ARGS: &[ArgSpec] = &[
+    ArgSpec::string("script"),
+    ArgSpec::integer("numkeys"),
+    ArgSpec::key("key", 0).optional().multiple(),
+    ArgSpec::string("arg").optional().multiple(),
+];
+const EVALSHA_ARGS: &[ArgSpec] = &[
+    ArgSpec::string("sha1"),
+    ArgSpec::integer("numkeys"),
+    ArgSpec::key("key", 0).optional().multiple(),
+    ArgSpec::string("arg").optional().multiple(),
+];
+
+const fn eval_spec(
+    name: &'static str,
+    flags: u32,
+    since: &'static str,
+    summary: &'static str,
+    func: crate::command::CommandFn,
+    args: &'static [ArgSpec],
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity: -3,
+        flags,
+        acl_categories: ACL,
+        group: "scripting",
+        since,
+        summary,
+        complexity: "Depends on the script that is executed.",
+        func: Some(func),
+        args,
+        ..CommandSpec::DEFAULT
+    }
+}
+
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    summary: &'static str,
+    complexity: &'static str,
+    func: crate::command::CommandFn,
+    args: &'static [ArgSpec],
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        acl_categories: ACL,
+        group: "scripting",
+        since: "2.6.0",
+        summary,
+        complexity,
+        func: Some(func),
+        args,
+        ..CommandSpec::DEFAULT
+    }
+}
+
+pub const COMMANDS: &[CommandSpec] = &[
+    eval_spec(
+        "eval",
+        EVAL_FLAGS,
+        "2.6.0",
+        "Executes a server-side Lua script.",
+        eval,
+        EVAL_ARGS,
+    ),
+    eval_spec(
+        "evalsha",
+        EVAL_FLAGS,
+        "2.6.0",
+        "Executes a server-side Lua script by SHA1 digest.",
+        evalsha,
+        EVALSHA_ARGS,
+    ),
+    eval_spec(
+        "eval_ro",
+        EVAL_RO_FLAGS,
+        "7.0.0",
+        "Executes a read-only server-side Lua script.",
+        eval_ro,
+        EVAL_ARGS,
+    ),
+    eval_spec(
+        "evalsha_ro",
+        EVAL_RO_FLAGS,
+        "7.0.0",
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+        evalsha_ro,
+        EVALSHA_ARGS,
+    ),
+    CommandSpec {
+        name: "script",
+        arity: -2,
+        acl_categories: &["slow"],
+        group: "scripting",
+        since: "2.6.0",
+        summary: "A container for Lua scripts management commands.",
+        complexity: "Depends on subcommand.",
+        subcommands: &[
+            sub(
+                "exists",
+                -3,
+                NOSCRIPT,
+                "Determines whether server-side Lua scripts exist in the script cache.",
+                "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
+                script_exists,
+                &[ArgSpec::string("sha1").multiple()],
+            ),
+            sub(
+                "flush",
+                -2,
+                NOSCRIPT | MAY_REPLICATE,
+                "Removes all server-side Lua scripts from the script cache.",
+                "O(N) with N being the number of scripts in cache",
+                script_flush,
+                &[ArgSpec::oneof(
+                    "flush-type",
+                    &[
+                        ArgSpec::pure_token("async", "ASYNC"),
+                        ArgSpec::pure_token("sync", "SYNC"),
+                    ],
+                )
+                .optional()],
+            ),
+            sub(
+                "help",
+                2,
+                LOADING | STALE,
+                "Returns helpful text about the different subcommands.",
+                "O(1)",
+                script_help,
+                &[],
+            ),
+            sub(
+                "kill",
+                2,
+                NOSCRIPT | ALLOW_BUSY,
+                "Terminates a server-side Lua script during execution.",
+                "O(1)",
+                script_kill,
+                &[],
+            ),
+            sub(
+                "load",
+                3,
+                NOSCRIPT | STALE,
+                "Loads a server-side Lua script to the script cache.",
+                "O(N) with N being the length in bytes of the script body.",
+                script_load,
+                &[ArgSpec::string("script")],
+            ),
+            sub(
+                "show",
+                3,
+                NOSCRIPT,
+                "Show server-side Lua script in the script cache.",
+                "O(1).",
+                script_show,
+                &[ArgSpec::string("sha1")],
+            ),
+        ],
+        ..CommandSpec::DEFAULT
+    },
+];
+
+/// The script cache, created on first use.
+fn scripts(srv: &mut Server) -> &mut Scripts {
+    srv.scripts.get_or_insert_with(|| Box::new(Scripts::new()))
+}
+
+fn eval(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    eval_generic(ctx, argv, false, false);
+}
+fn evalsha(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    eval_generic(ctx, argv, true, false);
+}
+fn eval_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    eval_generic(ctx, argv, false, true);
+}
+fn evalsha_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    eval_generic(ctx, argv, true, true);
+}
+
+/// Valkey's `evalGenericCommand`.
+fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
+    let Some(numkeys) = numkeys(ctx, argv) else {
+        return;
+    };
+    let mut sc = ctx
+        .srv
+        .scripts
+        .take()
+        .unwrap_or_else(|| Box::new(Scripts::new()));
+    let sha: [u8; 40] = if by_sha {
+        match <[u8; 40]>::try_from(argv.get(1)) {
+            Ok(s) if sc.exists(&s) => {
+                let mut s = s;
+                s.make_ascii_lowercase();
+                sc.touch(&s);
+                s
+            }
+            _ => {
+                ctx.srv.scripts = Some(sc);
+                return ctx.error("NOSCRIPT No matching script.");
+            }
+        }
+    } else {
+        match sc.load_for_eval(argv.get(1)) {
+            Ok(s) => s,
+            Err(e) => {
+                ctx.srv.scripts = Some(sc);
+                return ctx.error(&e);
+            }
+        }
+    };
+    let flags = sc.get(&sha).map_or(0, |s| s.flags);
+    let compat = flags & script::flags::EVAL_COMPAT_MODE != 0;
+    let no_writes = flags & script::flags::NO_WRITES != 0;
+    let allow_oom = flags & script::flags::ALLOW_OOM != 0;
+    if !compat && let Some(msg) = refused_up_front(ctx.srv, no_writes, allow_oom) {
+        ctx.srv.scripts = Some(sc);
+        return ctx.error(msg);
+    }
+    let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| argv.get(i)).collect();
+    let args: Vec<&[u8]> = (3 + numkeys..argv.len()).map(|i| argv.get(i)).collect();
+    run_script(ctx, ro || no_writes, allow_oom, |host, reply| {
+        sc.run(&sha, &keys, &args, host, reply)
+    });
+    ctx.srv.scripts = Some(sc);
+}
+
+/// Run a script or function (`run`) as the caller's session: its
+/// commands are its effects (one unit, wrapped in MULTI/EXEC when there
+/// are several), not the command as sent; its database and protocol are
+/// its own and the caller's come back afterwards.
+pub(crate) fn run_script(
+    ctx: &mut Ctx<'_>,
+    read_only: bool,
+    allow_oom: bool,
+    run: impl FnOnce(&mut dyn script::Host, &mut ReplyWriter<'_>) -> bool,
+) {
+    ctx.prevent_propagation();
+    let caller_db = ctx.session.db;
+    let caller_proto = ctx.session.proto;
+    let caller_in_exec = ctx.session.in_exec;
+    let Ctx {
+        srv,
+        session,
+        reply,
+        now_ms,
+    } = ctx;
+    let mut host = ScriptHost {
+        srv,
+        session,
+        now_ms: *now_ms,
+        read_only,
+        allow_oom,
+        wrote: false,
+        repl: script::repl::ALL,
+        data: Vec::new(),
+        spans: Vec::new(),
+    };
+    let counted = run(&mut host, reply);
+    // The error reply repeats one counted where it happened.
+    ctx.srv.stats.error_counted = counted;
+    ctx.session.db = caller_db;
+    ctx.session.proto = caller_proto;
+    ctx.session.in_exec = caller_in_exec;
+    ctx.srv.key_hint = KeyHint::default();
+}
+
+/// A script with a shebang, or a function, declares whether it may write:
+/// one that may is refused before it runs when memory is over the limit
+/// (unless it allows OOM) or writes are refused (Valkey's
+/// `scriptPrepareForRun`).
+pub(crate) fn refused_up_front(
+    srv: &Server,
+    no_writes: bool,
+    allow_oom: bool,
+) -> Option<&'static str> {
+    if no_writes {
+        return None;
+    }
+    if !allow_oom && srv.config.maxmemory > 0 && !srv.aof.replaying && srv.pre_command_oom {
+        return Some(crate::evict::OOM_ERR);
+    }
+    if crate::persist::writes_denied(srv) {
+        return Some(crate::persist::MISCONF_ERR);
+    }
+    None
+}
+
+/// EVAL's and FCALL's `numkeys`, checked against the arguments.
+pub(crate) fn numkeys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) -> Option<usize> {
+    let Some(n) = crate::num::parse_i64(argv.get(2)) else {
+        ctx.error(NOT_INT);
+        return None;
+    };
+    if n > argv.len() as i64 - 3 {
+        ctx.error("ERR Number of keys can't be greater than number of args");
+        return None;
+    }
+    if n < 0 {
+        ctx.error("ERR Number of keys can't be negative");
+        return None;
+    }
+    Some(n as usize)
+}
+
+/// What `redis.call` reaches: the engine, as the script's client.
+struct ScriptHost<'a, 'b> {
+    srv: &'a mut &'b mut Server,
+    session: &'a mut &'b mut Session,
+    now_ms: i64,
+    /// EVAL_RO, or a `no-writes` shebang.
+    read_only: bool,
+    allow_oom: bool,
+    /// A command of this run changed the dataset (later denyoom commands
+    /// are let through, as Valkey's SCRIPT_WRITE_DIRTY).
+    wrote: bool,
+    repl: u8,
+    /// Argument buffers reused from one `redis.call` to the next.
+    data: Vec<u8>,
+    spans: Vec<Span>,
+}
+
+const UNKNOWN: &str = "ERR Unknown command called from script";
+
+impl ScriptHost<'_, '_> {
+    /// One command for `redis.call`: Valkey's `scriptCall` checks, then
+    /// the command through the table's function.
+    fn run_command(
+        &mut self,
+        argv: &[&[u8]],
+        resp3: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let t = table();
+        let Some(mut i) = t.lookup(argv[0]) else {
+            return Err(UNKNOWN.into());
+        };
+        if !t.entries[i].subs.is_empty() && argv.len() >= 2 {
+            match t.lookup_sub(i, argv[1]) {
+                Some(s) => i = s,
+                None => return Err(UNKNOWN.into()),
+            }
+        }
+        let spec = t.entries[i].spec;
+        let argc = argv.len() as i32;
+        if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
+            return Err("ERR Wrong number of args calling command from script".into());
+        }
+        if spec.flags & NOSCRIPT != 0 {
+            return Err("ERR This Redis command is not allowed from script".into());
+        }
+        let srv: &mut Server = self.srv;
+        if spec.flags & WRITE != 0 {
+            if self.read_only {
+                return Err("ERR Write commands are not allowed from read-only scripts.".into());
+            }
+            if crate::persist::writes_denied(srv) {
+                return Err(crate::persist::MISCONF_ERR.into());
+            }
+            if let Some(msg) = crate::aof::misconf_error(srv) {
+                return Err(msg);
+            }
+        }
+        if spec.flags & DENYOOM != 0
+            && !self.allow_oom
+            && !self.wrote
+            && srv.config.maxmemory > 0
+            && !srv.aof.replaying
+            && srv.pre_command_oom
+        {
+            return Err(crate::evict::OOM_ERR.into());
+        }
+        let Some(f) = spec.func else {
+            return Err(UNKNOWN.into());
+        };
+        // The arguments in one buffer, as a parsed request is.
+        let mut data = std::mem::take(&mut self.data);
+        let mut spans = std::mem::take(&mut self.spans);
+        data.clear();
+        spans.clear();
+        for a in argv {
+            spans.push(Span {
+                start: data.len(),
+                len: a.len(),
+            });
+            data.extend_from_slice(a);
+        }
+        let args = ArgvRef {
+            data: &data,
+            spans: &spans,
+        };
+        let proto = if resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+        let session: &mut Session = self.session;
+        session.proto = proto;
+        session.in_exec = true;
+        srv.key_hint = KeyHint::default();
+        let dirty = srv.persist.dirty;
+        {
+            let mut ctx = Ctx {
+                srv: &mut *srv,
+                session: &mut *session,
+                reply: ReplyWriter::new(out, proto),
+                now_ms: self.now_ms,
+            };
+            if self.repl == script::repl::NONE {
+                // Not propagated: EVAL's own call emits nothing for it.
+                f(&mut ctx, args);
+            } else {
+                crate::effects::call(&mut ctx, f, args, false);
+            }
+        }
+        if srv.persist.dirty > dirty {
+            self.wrote = true;
+        }
+        let st = &mut srv.stats.commands[i];
+        st.calls += 1;
+        if out.first() == Some(&b'-') {
+            st.failed_calls += 1;
+            let end = out.iter().position(|&b| b == b'\r').unwrap_or(out.len());
+            let text = String::from_utf8_lossy(&out[1..end]);
+            srv.stats.record_error(&text);
+        }
+        srv.stats.total_commands_processed += 1;
+        self.data = data;
+        self.spans = spans;
+        Ok(())
+    }
+}
+
+impl script::Host for ScriptHost<'_, '_> {
+    fn call(&mut self, argv: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), String> {
+        let r = self.run_command(argv, resp3, out);
+        // A refusal is counted in INFO errorstats here, once (the
+        // script's error reply that may repeat it is not).
+        if let Err(msg) = &r {
+            self.srv.stats.record_error(msg);
+        }
+        r
+    }
+
+    fn log(&mut self, level: u8, msg: &str) {
+        use crate::log::Level;
+        let level = match level {
+            0 => Level::Debug,
+            1 => Level::Verbose,
+            2 => Level::Notice,
+            _ => Level::Warning,
+        };
+        crate::log::log(level, msg);
+    }
+
+    fn set_repl(&mut self, flags: u8) {
+        // One stream feeds both the AOF and replicas: any destination
+        // means it is emitted.
+        self.repl = flags;
+    }
+}
+
+fn script_exists(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    ctx.reply.array_len(argv.len() - 2);
+    for i in 2..argv.len() {
+        let found = ctx
+            .srv
+            .scripts
+            .as_ref()
+            .is_some_and(|s| s.exists(argv.get(i)));
+        ctx.reply.int(i64::from(found));
+    }
+}
+
+fn script_flush(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if argv.len() > 3 {
+        return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    }
+    if argv.len() == 3 {
+        let m = argv.get(2);
+        if !m.eq_ignore_ascii_case(b"sync") && !m.eq_ignore_ascii_case(b"async") {
+            return ctx.error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+        }
+    }
+    // ASYNC and SYNC free the same way: the Lua state goes at once.
+    if let Some(s) = ctx.srv.scripts.as_mut() {
+        s.flush();
+    }
+    ctx.reply.ok();
+}
+
+fn script_load(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    match scripts(ctx.srv).load(argv.get(2)) {
+        Ok(sha) => ctx.reply.bulk(&sha),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+fn script_show(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let body = ctx
+        .srv
+        .scripts
+        .as_ref()
+        .and_then(|s| s.get(argv.get(2)))
+        .map(|s| s.body.clone());
+    match body {
+        Some(b) => ctx.reply.bulk(&b),
+        None => ctx.error("NOSCRIPT No matching script."),
+    }
+}
+
+fn script_kill(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.error("NOTBUSY No scripts in execution right now.");
+}
+
+fn script_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    reply_help(
+        ctx,
+        "SCRIPT",
+        &[
+            "EXISTS <sha1> [<sha1> ...]",
+            "    Return information about the existence of the scripts in the script cache.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Flush the Lua scripts cache. Very dangerous on replicas.",
+            "    When called without the optional mode argument, the behavior is determined",
+            "     by the lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the scripts cache.",
+            "    * SYNC: Synchronously flush the scripts cache.",
+            "KILL",
+            "    Kill the currently executing Lua script.",
+            "LOAD <script>",
+            "    Load a script into the scripts cache without executing it.",
+            "SHOW <sha1>",
+            "    Show a script from the scripts cache.",
+        ],
+    );
+}

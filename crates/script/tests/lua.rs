@@ -1,0 +1,383 @@
+//! The script crate on its own: a fake host answers commands, the tests
+//! read the replies a script produces.
+
+use resp::{Protocol, ReplyWriter};
+use script::{Host, Scripts};
+
+/// Answers every command: GET → a bulk, ERR → an error, anything else →
+/// its arguments as an array of bulks. Remembers logs.
+#[derive(Default)]
+struct Fake {
+    logs: Vec<(u8, String)>,
+    calls: usize,
+}
+
+impl Host for Fake {
+    fn call(&mut self, argv: &[&[u8]], _resp3: bool, buf: &mut Vec<u8>) -> Result<(), String> {
+        buf.extend_from_slice(&self.answer(argv)?);
+        Ok(())
+    }
+    fn log(&mut self, level: u8, msg: &str) {
+        self.logs.push((level, msg.to_string()));
+    }
+    fn set_repl(&mut self, _flags: u8) {}
+}
+
+impl Fake {
+    fn answer(&mut self, argv: &[&[u8]]) -> Result<Vec<u8>, String> {
+        self.calls += 1;
+        match argv[0] {
+            b"get" => Ok(b"$3\r\nbar\r\n".to_vec()),
+            b"nil" => Ok(b"$-1\r\n".to_vec()),
+            b"err" => Ok(b"-WRONGTYPE bad\r\n".to_vec()),
+            b"refuse" => Err("ERR This Redis command is not allowed from script".into()),
+            b"map" => Ok(b"%1\r\n$1\r\na\r\n:1\r\n".to_vec()),
+            _ => {
+                let mut out = format!("*{}\r\n", argv.len()).into_bytes();
+                for a in argv {
+                    out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                    out.extend_from_slice(a);
+                    out.extend_from_slice(b"\r\n");
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+fn eval_proto(s: &mut Scripts, body: &str, keys: &[&str], args: &[&str], p: Protocol) -> String {
+    let mut out = Vec::new();
+    let mut w = ReplyWriter::new(&mut out, p);
+    match s.load(body.as_bytes()) {
+        Ok(sha) => {
+            let k: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+            let a: Vec<&[u8]> = args.iter().map(|k| k.as_bytes()).collect();
+            s.run(&sha, &k, &a, &mut Fake::default(), &mut w);
+        }
+        Err(e) => w.error(&e),
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn eval(s: &mut Scripts, body: &str) -> String {
+    eval_proto(s, body, &[], &[], Protocol::Resp2)
+}
+
+fn sha(body: &str) -> String {
+    String::from_utf8(script::sha1::hex(body.as_bytes()).to_vec()).unwrap()
+}
+
+#[test]
+fn lua_values_become_replies_as_valkey() {
+    let mut s = Scripts::new();
+    assert_eq!(eval(&mut s, "return 3.99"), ":3\r\n");
+    assert_eq!(eval(&mut s, "return -3.99"), ":-3\r\n");
+    assert_eq!(eval(&mut s, "return 'x'"), "$1\r\nx\r\n");
+    assert_eq!(eval(&mut s, "return true"), ":1\r\n");
+    assert_eq!(eval(&mut s, "return false"), "$-1\r\n");
+    assert_eq!(eval(&mut s, "return nil"), "$-1\r\n");
+    assert_eq!(
+        eval(&mut s, "return {1,{2,'a'},nil,4}"),
+        "*2\r\n:1\r\n*2\r\n:2\r\n$1\r\na\r\n"
+    );
+    assert_eq!(eval(&mut s, "return {ok='fine'}"), "+fine\r\n");
+    assert_eq!(eval(&mut s, "return {err='MY oops'}"), "-MY oops\r\n");
+    assert_eq!(eval(&mut s, "return redis.error_reply('x')"), "-ERR x\r\n");
+    assert_eq!(
+        eval(&mut s, "return redis.error_reply('-MINE x')"),
+        "-MINE x\r\n"
+    );
+    assert_eq!(
+        eval(&mut s, "return redis.status_reply('QUEUED')"),
+        "+QUEUED\r\n"
+    );
+    // RESP3 types, written for a RESP3 caller.
+    let r3 = |s: &mut Scripts, b: &str| eval_proto(s, b, &[], &[], Protocol::Resp3);
+    assert_eq!(r3(&mut s, "return {double=1.5}"), ",1.5\r\n");
+    assert_eq!(r3(&mut s, "return {map={a=1}}"), "%1\r\n$1\r\na\r\n:1\r\n");
+    assert_eq!(r3(&mut s, "return {set={a=true}}"), "~1\r\n$1\r\na\r\n");
+    assert_eq!(r3(&mut s, "return {big_number='123'}"), "(123\r\n");
+    assert_eq!(r3(&mut s, "redis.setresp(3) return true"), "#t\r\n");
+    assert_eq!(r3(&mut s, "redis.setresp(3) return false"), "#f\r\n");
+    assert_eq!(r3(&mut s, "return false"), "_\r\n");
+}
+
+#[test]
+fn keys_and_argv() {
+    let mut s = Scripts::new();
+    assert_eq!(
+        eval_proto(
+            &mut s,
+            "return {KEYS[1], ARGV[2], #KEYS, #ARGV}",
+            &["k"],
+            &["a", "b"],
+            Protocol::Resp2
+        ),
+        "*4\r\n$1\r\nk\r\n$1\r\nb\r\n:1\r\n:2\r\n"
+    );
+}
+
+#[test]
+fn errors_name_the_script_and_line() {
+    let mut s = Scripts::new();
+    let b = "return x";
+    assert_eq!(
+        eval(&mut s, b),
+        format!(
+            "-ERR user_script:1: Script attempted to access nonexistent global variable 'x' script: {}, on @user_script:1.\r\n",
+            sha(b)
+        )
+    );
+    let b = "x = 1";
+    assert_eq!(
+        eval(&mut s, b),
+        format!(
+            "-ERR user_script:1: Attempt to modify a readonly table script: {}, on @user_script:1.\r\n",
+            sha(b)
+        )
+    );
+    let b = "redis.call = 1";
+    assert!(eval(&mut s, b).starts_with("-ERR user_script:1: Attempt to modify a readonly table"));
+    let b = "string.x = 1";
+    assert!(eval(&mut s, b).starts_with("-ERR user_script:1: Attempt to modify a readonly table"));
+    let b = "\n\nerror('boom')";
+    assert_eq!(
+        eval(&mut s, b),
+        format!(
+            "-ERR user_script:3: boom script: {}, on @user_script:3.\r\n",
+            sha(b)
+        )
+    );
+    let b = "error({err='X custom'})";
+    assert_eq!(
+        eval(&mut s, b),
+        format!("-X custom script: {}, on @user_script:1.\r\n", sha(b))
+    );
+    assert_eq!(
+        eval(&mut s, "return +"),
+        "-ERR Error compiling script (new function): user_script:1: unexpected symbol near '+'\r\n"
+    );
+    // redis.call raises the command's error; redis.pcall returns it.
+    let b = "local a = 1\nreturn redis.call('err')";
+    assert_eq!(
+        eval(&mut s, b),
+        format!("-WRONGTYPE bad script: {}, on @user_script:2.\r\n", sha(b))
+    );
+    assert_eq!(
+        eval(&mut s, "return redis.pcall('err')"),
+        "-WRONGTYPE bad\r\n"
+    );
+    assert_eq!(
+        eval(&mut s, "local t = redis.pcall('refuse') return t.err"),
+        "$49\r\nERR This Redis command is not allowed from script\r\n"
+    );
+    let b = "return redis.call()";
+    assert_eq!(
+        eval(&mut s, b),
+        format!(
+            "-ERR Please specify at least one argument for this call script: {}, on @user_script:1.\r\n",
+            sha(b)
+        )
+    );
+    let b = "return redis.call('set', {}, 1)";
+    assert!(
+        eval(&mut s, b).starts_with("-ERR Command arguments must be strings or integers script:")
+    );
+    let b = "return redis.setresp(4)";
+    assert!(eval(&mut s, b).starts_with("-ERR RESP version must be 2 or 3. script:"));
+    // A runaway recursion is an error, not a crash.
+    assert!(
+        eval(&mut s, "local function f() return f() + 1 end return f()")
+            .starts_with("-ERR user_script:1: stack overflow")
+    );
+    // A table that holds itself stops at the depth limit.
+    assert!(eval(&mut s, "local t = {} t[1] = t return t").contains("reached lua stack limit"));
+}
+
+#[test]
+fn replies_become_lua_values() {
+    let mut s = Scripts::new();
+    assert_eq!(
+        eval(&mut s, "return redis.call('get', 'k')"),
+        "$3\r\nbar\r\n"
+    );
+    assert_eq!(
+        eval(&mut s, "return tostring(redis.call('nil'))"),
+        "$5\r\nfalse\r\n"
+    );
+    assert_eq!(
+        eval(&mut s, "return redis.call('echo', 1.5, 7)"),
+        "*3\r\n$4\r\necho\r\n$3\r\n1.5\r\n$1\r\n7\r\n"
+    );
+    assert_eq!(
+        eval(&mut s, "return server.call('get', 'k')"),
+        "$3\r\nbar\r\n"
+    );
+    assert_eq!(eval(&mut s, "return redis.call('map').map.a"), ":1\r\n");
+}
+
+#[test]
+fn sandbox_hides_io_and_friends() {
+    let mut s = Scripts::new();
+    for g in [
+        "io", "dofile", "loadfile", "require", "debug", "setfenv", "print",
+    ] {
+        let r = eval(&mut s, &format!("return type({g})"));
+        assert!(r.contains("nonexistent global variable"), "{g}: {r}");
+    }
+    assert_eq!(eval(&mut s, "return type(os.clock)"), "$8\r\nfunction\r\n");
+    assert_eq!(eval(&mut s, "return os.exit"), "$-1\r\n");
+    // Code loaded at run time gets the same read-only globals.
+    assert!(eval(&mut s, "loadstring('y = 1')()").contains("Attempt to modify a readonly table"));
+}
+
+#[test]
+fn math_random_follows_valkeys_sequence() {
+    // A fresh Valkey 8.1 answers 40, 85, 4 and then 45, 32, 9.
+    let mut s = Scripts::new();
+    let b = "return {math.random(100), math.random(100), math.random(1,10)}";
+    assert_eq!(eval(&mut s, b), "*3\r\n:40\r\n:85\r\n:4\r\n");
+    assert_eq!(eval(&mut s, b), "*3\r\n:45\r\n:32\r\n:9\r\n");
+    assert_eq!(
+        eval(&mut s, "math.randomseed(7) return tostring(math.random())"),
+        "$14\r\n0.26644419658298\r\n".replace("$14", "$16")
+    );
+}
+
+#[test]
+fn bit_and_cjson() {
+    let mut s = Scripts::new();
+    assert_eq!(
+        eval(&mut s, "return bit.tohex(65535)"),
+        "$8\r\n0000ffff\r\n"
+    );
+    assert_eq!(eval(&mut s, "return bit.tohex(-1, -4)"), "$4\r\nFFFF\r\n");
+    assert_eq!(eval(&mut s, "return bit.band(0xff, 0x0f, 0x3)"), ":3\r\n");
+    assert_eq!(eval(&mut s, "return bit.lshift(1, 31)"), ":-2147483648\r\n");
+    assert_eq!(eval(&mut s, "return bit.rshift(-1, 28)"), ":15\r\n");
+    assert_eq!(eval(&mut s, "return bit.arshift(-256, 4)"), ":-16\r\n");
+    assert_eq!(eval(&mut s, "return bit.tobit(2^32 + 5)"), ":5\r\n");
+    assert_eq!(
+        eval(&mut s, "return bit.bswap(0x12345678)"),
+        format!(":{}\r\n", 0x78563412)
+    );
+    assert_eq!(
+        eval(&mut s, "return cjson.encode({1,2,{a='x/y'}, 1.5, 1e20})"),
+        "$28\r\n[1,2,{\"a\":\"x\\/y\"},1.5,1e+20]\r\n"
+    );
+    assert_eq!(eval(&mut s, "return cjson.encode({})"), "$2\r\n{}\r\n");
+    assert_eq!(
+        eval(
+            &mut s,
+            "return cjson.decode('[1,2,{\"a\":null}]')[3].a == cjson.null"
+        ),
+        ":1\r\n"
+    );
+    assert_eq!(
+        eval(&mut s, "return cjson.decode('{\"k\":\"\\\\u00e9\"}').k"),
+        "$2\r\n\u{e9}\r\n"
+    );
+    let r = eval(&mut s, "return cjson.decode('[1,')");
+    assert!(
+        r.starts_with("-ERR user_script:1: Expected value but found T_END at character 4 script:"),
+        "{r}"
+    );
+}
+
+#[test]
+fn cache_and_flush() {
+    let mut s = Scripts::new();
+    let sha = s.load(b"return 1").unwrap();
+    assert!(s.exists(&sha));
+    assert!(s.exists(&sha.to_ascii_uppercase()));
+    assert_eq!(s.len(), 1);
+    s.flush();
+    assert!(!s.exists(&sha));
+    assert_eq!(s.len(), 0);
+}
+
+#[test]
+fn shebang_flags() {
+    use script::flags::*;
+    assert_eq!(
+        script::parse_shebang(b"return 1").unwrap().0,
+        EVAL_COMPAT_MODE
+    );
+    assert_eq!(
+        script::parse_shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1")
+            .unwrap()
+            .0,
+        NO_WRITES | ALLOW_OOM
+    );
+    assert_eq!(script::parse_shebang(b"#!lua\nreturn 1").unwrap().0, 0);
+    assert_eq!(
+        script::parse_shebang(b"#!lua flags=bad\n").unwrap_err(),
+        "ERR Unexpected flag in script shebang: bad"
+    );
+    assert_eq!(
+        script::parse_shebang(b"#!lua name=x\n").unwrap_err(),
+        "ERR Unknown lua shebang option: name=x"
+    );
+    assert_eq!(
+        script::parse_shebang(b"#!luax\n").unwrap_err(),
+        "ERR Could not find scripting engine 'luax'"
+    );
+    let mut s = Scripts::new();
+    let b = "#!lua\nerror('x')";
+    assert_eq!(
+        eval(&mut s, b),
+        format!(
+            "-ERR user_script:2: x script: {}, on @user_script:2.\r\n",
+            sha(b)
+        )
+    );
+}
+
+#[test]
+fn log_reaches_the_host() {
+    let mut s = Scripts::new();
+    let sha = s
+        .load(b"redis.log(redis.LOG_WARNING, 'hello', 42) return 1")
+        .unwrap();
+    let mut out = Vec::new();
+    let mut w = ReplyWriter::new(&mut out, Protocol::Resp2);
+    let mut h = Fake::default();
+    s.run(&sha, &[], &[], &mut h, &mut w);
+    assert_eq!(h.logs, vec![(3, "hello 42".to_string())]);
+}
+
+#[test]
+fn cmsgpack_round_trips_and_encodes_as_lua_cmsgpack() {
+    let mut s = Scripts::new();
+    // 1 → fixint, 300 → uint16, -1 → negative fixint, 'ab' → fixstr,
+    // {1,2} → fixarray, 1.5 → float32.
+    let sha = s
+        .load(b"return cmsgpack.pack(1, 300, -1, 'ab', {1, 2}, 1.5)")
+        .unwrap();
+    let mut out = Vec::new();
+    let mut w = ReplyWriter::new(&mut out, Protocol::Resp2);
+    s.run(&sha, &[], &[], &mut Fake::default(), &mut w);
+    let mut want = b"$16\r\n".to_vec();
+    want.extend_from_slice(&[
+        0x01, 0xcd, 0x01, 0x2c, 0xff, 0xa2, b'a', b'b', 0x92, 0x01, 0x02, 0xca, 0x3f, 0xc0, 0x00,
+        0x00,
+    ]);
+    want.extend_from_slice(b"\r\n");
+    assert_eq!(out, want);
+    assert_eq!(
+        eval(
+            &mut s,
+            "local a, b, c = cmsgpack.unpack(cmsgpack.pack('x', {k = 'v'}, 7)) return {a, b.k, c}"
+        ),
+        "*3\r\n$1\r\nx\r\n$1\r\nv\r\n:7\r\n"
+    );
+    assert!(eval(&mut s, "return cmsgpack.unpack('\\205')").contains("Missing bytes in input."));
+    // Deep hostile nesting is an error, not a crash.
+    assert!(
+        eval(
+            &mut s,
+            "return cmsgpack.unpack(string.rep('\\145', 100000))"
+        )
+        .contains("Bad data format in input.")
+    );
+}
