@@ -455,6 +455,15 @@ impl Server {
         }
     }
 
+    /// Wait (up to 30 s) until the server has loaded its files: a start
+    /// on a dataset answers PING with `-LOADING` meanwhile.
+    pub fn wait_loaded(&self) {
+        crate::within(30, "the server to load its files", || {
+            let (_, out) = self.cli(&["INFO", "persistence"]);
+            out.lines().any(|l| l.trim() == "loading:0")
+        });
+    }
+
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
     }

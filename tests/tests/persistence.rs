@@ -81,6 +81,7 @@ e2e!(
         let copy = TempDir::new("rdb-pit-copy");
         fs::copy(tmp.path().join("dump.rdb"), copy.path().join("dump.rdb")).unwrap();
         let other = b.start(Opts::new().dir(copy.path()));
+        other.wait_loaded();
         let o = &mut other.client();
         assert_eq!(q(o, "DBSIZE"), int(2002));
         for i in 0..2000 {
@@ -341,6 +342,7 @@ e2e!(
         fs::copy(tmp.path().join("dump.rdb"), copy.path().join("dump.rdb")).unwrap();
         {
             let other = b.start(Opts::new().dir(copy.path()));
+            other.wait_loaded();
             let o = &mut other.client();
             assert_eq!(q(o, "DBSIZE"), int(1000));
             assert_eq!(q(o, "EXISTS after"), int(0));
@@ -349,6 +351,7 @@ e2e!(
         assert_eq!(q(c, "FLUSHALL"), ok());
         fs::copy(tmp.path().join("dump.rdb"), copy.path().join("dump.rdb")).unwrap();
         let other = b.start(Opts::new().dir(copy.path()));
+        other.wait_loaded();
         assert_eq!(q(&mut other.client(), "DBSIZE"), int(0));
     }
 );

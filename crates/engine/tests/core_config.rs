@@ -449,10 +449,10 @@ maxmemory-policy noeviction
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
 }
 
-/// The `normal` and `pubsub` classes of client-output-buffer-limit are
-/// enforced, so only the replica class is reported as ignored.
+/// Every class of client-output-buffer-limit is enforced (`replica` on
+/// the feeds of replicas): none is reported as ignored.
 #[test]
-fn output_buffer_limit_warns_only_for_unenforced_classes() {
+fn output_buffer_limit_classes_are_all_enforced() {
     let cfg = Config::parse_file_text(
         "client-output-buffer-limit normal 1mb 512kb 10\nclient-output-buffer-limit pubsub 1mb 0 0\n",
         "x",
@@ -464,12 +464,12 @@ fn output_buffer_limit_warns_only_for_unenforced_classes() {
         "normal 1048576 524288 10 slave 268435456 67108864 60 pubsub 1048576 0 0"
     );
     let cfg = Config::parse_file_text("client-output-buffer-limit replica 1mb 0 0\n", "x").unwrap();
-    assert_eq!(
-        cfg.warnings,
-        ["'client-output-buffer-limit' replica class is not supported yet, ignored"]
-    );
-    let cfg = Config::parse_file_text("client-output-buffer-limit slave 1mb 0 0\n", "x").unwrap();
-    assert_eq!(cfg.warnings.len(), 1, "{:?}", cfg.warnings);
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+    assert_eq!(cfg.client_output_buffer_limit_replica.hard, 1 << 20);
+    let cfg = Config::parse_file_text("client-output-buffer-limit slave 2mb 1mb 5\n", "x").unwrap();
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+    assert_eq!(cfg.client_output_buffer_limit_replica.soft, 1 << 20);
+    assert_eq!(cfg.client_output_buffer_limit_replica.soft_seconds, 5);
 }
 
 /// The typed limits follow the stored value: Valkey's defaults, one class
