@@ -31,8 +31,7 @@ use crate::table::table;
 use resp::{Protocol, ReplyWriter, Span};
 use script::Scripts;
 
-pub(crate) const EVAL_FLAGS: u32 =
-    NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE;
+pub(crate) const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE;
 pub(crate) const EVAL_RO_FLAGS: u32 =
     NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY;
 const ACL: &[&str] = &["slow", "scripting"];
@@ -151,7 +150,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             sub(
                 "flush",
                 -2,
-                NOSCRIPT | MAY_REPLICATE,
+                NOSCRIPT,
                 "Removes all server-side Lua scripts from the script cache.",
                 "O(N) with N being the number of scripts in cache",
                 script_flush,
