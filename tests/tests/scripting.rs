@@ -124,6 +124,15 @@ const SCRIPTS: &[&str] = &[
     "redis.call('hset', 'h', 'f', 'v') return redis.call('hgetall', 'h')",
     "redis.setresp(3) redis.call('hset', 'h', 'f', 'v') return redis.call('hgetall', 'h')",
     "redis.setresp(3) return redis.call('get', 'missing') == nil",
+    "redis.setresp(3) redis.call('zadd', 'z', 1.5, 'm') return redis.call('zscore', 'z', 'm')",
+    "redis.setresp(3) redis.call('zadd', 'z', 1.5, 'm') return redis.call('zscore', 'z', 'm').double",
+    "redis.setresp(3) redis.call('sadd', 'st', 'a') return redis.call('smembers', 'st')",
+    "redis.setresp(3) redis.call('sadd', 'st', 'a') return redis.call('smembers', 'st').set.a",
+    "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')",
+    "redis.setresp(3) return redis.call('ping')",
+    "redis.setresp(3) return redis.pcall('incr', 'str')",
+    "redis.call('zadd', 'z', 1.5, 'm') return redis.call('zscore', 'z', 'm')",
+    "return redis.call('zrange', 'z', 0, -1, 'withscores')",
     "return type(redis.call('ping'))",
     "return redis.call('ping')['ok']",
     "return redis.sha1hex('')",
@@ -226,6 +235,12 @@ e2e!(
             "redis.setresp(3) return true",
             "redis.setresp(3) return false",
             "redis.setresp(3) return redis.call('hgetall', 'h')",
+            "redis.setresp(3) return redis.call('zscore', 'z', 'm')",
+            "redis.setresp(3) return redis.call('smembers', 'st')",
+            "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')",
+            "redis.setresp(3) return redis.call('hget', 'h', 'nofield')",
+            "return redis.call('hget', 'h', 'nofield')",
+            "return {1, 'two', {3}}",
         ] {
             let cmd = ["EVAL", body, "0"];
             assert_eq!(a.cmd(&cmd), v.cmd(&cmd), "RESP3 EVAL {body:?}");
