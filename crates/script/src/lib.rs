@@ -1,30 +1,38 @@
-//! Lua scripting as Valkey 8 embeds it: one sandboxed Lua 5.1 state, the
-//! libraries scripts see, the EVAL script cache, and the conversions
-//! between Lua values and replies.
+//! Lua scripting as Valkey 8 embeds it: a sandboxed Lua 5.1 state, the
+//! libraries scripts see, the EVAL script cache, FUNCTION libraries (in
+//! a state of their own, [`functions`]), and the conversions between Lua
+//! values and replies.
 //!
 //! ```text
 //!   engine (EVAL, EVALSHA, SCRIPT LOAD ...)
-//!     │ Scripts::load(body)            compile once per SHA1, keep the function
+//!     │ Scripts::load / load_for_eval(body)   compiled once per SHA1
 //!     │ Scripts::run(sha, keys, argv, host, reply)
 //!     ▼
-//!   Lua: KEYS/ARGV set, xpcall(f_<sha>, error handler)
-//!     │ redis.call / redis.pcall ──► Host::call(argv, resp3) ──► the engine
-//!     │                                runs the command as the script's client
-//!     │ ◄── the reply's RESP bytes, parsed and converted to Lua (Valkey's table)
+//!   Lua: KEYS/ARGV set, xpcall(f, error handler)
+//!     │ redis.call / redis.pcall (C closures over the Lua C API)
+//!     │     ──► Host::call(argv, resp3, buf) ──► the engine runs the
+//!     │                                          command as the script's client
+//!     │ ◄── the reply's RESP bytes: common ones pushed as they are, the
+//!     │     others parsed and converted (Valkey's table)
 //!     ▼
 //!   the returned value (or the error table) converted into the caller's reply
 //! ```
 //!
-//! What this crate owns: the Lua state, its sandbox (no io, no files, a
-//! read-only global table; `os` has only `clock`), the `bit`, `cjson`,
-//! `cmsgpack` and `struct` libraries, the deterministic `math.random` (Valkey's lrand48, one
-//! sequence for the life of the process), shebang flags, the error format
+//! What this crate owns: the Lua states, their sandbox (no io, no files,
+//! read-only globals and libraries; `os` has only `clock`), the `bit`,
+//! `cjson`, `cmsgpack` and `struct` libraries, the deterministic
+//! `math.random` (Valkey's lrand48, one sequence for the life of the
+//! process), shebang flags, the EVAL cache's LRU, the error format
 //! (`ERR user_script:1: ... script: <sha>, on @user_script:1.`).
 //!
 //! What it must not touch: sockets, files, threads, the keyspace. It knows
 //! nothing of commands: every command a script runs goes through the
 //! [`Host`] the engine passes to [`Scripts::run`], on the engine's
 //! execution thread, and comes back as reply bytes.
+//!
+//! Its `unsafe`: `redis.call` and the raising `redis.*` functions are
+//! written against Lua's C API, and reach the host through a pointer that
+//! is valid only while [`Scripts::run`] waits for the script.
 
 pub mod bit;
 pub mod cjson;
