@@ -430,3 +430,49 @@ e2e!(
         }
     }
 );
+
+/// Wait until no AOF rewrite is in progress.
+fn wait_rewrite(c: &mut ringkv_e2e::Raw) {
+    for _ in 0..400 {
+        let info = c.cmd(&["INFO", "persistence"]).text();
+        if ringkv_e2e::info_field(&info, "aof_rewrite_in_progress") == "0" {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the AOF rewrite did not finish");
+}
+
+e2e!(
+    ringkv_only fn scripts_and_functions_replay_from_the_aof(b) {
+        use ringkv_e2e::server::TempDir;
+        let dir = TempDir::new("script-aof");
+        let opts = || {
+            ringkv_e2e::Opts::new()
+                .dir(dir.path())
+                .arg("save", "")
+                .arg("appendonly", "yes")
+                .arg("appendfsync", "always")
+        };
+        {
+            let mut srv = b.start(opts());
+            let mut c = srv.raw();
+            assert_eq!(c.cmd(&["FUNCTION", "LOAD", LIB_W]), Reply::bulk("wlib"));
+            let body = "redis.call('set', KEYS[1], ARGV[1]) redis.call('select', 3) return redis.call('incr', 'n')";
+            assert_eq!(c.cmd(&["EVAL", body, "1", "a", "1"]), Reply::Int(1));
+            // A rewrite: the base holds the library (FUNCTION2) and the data.
+            c.cmd(&["BGREWRITEAOF"]);
+            wait_rewrite(&mut c);
+            assert_eq!(c.cmd(&["FCALL", "setter", "1", "b", "2"]), Reply::status("OK"));
+            assert_eq!(c.cmd(&["EVAL", body, "1", "a", "3"]), Reply::Int(2));
+            c.send(&ringkv_e2e::raw::encode_str(&["SHUTDOWN", "NOSAVE"]));
+            srv.wait_exit(std::time::Duration::from_secs(10));
+        }
+        let srv = b.start(opts());
+        let mut c = srv.raw();
+        assert_eq!(c.cmd(&["MGET", "a", "b"]), Reply::Array(vec![Reply::bulk("3"), Reply::bulk("2")]));
+        assert_eq!(c.cmd(&["SELECT", "3"]), Reply::status("OK"));
+        assert_eq!(c.cmd(&["GET", "n"]), Reply::bulk("2"));
+        assert_eq!(c.cmd(&["FCALL", "setter", "1", "c", "4"]), Reply::status("OK"));
+    }
+);
