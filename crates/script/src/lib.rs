@@ -37,6 +37,7 @@
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+pub mod fpconv;
 pub mod functions;
 pub mod sha1;
 pub mod structlib;
@@ -499,6 +500,18 @@ fn error_text(v: &Value, sha: &str) -> String {
 /// stack the execution step runs on.
 const MAX_REPLY_DEPTH: usize = 200;
 
+/// C's `(long long)d` as x86-64 computes it: truncation, and
+/// 0x8000000000000000 for NaN and anything out of range (where Rust's
+/// `as` would saturate).
+fn c_long_long(d: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if d.is_nan() || !(-LIMIT..LIMIT).contains(&d) {
+        i64::MIN
+    } else {
+        d as i64
+    }
+}
+
 /// Valkey's `luaReplyToServerReply`.
 fn reply_from_lua(w: &mut ReplyWriter<'_>, v: &Value, lua_resp3: bool, depth: usize) {
     match v {
@@ -513,7 +526,7 @@ fn reply_from_lua(w: &mut ReplyWriter<'_>, v: &Value, lua_resp3: bool, depth: us
             }
         }
         Value::Integer(i) => w.int(*i),
-        Value::Number(n) => w.int(*n as i64),
+        Value::Number(n) => w.int(c_long_long(*n)),
         Value::Table(t) => {
             if depth >= MAX_REPLY_DEPTH {
                 return w.error("ERR reached lua stack limit");
@@ -1055,8 +1068,12 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
             match ffi::lua_type(l, i) {
                 ffi::LUA_TSTRING => {}
                 ffi::LUA_TNUMBER => {
-                    // Converted in place, as Lua prints numbers ("%.14g").
-                    ffi::lua_tolstring(l, i, std::ptr::null_mut());
+                    // Replaced by its text as Valkey writes it (fpconv's
+                    // shortest round-trip form, not Lua's "%.14g").
+                    let mut buf = [0u8; 32];
+                    let len = fpconv::dtoa(ffi::lua_tonumber(l, i), &mut buf);
+                    ffi::lua_pushlstring(l, buf.as_ptr() as *const std::ffi::c_char, len);
+                    ffi::lua_replace(l, i);
                 }
                 _ => {
                     refusal = Some(c"ERR Command arguments must be strings or integers");
@@ -1214,12 +1231,12 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "log",
         lua.create_function(move |lua, a: MultiValue| {
             if a.len() < 2 {
-                return fail(lua, "ERR redis.log() requires two arguments or more.");
+                return fail(lua, "ERR server.log() requires two arguments or more.");
             }
             let level = match a.front() {
                 Some(Value::Number(n)) => *n as i64,
                 Some(Value::Integer(n)) => *n,
-                _ => return fail(lua, "ERR First argument must be a number"),
+                _ => return fail(lua, "ERR First argument must be a number (log level)."),
             };
             if !(0..=3).contains(&level) {
                 return fail(lua, "ERR Invalid log level.");
@@ -1247,7 +1264,7 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "setresp",
         lua.create_function(move |lua, a: MultiValue| {
             if a.len() != 1 {
-                return fail(lua, "ERR redis.setresp() requires one argument.");
+                return fail(lua, "ERR server.setresp() requires one argument.");
             }
             let n = match a.front() {
                 Some(Value::Number(n)) => *n as i64,
@@ -1266,7 +1283,7 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "set_repl",
         lua.create_function(move |lua, a: MultiValue| {
             if a.len() != 1 {
-                return fail(lua, "ERR redis.set_repl() requires one argument.");
+                return fail(lua, "ERR server.set_repl() requires one argument.");
             }
             let n = match a.front() {
                 Some(Value::Number(n)) => *n as i64,
@@ -1305,7 +1322,8 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "error_reply",
         lua.create_function(|lua, a: MultiValue| {
             let Some(Value::String(s)) = a.front().filter(|_| a.len() == 1) else {
-                return fail(lua, "ERR wrong number or type of arguments");
+                // Returned, not raised, as Valkey's.
+                return fail(lua, "ERR wrong number or type of arguments").map(|(v, _)| (v, false));
             };
             // Valkey's luaPushErrorBuff: "-CODE msg" keeps its code, a
             // message without one (no space) gets ERR; CR/LF trimmed.
@@ -1328,7 +1346,8 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "status_reply",
         lua.create_function(|lua, a: MultiValue| {
             let Some(Value::String(s)) = a.front().filter(|_| a.len() == 1) else {
-                return fail(lua, "ERR wrong number or type of arguments");
+                // Returned, not raised, as Valkey's.
+                return fail(lua, "ERR wrong number or type of arguments").map(|(v, _)| (v, false));
             };
             let t = lua.create_table()?;
             t.raw_set("ok", s.clone())?;
