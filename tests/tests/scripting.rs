@@ -1,7 +1,10 @@
 //! Lua scripting against the real binary: EVAL/EVALSHA/SCRIPT on the
-//! wire, the `redis` crate's `Script` helper, and a differential run of
-//! many scripts against Valkey 8.1 whose replies (errors included) must
-//! be byte-for-byte the same.
+//! wire, the `redis` crate's `Script` helper, INFO, and differential runs
+//! against Valkey 8.1 whose replies (errors included) must be
+//! byte-for-byte the same: ~150 scripts (values, errors, libraries,
+//! RESP2/RESP3 conversions), FUNCTION/FCALL, errorstats; FUNCTION DUMP
+//! payloads and RDB files with functions crossing both ways; scripts'
+//! effects and functions replayed from the AOF.
 
 use ringkv_e2e::{Backend, Reply, e2e};
 
