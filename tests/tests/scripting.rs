@@ -1,7 +1,10 @@
 //! Lua scripting against the real binary: EVAL/EVALSHA/SCRIPT on the
-//! wire, the `redis` crate's `Script` helper, and a differential run of
-//! many scripts against Valkey 8.1 whose replies (errors included) must
-//! be byte-for-byte the same.
+//! wire, the `redis` crate's `Script` helper, INFO, and differential runs
+//! against Valkey 8.1 whose replies (errors included) must be
+//! byte-for-byte the same: ~150 scripts (values, errors, libraries,
+//! RESP2/RESP3 conversions), FUNCTION/FCALL, errorstats; FUNCTION DUMP
+//! payloads and RDB files with functions crossing both ways; scripts'
+//! effects and functions replayed from the AOF.
 
 use ringkv_e2e::{Backend, Reply, e2e};
 
@@ -124,6 +127,15 @@ const SCRIPTS: &[&str] = &[
     "redis.call('hset', 'h', 'f', 'v') return redis.call('hgetall', 'h')",
     "redis.setresp(3) redis.call('hset', 'h', 'f', 'v') return redis.call('hgetall', 'h')",
     "redis.setresp(3) return redis.call('get', 'missing') == nil",
+    "redis.setresp(3) redis.call('zadd', 'z', 1.5, 'm') return redis.call('zscore', 'z', 'm')",
+    "redis.setresp(3) redis.call('zadd', 'z', 1.5, 'm') return redis.call('zscore', 'z', 'm').double",
+    "redis.setresp(3) redis.call('sadd', 'st', 'a') return redis.call('smembers', 'st')",
+    "redis.setresp(3) redis.call('sadd', 'st', 'a') return redis.call('smembers', 'st').set.a",
+    "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')",
+    "redis.setresp(3) return redis.call('ping')",
+    "redis.setresp(3) return redis.pcall('incr', 'str')",
+    "redis.call('zadd', 'z', 1.5, 'm') return redis.call('zscore', 'z', 'm')",
+    "return redis.call('zrange', 'z', 0, -1, 'withscores')",
     "return type(redis.call('ping'))",
     "return redis.call('ping')['ok']",
     "return redis.sha1hex('')",
@@ -165,6 +177,45 @@ const SCRIPTS: &[&str] = &[
     "local ok, e = pcall(redis.call, 'nosuch') return e",
     "local ok, e = pcall(error, {err='x'}) return e",
     "local ok, e = pcall(function() local x = nil + 1 end) return e",
+    "return 2^53",
+    "return 2^63",
+    "return -2^63",
+    "return 1e20",
+    "return 0/0",
+    "return -0",
+    "return tostring(1/3)",
+    "return tostring(1e15)",
+    "return tostring(2^53)",
+    "return {1, nil, 3}",
+    "return {[1] = 1, [2] = 2, [4] = 4}",
+    "return {a = 1}",
+    "return {}",
+    "return {{}, {{}}}",
+    "return 'héllo'",
+    "return redis.call('set', 'k')",
+    "return redis.call('get', 'k', 'extra')",
+    "return redis.call('incrby', 'big', 9007199254740993)",
+    "return redis.call('incrby', 'big2', 12345678901234)",
+    "return redis.call('set', 'f', 3.25)",
+    "local r = {} for _, n in ipairs({1e20, 0.1, 1/3, 123456789012345678, 2^53, 1e-7, 1e18, 1e19, 2^63, 1/0, -1/0, 1e-5, 1.5e-6, 0.00012345, 5e-324}) do redis.call('set', 'nx', n) r[#r + 1] = redis.call('get', 'nx') end return r",
+    "redis.call('set', 'f', 3.25) return redis.call('get', 'f')",
+    "return redis.call('SeT', 'case', 'x')",
+    "return redis.call('config', 'get', 'maxmemory')",
+    "return redis.call('object', 'encoding', 'missing')",
+    "return redis.call('type', 'nokey')",
+    "return redis.call('type', 'nokey').ok",
+    "return redis.call('time') ~= nil",
+    "return redis.call('dbsize')",
+    "return redis.status_reply(123)",
+    "return redis.error_reply(123)",
+    "return redis.sha1hex()",
+    "return redis.log()",
+    "return redis.log('x', 'y')",
+    "return redis.set_repl()",
+    "return redis.setresp()",
+    "return select('#', redis.call('ping'))",
+    "return pcall(redis.call)",
+    "local ok, e = pcall(redis.call) return e",
     "return cmsgpack.pack(1, -1, 127, 128, -33, 255, 65536, -129, 4294967296, -2147483649, 1.5, 0.1, true, false, nil)",
     "return cmsgpack.pack('short', string.rep('x', 40), string.rep('y', 300), string.rep('z', 70000))",
     "return cmsgpack.pack({1, 2, 3}, {}, {a = 1}, {[1] = 'a', [3] = 'c'}, {{{{{{{{{{{{{{{{{{{1}}}}}}}}}}}}}}}}}}})",
@@ -226,6 +277,12 @@ e2e!(
             "redis.setresp(3) return true",
             "redis.setresp(3) return false",
             "redis.setresp(3) return redis.call('hgetall', 'h')",
+            "redis.setresp(3) return redis.call('zscore', 'z', 'm')",
+            "redis.setresp(3) return redis.call('smembers', 'st')",
+            "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')",
+            "redis.setresp(3) return redis.call('hget', 'h', 'nofield')",
+            "return redis.call('hget', 'h', 'nofield')",
+            "return {1, 'two', {3}}",
         ] {
             let cmd = ["EVAL", body, "0"];
             assert_eq!(a.cmd(&cmd), v.cmd(&cmd), "RESP3 EVAL {body:?}");
@@ -413,5 +470,51 @@ e2e!(
             }
             assert_eq!(error_counts(&mut a), error_counts(&mut v), "{body}");
         }
+    }
+);
+
+/// Wait until no AOF rewrite is in progress.
+fn wait_rewrite(c: &mut ringkv_e2e::Raw) {
+    for _ in 0..400 {
+        let info = c.cmd(&["INFO", "persistence"]).text();
+        if ringkv_e2e::info_field(&info, "aof_rewrite_in_progress") == "0" {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the AOF rewrite did not finish");
+}
+
+e2e!(
+    ringkv_only fn scripts_and_functions_replay_from_the_aof(b) {
+        use ringkv_e2e::server::TempDir;
+        let dir = TempDir::new("script-aof");
+        let opts = || {
+            ringkv_e2e::Opts::new()
+                .dir(dir.path())
+                .arg("save", "")
+                .arg("appendonly", "yes")
+                .arg("appendfsync", "always")
+        };
+        {
+            let mut srv = b.start(opts());
+            let mut c = srv.raw();
+            assert_eq!(c.cmd(&["FUNCTION", "LOAD", LIB_W]), Reply::bulk("wlib"));
+            let body = "redis.call('set', KEYS[1], ARGV[1]) redis.call('select', 3) return redis.call('incr', 'n')";
+            assert_eq!(c.cmd(&["EVAL", body, "1", "a", "1"]), Reply::Int(1));
+            // A rewrite: the base holds the library (FUNCTION2) and the data.
+            c.cmd(&["BGREWRITEAOF"]);
+            wait_rewrite(&mut c);
+            assert_eq!(c.cmd(&["FCALL", "setter", "1", "b", "2"]), Reply::status("OK"));
+            assert_eq!(c.cmd(&["EVAL", body, "1", "a", "3"]), Reply::Int(2));
+            c.send(&ringkv_e2e::raw::encode_str(&["SHUTDOWN", "NOSAVE"]));
+            srv.wait_exit(std::time::Duration::from_secs(10));
+        }
+        let srv = b.start(opts());
+        let mut c = srv.raw();
+        assert_eq!(c.cmd(&["MGET", "a", "b"]), Reply::Array(vec![Reply::bulk("3"), Reply::bulk("2")]));
+        assert_eq!(c.cmd(&["SELECT", "3"]), Reply::status("OK"));
+        assert_eq!(c.cmd(&["GET", "n"]), Reply::bulk("2"));
+        assert_eq!(c.cmd(&["FCALL", "setter", "1", "c", "4"]), Reply::status("OK"));
     }
 );

@@ -682,3 +682,54 @@ fn function_restore_is_all_or_nothing() {
         "-ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.\r\n"
     );
 }
+
+#[test]
+fn a_subscribed_callers_own_keyspace_events_do_not_become_the_commands_reply() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["HELLO", "3"]);
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "notify-keyspace-events", "KEA"],
+    );
+    cmd(&mut e, c, &["SUBSCRIBE", "__keyevent@0__:set"]);
+    let mut drained = Vec::new();
+    e.drain_output(|_, b| drained.extend_from_slice(b));
+    // RESP2 inside the script (the default) and RESP3; the events come
+    // as pushes, after each reply.
+    let mut pushes = Vec::new();
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "local r = redis.call('set', 'k', 'v') return {r.ok, 'after'}",
+                "0"
+            ]
+        ),
+        "*2\r\n$2\r\nOK\r\n$5\r\nafter\r\n"
+    );
+    e.drain_output(|_, b| pushes.extend_from_slice(b));
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &[
+                "EVAL",
+                "redis.setresp(3) redis.call('hset', 'h', 'f', 'v') return redis.call('set', 'k', 'w')",
+                "0"
+            ]
+        ),
+        "+OK\r\n"
+    );
+    e.drain_output(|_, b| pushes.extend_from_slice(b));
+    let text = String::from_utf8_lossy(&pushes);
+    assert_eq!(
+        text.matches(">3\r\n$7\r\nmessage\r\n$18\r\n__keyevent@0__:set\r\n$1\r\nk\r\n")
+            .count(),
+        2,
+        "{text}"
+    );
+}

@@ -1,34 +1,43 @@
-//! Lua scripting as Valkey 8 embeds it: one sandboxed Lua 5.1 state, the
-//! libraries scripts see, the EVAL script cache, and the conversions
-//! between Lua values and replies.
+//! Lua scripting as Valkey 8 embeds it: a sandboxed Lua 5.1 state, the
+//! libraries scripts see, the EVAL script cache, FUNCTION libraries (in
+//! a state of their own, [`functions`]), and the conversions between Lua
+//! values and replies.
 //!
 //! ```text
 //!   engine (EVAL, EVALSHA, SCRIPT LOAD ...)
-//!     │ Scripts::load(body)            compile once per SHA1, keep the function
+//!     │ Scripts::load / load_for_eval(body)   compiled once per SHA1
 //!     │ Scripts::run(sha, keys, argv, host, reply)
 //!     ▼
-//!   Lua: KEYS/ARGV set, xpcall(f_<sha>, error handler)
-//!     │ redis.call / redis.pcall ──► Host::call(argv, resp3) ──► the engine
-//!     │                                runs the command as the script's client
-//!     │ ◄── the reply's RESP bytes, parsed and converted to Lua (Valkey's table)
+//!   Lua: KEYS/ARGV set, xpcall(f, error handler)
+//!     │ redis.call / redis.pcall (C closures over the Lua C API)
+//!     │     ──► Host::call(argv, resp3, buf) ──► the engine runs the
+//!     │                                          command as the script's client
+//!     │ ◄── the reply's RESP bytes: common ones pushed as they are, the
+//!     │     others parsed and converted (Valkey's table)
 //!     ▼
 //!   the returned value (or the error table) converted into the caller's reply
 //! ```
 //!
-//! What this crate owns: the Lua state, its sandbox (no io, no files, a
-//! read-only global table; `os` has only `clock`), the `bit`, `cjson`,
-//! `cmsgpack` and `struct` libraries, the deterministic `math.random` (Valkey's lrand48, one
-//! sequence for the life of the process), shebang flags, the error format
+//! What this crate owns: the Lua states, their sandbox (no io, no files,
+//! read-only globals and libraries; `os` has only `clock`), the `bit`,
+//! `cjson`, `cmsgpack` and `struct` libraries, the deterministic
+//! `math.random` (Valkey's lrand48, one sequence for the life of the
+//! process), shebang flags, the EVAL cache's LRU, the error format
 //! (`ERR user_script:1: ... script: <sha>, on @user_script:1.`).
 //!
 //! What it must not touch: sockets, files, threads, the keyspace. It knows
 //! nothing of commands: every command a script runs goes through the
 //! [`Host`] the engine passes to [`Scripts::run`], on the engine's
 //! execution thread, and comes back as reply bytes.
+//!
+//! Its `unsafe`: `redis.call` and the raising `redis.*` functions are
+//! written against Lua's C API, and reach the host through a pointer that
+//! is valid only while [`Scripts::run`] waits for the script.
 
 pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
+pub mod fpconv;
 pub mod functions;
 pub mod sha1;
 pub mod structlib;
@@ -491,6 +500,18 @@ fn error_text(v: &Value, sha: &str) -> String {
 /// stack the execution step runs on.
 const MAX_REPLY_DEPTH: usize = 200;
 
+/// C's `(long long)d` as x86-64 computes it: truncation, and
+/// 0x8000000000000000 for NaN and anything out of range (where Rust's
+/// `as` would saturate).
+fn c_long_long(d: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if d.is_nan() || !(-LIMIT..LIMIT).contains(&d) {
+        i64::MIN
+    } else {
+        d as i64
+    }
+}
+
 /// Valkey's `luaReplyToServerReply`.
 fn reply_from_lua(w: &mut ReplyWriter<'_>, v: &Value, lua_resp3: bool, depth: usize) {
     match v {
@@ -505,7 +526,7 @@ fn reply_from_lua(w: &mut ReplyWriter<'_>, v: &Value, lua_resp3: bool, depth: us
             }
         }
         Value::Integer(i) => w.int(*i),
-        Value::Number(n) => w.int(*n as i64),
+        Value::Number(n) => w.int(c_long_long(*n)),
         Value::Table(t) => {
             if depth >= MAX_REPLY_DEPTH {
                 return w.error("ERR reached lua stack limit");
@@ -1047,8 +1068,12 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
             match ffi::lua_type(l, i) {
                 ffi::LUA_TSTRING => {}
                 ffi::LUA_TNUMBER => {
-                    // Converted in place, as Lua prints numbers ("%.14g").
-                    ffi::lua_tolstring(l, i, std::ptr::null_mut());
+                    // Replaced by its text as Valkey writes it (fpconv's
+                    // shortest round-trip form, not Lua's "%.14g").
+                    let mut buf = [0u8; 32];
+                    let len = fpconv::dtoa(ffi::lua_tonumber(l, i), &mut buf);
+                    ffi::lua_pushlstring(l, buf.as_ptr() as *const std::ffi::c_char, len);
+                    ffi::lua_replace(l, i);
                 }
                 _ => {
                     refusal = Some(c"ERR Command arguments must be strings or integers");
@@ -1206,12 +1231,12 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "log",
         lua.create_function(move |lua, a: MultiValue| {
             if a.len() < 2 {
-                return fail(lua, "ERR redis.log() requires two arguments or more.");
+                return fail(lua, "ERR server.log() requires two arguments or more.");
             }
             let level = match a.front() {
                 Some(Value::Number(n)) => *n as i64,
                 Some(Value::Integer(n)) => *n,
-                _ => return fail(lua, "ERR First argument must be a number"),
+                _ => return fail(lua, "ERR First argument must be a number (log level)."),
             };
             if !(0..=3).contains(&level) {
                 return fail(lua, "ERR Invalid log level.");
@@ -1239,7 +1264,7 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "setresp",
         lua.create_function(move |lua, a: MultiValue| {
             if a.len() != 1 {
-                return fail(lua, "ERR redis.setresp() requires one argument.");
+                return fail(lua, "ERR server.setresp() requires one argument.");
             }
             let n = match a.front() {
                 Some(Value::Number(n)) => *n as i64,
@@ -1258,7 +1283,7 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "set_repl",
         lua.create_function(move |lua, a: MultiValue| {
             if a.len() != 1 {
-                return fail(lua, "ERR redis.set_repl() requires one argument.");
+                return fail(lua, "ERR server.set_repl() requires one argument.");
             }
             let n = match a.front() {
                 Some(Value::Number(n)) => *n as i64,
@@ -1297,7 +1322,8 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "error_reply",
         lua.create_function(|lua, a: MultiValue| {
             let Some(Value::String(s)) = a.front().filter(|_| a.len() == 1) else {
-                return fail(lua, "ERR wrong number or type of arguments");
+                // Returned, not raised, as Valkey's.
+                return fail(lua, "ERR wrong number or type of arguments").map(|(v, _)| (v, false));
             };
             // Valkey's luaPushErrorBuff: "-CODE msg" keeps its code, a
             // message without one (no space) gets ERR; CR/LF trimmed.
@@ -1320,7 +1346,8 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
         "status_reply",
         lua.create_function(|lua, a: MultiValue| {
             let Some(Value::String(s)) = a.front().filter(|_| a.len() == 1) else {
-                return fail(lua, "ERR wrong number or type of arguments");
+                // Returned, not raised, as Valkey's.
+                return fail(lua, "ERR wrong number or type of arguments").map(|(v, _)| (v, false));
             };
             let t = lua.create_table()?;
             t.raw_set("ok", s.clone())?;

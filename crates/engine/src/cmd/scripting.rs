@@ -31,8 +31,7 @@ use crate::table::table;
 use resp::{Protocol, ReplyWriter, Span};
 use script::Scripts;
 
-pub(crate) const EVAL_FLAGS: u32 =
-    NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE;
+pub(crate) const EVAL_FLAGS: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE;
 pub(crate) const EVAL_RO_FLAGS: u32 =
     NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY;
 const ACL: &[&str] = &["slow", "scripting"];
@@ -151,7 +150,7 @@ pub const COMMANDS: &[CommandSpec] = &[
             sub(
                 "flush",
                 -2,
-                NOSCRIPT | MAY_REPLICATE,
+                NOSCRIPT,
                 "Removes all server-side Lua scripts from the script cache.",
                 "O(N) with N being the number of scripts in cache",
                 script_flush,
@@ -441,7 +440,12 @@ impl ScriptHost<'_, '_> {
             Protocol::Resp2
         };
         let session: &mut Session = self.session;
-        session.proto = proto;
+        // A subscribed caller (RESP3: a RESP2 one cannot run scripts) may
+        // get pushes from its own command (keyspace events): the command
+        // then writes RESP3, so they can be told from its reply.
+        let subscribed = session.subs.is_some();
+        let write_proto = if subscribed { Protocol::Resp3 } else { proto };
+        session.proto = write_proto;
         session.in_exec = true;
         srv.key_hint = KeyHint::default();
         let dirty = srv.persist.dirty;
@@ -449,7 +453,7 @@ impl ScriptHost<'_, '_> {
             let mut ctx = Ctx {
                 srv: &mut *srv,
                 session: &mut *session,
-                reply: ReplyWriter::new(out, proto),
+                reply: ReplyWriter::new(out, write_proto),
                 now_ms: self.now_ms,
             };
             if self.repl == script::repl::NONE {
@@ -461,6 +465,9 @@ impl ScriptHost<'_, '_> {
         }
         if srv.persist.dirty > dirty {
             self.wrote = true;
+        }
+        if subscribed {
+            split_pushes(srv, session, out, proto);
         }
         let st = &mut srv.stats.commands[i];
         st.calls += 1;
@@ -474,6 +481,79 @@ impl ScriptHost<'_, '_> {
         self.data = data;
         self.spans = spans;
         Ok(())
+    }
+}
+
+/// The pushes a subscribed caller's command wrote to itself go out as
+/// its pending output (after this batch's replies); what is left is the
+/// command's reply, rewritten in `proto` (it was written in RESP3).
+fn split_pushes(srv: &mut Server, session: &mut Session, out: &mut Vec<u8>, proto: Protocol) {
+    let mut at = 0;
+    let mut reply: Option<resp::Value> = None;
+    let mut pushes = Vec::new();
+    while at < out.len() {
+        let Ok(Some(n)) = resp::value_len(&out[at..]) else {
+            break;
+        };
+        if out[at] == b'>' {
+            pushes.extend_from_slice(&out[at..at + n]);
+        } else if reply.is_none() {
+            reply = resp::parse_value(&out[at..at + n])
+                .ok()
+                .flatten()
+                .map(|(v, _)| v);
+        }
+        at += n;
+    }
+    if pushes.is_empty() && proto == Protocol::Resp3 {
+        return;
+    }
+    out.clear();
+    if let Some(v) = reply {
+        write_value(&mut ReplyWriter::new(out, proto), &v);
+    }
+    if !pushes.is_empty() {
+        session.pending.extend_from_slice(&pushes);
+        if !session.pending_queued {
+            session.pending_queued = true;
+            srv.outbox.push(session.id);
+        }
+    }
+}
+
+/// Write a parsed reply again (the writer downgrades RESP3 types for RESP2).
+fn write_value(w: &mut ReplyWriter<'_>, v: &resp::Value) {
+    use resp::Value as V;
+    match v {
+        V::Simple(s) => w.simple(&String::from_utf8_lossy(s)),
+        V::Error(e) => w.error(&String::from_utf8_lossy(e)),
+        V::Int(i) => w.int(*i),
+        V::Bulk(b) => w.bulk(b),
+        V::Null => w.null(),
+        V::Array(items) | V::Push(items) => {
+            w.array_len(items.len());
+            for it in items {
+                write_value(w, it);
+            }
+        }
+        V::Set(items) => {
+            w.set_len(items.len());
+            for it in items {
+                write_value(w, it);
+            }
+        }
+        V::Map(pairs) => {
+            w.map_len(pairs.len());
+            for (k, x) in pairs {
+                write_value(w, k);
+                write_value(w, x);
+            }
+        }
+        V::Double(d) => w.double(*d),
+        V::Bool(b) => w.boolean(*b),
+        V::Verbatim { format, text } => w.verbatim(&String::from_utf8_lossy(format), text),
+        V::BigNumber(d) => w.big_number(&String::from_utf8_lossy(d)),
+        V::Attribute { value, .. } => write_value(w, value),
     }
 }
 
