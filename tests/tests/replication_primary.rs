@@ -14,6 +14,65 @@ use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
 
+/// A "remote" host: a network namespace over a veth pair (one at a time),
+/// or `None` (the test is skipped, saying why) where this machine cannot
+/// make one or lacks one of `tools`.
+fn remote_host(tools: &[&str]) -> Option<(std::sync::MutexGuard<'static, ()>, Netns)> {
+    let missing = tools
+        .iter()
+        .find(|t| ringkv_e2e::netns::run(&[t, "-V"]).is_err());
+    if !Netns::available() || missing.is_some() {
+        eprintln!("skipped: needs root, iproute2 {tools:?} for a network namespace");
+        return None;
+    }
+    let guard = NETNS.lock().unwrap_or_else(|e| e.into_inner());
+    match Netns::create("rkvrepl", "10.78.0") {
+        Ok(ns) => Some((guard, ns)),
+        Err(e) => {
+            eprintln!("skipped: cannot create a network namespace: {e}");
+            None
+        }
+    }
+}
+
+/// A ringkv primary that the namespace can reach.
+fn primary_for(b: Backend, ns: &Netns) -> Server {
+    b.start(
+        Opts::new()
+            .bind(&["127.0.0.1", &ns.host_addr()])
+            .arg("protected-mode", "no"),
+    )
+}
+
+/// A Valkey 8.1 replica of `p` inside the namespace, on `port`.
+fn valkey_in(ns: &Netns, port: u16, p: &Server, dir: &TempDir) -> std::process::Child {
+    let log = std::fs::File::create(dir.path().join("valkey.log")).unwrap();
+    let valkey = ringkv_e2e::server::valkey_binary();
+    let (port, primary_port) = (port.to_string(), p.port.to_string());
+    ns.spawn(
+        &[
+            valkey.to_str().unwrap(),
+            "--port",
+            &port,
+            "--bind",
+            &ns.inner_addr(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+            "--dir",
+            dir.path().to_str().unwrap(),
+            "--replicaof",
+            &ns.host_addr(),
+            &primary_port,
+        ],
+        log,
+    )
+    .expect("start Valkey in the namespace")
+}
+
 /// A peer that will replicate from us.
 fn peer(b: Backend) -> Server {
     b.start(Opts::new())
@@ -231,51 +290,13 @@ e2e!(
     // A Valkey replica in its own network namespace: the link is not
     // loopback, so the stream's large writes go out with MSG_ZEROCOPY.
     ringkv_only fn large_writes_reach_a_remote_replica_zero_copy(b) {
-        if !Netns::available() {
-            eprintln!("skipped: the zero-copy test needs root and iproute2 for a network namespace");
+        let Some((_guard, ns)) = remote_host(&[]) else {
             return;
-        }
-        let _guard = NETNS.lock().unwrap_or_else(|e| e.into_inner());
-        let ns = match Netns::create("rkvrepl", "10.78.0") {
-            Ok(ns) => ns,
-            Err(e) => {
-                eprintln!("skipped: cannot create a network namespace: {e}");
-                return;
-            }
         };
-        let p = b.start(
-            Opts::new()
-                .bind(&["127.0.0.1", &ns.host_addr()])
-                .arg("protected-mode", "no"),
-        );
+        let p = primary_for(b, &ns);
         let pc = &mut p.client();
         let dir = TempDir::new("zc-replica");
-        let log = std::fs::File::create(dir.path().join("valkey.log")).unwrap();
-        let port = "7399";
-        let valkey = ringkv_e2e::server::valkey_binary();
-        let mut child = ns
-            .spawn(
-                &[
-                    valkey.to_str().unwrap(),
-                    "--port",
-                    port,
-                    "--bind",
-                    &ns.inner_addr(),
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--protected-mode",
-                    "no",
-                    "--dir",
-                    dir.path().to_str().unwrap(),
-                    "--replicaof",
-                    &ns.host_addr(),
-                    &p.port.to_string(),
-                ],
-                log,
-            )
-            .expect("start Valkey in the namespace");
+        let mut child = valkey_in(&ns, 7399, &p, &dir);
         let cli = |args: &[&str]| ns.cli(&ns.inner_addr(), 7399, args);
         let synced = (0..100).any(|_| {
             std::thread::sleep(Duration::from_millis(100));
@@ -388,23 +409,10 @@ e2e!(
 
 e2e!(
     ringkv_only fn a_slow_link_that_goes_down_and_up_still_converges(b) {
-        if !Netns::available() || ringkv_e2e::netns::run(&["tc", "-V"]).is_err() {
-            eprintln!("skipped: needs root, iproute2 and tc for a network namespace");
+        let Some((_guard, ns)) = remote_host(&["tc"]) else {
             return;
-        }
-        let _guard = NETNS.lock().unwrap_or_else(|e| e.into_inner());
-        let ns = match Netns::create("rkvrepl", "10.78.0") {
-            Ok(ns) => ns,
-            Err(e) => {
-                eprintln!("skipped: cannot create a network namespace: {e}");
-                return;
-            }
         };
-        let p = b.start(
-            Opts::new()
-                .bind(&["127.0.0.1", &ns.host_addr()])
-                .arg("protected-mode", "no"),
-        );
+        let p = primary_for(b, &ns);
         let pc = &mut p.client();
         fill(pc);
         // Delay and loss on our end of the pair where the kernel has netem;
@@ -419,31 +427,7 @@ e2e!(
             .or_else(|_| tc(&["tbf", "rate", "8mbit", "burst", "32kbit", "latency", "400ms"]));
         assert!(shaped.is_ok(), "no qdisc to shape the link: {shaped:?}");
         let dir = TempDir::new("netem-replica");
-        let log = std::fs::File::create(dir.path().join("valkey.log")).unwrap();
-        let valkey = ringkv_e2e::server::valkey_binary();
-        let mut child = ns
-            .spawn(
-                &[
-                    valkey.to_str().unwrap(),
-                    "--port",
-                    "7398",
-                    "--bind",
-                    &ns.inner_addr(),
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--protected-mode",
-                    "no",
-                    "--dir",
-                    dir.path().to_str().unwrap(),
-                    "--replicaof",
-                    &ns.host_addr(),
-                    &p.port.to_string(),
-                ],
-                log,
-            )
-            .expect("start Valkey in the namespace");
+        let mut child = valkey_in(&ns, 7398, &p, &dir);
         let mut rc = None;
         for _ in 0..100 {
             std::thread::sleep(Duration::from_millis(100));
@@ -550,6 +534,7 @@ e2e!(
         // Back on another port: the replica follows it there and asks to
         // continue under the id it knew, which the file carried over.
         let p = b.start(Opts::new().dir(dir.path()));
+        p.wait_loaded();
         let pc = &mut p.client();
         assert_eq!(q(pc, "SET after restart"), ok());
         follow(rc, &p);

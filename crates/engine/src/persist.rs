@@ -49,6 +49,130 @@ pub trait SnapshotSink: Send {
     fn abort(&mut self);
 }
 
+/// What the execution thread sends a sink's writer thread.
+pub enum SinkMsg {
+    Chunk(Capture),
+    /// No more chunks: write the trailer and report.
+    Finish,
+}
+
+/// The execution thread's end of a [`SnapshotSink`] whose writer is a
+/// thread of someone else's (a file's, a replica's socket's): chunks go
+/// over a bounded channel, so capture runs at most `queue` chunks ahead,
+/// and the outcome comes back on another. The writer stops when the
+/// chunk channel closes without [`SinkMsg::Finish`] (an abort).
+pub struct ChannelSink {
+    tx: Option<std::sync::mpsc::SyncSender<SinkMsg>>,
+    done: std::sync::mpsc::Receiver<Result<u64, String>>,
+    outcome: Option<Result<u64, String>>,
+    /// Joined once the outcome is in, or on drop.
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Who writes, for the error when it died without a word.
+    writer: &'static str,
+}
+
+/// The writer's ends of a [`ChannelSink`].
+pub struct SinkWriter {
+    pub chunks: std::sync::mpsc::Receiver<SinkMsg>,
+    pub outcome: std::sync::mpsc::Sender<Result<u64, String>>,
+}
+
+impl ChannelSink {
+    pub fn new(queue: usize, writer: &'static str) -> (ChannelSink, SinkWriter) {
+        let (tx, chunks) = std::sync::mpsc::sync_channel(queue);
+        let (outcome, done) = std::sync::mpsc::channel();
+        let sink = ChannelSink {
+            tx: Some(tx),
+            done,
+            outcome: None,
+            thread: None,
+            writer,
+        };
+        (sink, SinkWriter { chunks, outcome })
+    }
+
+    /// The writer's thread, joined when it has reported.
+    pub fn set_thread(&mut self, t: std::thread::JoinHandle<()>) {
+        self.thread = Some(t);
+    }
+
+    fn collect(&mut self, block: bool) -> Option<Result<u64, String>> {
+        use std::sync::mpsc::TryRecvError;
+        if self.outcome.is_none() {
+            let died = || Err(format!("the {} died", self.writer));
+            let got = if block {
+                Some(self.done.recv().unwrap_or_else(|_| died()))
+            } else {
+                match self.done.try_recv() {
+                    Ok(r) => Some(r),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => Some(died()),
+                }
+            };
+            if got.is_some()
+                && let Some(t) = self.thread.take()
+            {
+                let _ = t.join();
+            }
+            self.outcome = got;
+        }
+        self.outcome.clone()
+    }
+}
+
+impl SnapshotSink for ChannelSink {
+    fn push(&mut self, chunk: Capture) -> Result<(), Capture> {
+        use std::sync::mpsc::TrySendError;
+        let Some(tx) = &self.tx else {
+            return Ok(());
+        };
+        match tx.try_send(SinkMsg::Chunk(chunk)) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(SinkMsg::Chunk(c))) => Err(c),
+            // The writer stopped on an error: the outcome tells.
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn push_wait(&mut self, chunk: Capture) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(SinkMsg::Chunk(chunk));
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(SinkMsg::Finish);
+        }
+    }
+
+    fn poll(&mut self) -> Option<Result<u64, String>> {
+        self.collect(false)
+    }
+
+    fn wait(&mut self) -> Result<u64, String> {
+        self.finish();
+        self.collect(true)
+            .unwrap_or_else(|| Err(format!("the {} died", self.writer)))
+    }
+
+    fn abort(&mut self) {
+        // Dropping the sender ends the writer (which cleans up after
+        // itself); wait for it.
+        self.tx = None;
+        let _ = self.collect(true);
+    }
+}
+
+impl Drop for ChannelSink {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// A key decoded by the loader, ready to insert.
 pub struct LoadedKey {
     pub db: usize,

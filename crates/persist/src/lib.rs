@@ -36,10 +36,7 @@ pub struct FileStorage;
 
 impl Storage for FileStorage {
     fn save(&mut self, opts: &SaveOptions) -> Result<Box<dyn SnapshotSink>, String> {
-        Ok(Box::new(writer::FileSink::start_in(
-            opts.clone(),
-            Path::new(""),
-        )?))
+        Ok(Box::new(writer::start_save(opts.clone(), Path::new(""))?))
     }
 
     fn load(

@@ -18,16 +18,15 @@
 use crate::zerocopy::Tracker;
 use engine::ClientId;
 use engine::log;
-use engine::persist::SnapshotSink;
+use engine::persist::{ChannelSink, SinkMsg, SinkWriter, SnapshotSink};
 use engine::replication::primary::{FeedStart, RdbFraming, ReplicaFeed, Senders, ZeroCopyStats};
-use rdb::Capture;
 use ringkv_rings::doorbell::Doorbell;
 use std::collections::HashMap;
 use std::io::{ErrorKind, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -113,15 +112,10 @@ pub(crate) struct SharedCounters {
     pub(crate) tracker_bytes: AtomicU64,
 }
 
-enum Msg {
-    Chunk(Capture),
-    Finish,
-}
-
 /// The engine's handle on one feed thread.
 pub struct Feed {
     shared: Arc<Shared>,
-    rdb: Option<RdbSink>,
+    rdb: Option<ChannelSink>,
 }
 
 impl Feed {
@@ -152,16 +146,8 @@ impl Feed {
             .insert(client.0, adopt_tx);
         let (rdb, chunks) = match start.rdb {
             Some(_) => {
-                let (tx, rx) = mpsc::sync_channel(QUEUE);
-                let (done_tx, done) = mpsc::channel();
-                (
-                    Some(RdbSink {
-                        tx: Some(tx),
-                        done,
-                        outcome: None,
-                    }),
-                    Some((rx, done_tx)),
-                )
+                let (sink, writer) = ChannelSink::new(QUEUE, "replica feed");
+                (Some(sink), Some(writer))
             }
             None => (None, None),
         };
@@ -255,77 +241,10 @@ impl ReplicaFeed for Feed {
     }
 }
 
-/// The full sync's RDB, from the snapshot capture to the feed thread.
-struct RdbSink {
-    tx: Option<SyncSender<Msg>>,
-    done: Receiver<Result<u64, String>>,
-    outcome: Option<Result<u64, String>>,
-}
-
-impl RdbSink {
-    fn collect(&mut self, block: bool) -> Option<Result<u64, String>> {
-        if self.outcome.is_none() {
-            self.outcome = if block {
-                Some(
-                    self.done
-                        .recv()
-                        .unwrap_or_else(|_| Err("the feed ended".into())),
-                )
-            } else {
-                match self.done.try_recv() {
-                    Ok(r) => Some(r),
-                    Err(TryRecvError::Empty) => None,
-                    Err(TryRecvError::Disconnected) => Some(Err("the feed ended".into())),
-                }
-            };
-        }
-        self.outcome.clone()
-    }
-}
-
-impl SnapshotSink for RdbSink {
-    fn push(&mut self, chunk: Capture) -> Result<(), Capture> {
-        let Some(tx) = &self.tx else { return Ok(()) };
-        match tx.try_send(Msg::Chunk(chunk)) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(Msg::Chunk(c))) => Err(c),
-            // The feed is gone: the outcome says so.
-            Err(_) => Ok(()),
-        }
-    }
-
-    fn push_wait(&mut self, chunk: Capture) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Msg::Chunk(chunk));
-        }
-    }
-
-    fn finish(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.send(Msg::Finish);
-        }
-    }
-
-    fn poll(&mut self) -> Option<Result<u64, String>> {
-        self.collect(false)
-    }
-
-    fn wait(&mut self) -> Result<u64, String> {
-        self.collect(true)
-            .unwrap_or_else(|| Err("the feed ended".into()))
-    }
-
-    fn abort(&mut self) {
-        self.tx = None;
-    }
-}
-
-type Chunks = (Receiver<Msg>, mpsc::Sender<Result<u64, String>>);
-
 fn run(
     client: ClientId,
     start: FeedStart,
-    chunks: Option<Chunks>,
+    chunks: Option<SinkWriter>,
     adopt: Receiver<Adopted>,
     shared: &Shared,
 ) -> Result<(), String> {
@@ -341,7 +260,7 @@ fn run(
 
 fn serve(
     start: FeedStart,
-    chunks: Option<Chunks>,
+    chunks: Option<SinkWriter>,
     unsent: Vec<u8>,
     unparsed: Vec<u8>,
     sock: &TcpStream,
@@ -363,10 +282,10 @@ fn serve(
     // mark ends one of its reads: nothing more is sent until it has
     // loaded the file and ACKs (Valkey's repl_put_online_on_ack).
     let mut hold_until_ack = false;
-    if let (Some(framing), Some((rx, done))) = (start.rdb, chunks) {
-        let outcome = send_rdb(sock, framing, start.rdb_version, &rx);
+    if let (Some(framing), Some(writer)) = (start.rdb, chunks) {
+        let outcome = send_rdb(sock, framing, start.rdb_version, &writer.chunks);
         let failed = outcome.as_ref().err().cloned();
-        let _ = done.send(outcome);
+        let _ = writer.outcome.send(outcome);
         if let Some(e) = failed {
             return Err(e);
         }
@@ -408,7 +327,7 @@ fn send_rdb(
     sock: &TcpStream,
     framing: RdbFraming,
     version: u16,
-    rx: &Receiver<Msg>,
+    rx: &Receiver<SinkMsg>,
 ) -> Result<u64, String> {
     let mut w = sock;
     let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
@@ -424,7 +343,7 @@ fn send_rdb(
     loop {
         let msg = rx.recv().map_err(|_| "the sync was aborted".to_string())?;
         match msg {
-            Msg::Chunk(c) => {
+            SinkMsg::Chunk(c) => {
                 enc.feed(&c, &mut buf);
                 if framing == RdbFraming::EofMark && buf.len() >= WRITE_BUF {
                     w.write_all(&buf).map_err(werr)?;
@@ -432,7 +351,7 @@ fn send_rdb(
                     buf.clear();
                 }
             }
-            Msg::Finish => break,
+            SinkMsg::Finish => break,
         }
     }
     enc.finish(&mut buf);

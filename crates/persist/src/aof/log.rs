@@ -22,7 +22,7 @@
 
 use super::manifest::{self, Entry, Kind, Manifest};
 use super::{AofDir, lock, strerror};
-use crate::writer::FileSink;
+use crate::writer::start_save;
 use engine::aof::{AofOptions, AofStatus, AppendLog, FsyncPolicy, OpenMode};
 use engine::log;
 use engine::persist::{SaveOptions, SnapshotSink};
@@ -864,7 +864,7 @@ impl AppendLog for FileLog {
             checksum: st.opts.checksum,
             key_save_delay_us: 0,
         };
-        let sink = FileSink::start_in(save, &st.dir.root)?;
+        let sink = start_save(save, &st.dir.root)?;
         st.rewrite = Some(Rewrite {
             base,
             first_incr: st.incr.seq,
