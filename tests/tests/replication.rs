@@ -66,6 +66,19 @@ fn sync_and_stream(b: Backend, peer: Backend, diskless: bool, seed: u64) {
         q(rc, "SET x 1").unwrap_err(),
         "READONLY You can't write against a read only replica."
     );
+    // A script's write is refused the same way; its read is served.
+    let err = query(rc, &["EVAL", "return redis.call('SET', 'x', '1')", "0"]).unwrap_err();
+    assert!(
+        err.starts_with("READONLY You can't write against a read only replica."),
+        "{err}"
+    );
+    assert_eq!(
+        text(&query(
+            rc,
+            &["EVAL", "return redis.call('GET', 's:short')", "0"]
+        )),
+        text(&q(pc, "GET s:short"))
+    );
     // The primary sees us as an online replica.
     let slave0 = info_field(&info, "slave0");
     assert!(slave0.contains("state=online"), "{slave0}");

@@ -96,9 +96,18 @@ fn replicate_from_ringkv(b: Backend, peer_backend: Backend, seed: u64) {
         random_write(pc, &mut rng);
     }
     let _ = q(pc, "SELECT 0");
+    // A script's writes travel as their effects (MULTI/EXEC).
+    let script = "redis.call('SET', 'lua:a', ARGV[1]); redis.call('INCR', 'lua:n'); return 1";
+    for i in 0..3 {
+        assert_eq!(
+            int_of(&query(pc, &["EVAL", script, "0", &i.to_string()])),
+            1
+        );
+    }
     let want = settled_view(pc);
     wait_caught_up(pc, rc);
     assert_same(&plain_view(rc), &want, "after the stream");
+    assert_eq!(text(&q(rc, "GET lua:n")), "3");
     // What the primary reports.
     let info = text(&q(pc, "INFO replication"));
     assert_eq!(info_field(&info, "role"), "master");

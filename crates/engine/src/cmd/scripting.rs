@@ -399,6 +399,17 @@ impl ScriptHost<'_, '_> {
             if self.read_only {
                 return Err("ERR Write commands are not allowed from read-only scripts.".into());
             }
+            // A read-only replica refuses a script's writes as a client's,
+            // unless its primary sent the script.
+            if srv.repl.is_replica()
+                && srv.config.replica_read_only
+                && self.session.id != crate::replication::PRIMARY_CLIENT
+            {
+                return Err(crate::replication::READONLY_ERR.into());
+            }
+            if crate::replication::primary::too_few_replicas(srv) {
+                return Err(crate::replication::primary::NOREPLICAS_ERR.into());
+            }
             if crate::persist::writes_denied(srv) {
                 return Err(crate::persist::MISCONF_ERR.into());
             }
