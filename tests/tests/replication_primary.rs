@@ -44,8 +44,18 @@ fn primary_for(b: Backend, ns: &Netns) -> Server {
     )
 }
 
+/// A process that is killed when the test ends, passing or not.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A Valkey 8.1 replica of `p` inside the namespace, on `port`.
-fn valkey_in(ns: &Netns, port: u16, p: &Server, dir: &TempDir) -> std::process::Child {
+fn valkey_in(ns: &Netns, port: u16, p: &Server, dir: &TempDir) -> Reaped {
     let log = std::fs::File::create(dir.path().join("valkey.log")).unwrap();
     let valkey = ringkv_e2e::server::valkey_binary();
     let (port, primary_port) = (port.to_string(), p.port.to_string());
@@ -70,6 +80,7 @@ fn valkey_in(ns: &Netns, port: u16, p: &Server, dir: &TempDir) -> std::process::
         ],
         log,
     )
+    .map(Reaped)
     .expect("start Valkey in the namespace")
 }
 
@@ -305,7 +316,7 @@ e2e!(
         let p = primary_for(b, &ns);
         let pc = &mut p.client();
         let dir = TempDir::new("zc-replica");
-        let mut child = valkey_in(&ns, 7399, &p, &dir);
+        let replica = valkey_in(&ns, 7399, &p, &dir);
         let cli = |args: &[&str]| ns.cli(&ns.inner_addr(), 7399, args);
         let synced = (0..100).any(|_| {
             std::thread::sleep(Duration::from_millis(100));
@@ -342,8 +353,7 @@ e2e!(
         if writes >= 32 {
             assert!(p.log().contains("all copied by the kernel"), "{}", p.log());
         }
-        let _ = child.kill();
-        let _ = child.wait();
+        drop(replica);
         drop(ns);
     }
 );
@@ -436,7 +446,7 @@ e2e!(
             .or_else(|_| tc(&["tbf", "rate", "8mbit", "burst", "32kbit", "latency", "400ms"]));
         assert!(shaped.is_ok(), "no qdisc to shape the link: {shaped:?}");
         let dir = TempDir::new("netem-replica");
-        let mut child = valkey_in(&ns, 7398, &p, &dir);
+        let replica = valkey_in(&ns, 7398, &p, &dir);
         let mut rc = None;
         for _ in 0..100 {
             std::thread::sleep(Duration::from_millis(100));
@@ -466,8 +476,7 @@ e2e!(
             wait_caught_up(pc, rc);
             assert_same(&plain_view(rc), &want, &format!("round {round}"));
         }
-        let _ = child.kill();
-        let _ = child.wait();
+        drop(replica);
         drop(ns);
     }
 );
