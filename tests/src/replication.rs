@@ -2,10 +2,10 @@
 //! replica to catch up, and comparing two servers' datasets.
 
 use crate::dataset::plain_view;
-use crate::v::{ok, text};
+use crate::v::{int_of, ok, text};
 use crate::{Server, info_field, q, query, within};
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// REPLICAOF the primary on loopback.
 pub fn follow(replica: &mut redis::Connection, primary: &Server) {
@@ -27,6 +27,22 @@ pub fn wait_caught_up(primary: &mut redis::Connection, replica: &mut redis::Conn
         info_field(&r, "master_link_status") == "up"
             && info_field(&r, "slave_repl_offset") == info_field(&p, "master_repl_offset")
     });
+}
+
+/// 20 writes on the primary, each followed by `WAIT 1 5000`: each is
+/// acknowledged by the one replica within `limit`, and is there.
+pub fn writes_acknowledged_by_wait(
+    primary: &mut redis::Connection,
+    replica: &mut redis::Connection,
+    limit: Duration,
+) {
+    for i in 0..20 {
+        assert_eq!(query(primary, &["SET", "k", &i.to_string()]), ok());
+        let t = Instant::now();
+        assert_eq!(int_of(&q(primary, "WAIT 1 5000")), 1, "write {i}");
+        assert!(t.elapsed() < limit, "WAIT took {:?}", t.elapsed());
+        assert_eq!(text(&q(replica, "GET k")), i.to_string());
+    }
 }
 
 /// The two views are the same; on failure, only the keys that differ

@@ -7,7 +7,9 @@
 use std::time::{Duration, Instant};
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
-use ringkv_e2e::replication::{assert_same, follow, settled_view, wait_caught_up};
+use ringkv_e2e::replication::{
+    assert_same, follow, settled_view, wait_caught_up, writes_acknowledged_by_wait,
+};
 use ringkv_e2e::v::{int_of, ok, strings, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
 
@@ -140,14 +142,8 @@ e2e!(
         let rc = &mut r.client();
         follow(rc, &p);
         wait_caught_up(pc, rc);
-        for i in 0..20 {
-            assert_eq!(query(pc, &["SET", "k", &i.to_string()]), ok());
-            let t = Instant::now();
-            // GETACK goes out, our ACK comes back with the write applied.
-            assert_eq!(int_of(&q(pc, "WAIT 1 5000")), 1, "write {i}");
-            assert!(t.elapsed() < Duration::from_secs(2), "WAIT took {:?}", t.elapsed());
-            assert_eq!(text(&q(rc, "GET k")), i.to_string());
-        }
+        // GETACK goes out, our ACK comes back with the write applied.
+        writes_acknowledged_by_wait(pc, rc, Duration::from_secs(2));
     }
 );
 
@@ -402,5 +398,48 @@ e2e!(
         let stats = text(&q(pc, "INFO stats"));
         assert_eq!(info_field(&stats, "sync_full"), "1", "{stats}");
         assert!(info_field(&stats, "sync_partial_ok").parse::<u64>().unwrap() >= 1, "{stats}");
+    }
+);
+
+e2e!(
+    ringkv_only fn a_full_disk_during_the_transfer_keeps_the_replica_up_and_retrying(b) {
+        let Some(disk) = ringkv_e2e::server::SmallDisk::mount(512) else {
+            assert!(std::env::var("CI").is_err(), "cannot mount a tmpfs in CI");
+            eprintln!("skipped: cannot mount a tmpfs here (not root?)");
+            return;
+        };
+        // A primary whose RDB (about 1 MB) does not fit the replica's disk.
+        let p = primary(Backend::Valkey, true);
+        let pc = &mut p.client();
+        // Values LZF cannot shrink.
+        let mut rng = Rng::new(5);
+        for i in 0..100 {
+            let v: String = (0..10_000)
+                .map(|_| char::from(b'!' + rng.below(90) as u8))
+                .collect();
+            assert_eq!(query(pc, &["SET", &format!("big{i}"), &v]), ok());
+        }
+        let r = b.start(Opts::new().dir(disk.dir.path()).arg("save", ""));
+        let rc = &mut r.client();
+        follow(rc, &p);
+        within(20, "the failed transfer to be logged", || {
+            r.log().contains("Write error writing to the DB file")
+        });
+        // Up, answering, the link down, no temp file left behind, nothing
+        // half loaded.
+        let info = text(&q(rc, "INFO replication"));
+        assert_eq!(info_field(&info, "master_link_status"), "down", "{info}");
+        assert_eq!(int_of(&q(rc, "DBSIZE")), 0);
+        let temps: Vec<_> = std::fs::read_dir(disk.dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("temp-"))
+            .collect();
+        assert!(temps.len() <= 1, "temp files pile up: {temps:?}");
+        // Room again: the next attempt syncs.
+        assert_eq!(q(pc, "FLUSHALL"), ok());
+        assert_eq!(q(pc, "SET small 1"), ok());
+        wait_caught_up(pc, rc);
+        assert_eq!(text(&q(rc, "GET small")), "1");
     }
 );

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::netns::{NETNS, Netns};
-use ringkv_e2e::replication::{assert_same, follow, settled_view, wait_caught_up};
+use ringkv_e2e::replication::{
+    assert_same, follow, settled_view, wait_caught_up, writes_acknowledged_by_wait,
+};
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
@@ -221,14 +223,8 @@ e2e!(
         let rc = &mut r.client();
         follow(rc, &p);
         wait_caught_up(pc, rc);
-        for i in 0..20 {
-            assert_eq!(query(pc, &["SET", "k", &i.to_string()]), ok());
-            let t = Instant::now();
-            assert_eq!(int_of(&q(pc, "WAIT 1 5000")), 1, "write {i}");
-            // The GETACK is answered at once (not at the next 1 s ACK).
-            assert!(t.elapsed() < Duration::from_millis(500), "WAIT took {:?}", t.elapsed());
-            assert_eq!(text(&q(rc, "GET k")), i.to_string());
-        }
+        // The GETACK is answered at once (not at the next 1 s ACK).
+        writes_acknowledged_by_wait(pc, rc, Duration::from_millis(500));
         // More replicas than there are: the count, after the timeout.
         assert_eq!(int_of(&q(pc, "WAIT 2 100")), 1);
         assert_eq!(
@@ -566,5 +562,26 @@ e2e!(
             r.log()
         );
         assert_eq!(stat(pc, "stats", "sync_partial_ok"), "1");
+    }
+);
+
+e2e!(
+    ringkv_only fn min_replicas_to_write_refuses_writes_until_a_replica_acks(b) {
+        let p = b.start(Opts::new().arg("min-replicas-to-write", "1"));
+        let pc = &mut p.client();
+        assert_eq!(
+            q(pc, "SET k v").unwrap_err(),
+            "NOREPLICAS Not enough good replicas to write."
+        );
+        // Reads are served.
+        assert_eq!(q(pc, "GET k"), Ok(redis::Value::Nil));
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        // Cron counts the replica once it has ACKed.
+        within(10, "a good replica to be counted", || q(pc, "SET k v").is_ok());
+        wait_caught_up(pc, rc);
+        assert_eq!(text(&q(rc, "GET k")), "v");
     }
 );

@@ -217,9 +217,7 @@ fn open(srv: &mut Server, mode: OpenMode) -> Result<(), String> {
     let offset = srv.effects.offset();
     let reader = srv.effects.attach(offset);
     let Some(storage) = srv.persist.storage.as_mut() else {
-        if srv.repl.feeds.backlog.is_none() {
-            srv.effects.detach();
-        }
+        srv.effects.detach();
         return Err("no storage configured".into());
     };
     match storage.open_aof(&opts, reader, mode) {
@@ -229,9 +227,7 @@ fn open(srv: &mut Server, mode: OpenMode) -> Result<(), String> {
             Ok(())
         }
         Err(e) => {
-            if srv.repl.feeds.backlog.is_none() {
-                srv.effects.detach();
-            }
+            srv.effects.detach();
             Err(e)
         }
     }
@@ -511,8 +507,6 @@ pub fn stop(srv: &mut Server) {
         if let Err(e) = log.close() {
             log::warning(&format!("Error closing the AOF: {e}"));
         }
-    }
-    if srv.repl.feeds.backlog.is_none() {
         srv.effects.detach();
     }
     srv.sync_expiry_logging();

@@ -516,6 +516,14 @@ pub struct Config {
     /// writes (`-NOREPLICAS`).
     pub min_replicas_to_write: u32,
     pub min_replicas_max_lag: u32,
+    /// `repl-timeout` and `repl-ping-replica-period`, seconds.
+    pub repl_timeout_s: u64,
+    pub repl_ping_replica_period_s: u64,
+    /// `repl-backlog-size`: stream bytes kept for partial resyncs.
+    pub repl_backlog_size: u64,
+    /// `tcp-tx-zerocopy` / `tcp-zerocopy-min-write-size` (ringkv's own).
+    pub tcp_tx_zerocopy: bool,
+    pub tcp_zerocopy_min_write_size: usize,
     /// `rdb-key-save-delay` (hidden, for tests): µs per key saved.
     pub rdb_key_save_delay: i64,
     /// `key-load-delay` (hidden, for tests): µs per key loaded.
@@ -597,6 +605,11 @@ impl Default for Config {
             replica_serve_stale_data: true,
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
+            repl_timeout_s: 60,
+            repl_ping_replica_period_s: 10,
+            repl_backlog_size: 1 << 20,
+            tcp_tx_zerocopy: true,
+            tcp_zerocopy_min_write_size: 10 << 10,
             rdb_key_save_delay: 0,
             key_load_delay: 0,
             lazyfree_lazy_expire: true,
@@ -1046,6 +1059,11 @@ impl Config {
             "replica-serve-stale-data" => self.replica_serve_stale_data = v == "yes",
             "min-replicas-to-write" => self.min_replicas_to_write = num() as u32,
             "min-replicas-max-lag" => self.min_replicas_max_lag = num() as u32,
+            "repl-timeout" => self.repl_timeout_s = num() as u64,
+            "repl-ping-replica-period" => self.repl_ping_replica_period_s = num() as u64,
+            "repl-backlog-size" => self.repl_backlog_size = num() as u64,
+            "tcp-tx-zerocopy" => self.tcp_tx_zerocopy = v == "yes",
+            "tcp-zerocopy-min-write-size" => self.tcp_zerocopy_min_write_size = num() as usize,
             "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
             "key-load-delay" => self.key_load_delay = num(),
             "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",

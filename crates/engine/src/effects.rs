@@ -54,6 +54,9 @@ pub struct Effects {
     scratch: Vec<u8>,
     /// The offset the last stream reached (the next one starts there).
     ended_at: u64,
+    /// Consumers attached (the AOF, the replication backlog): the stream
+    /// runs while there is one.
+    consumers: usize,
 }
 
 /// What [`Effects::begin_call`] saved, for [`Effects::end_call`].
@@ -71,10 +74,12 @@ impl Effects {
         self.stream.is_some()
     }
 
-    /// Start the stream at `offset` (or keep the running one) and return a
-    /// reader from its published end. The next command is preceded by a
-    /// SELECT.
+    /// A consumer starts: the stream starts at `offset` (or the running
+    /// one goes on) and the reader is at its published end. The next
+    /// command is preceded by a SELECT. Each attach is matched by a
+    /// [`Effects::detach`].
     pub fn attach(&mut self, offset: u64) -> effects::Reader {
+        self.consumers += 1;
         let w = self
             .stream
             .get_or_insert_with(|| effects::Writer::new(offset));
@@ -83,9 +88,13 @@ impl Effects {
         w.reader()
     }
 
-    /// Nobody consumes effects any more: drop the stream (its offset
-    /// stays, and a stream started later goes on from it).
+    /// A consumer is gone. Once none is left the stream is dropped (its
+    /// offset stays, and a stream started later goes on from it).
     pub fn detach(&mut self) {
+        self.consumers = self.consumers.saturating_sub(1);
+        if self.consumers > 0 {
+            return;
+        }
         self.ended_at = self.offset();
         self.stream = None;
         self.stream_db = None;

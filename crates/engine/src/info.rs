@@ -692,11 +692,7 @@ fn replication(srv: &Server, out: &mut String, now_ms: i64) {
     field!(out, "second_repl_offset:{}", r.second_offset);
     let backlog = r.feeds.backlog.as_ref();
     field!(out, "repl_backlog_active:{}", u8::from(backlog.is_some()));
-    field!(
-        out,
-        "repl_backlog_size:{}",
-        srv.config.get("repl-backlog-size").unwrap_or_default()
-    );
+    field!(out, "repl_backlog_size:{}", srv.config.repl_backlog_size);
     let (first, histlen) = match backlog {
         Some(b) => (
             b.offset() as i64 + r.shift + 1,

@@ -34,38 +34,6 @@ mod core_util;
 use core_util::*;
 use ringkv_engine::Engine;
 
-/// Every command published so far, as its arguments.
-fn effects(e: &mut Engine, r: &mut effects::Reader) -> Vec<Vec<String>> {
-    e.commit_effects();
-    let mut bytes = Vec::new();
-    while let Some(s) = r.next_slice() {
-        bytes.extend_from_slice(&s);
-    }
-    let mut out = Vec::new();
-    let mut at = 0;
-    let mut args = Vec::new();
-    while at < bytes.len() {
-        args.clear();
-        match resp::parse_command(&bytes[at..], &resp::Limits::default(), &mut args).unwrap() {
-            resp::Parsed::Command { consumed, .. } => {
-                let base = &bytes[at..at + consumed];
-                out.push(
-                    args.iter()
-                        .map(|s| String::from_utf8_lossy(s.slice(base)).into_owned())
-                        .collect(),
-                );
-                at += consumed;
-            }
-            other => panic!("partial command in the stream: {other:?}"),
-        }
-    }
-    out
-}
-
-fn v(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
-}
-
 #[test]
 fn writes_are_emitted_as_sent_after_a_select_and_reads_emit_nothing() {
     let mut e = engine();

@@ -339,38 +339,6 @@ fn denyoom_commands_fail_over_maxmemory_unless_allowed() {
     );
 }
 
-/// Every command published to the effects stream so far, as words.
-fn effects(e: &mut Engine, r: &mut effects::Reader) -> Vec<Vec<String>> {
-    e.commit_effects();
-    let mut bytes = Vec::new();
-    while let Some(s) = r.next_slice() {
-        bytes.extend_from_slice(&s);
-    }
-    let mut out = Vec::new();
-    let mut at = 0;
-    let mut args = Vec::new();
-    while at < bytes.len() {
-        args.clear();
-        match resp::parse_command(&bytes[at..], &resp::Limits::default(), &mut args).unwrap() {
-            resp::Parsed::Command { consumed, .. } => {
-                let base = &bytes[at..at + consumed];
-                out.push(
-                    args.iter()
-                        .map(|s| String::from_utf8_lossy(s.slice(base)).into_owned())
-                        .collect(),
-                );
-                at += consumed;
-            }
-            other => panic!("partial command in the stream: {other:?}"),
-        }
-    }
-    out
-}
-
-fn v(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
-}
-
 #[test]
 fn a_scripts_writes_are_emitted_as_its_commands_in_one_unit() {
     let mut e = engine();

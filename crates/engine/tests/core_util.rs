@@ -130,3 +130,36 @@ pub fn arr(items: &[&str]) -> String {
 /// Valkey's WRONGTYPE error line.
 pub const WRONGTYPE_ERR: &str =
     "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+
+/// Every command the effects stream has published to `r` so far, each
+/// as its arguments.
+pub fn effects(e: &mut Engine, r: &mut effects::Reader) -> Vec<Vec<String>> {
+    e.commit_effects();
+    let mut bytes = Vec::new();
+    while let Some(s) = r.next_slice() {
+        bytes.extend_from_slice(&s);
+    }
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut args = Vec::new();
+    while at < bytes.len() {
+        args.clear();
+        match resp::parse_command(&bytes[at..], &Limits::default(), &mut args).unwrap() {
+            Parsed::Command { consumed, .. } => {
+                let base = &bytes[at..at + consumed];
+                out.push(
+                    args.iter()
+                        .map(|s| String::from_utf8_lossy(s.slice(base)).into_owned())
+                        .collect(),
+                );
+                at += consumed;
+            }
+            other => panic!("partial command in the stream: {other:?}"),
+        }
+    }
+    out
+}
+
+pub fn v(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}

@@ -504,6 +504,8 @@ fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
     let mut next_ack = Instant::now();
     let mut args = Vec::new();
     let mut argc = Vec::new();
+    // One command's spans, reused from one command to the next.
+    let mut one = Vec::new();
     loop {
         if Instant::now() >= next_ack {
             shared
@@ -522,7 +524,7 @@ fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
         let start = c.pos;
         let mut at = c.pos;
         loop {
-            let mut one = Vec::new();
+            one.clear();
             let parsed = resp::parse_command(&c.buf[at..], &limits, &mut one)
                 .map_err(|e| format!("protocol error in the stream: {}", e.message()))?;
             let resp::Parsed::Command { consumed, argc: n } = parsed else {

@@ -34,19 +34,19 @@ const fn sub(
     func: crate::command::CommandFn,
     args: &'static [ArgSpec],
 ) -> CommandSpec {
-    CommandSpec {
+    crate::command::spec(
+        "scripting",
         name,
         arity,
         flags,
-        acl_categories: ACL,
-        group: "scripting",
-        since: "7.0.0",
+        (0, 0, 0),
+        ACL,
+        "7.0.0",
         summary,
         complexity,
-        func: Some(func),
+        func,
         args,
-        ..CommandSpec::DEFAULT
-    }
+    )
 }
 
 const FLUSH_MODE: &[ArgSpec] = &[ArgSpec::oneof(

@@ -57,19 +57,19 @@ const fn eval_spec(
     func: crate::command::CommandFn,
     args: &'static [ArgSpec],
 ) -> CommandSpec {
-    CommandSpec {
+    crate::command::spec(
+        "scripting",
         name,
-        arity: -3,
+        -3,
         flags,
-        acl_categories: ACL,
-        group: "scripting",
+        (0, 0, 0),
+        ACL,
         since,
         summary,
-        complexity: "Depends on the script that is executed.",
-        func: Some(func),
+        "Depends on the script that is executed.",
+        func,
         args,
-        ..CommandSpec::DEFAULT
-    }
+    )
 }
 
 const fn sub(
@@ -81,19 +81,19 @@ const fn sub(
     func: crate::command::CommandFn,
     args: &'static [ArgSpec],
 ) -> CommandSpec {
-    CommandSpec {
+    crate::command::spec(
+        "scripting",
         name,
         arity,
         flags,
-        acl_categories: ACL,
-        group: "scripting",
-        since: "2.6.0",
+        (0, 0, 0),
+        ACL,
+        "2.6.0",
         summary,
         complexity,
-        func: Some(func),
+        func,
         args,
-        ..CommandSpec::DEFAULT
-    }
+    )
 }
 
 pub const COMMANDS: &[CommandSpec] = &[

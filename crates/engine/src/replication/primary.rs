@@ -165,8 +165,6 @@ pub struct Feeds {
     pub waits: Vec<(ClientId, u64, usize)>,
     /// A GETACK went into the stream since the last batch ended.
     pub getack_sent: bool,
-    /// `repl-backlog-size`, as cron last read it.
-    pub backlog_size: u64,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
     /// (counted by cron, as Valkey's refreshGoodReplicasCount).
     pub good_replicas: usize,
@@ -294,11 +292,6 @@ fn continue_point(srv: &Server, replid: &[u8], offset: i64) -> Option<effects::R
 /// runs (it may already, for the AOF).
 pub(crate) fn ensure_backlog(srv: &mut Server) {
     if srv.repl.feeds.backlog.is_none() {
-        srv.repl.feeds.backlog_size = srv
-            .config
-            .get("repl-backlog-size")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(1 << 20);
         let at = srv.effects.offset();
         let reader = srv.effects.attach(at);
         srv.sync_expiry_logging();
@@ -307,16 +300,8 @@ pub(crate) fn ensure_backlog(srv: &mut Server) {
 }
 
 fn zerocopy_min(srv: &Server) -> Option<usize> {
-    let on = srv
-        .config
-        .get("tcp-tx-zerocopy")
-        .is_some_and(|v| v == "yes");
-    let min = srv
-        .config
-        .get("tcp-zerocopy-min-write-size")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10 * 1024);
-    on.then_some(min)
+    let c = &srv.config;
+    c.tcp_tx_zerocopy.then_some(c.tcp_zerocopy_min_write_size)
 }
 
 /// The one frozen view is free: start the next waiting replica's sync.
@@ -432,11 +417,11 @@ pub fn abort_sync(srv: &mut Server) {
 /// After each batch: the backlog keeps only its size, and the feeds have
 /// more to send.
 pub fn published(srv: &mut Server, offset: u64) {
-    let feeds = &mut srv.repl.feeds;
-    if let Some(b) = feeds.backlog.as_mut()
-        && offset.saturating_sub(b.offset()) > feeds.backlog_size.max(1)
+    let size = srv.config.repl_backlog_size.max(1);
+    if let Some(b) = srv.repl.feeds.backlog.as_mut()
+        && offset.saturating_sub(b.offset()) > size
     {
-        b.skip_to(offset - feeds.backlog_size.max(1));
+        b.skip_to(offset - size);
     }
     for r in &mut srv.repl.feeds.replicas {
         if let Some(f) = r.feed.as_mut() {
@@ -509,12 +494,7 @@ pub fn zerocopy_stats(srv: &Server) -> ZeroCopyStats {
 
 /// Cron: drop dead or silent replicas, keep the backlog at its size, PING.
 pub fn cron(srv: &mut Server, now_ms: i64) {
-    let timeout_ms = srv
-        .config
-        .get("repl-timeout")
-        .and_then(|v| v.parse::<i64>().ok())
-        .unwrap_or(60)
-        * 1000;
+    let timeout_ms = srv.config.repl_timeout_s as i64 * 1000;
     let limit = srv.config.client_output_buffer_limit_replica;
     let end = srv.effects.offset();
     let mut dead = Vec::new();
@@ -552,17 +532,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     for (id, why) in dead {
         drop_replica(srv, id, &why);
     }
-    srv.repl.feeds.backlog_size = srv
-        .config
-        .get("repl-backlog-size")
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(1 << 20);
-    let period_ms = srv
-        .config
-        .get("repl-ping-replica-period")
-        .and_then(|v| v.parse::<i64>().ok())
-        .unwrap_or(10)
-        * 1000;
+    let period_ms = srv.config.repl_ping_replica_period_s as i64 * 1000;
     // Nothing more goes into the stream once the final save has cut it.
     if !srv.repl.feeds.replicas.is_empty()
         && !srv.shutting_down
@@ -590,8 +560,7 @@ pub fn stop_feeding(srv: &mut Server) {
     for id in ids {
         drop_replica(srv, id, "this server became a replica");
     }
-    srv.repl.feeds.backlog = None;
-    if srv.aof.log.is_none() {
+    if srv.repl.feeds.backlog.take().is_some() {
         srv.effects.detach();
         srv.sync_expiry_logging();
     }

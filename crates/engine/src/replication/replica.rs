@@ -201,11 +201,7 @@ pub fn unset_primary(srv: &mut Server) {
 }
 
 fn connect(srv: &mut Server, now_ms: i64) {
-    let timeout_s = srv
-        .config
-        .get("repl-timeout")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let timeout_s = srv.config.repl_timeout_s;
     let nonempty = |name: &str| srv.config.get(name).filter(|v| !v.is_empty());
     let (user, auth) = (nonempty("primaryuser"), nonempty("primaryauth"));
     let Some(p) = srv.repl.primary.as_mut() else {
