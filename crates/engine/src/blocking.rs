@@ -60,6 +60,9 @@ pub struct Blocked {
     spans: Vec<Span>,
     /// Command-table index of what runs.
     cmd: usize,
+    /// What its first run took, µs (SLOWLOG logs a blocked command when
+    /// it is served or times out, with the time it ran, not waited).
+    pub call_us: u64,
 }
 
 impl Blocked {
@@ -206,6 +209,7 @@ pub(crate) fn after_command(
         data,
         spans,
         cmd,
+        call_us: 0,
     }));
     true
 }
@@ -254,6 +258,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             };
             let mut out = std::mem::take(&mut sess.pending);
             let before = out.len();
+            let started = std::time::Instant::now();
             if let Some(f) = table.entries[st.cmd].spec.func {
                 let proto = sess.proto;
                 let mut ctx = Ctx {
@@ -277,6 +282,8 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             } else {
                 unregister(&mut srv.blocking, id, &st);
                 srv.stats.commands[st.cmd].calls += 1;
+                let us = st.call_us + started.elapsed().as_micros() as u64;
+                crate::log_if_slow(srv, &sess, st.cmd, st.argv(), us, now_ms);
                 deliver_pending(srv, &mut sess, out);
                 srv.events.push(Event::Unblocked { client: id });
             }
@@ -365,6 +372,8 @@ pub(crate) fn unblock_with(srv: &mut Server, id: ClientId, how: Unblock<'_>) -> 
     if let Unblock::Error(msg) = how {
         srv.stats.record_error(msg);
     }
+    let now_ms = srv.now_ms();
+    crate::log_if_slow(srv, &sess, st.cmd, st.argv(), st.call_us, now_ms);
     deliver_pending(srv, &mut sess, out);
     srv.events.push(Event::Unblocked { client: id });
     put_back(srv, sess);

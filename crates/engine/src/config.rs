@@ -524,6 +524,9 @@ pub struct Config {
     /// `tcp-tx-zerocopy` / `tcp-zerocopy-min-write-size` (ringkv's own).
     pub tcp_tx_zerocopy: bool,
     pub tcp_zerocopy_min_write_size: usize,
+    /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: usize,
     /// `rdb-key-save-delay` (hidden, for tests): µs per key saved.
     pub rdb_key_save_delay: i64,
     /// `key-load-delay` (hidden, for tests): µs per key loaded.
@@ -610,6 +613,8 @@ impl Default for Config {
             repl_backlog_size: 1 << 20,
             tcp_tx_zerocopy: true,
             tcp_zerocopy_min_write_size: 10 << 10,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
             rdb_key_save_delay: 0,
             key_load_delay: 0,
             lazyfree_lazy_expire: true,
@@ -812,8 +817,17 @@ pub fn split_args(line: &str) -> Option<Vec<String>> {
 
 /// Quote a value the way CONFIG REWRITE writes strings (`sdscatrepr`).
 pub fn repr(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.bytes() {
+    let mut o = String::new();
+    repr_into(s.as_bytes(), &mut o);
+    o
+}
+
+/// `sdscatrepr`: `bytes` in double quotes, `\\`, `\"` and the C escapes
+/// for control characters, `\xHH` for other unprintable bytes. The output
+/// is ASCII (CONFIG REWRITE, MONITOR lines).
+pub fn repr_into(bytes: &[u8], o: &mut String) {
+    o.push('"');
+    for &c in bytes {
         match c {
             b'\\' => o.push_str("\\\\"),
             b'"' => o.push_str("\\\""),
@@ -823,11 +837,13 @@ pub fn repr(s: &str) -> String {
             7 => o.push_str("\\a"),
             8 => o.push_str("\\b"),
             c if c.is_ascii_graphic() || c == b' ' => o.push(c as char),
-            c => o.push_str(&format!("\\x{c:02x}")),
+            c => {
+                use std::fmt::Write as _;
+                let _ = write!(o, "\\x{c:02x}");
+            }
         }
     }
     o.push('"');
-    o
 }
 
 /// Turn `--port 7000 --save "" --bind a b` into config-file lines, as
@@ -1064,6 +1080,8 @@ impl Config {
             "repl-backlog-size" => self.repl_backlog_size = num() as u64,
             "tcp-tx-zerocopy" => self.tcp_tx_zerocopy = v == "yes",
             "tcp-zerocopy-min-write-size" => self.tcp_zerocopy_min_write_size = num() as usize,
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than = num(),
+            "slowlog-max-len" => self.slowlog_max_len = num() as usize,
             "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
             "key-load-delay" => self.key_load_delay = num(),
             "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",

@@ -213,6 +213,11 @@ pub fn bytes_to_free(srv: &Server) -> u64 {
 /// Valkey's `performEvictions`. `me` is the client whose command is
 /// about to run (its own `evicted` notifications go to its reply).
 pub fn perform_evictions(srv: &mut Server, now_ms: i64, mut me: Option<Me<'_, '_>>) -> Outcome {
+    if srv.pause.is_some() {
+        // CLIENT PAUSE stops eviction too (Valkey's PAUSE_ACTION_EVICT).
+        srv.evict.running = false;
+        return Outcome::Ok;
+    }
     let mut to_free = bytes_to_free(srv);
     let outcome = if to_free == 0 {
         srv.evict.running = false;

@@ -60,13 +60,17 @@ pub mod lazyfree;
 pub mod loading;
 pub mod log;
 pub mod memory;
+pub mod monitor;
 pub mod num;
 pub mod output;
+pub mod pause;
 pub mod persist;
 pub mod pubsub;
+pub mod redact;
 pub mod replication;
 pub mod server;
 pub mod session;
+pub mod slowlog;
 pub mod snapshot;
 pub mod table;
 pub mod wake;
@@ -268,6 +272,21 @@ impl CmdTimer {
         }
     }
 
+    /// Charge the time since the last read to the current command and
+    /// start again from now; the nanoseconds since the last read. Around
+    /// one command, it times that command alone (SLOWLOG).
+    fn split(&mut self, srv: &mut Server) -> u64 {
+        let t = Instant::now();
+        let ns = t.duration_since(self.prev).as_nanos() as u64;
+        if let Some(i) = self.run {
+            let total = ns + self.rem_ns;
+            srv.stats.commands[i].usec += total / 1000;
+            self.rem_ns = total % 1000;
+        }
+        self.prev = t;
+        ns
+    }
+
     /// The time from now on belongs to `next`.
     #[inline]
     fn switch(&mut self, srv: &mut Server, next: Option<usize>) {
@@ -398,6 +417,8 @@ impl Engine {
             blocking::forget(&mut self.srv, &mut sess);
             watch::unwatch_all(&mut self.srv, &mut sess);
             pubsub::forget(&mut self.srv, &mut sess);
+            monitor::stop(&mut self.srv, sess.id);
+            pause::forget(&mut self.srv, sess.id);
         }
     }
 
@@ -428,7 +449,11 @@ impl Engine {
         if self.srv.evict.running {
             return Some(0);
         }
-        self.srv.blocking.next_deadline()
+        let pause_end = self.srv.pause.as_deref().map(|p| p.end_ms);
+        match (self.srv.blocking.next_deadline(), pause_end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Unblock the clients whose timeouts have passed (cheap when none
@@ -440,6 +465,10 @@ impl Engine {
         if self.srv.blocking.next_deadline().is_some() {
             let now = self.srv.now_ms();
             blocking::expire_timeouts(&mut self.srv, now);
+        }
+        if self.srv.pause.is_some() {
+            let now = self.srv.now_ms();
+            pause::check_deadline(&mut self.srv, now);
         }
         if self.srv.evict.running {
             let now = self.srv.now_ms();
@@ -478,11 +507,12 @@ impl Engine {
         let srv = &mut self.srv;
         let now = srv.now_ms();
         blocking::expire_timeouts(srv, now);
+        pause::check_deadline(srv, now);
         if srv.evict.running {
             evict::perform_evictions(srv, now, None);
         }
-        // A replica leaves expiry to its primary's DELs.
-        if srv.active_expire_enabled && !srv.repl.is_replica() {
+        // A replica leaves expiry to its primary's DELs; a pause stops it.
+        if srv.active_expire_enabled && !srv.repl.is_replica() && srv.pause.is_none() {
             // Valkey's slow cycle: 25% of a cron period, more with effort.
             let hz = srv.config.hz.max(1) as u64;
             let effort = srv.config.active_expire_effort.max(1) as u64 - 1;
@@ -894,6 +924,13 @@ fn execute_one(
         finish_reply(srv, sess, out, reply_start);
         return;
     }
+    if srv.pause.is_some() && pause::holds(srv, sess, i, argv) {
+        // Not run now: it runs again, from the start, once the pause ends.
+        sess.commands_processed -= 1;
+        pause::postpone(srv, sess);
+        timer.switch(srv, None);
+        return;
+    }
     // Inside MULTI, everything but EXEC DISCARD MULTI WATCH QUIT RESET is
     // queued rather than run (the tail of Valkey's processCommand).
     if let Some(m) = sess.multi.as_deref_mut()
@@ -924,6 +961,11 @@ fn execute_one(
     sess.last_cmd = Some(i);
     // Charge what ran before to its command (INFO commandstats sees it).
     timer.switch(srv, Some(i));
+    let slow_threshold = srv.config.slowlog_log_slower_than;
+    let exact = slowlog::SlowLog::wants_exact(slow_threshold, spec.flags);
+    if exact {
+        timer.split(srv);
+    }
     if let Some(f) = spec.func {
         let mut ctx = command::Ctx {
             srv: &mut *srv,
@@ -937,6 +979,31 @@ fn execute_one(
         }
     }
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
+    if exact {
+        let us = timer.split(srv) / 1000;
+        match sess.blocked.as_deref_mut() {
+            Some(b) if blocked => b.call_us = us,
+            _ => log_if_slow(srv, sess, i, argv, us, now_ms),
+        }
+    }
+    if !srv.monitors.is_empty()
+        && spec.flags & (command::flags::SKIP_MONITOR | command::flags::ADMIN) == 0
+    {
+        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
+        let me = pubsub::Me {
+            id: sess.id,
+            reply: &mut w,
+        };
+        let name = table.entries[i].fullname.as_str();
+        monitor::feed(
+            srv,
+            Some(me),
+            monitor::Origin::Client(sess),
+            sess.db,
+            name,
+            argv,
+        );
+    }
     // Keys the command expired: WATCH invalidation, `expired` events.
     if srv.expiry_logging {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
@@ -957,6 +1024,28 @@ fn execute_one(
     }
     srv.stats.total_commands_processed += 1;
     finish_reply(srv, sess, out, reply_start);
+}
+
+/// SLOWLOG: `us` is what command `i` took (EXEC is not logged itself,
+/// its commands are).
+pub(crate) fn log_if_slow(
+    srv: &mut Server,
+    sess: &Session,
+    i: usize,
+    argv: ArgvRef<'_>,
+    us: u64,
+    now_ms: i64,
+) {
+    let name = table().entries[i].fullname.as_str();
+    if name == "exec" || table().entries[i].spec.flags & command::flags::SKIP_SLOWLOG != 0 {
+        return;
+    }
+    let (threshold, max_len) = (
+        srv.config.slowlog_log_slower_than,
+        srv.config.slowlog_max_len,
+    );
+    srv.slowlog
+        .record(threshold, max_len, name, argv, sess, us, now_ms);
 }
 
 /// Valkey's `maxmemory` step of `processCommand`: evict as needed before
@@ -1284,6 +1373,13 @@ fn execute_jobs(
                 now_ms,
                 &mut timer,
             );
+            if sess.paused {
+                // Held by CLIENT PAUSE: this command and the rest stay
+                // with the IO layer until Event::Unblocked.
+                job.executed = k;
+                job.blocked = true;
+                break;
+            }
             if sess.close_after_reply {
                 job.close_after_reply = true;
             }

@@ -221,6 +221,11 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// Clients with [`Session::pending`] output for the IO layer.
     pub outbox: Vec<ClientId>,
+    /// Clients in MONITOR mode, in the order they asked.
+    pub monitors: Vec<ClientId>,
+    pub slowlog: crate::slowlog::SlowLog,
+    /// CLIENT PAUSE in force.
+    pub pause: Option<Box<crate::pause::Pause>>,
     /// Pub/Sub subscribers.
     pub pubsub: crate::pubsub::PubSub,
     /// WATCHed keys.
@@ -290,6 +295,9 @@ impl Server {
             key_hint: KeyHint::default(),
             blocking: Default::default(),
             outbox: Vec::new(),
+            monitors: Vec::new(),
+            slowlog: Default::default(),
+            pause: None,
             pubsub: Default::default(),
             watches: Default::default(),
             expiry_logging: false,
@@ -369,6 +377,17 @@ impl Server {
     /// Unix time in ms (the pinned time in tests).
     pub fn now_ms(&self) -> i64 {
         self.clock_override.unwrap_or_else(wall_ms)
+    }
+
+    /// Unix time in µs (MONITOR's timestamps).
+    pub fn now_us(&self) -> i64 {
+        match self.clock_override {
+            Some(t) => t * 1000,
+            None => SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_micros() as i64)
+                .unwrap_or(0),
+        }
     }
 
     pub fn uptime_s(&self) -> i64 {

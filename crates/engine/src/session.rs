@@ -38,6 +38,10 @@ pub struct Session {
     pub last_interaction_ms: i64,
     /// Command-table index of the last command run (CLIENT LIST `cmd`).
     pub last_cmd: Option<usize>,
+    /// Holding a command until CLIENT PAUSE ends (CLIENT LIST flag `b`).
+    pub paused: bool,
+    /// MONITOR mode (CLIENT LIST flag `O`).
+    pub monitor: bool,
     pub no_evict: bool,
     pub no_touch: bool,
     pub reply_mode: ReplyMode,
@@ -127,6 +131,8 @@ impl Session {
             created_ms: 0,
             last_interaction_ms: 0,
             last_cmd: None,
+            monitor: false,
+            paused: false,
             no_evict: false,
             no_touch: false,
             reply_mode: ReplyMode::On,
@@ -167,6 +173,7 @@ impl Session {
         self.proto = Protocol::Resp2;
         self.name = None;
         self.authenticated = !auth_required;
+        self.monitor = false;
         self.no_evict = false;
         self.no_touch = false;
         self.reply_mode = ReplyMode::On;

@@ -268,6 +268,27 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            args: CLIENT_PAUSE_ARGS,
+            ..sub(
+                "pause",
+                -3,
+                ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL,
+                ADMIN_CONN,
+                "3.0.0",
+                "Suspends commands processing.",
+                pause,
+            )
+        },
+        sub(
+            "unpause",
+            2,
+            ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL,
+            ADMIN_CONN,
+            "6.2.0",
+            "Resumes processing commands from paused clients.",
+            unpause,
+        ),
+        CommandSpec {
             args: CLIENT_UNBLOCK_ARGS,
             ..sub(
                 "unblock",
@@ -291,6 +312,43 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     ],
     ..CommandSpec::DEFAULT
 }];
+
+const CLIENT_PAUSE_ARGS: &[ArgSpec] = &[
+    ArgSpec::integer("timeout"),
+    ArgSpec::oneof(
+        "mode",
+        &[
+            ArgSpec::pure_token("write", "WRITE"),
+            ArgSpec::pure_token("all", "ALL"),
+        ],
+    )
+    .since("6.2.0")
+    .optional(),
+];
+
+/// CLIENT PAUSE timeout-ms [WRITE|ALL] (see crate::pause).
+fn pause(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let ms = match crate::num::parse_i64(argv.get(2)) {
+        Some(ms) if ms < 0 => return ctx.error("ERR timeout is negative"),
+        Some(ms) => ms,
+        None => return ctx.error("ERR timeout is not an integer or out of range"),
+    };
+    let all = match argv.len() {
+        3 => true,
+        4 if argv.get(3).eq_ignore_ascii_case(b"all") => true,
+        4 if argv.get(3).eq_ignore_ascii_case(b"write") => false,
+        4 => return ctx.error("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+        _ => return ctx.error(SYNTAX_ERR),
+    };
+    let end = ctx.now_ms.saturating_add(ms);
+    crate::pause::start(ctx.srv, end, all);
+    ctx.reply.ok();
+}
+
+fn unpause(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    crate::pause::end(ctx.srv);
+    ctx.reply.ok();
+}
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked.
 fn unblock(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -347,27 +405,20 @@ fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 /// One CLIENT LIST line (without the newline), Valkey 8's field order.
 pub fn client_line(s: &Session, now_ms: i64) -> String {
     let mut flags = String::new();
-    // Valkey prints P (pub/sub) and x (MULTI) first.
-    if s.subs.is_some() {
-        flags.push('P');
-    }
-    if s.multi.is_some() {
-        flags.push('x');
-    }
-    if s.close_after_reply {
-        flags.push('c');
-    }
-    if s.close_asap {
-        flags.push('A');
-    }
-    if s.blocked.is_some() {
-        flags.push('b');
-    }
-    if s.no_evict {
-        flags.push('e');
-    }
-    if s.no_touch {
-        flags.push('T');
+    // Valkey's order: O (monitor), P (pub/sub), x (MULTI), b, c, A, e, T.
+    for (on, flag) in [
+        (s.monitor, 'O'),
+        (s.subs.is_some(), 'P'),
+        (s.multi.is_some(), 'x'),
+        (s.blocked.is_some() || s.paused, 'b'),
+        (s.close_after_reply, 'c'),
+        (s.close_asap, 'A'),
+        (s.no_evict, 'e'),
+        (s.no_touch, 'T'),
+    ] {
+        if on {
+            flags.push(flag);
+        }
     }
     if flags.is_empty() {
         flags.push('N');
@@ -835,6 +886,10 @@ fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "      Return clients of specified type.",
             "    * ID <client-id> [<client-id> ...]",
             "      Return clients of specified IDs only.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",

@@ -330,6 +330,7 @@ fn reset(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     // Transaction, watches and subscriptions live partly in the server.
     crate::cmd::transactions::discard_transaction(ctx);
     crate::pubsub::forget(ctx.srv, ctx.session);
+    crate::monitor::stop(ctx.srv, ctx.session.id);
     ctx.session.reset(auth_required);
     ctx.reply.proto = ctx.session.proto;
     ctx.reply.simple("RESET");

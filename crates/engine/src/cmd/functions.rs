@@ -212,6 +212,7 @@ fn fcall_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 /// Valkey's `fcallCommandGeneric`.
 fn fcall_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ro: bool) {
+    ctx.monitor_script_command(argv);
     let Some(numkeys) = numkeys(ctx, argv) else {
         return;
     };

@@ -224,6 +224,7 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 /// Valkey's `evalGenericCommand`.
 fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
+    ctx.monitor_script_command(argv);
     let Some(numkeys) = numkeys(ctx, argv) else {
         return;
     };
@@ -460,6 +461,9 @@ impl ScriptHost<'_, '_> {
         session.in_exec = true;
         srv.key_hint = KeyHint::default();
         let dirty = srv.persist.dirty;
+        let exact =
+            crate::slowlog::SlowLog::wants_exact(srv.config.slowlog_log_slower_than, spec.flags);
+        let started = exact.then(std::time::Instant::now);
         {
             let mut ctx = Ctx {
                 srv: &mut *srv,
@@ -476,6 +480,15 @@ impl ScriptHost<'_, '_> {
         }
         if srv.persist.dirty > dirty {
             self.wrote = true;
+        }
+        if let Some(t0) = started {
+            let us = t0.elapsed().as_micros() as u64;
+            crate::log_if_slow(srv, session, i, args, us, self.now_ms);
+        }
+        if !srv.monitors.is_empty() && spec.flags & crate::command::flags::ADMIN == 0 {
+            let name = t.entries[i].fullname.as_str();
+            let db = session.db;
+            crate::monitor::feed(srv, None, crate::monitor::Origin::Script, db, name, args);
         }
         if subscribed {
             split_pushes(srv, session, out, proto);

@@ -141,6 +141,17 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        name: "monitor",
+        arity: 1,
+        flags: ADMIN | NOSCRIPT | LOADING | STALE,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "1.0.0",
+        summary: "Listens for all requests received by the server in real-time.",
+        func: Some(monitor),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
         name: "debug",
         arity: -2,
         flags: ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED,
@@ -191,7 +202,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 ADMIN_ACL,
                 "2.2.12",
                 "Clears all entries from the slow log.",
-                ok_reply,
+                slowlog_reset,
             ),
             cfg_sub(
                 "help",
@@ -725,10 +736,6 @@ fn config_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     );
 }
 
-fn ok_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.reply.ok();
-}
-
 fn empty_array(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.array_len(0);
 }
@@ -737,21 +744,57 @@ fn zero_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.int(0);
 }
 
-/// The slow log is not recorded yet: always empty.
 fn slowlog_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    if argv.len() == 3 && crate::num::parse_i64(argv.get(2)).is_none_or(|n| n < -1) {
-        ctx.error("ERR count should be greater than or equal to -1");
-        return;
+    let count = if argv.len() == 3 {
+        match crate::num::parse_i64(argv.get(2)) {
+            Some(n) if n >= -1 => n,
+            _ => return ctx.error("ERR count should be greater than or equal to -1"),
+        }
+    } else {
+        10
+    };
+    let log = &ctx.srv.slowlog.entries;
+    let n = if count == -1 {
+        log.len()
+    } else {
+        log.len().min(count as usize)
+    };
+    ctx.reply.array_len(n);
+    for e in log.iter().take(n) {
+        ctx.reply.array_len(6);
+        ctx.reply.int(e.id as i64);
+        ctx.reply.int(e.time_s);
+        ctx.reply.int(e.duration_us as i64);
+        ctx.reply.array_len(e.args.len());
+        for a in &e.args {
+            ctx.reply.bulk(a);
+        }
+        ctx.reply.bulk(e.peer.as_bytes());
+        ctx.reply.bulk(&e.name);
     }
-    if argv.len() > 3 {
-        ctx.error(SYNTAX_ERR);
-        return;
-    }
-    ctx.reply.array_len(0);
 }
 
 fn slowlog_len(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.reply.int(0);
+    let n = ctx.srv.slowlog.entries.len();
+    ctx.reply.int(n as i64);
+}
+
+fn slowlog_reset(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.srv.slowlog.reset();
+    ctx.reply.ok();
+}
+
+/// MONITOR: from now on the client gets every command the server runs.
+/// Inside EXEC it is refused (a client in a transaction expects one reply
+/// per command), and a client already monitoring gets no reply at all.
+fn monitor(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    if ctx.session.in_exec {
+        return ctx.error("ERR MONITOR isn't allowed for DENY BLOCKING client");
+    }
+    if crate::monitor::start(ctx.srv, ctx.session.id) {
+        ctx.session.monitor = true;
+        ctx.reply.ok();
+    }
 }
 
 fn slowlog_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {

@@ -67,7 +67,7 @@ impl Multi {
             + self.spans.capacity() * std::mem::size_of::<Span>()
             + self.cmds.capacity() * 8
     }
-    fn iter(&self) -> impl Iterator<Item = (usize, ArgvRef<'_>)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, ArgvRef<'_>)> {
         let mut at = 0usize;
         self.cmds.iter().map(move |&(idx, end)| {
             let spans = &self.spans[at..end as usize];
@@ -235,10 +235,20 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         }
         // Each command counts on its own, as Valkey's call() does.
         let t = Instant::now();
+        let us = t.duration_since(t_prev).as_micros() as u64;
         let st = &mut ctx.srv.stats.commands[idx];
         st.calls += 1;
-        st.usec += t.duration_since(t_prev).as_micros() as u64;
+        st.usec += us;
         t_prev = t;
+        crate::log_if_slow(ctx.srv, ctx.session, idx, argv, us, ctx.now_ms);
+        let flags = entries[idx].spec.flags;
+        if !ctx.srv.monitors.is_empty()
+            && flags & (crate::command::flags::SKIP_MONITOR | crate::command::flags::ADMIN) == 0
+        {
+            let name = entries[idx].fullname.as_str();
+            let origin = crate::monitor::Origin::Client(ctx.session);
+            crate::monitor::feed(ctx.srv, None, origin, ctx.session.db, name, argv);
+        }
         ctx.srv.stats.total_commands_processed += 1;
         let out = &ctx.reply.out[start..];
         if out.first() == Some(&b'-') {

@@ -1,0 +1,134 @@
+//! Arguments never shown to operators. MONITOR lines and SLOWLOG entries
+//! print a command as its client sent it, except for secrets, which read
+//! `(redacted)` — the arguments Valkey 8 redacts: every argument of AUTH,
+//! the user name and password after HELLO's AUTH, MIGRATE's AUTH / AUTH2
+//! credentials, and the value CONFIG SET gives a password setting.
+
+use crate::batch::ArgvRef;
+
+pub const REDACTED: &[u8] = b"(redacted)";
+
+/// Settings CONFIG SET hides the value of (Valkey's `SENSITIVE_CONFIG`).
+const SECRET_SETTINGS: &[&str] = &[
+    "requirepass",
+    "masterauth",
+    "primaryauth",
+    "tls-key-file-pass",
+    "tls-client-key-file-pass",
+];
+
+/// Argument `j` of the command `fullname` (the table's name, `config|set`)
+/// as it may be shown.
+pub fn shown<'a>(fullname: &str, argv: ArgvRef<'a>, j: usize) -> &'a [u8] {
+    if is_secret(fullname, argv, j) {
+        REDACTED
+    } else {
+        argv.get(j)
+    }
+}
+
+fn is_secret(fullname: &str, argv: ArgvRef<'_>, j: usize) -> bool {
+    match fullname {
+        "auth" => j >= 1,
+        // HELLO [protover [AUTH username password] [SETNAME name]]
+        "hello" => (3..argv.len())
+            .any(|k| argv.get(k - 1).eq_ignore_ascii_case(b"auth") && (j == k || j == k + 1)),
+        // CONFIG SET name value [name value ...]
+        "config|set" => {
+            j >= 3
+                && j % 2 == 1
+                && SECRET_SETTINGS
+                    .iter()
+                    .any(|s| argv.get(j - 1).eq_ignore_ascii_case(s.as_bytes()))
+        }
+        // MIGRATE ... [AUTH password | AUTH2 username password] [KEYS ...]
+        "migrate" => (6..argv.len()).any(|k| {
+            let t = argv.get(k);
+            (t.eq_ignore_ascii_case(b"auth") && j == k + 1)
+                || (t.eq_ignore_ascii_case(b"auth2") && (j == k + 1 || j == k + 2))
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resp::Span;
+
+    fn argv_of(args: &[&str]) -> (Vec<u8>, Vec<Span>) {
+        let mut data = Vec::new();
+        let mut spans = Vec::new();
+        for a in args {
+            spans.push(Span {
+                start: data.len(),
+                len: a.len(),
+            });
+            data.extend_from_slice(a.as_bytes());
+        }
+        (data, spans)
+    }
+
+    fn shown_all(fullname: &str, args: &[&str]) -> Vec<String> {
+        let (data, spans) = argv_of(args);
+        let argv = ArgvRef {
+            data: &data,
+            spans: &spans,
+        };
+        (0..argv.len())
+            .map(|j| String::from_utf8_lossy(shown(fullname, argv, j)).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn secrets_read_redacted() {
+        assert_eq!(shown_all("auth", &["AUTH", "pw"]), ["AUTH", "(redacted)"]);
+        assert_eq!(
+            shown_all("hello", &["HELLO", "3", "AUTH", "u", "p", "SETNAME", "n"]),
+            [
+                "HELLO",
+                "3",
+                "AUTH",
+                "(redacted)",
+                "(redacted)",
+                "SETNAME",
+                "n"
+            ]
+        );
+        assert_eq!(
+            shown_all(
+                "config|set",
+                &["CONFIG", "SET", "maxmemory", "1", "requirepass", "x"]
+            ),
+            [
+                "CONFIG",
+                "SET",
+                "maxmemory",
+                "1",
+                "requirepass",
+                "(redacted)"
+            ]
+        );
+        assert_eq!(
+            shown_all(
+                "migrate",
+                &["MIGRATE", "h", "1", "k", "0", "5", "AUTH2", "u", "p"]
+            ),
+            [
+                "MIGRATE",
+                "h",
+                "1",
+                "k",
+                "0",
+                "5",
+                "AUTH2",
+                "(redacted)",
+                "(redacted)"
+            ]
+        );
+        assert_eq!(
+            shown_all("set", &["SET", "auth", "x"]),
+            ["SET", "auth", "x"]
+        );
+    }
+}

@@ -1,0 +1,301 @@
+//! MONITOR and SLOWLOG: what an operator sees of the commands the server
+//! runs — Valkey's line format and order, redacted secrets, the slow log's
+//! entries and their bounds.
+
+#[path = "core_util.rs"]
+mod util;
+
+use ringkv_engine as engine;
+use util::*;
+
+/// Output delivered out of band since the last call to `client`.
+fn oob(e: &mut engine::Engine, client: engine::ClientId) -> String {
+    let mut s = String::new();
+    e.drain_output(|c, b| {
+        if c == client {
+            s.push_str(&String::from_utf8_lossy(b));
+        }
+    });
+    s
+}
+
+fn monitor_pair() -> (engine::Engine, engine::ClientId, engine::ClientId) {
+    let mut e = engine();
+    // 1795669265.079544 s: the µs digits come from the pinned ms.
+    e.pin_clock(Some(1_795_669_265_079));
+    let mon = e.connect(info("127.0.0.1:50001")).unwrap();
+    let cli = e.connect(info("127.0.0.1:50002")).unwrap();
+    assert_eq!(cmd(&mut e, mon, &["MONITOR"]), "+OK\r\n");
+    (e, mon, cli)
+}
+
+#[test]
+fn monitor_lines_in_valkeys_format_and_order() {
+    let (mut e, mon, cli) = monitor_pair();
+    cmd(&mut e, cli, &["SET", "b", "x\n\"y\\\u{1}"]);
+    cmd(&mut e, cli, &["SELECT", "3"]);
+    cmd(&mut e, cli, &["AUTH", "secret"]);
+    cmd(&mut e, cli, &["HELLO", "2", "AUTH", "default", "pw"]);
+    // Refused before running, or admin: not shown.
+    cmd(&mut e, cli, &["NOSUCH"]);
+    cmd(&mut e, cli, &["GET"]);
+    cmd(&mut e, cli, &["CONFIG", "GET", "port"]);
+    let want = [
+        r#"+1795669265.079000 [0 127.0.0.1:50002] "SET" "b" "x\n\"y\\\x01""#,
+        r#"+1795669265.079000 [3 127.0.0.1:50002] "SELECT" "3""#,
+        r#"+1795669265.079000 [3 127.0.0.1:50002] "AUTH" "(redacted)""#,
+        r#"+1795669265.079000 [3 127.0.0.1:50002] "HELLO" "2" "AUTH" "(redacted)" "(redacted)""#,
+    ];
+    assert_eq!(oob(&mut e, mon), want.map(|l| format!("{l}\r\n")).concat());
+}
+
+#[test]
+fn monitor_shows_transactions_and_scripts_as_valkey() {
+    let (mut e, mon, cli) = monitor_pair();
+    cmd(&mut e, cli, &["MULTI"]);
+    cmd(&mut e, cli, &["SET", "c", "1"]);
+    cmd(&mut e, cli, &["EXEC"]);
+    cmd(
+        &mut e,
+        cli,
+        &["EVAL", "return redis.call('incr', KEYS[1])", "1", "n"],
+    );
+    let want = [
+        r#"+1795669265.079000 [0 127.0.0.1:50002] "MULTI""#,
+        r#"+1795669265.079000 [0 127.0.0.1:50002] "SET" "c" "1""#,
+        r#"+1795669265.079000 [0 127.0.0.1:50002] "EXEC""#,
+        r#"+1795669265.079000 [0 127.0.0.1:50002] "EVAL" "return redis.call('incr', KEYS[1])" "1" "n""#,
+        r#"+1795669265.079000 [0 lua] "incr" "n""#,
+    ];
+    assert_eq!(oob(&mut e, mon), want.map(|l| format!("{l}\r\n")).concat());
+}
+
+#[test]
+fn a_monitor_sees_itself_and_leaves_with_reset() {
+    let (mut e, mon, cli) = monitor_pair();
+    // Its own PING: the reply, then the line.
+    assert_eq!(
+        cmd(&mut e, mon, &["PING"]),
+        "+PONG\r\n+1795669265.079000 [0 127.0.0.1:50001] \"PING\"\r\n"
+    );
+    // A second MONITOR gets no reply at all.
+    assert_eq!(cmd(&mut e, mon, &["MONITOR"]), "");
+    let list = cmd(&mut e, cli, &["CLIENT", "LIST"]);
+    assert!(list.contains("flags=O "), "{list}");
+    assert_eq!(cmd(&mut e, mon, &["RESET"]), "+RESET\r\n");
+    cmd(&mut e, cli, &["SET", "a", "1"]);
+    assert_eq!(oob(&mut e, mon), "");
+}
+
+#[test]
+fn a_gone_monitor_is_forgotten() {
+    let (mut e, mon, cli) = monitor_pair();
+    e.disconnect(mon);
+    cmd(&mut e, cli, &["SET", "a", "1"]);
+    assert_eq!(oob(&mut e, mon), "");
+}
+
+/// SLOWLOG GET's entries without their durations (which vary), as lines.
+fn slowlog_args(e: &mut engine::Engine, c: engine::ClientId) -> Vec<String> {
+    let reply = cmd(e, c, &["SLOWLOG", "GET", "-1"]);
+    let (v, _) = resp::parse_value(reply.as_bytes()).unwrap().unwrap();
+    let text = |v: &resp::Value| match v {
+        resp::Value::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    let resp::Value::Array(entries) = v else {
+        panic!("{reply}")
+    };
+    entries
+        .iter()
+        .map(|en| {
+            let resp::Value::Array(f) = en else { panic!() };
+            assert_eq!(f.len(), 6);
+            let resp::Value::Array(args) = &f[3] else {
+                panic!()
+            };
+            let words: Vec<String> = args.iter().map(text).collect();
+            format!("{} @{} {}", words.join(" "), text(&f[4]), text(&f[5]))
+        })
+        .collect()
+}
+
+#[test]
+fn slowlog_records_what_valkey_records() {
+    let mut e = engine();
+    let c = e.connect(info("127.0.0.1:50003")).unwrap();
+    assert_eq!(cmd(&mut e, c, &["SLOWLOG", "GET"]), "*0\r\n");
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+    );
+    cmd(&mut e, c, &["CLIENT", "SETNAME", "me"]);
+    cmd(&mut e, c, &["MULTI"]);
+    cmd(&mut e, c, &["SET", "c", "1"]);
+    cmd(&mut e, c, &["EXEC"]);
+    cmd(&mut e, c, &["CONFIG", "SET", "requirepass", ""]);
+    cmd(&mut e, c, &["EVAL", "return redis.call('incr','z')", "0"]);
+    assert_eq!(
+        slowlog_args(&mut e, c),
+        [
+            "EVAL return redis.call('incr','z') 0 @127.0.0.1:50003 me",
+            "incr z @127.0.0.1:50003 me",
+            "CONFIG SET requirepass (redacted) @127.0.0.1:50003 me",
+            // EXEC is not logged, its commands are.
+            "SET c 1 @127.0.0.1:50003 me",
+            "MULTI @127.0.0.1:50003 me",
+            "CLIENT SETNAME me @127.0.0.1:50003 me",
+            "CONFIG SET slowlog-log-slower-than 0 @127.0.0.1:50003 ",
+        ]
+    );
+    assert_eq!(cmd(&mut e, c, &["SLOWLOG", "LEN"]), ":8\r\n");
+    cmd(&mut e, c, &["CONFIG", "SET", "slowlog-max-len", "2"]);
+    cmd(&mut e, c, &["PING"]);
+    assert_eq!(cmd(&mut e, c, &["SLOWLOG", "LEN"]), ":2\r\n");
+    assert_eq!(cmd(&mut e, c, &["SLOWLOG", "RESET"]), "+OK\r\n");
+    // RESET is logged after it ran.
+    assert_eq!(cmd(&mut e, c, &["SLOWLOG", "LEN"]), ":1\r\n");
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "-1"],
+    );
+    cmd(&mut e, c, &["SLOWLOG", "RESET"]);
+    cmd(&mut e, c, &["PING"]);
+    assert_eq!(cmd(&mut e, c, &["SLOWLOG", "LEN"]), ":0\r\n");
+    assert_eq!(
+        cmd(&mut e, c, &["SLOWLOG", "GET", "-2"]),
+        "-ERR count should be greater than or equal to -1\r\n"
+    );
+}
+
+#[test]
+fn slowlog_keeps_fast_commands_out_above_a_millisecond() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "1000"],
+    );
+    cmd(&mut e, c, &["DEBUG", "SLEEP", "0"]);
+    cmd(&mut e, c, &["GET", "a"]);
+    // A slow (non-fast) command is timed on its own and logged.
+    cmd(
+        &mut e,
+        c,
+        &[
+            "EVAL",
+            "local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1]-t[1])*1000000 + (n[2]-t[2]) > 3000 then break end end",
+            "0",
+        ],
+    );
+    let got = slowlog_args(&mut e, c);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].starts_with("EVAL "), "{got:?}");
+}
+
+/// Run `words` as `client`; the reply, and whether the engine held the
+/// client (CLIENT PAUSE) instead of running it.
+fn try_cmd(e: &mut engine::Engine, client: engine::ClientId, words: &[&str]) -> (String, bool) {
+    let (out, outcome) = run_job(e, client, &encode(&[words]));
+    let text = String::from_utf8_lossy(&out.to_vec()).into_owned();
+    (text, outcome.blocked_after == Some(0))
+}
+
+#[test]
+fn client_pause_write_holds_writes_and_lets_reads_through() {
+    let mut e = engine();
+    e.pin_clock(Some(1_000_000));
+    let admin = connect(&mut e);
+    let w = connect(&mut e);
+    cmd(&mut e, w, &["SET", "k", "v", "PX", "10"]);
+    assert_eq!(
+        cmd(&mut e, admin, &["CLIENT", "PAUSE", "500", "WRITE"]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        try_cmd(&mut e, w, &["GET", "k"]),
+        ("$1\r\nv\r\n".into(), false)
+    );
+    assert_eq!(try_cmd(&mut e, w, &["SET", "k", "2"]), ("".into(), true));
+    // Held: writes, PUBLISH (may replicate), scripts that may write
+    // (each from its own client: a held client sends nothing more).
+    let mut held = vec![w];
+    for words in [&["PUBLISH", "ch", "m"][..], &["EVAL", "return 1", "0"]] {
+        let c = connect(&mut e);
+        assert!(try_cmd(&mut e, c, words).1, "{words:?}");
+        held.push(c);
+    }
+    // Not held: read-only scripts, scripts flagged no-writes, admin.
+    let c = connect(&mut e);
+    assert!(!try_cmd(&mut e, c, &["EVAL_RO", "return 1", "0"]).1);
+    assert!(!try_cmd(&mut e, c, &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]).1);
+    assert!(!try_cmd(&mut e, c, &["CONFIG", "SET", "maxmemory", "0"]).1);
+    assert!(cmd(&mut e, admin, &["CLIENT", "LIST"]).contains("flags=b "));
+    // A key past its time reads as missing but is not expired meanwhile.
+    e.pin_clock(Some(1_000_100));
+    assert_eq!(cmd(&mut e, admin, &["GET", "k"]), "$-1\r\n");
+    e.cron();
+    assert_eq!(cmd(&mut e, admin, &["DBSIZE"]), ":1\r\n");
+    assert_eq!(events(&mut e), []);
+    // The deadline releases the held client: it runs SET from the start.
+    e.pin_clock(Some(1_000_501));
+    e.expire_blocked();
+    let released = held
+        .iter()
+        .map(|&client| engine::Event::Unblocked { client });
+    assert_eq!(events(&mut e), released.collect::<Vec<_>>());
+    assert_eq!(
+        try_cmd(&mut e, w, &["SET", "k", "2"]),
+        ("+OK\r\n".into(), false)
+    );
+    assert_eq!(cmd(&mut e, admin, &["GET", "k"]), "$1\r\n2\r\n");
+}
+
+#[test]
+fn client_pause_all_holds_everything_until_unpause() {
+    let mut e = engine();
+    e.pin_clock(Some(1_000_000));
+    let admin = connect(&mut e);
+    let c = connect(&mut e);
+    assert_eq!(
+        cmd(&mut e, admin, &["CLIENT", "PAUSE", "100", "WRITE"]),
+        "+OK\r\n"
+    );
+    // The mode is replaced, the later deadline kept.
+    assert_eq!(
+        cmd(&mut e, admin, &["CLIENT", "PAUSE", "10", "ALL"]),
+        "+OK\r\n"
+    );
+    e.pin_clock(Some(1_000_050));
+    e.expire_blocked();
+    assert!(try_cmd(&mut e, c, &["PING"]).1);
+    // UNPAUSE from a client held by ALL waits too (as in Valkey): end it
+    // by its deadline here.
+    assert!(try_cmd(&mut e, admin, &["CLIENT", "UNPAUSE"]).1);
+    e.pin_clock(Some(1_000_100));
+    e.expire_blocked();
+    assert_eq!(events(&mut e).len(), 2);
+    assert_eq!(try_cmd(&mut e, c, &["PING"]), ("+PONG\r\n".into(), false));
+    assert_eq!(
+        cmd(&mut e, admin, &["CLIENT", "PAUSE", "-1"]),
+        "-ERR timeout is negative\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, admin, &["CLIENT", "PAUSE", "x"]),
+        "-ERR timeout is not an integer or out of range\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, admin, &["CLIENT", "PAUSE", "10", "SOME"]),
+        "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, admin, &["CLIENT", "PAUSE", "10000", "WRITE"]),
+        "+OK\r\n"
+    );
+    assert!(try_cmd(&mut e, c, &["DEL", "x"]).1);
+    assert_eq!(cmd(&mut e, admin, &["CLIENT", "UNPAUSE"]), "+OK\r\n");
+    assert_eq!(events(&mut e), [engine::Event::Unblocked { client: c }]);
+}
