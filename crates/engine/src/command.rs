@@ -351,6 +351,9 @@ impl Ctx<'_> {
         self.srv.persist.dirty += 1;
         self.srv.blocking.signal(db, key);
         self.srv.watches.touch(db, key);
+        if !self.srv.tracking.is_idle() {
+            crate::tracking::invalidate_key(self.srv, key, Some(self.session.id));
+        }
     }
     /// A command that changed `n` elements of one key (HSET's fields,
     /// SADD's members, ...): Valkey counts each in the dirty counter,

@@ -527,6 +527,8 @@ pub struct Config {
     /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
+    /// `tracking-table-max-keys`: keys the tracking table holds (0: no limit).
+    pub tracking_table_max_keys: usize,
     /// `rdb-key-save-delay` (hidden, for tests): µs per key saved.
     pub rdb_key_save_delay: i64,
     /// `key-load-delay` (hidden, for tests): µs per key loaded.
@@ -615,6 +617,7 @@ impl Default for Config {
             tcp_zerocopy_min_write_size: 10 << 10,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            tracking_table_max_keys: 1_000_000,
             rdb_key_save_delay: 0,
             key_load_delay: 0,
             lazyfree_lazy_expire: true,
@@ -1082,6 +1085,7 @@ impl Config {
             "tcp-zerocopy-min-write-size" => self.tcp_zerocopy_min_write_size = num() as usize,
             "slowlog-log-slower-than" => self.slowlog_log_slower_than = num(),
             "slowlog-max-len" => self.slowlog_max_len = num() as usize,
+            "tracking-table-max-keys" => self.tracking_table_max_keys = num() as usize,
             "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
             "key-load-delay" => self.key_load_delay = num(),
             "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",

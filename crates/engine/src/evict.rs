@@ -270,6 +270,7 @@ fn evict_until(
         srv.stats.evicted_keys += 1;
         crate::effects::emit_evicted(srv, db, &key);
         srv.watches.touch(db, &key);
+        crate::tracking::invalidate_key(srv, &key, None);
         pubsub::keyspace_event(
             srv,
             me.as_mut().map(pubsub::reborrow),

@@ -217,13 +217,24 @@ fn clients(srv: &Server, out: &mut String) {
         max_out.unwrap_or(0)
     );
     field!(out, "blocked_clients:{}", srv.blocking.clients);
-    field!(out, "tracking_clients:0");
+    field!(out, "tracking_clients:{}", srv.tracking.clients);
     field!(out, "pubsub_clients:{}", srv.pubsub.clients);
     field!(out, "watching_clients:{}", srv.watches.clients());
     field!(out, "clients_in_timeout_table:0");
     field!(out, "total_watched_keys:{}", srv.watches.keys());
     field!(out, "total_blocking_keys:{}", srv.blocking.keys());
     field!(out, "total_blocking_keys_on_nokey:0");
+    let (reason, actions, left_ms) = match srv.pause.as_deref() {
+        None => ("none", "none", 0),
+        Some(p) => (
+            "client_pause",
+            if p.all { "all" } else { "write" },
+            (p.end_ms - srv.now_ms()).max(0),
+        ),
+    };
+    field!(out, "paused_reason:{reason}");
+    field!(out, "paused_actions:{actions}");
+    field!(out, "paused_timeout_milliseconds:{left_ms}");
 }
 
 /// Resident set size from /proc/self/statm (pages × page size).
@@ -559,9 +570,13 @@ fn stats(srv: &Server, out: &mut String) {
     field!(out, "active_defrag_key_misses:0");
     field!(out, "total_active_defrag_time:0");
     field!(out, "current_active_defrag_time:0");
-    field!(out, "tracking_total_keys:0");
-    field!(out, "tracking_total_items:0");
-    field!(out, "tracking_total_prefixes:0");
+    field!(out, "tracking_total_keys:{}", srv.tracking.total_keys());
+    field!(out, "tracking_total_items:{}", srv.tracking.total_items());
+    field!(
+        out,
+        "tracking_total_prefixes:{}",
+        srv.tracking.total_prefixes()
+    );
     field!(
         out,
         "unexpected_error_replies:{}",

@@ -62,6 +62,7 @@ pub mod log;
 pub mod memory;
 pub mod monitor;
 pub mod num;
+mod observe;
 pub mod output;
 pub mod pause;
 pub mod persist;
@@ -73,6 +74,7 @@ pub mod session;
 pub mod slowlog;
 pub mod snapshot;
 pub mod table;
+pub mod tracking;
 pub mod wake;
 pub mod watch;
 
@@ -419,6 +421,7 @@ impl Engine {
             pubsub::forget(&mut self.srv, &mut sess);
             monitor::stop(&mut self.srv, sess.id);
             pause::forget(&mut self.srv, sess.id);
+            tracking::disable(&mut self.srv, &mut sess);
         }
     }
 
@@ -526,6 +529,7 @@ impl Engine {
             }
             // WATCH invalidation and `expired` events for what it removed.
             pubsub::drain_expired(srv, None);
+            tracking::broadcast(srv);
         }
         // Valkey's `activerehashing`: up to 1 ms per cron finishes resizes
         // of databases that see no writes (writes move buckets themselves).
@@ -966,6 +970,14 @@ fn execute_one(
     if exact {
         timer.split(srv);
     }
+    if srv.tracking.clients > 0 {
+        srv.tracking.running = Some(tracking::Running {
+            id: sess.id,
+            proto: sess.proto,
+            subscribed: sess.subs.is_some(),
+            tracking: sess.tracking.as_deref().map(|t| (t.bcast, t.noloop)),
+        });
+    }
     if let Some(f) = spec.func {
         let mut ctx = command::Ctx {
             srv: &mut *srv,
@@ -979,30 +991,36 @@ fn execute_one(
         }
     }
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
+    let mut slow_us = None;
     if exact {
         let us = timer.split(srv) / 1000;
         match sess.blocked.as_deref_mut() {
             Some(b) if blocked => b.call_us = us,
-            _ => log_if_slow(srv, sess, i, argv, us, now_ms),
+            _ => slow_us = Some(us),
         }
     }
-    if !srv.monitors.is_empty()
-        && spec.flags & (command::flags::SKIP_MONITOR | command::flags::ADMIN) == 0
     {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
         let me = pubsub::Me {
             id: sess.id,
             reply: &mut w,
         };
-        let name = table.entries[i].fullname.as_str();
-        monitor::feed(
-            srv,
-            Some(me),
-            monitor::Origin::Client(sess),
-            sess.db,
-            name,
-            argv,
-        );
+        observe::after_call(srv, sess, i, argv, false, slow_us, Some(me), now_ms);
+    }
+    if srv.tracking.running.is_some() {
+        srv.tracking.running = None;
+        if tracking::running_has_output(srv) {
+            let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
+            tracking::flush_running(srv, sess, &mut w);
+        }
+    }
+    if let Some(t) = sess.tracking.as_deref_mut()
+        && t.caching
+        && sess.multi.is_none()
+        && !table.entries[i].fullname.starts_with("client|")
+    {
+        // CLIENT CACHING covers the next command (a whole transaction).
+        t.caching = false;
     }
     // Keys the command expired: WATCH invalidation, `expired` events.
     if srv.expiry_logging {
@@ -1401,4 +1419,5 @@ fn execute_jobs(
     timer.switch(srv, None);
     // The hint points into this batch's buffers.
     srv.key_hint = server::KeyHint::default();
+    tracking::broadcast(srv);
 }

@@ -321,6 +321,7 @@ pub fn drain_expired(srv: &mut Server, mut me: Option<Me<'_, '_>>) {
         }
         for key in srv.keyspace.dbs[db].take_expired() {
             srv.watches.touch_expired(db, &key);
+            crate::tracking::invalidate_key(srv, &key, None);
             keyspace_event(
                 srv,
                 me.as_mut().map(reborrow),

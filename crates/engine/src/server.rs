@@ -226,6 +226,7 @@ pub struct Server {
     pub slowlog: crate::slowlog::SlowLog,
     /// CLIENT PAUSE in force.
     pub pause: Option<Box<crate::pause::Pause>>,
+    pub tracking: crate::tracking::Tracking,
     /// Pub/Sub subscribers.
     pub pubsub: crate::pubsub::PubSub,
     /// WATCHed keys.
@@ -298,6 +299,7 @@ impl Server {
             monitors: Vec::new(),
             slowlog: Default::default(),
             pause: None,
+            tracking: Default::default(),
             pubsub: Default::default(),
             watches: Default::default(),
             expiry_logging: false,
@@ -362,6 +364,7 @@ impl Server {
         let n = self.config.notify_keyspace_events;
         let want = !self.watches.is_empty()
             || self.effects.on()
+            || self.tracking.clients > 0
             || (n & EXPIRED != 0 && n & (KEYSPACE | KEYEVENT) != 0);
         if want != self.expiry_logging {
             self.expiry_logging = want;

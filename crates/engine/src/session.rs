@@ -38,6 +38,8 @@ pub struct Session {
     pub last_interaction_ms: i64,
     /// Command-table index of the last command run (CLIENT LIST `cmd`).
     pub last_cmd: Option<usize>,
+    /// CLIENT TRACKING on.
+    pub tracking: Option<Box<crate::tracking::ClientTracking>>,
     /// Holding a command until CLIENT PAUSE ends (CLIENT LIST flag `b`).
     pub paused: bool,
     /// MONITOR mode (CLIENT LIST flag `O`).
@@ -133,6 +135,7 @@ impl Session {
             last_cmd: None,
             monitor: false,
             paused: false,
+            tracking: None,
             no_evict: false,
             no_touch: false,
             reply_mode: ReplyMode::On,

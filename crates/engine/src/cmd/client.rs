@@ -268,6 +268,48 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            args: CLIENT_TRACKING_ARGS,
+            ..sub(
+                "tracking",
+                -3,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "6.0.0",
+                "Controls server-assisted client-side caching for the connection.",
+                tracking,
+            )
+        },
+        CommandSpec {
+            args: CLIENT_CACHING_ARGS,
+            ..sub(
+                "caching",
+                3,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "6.0.0",
+                "Instructs the server whether to track the keys in the next request.",
+                caching,
+            )
+        },
+        sub(
+            "getredir",
+            2,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "6.0.0",
+            "Returns the client ID to which the connection's tracking notifications are redirected.",
+            getredir,
+        ),
+        sub(
+            "trackinginfo",
+            2,
+            NOSCRIPT | LOADING | STALE,
+            CONN,
+            "6.2.0",
+            "Returns information about server-assisted client-side caching for the connection.",
+            trackinginfo,
+        ),
+        CommandSpec {
             args: CLIENT_PAUSE_ARGS,
             ..sub(
                 "pause",
@@ -312,6 +354,196 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     ],
     ..CommandSpec::DEFAULT
 }];
+
+const CLIENT_TRACKING_ARGS: &[ArgSpec] = &[
+    ArgSpec::oneof(
+        "status",
+        &[
+            ArgSpec::pure_token("on", "ON"),
+            ArgSpec::pure_token("off", "OFF"),
+        ],
+    ),
+    ArgSpec::integer("client-id").token("REDIRECT").optional(),
+    ArgSpec::string("prefix")
+        .token("PREFIX")
+        .optional()
+        .multiple()
+        .multiple_token(),
+    ArgSpec::pure_token("bcast", "BCAST").optional(),
+    ArgSpec::pure_token("optin", "OPTIN").optional(),
+    ArgSpec::pure_token("optout", "OPTOUT").optional(),
+    ArgSpec::pure_token("noloop", "NOLOOP").optional(),
+];
+const CLIENT_CACHING_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "mode",
+    &[
+        ArgSpec::pure_token("yes", "YES"),
+        ArgSpec::pure_token("no", "NO"),
+    ],
+)];
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN]
+/// [OPTOUT] [NOLOOP], with Valkey's checks in its order.
+fn tracking(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let mut opts = crate::tracking::ClientTracking::default();
+    let mut redirect_given = false;
+    let mut j = 3;
+    while j < argv.len() {
+        let a = argv.get(j);
+        let more = j + 1 < argv.len();
+        if a.eq_ignore_ascii_case(b"redirect") && more {
+            j += 1;
+            if redirect_given {
+                return ctx.error("ERR A client can only redirect to a single other client");
+            }
+            let Some(id) = crate::num::parse_i64(argv.get(j)) else {
+                return ctx.error("ERR value is not an integer or out of range");
+            };
+            let exists = id > 0
+                && (id as u64 == ctx.session.id.0
+                    || ctx.srv.clients.get(ClientId(id as u64)).is_some());
+            if !exists {
+                return ctx.error("ERR The client ID you want redirect to does not exist");
+            }
+            opts.redirect = id as u64;
+            redirect_given = true;
+        } else if a.eq_ignore_ascii_case(b"bcast") {
+            opts.bcast = true;
+        } else if a.eq_ignore_ascii_case(b"optin") {
+            opts.optin = true;
+        } else if a.eq_ignore_ascii_case(b"optout") {
+            opts.optout = true;
+        } else if a.eq_ignore_ascii_case(b"noloop") {
+            opts.noloop = true;
+        } else if a.eq_ignore_ascii_case(b"prefix") && more {
+            j += 1;
+            opts.prefixes.insert(argv.get(j).into());
+        } else {
+            return ctx.error(SYNTAX_ERR);
+        }
+        j += 1;
+    }
+    let on = argv.get(2);
+    if on.eq_ignore_ascii_case(b"off") {
+        crate::tracking::disable(ctx.srv, ctx.session);
+        return ctx.reply.ok();
+    }
+    if !on.eq_ignore_ascii_case(b"on") {
+        return ctx.error(SYNTAX_ERR);
+    }
+    let current = ctx.session.tracking.as_deref();
+    if opts.bcast {
+        if let Some(msg) = prefix_collision(current, &opts.prefixes) {
+            return ctx.error(&msg);
+        }
+    } else if !opts.prefixes.is_empty() {
+        return ctx.error("ERR PREFIX option requires BCAST mode to be enabled");
+    }
+    if current.is_some_and(|t| t.bcast != opts.bcast) {
+        return ctx.error(
+            "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.",
+        );
+    }
+    if opts.bcast && (opts.optin || opts.optout) {
+        return ctx.error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+    }
+    if opts.optin && opts.optout {
+        return ctx.error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+    }
+    if current.is_some_and(|t| (opts.optin && t.optout) || (opts.optout && t.optin)) {
+        return ctx.error(
+            "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.",
+        );
+    }
+    // The CLIENT CACHING flag survives re-enabling, as Valkey's does.
+    opts.caching = current.is_some_and(|t| t.caching);
+    crate::tracking::enable(ctx.srv, ctx.session, opts);
+    ctx.reply.ok();
+}
+
+/// Valkey's `checkPrefixCollisionsOrReply`: a prefix may not be a prefix
+/// of another one of the same client (an equal one is fine).
+fn prefix_collision(
+    current: Option<&crate::tracking::ClientTracking>,
+    new: &std::collections::BTreeSet<Box<[u8]>>,
+) -> Option<String> {
+    let overlaps = |a: &[u8], b: &[u8]| a != b && (a.starts_with(b) || b.starts_with(a));
+    let show = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
+    for p in new {
+        if let Some(t) = current
+            && let Some(old) = t.prefixes.iter().find(|o| overlaps(p, o))
+        {
+            return Some(format!(
+                "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                show(p),
+                show(old)
+            ));
+        }
+        if let Some(other) = new.iter().find(|o| overlaps(p, o)) {
+            return Some(format!(
+                "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                show(p),
+                show(other)
+            ));
+        }
+    }
+    None
+}
+
+fn caching(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some(t) = ctx.session.tracking.as_deref_mut() else {
+        return ctx.error(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        );
+    };
+    let v = argv.get(2);
+    if v.eq_ignore_ascii_case(b"yes") {
+        if !t.optin {
+            return ctx.error(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
+        }
+    } else if v.eq_ignore_ascii_case(b"no") {
+        if !t.optout {
+            return ctx.error(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+        }
+    } else {
+        return ctx.error(SYNTAX_ERR);
+    }
+    t.caching = true;
+    ctx.reply.ok();
+}
+
+fn getredir(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let r = ctx
+        .session
+        .tracking
+        .as_deref()
+        .map_or(-1, |t| t.redirect as i64);
+    ctx.reply.int(r);
+}
+
+fn trackinginfo(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let t = ctx.session.tracking.as_deref();
+    let flags = t.map_or_else(|| vec!["off"], |t| t.flag_names());
+    ctx.reply.map_len(3);
+    ctx.reply.bulk(b"flags");
+    ctx.reply.set_len(flags.len());
+    for f in flags {
+        ctx.reply.bulk(f.as_bytes());
+    }
+    ctx.reply.bulk(b"redirect");
+    ctx.reply.int(t.map_or(-1, |t| t.redirect as i64));
+    ctx.reply.bulk(b"prefixes");
+    let prefixes: Vec<&[u8]> =
+        t.map_or_else(Vec::new, |t| t.prefixes.iter().map(|p| &**p).collect());
+    ctx.reply.array_len(prefixes.len());
+    for p in prefixes {
+        ctx.reply.bulk(p);
+    }
+}
 
 const CLIENT_PAUSE_ARGS: &[ArgSpec] = &[
     ArgSpec::integer("timeout"),
@@ -405,12 +637,19 @@ fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 /// One CLIENT LIST line (without the newline), Valkey 8's field order.
 pub fn client_line(s: &Session, now_ms: i64) -> String {
     let mut flags = String::new();
-    // Valkey's order: O (monitor), P (pub/sub), x (MULTI), b, c, A, e, T.
+    // Valkey's order: O (monitor), P (pub/sub), x (MULTI), b, t R B
+    // (tracking), c, A, e, T.
     for (on, flag) in [
         (s.monitor, 'O'),
         (s.subs.is_some(), 'P'),
         (s.multi.is_some(), 'x'),
         (s.blocked.is_some() || s.paused, 'b'),
+        (s.tracking.is_some(), 't'),
+        (
+            s.tracking.as_deref().is_some_and(|t| t.broken_redirect),
+            'R',
+        ),
+        (s.tracking.as_deref().is_some_and(|t| t.bcast), 'B'),
         (s.close_after_reply, 'c'),
         (s.close_asap, 'A'),
         (s.no_evict, 'e'),
@@ -452,7 +691,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         o,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub={} psub={} ssub={} \
          multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl={} oll={} omem={} \
-         tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} \
+         tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
         s.id.0,
         s.addr_string(),
@@ -479,6 +718,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         // Valkey watches for writability only while output waits.
         if pending > 0 { "rw" } else { "r" },
         cmd,
+        s.tracking.as_deref().map_or(-1, |t| t.redirect as i64),
         if s.proto == Protocol::Resp3 { 3 } else { 2 },
         lib_name,
         lib_ver,

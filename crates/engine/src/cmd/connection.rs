@@ -331,6 +331,7 @@ fn reset(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     crate::cmd::transactions::discard_transaction(ctx);
     crate::pubsub::forget(ctx.srv, ctx.session);
     crate::monitor::stop(ctx.srv, ctx.session.id);
+    crate::tracking::disable(ctx.srv, ctx.session);
     ctx.session.reset(auth_required);
     ctx.reply.proto = ctx.session.proto;
     ctx.reply.simple("RESET");

@@ -481,15 +481,8 @@ impl ScriptHost<'_, '_> {
         if srv.persist.dirty > dirty {
             self.wrote = true;
         }
-        if let Some(t0) = started {
-            let us = t0.elapsed().as_micros() as u64;
-            crate::log_if_slow(srv, session, i, args, us, self.now_ms);
-        }
-        if !srv.monitors.is_empty() && spec.flags & crate::command::flags::ADMIN == 0 {
-            let name = t.entries[i].fullname.as_str();
-            let db = session.db;
-            crate::monitor::feed(srv, None, crate::monitor::Origin::Script, db, name, args);
-        }
+        let slow_us = started.map(|t0| t0.elapsed().as_micros() as u64);
+        crate::observe::after_call(srv, session, i, args, true, slow_us, None, self.now_ms);
         if subscribed {
             split_pushes(srv, session, out, proto);
         }

@@ -393,6 +393,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let lazy = flush_lazy(ctx, argv);
     flush_one(ctx, ctx.session.db, lazy);
+    crate::tracking::invalidate_all(ctx.srv);
     ctx.force_propagation();
     ctx.reply.ok();
 }
@@ -408,6 +409,7 @@ fn flushall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     for db in 0..ctx.srv.keyspace.dbs.len() {
         flush_one(ctx, db, lazy);
     }
+    crate::tracking::invalidate_all(ctx.srv);
     if !ctx.srv.config.save_points.is_empty() && ctx.srv.persist.storage.is_some() {
         let _ = crate::snapshot::save_now(ctx.srv, ctx.now_ms);
     }

@@ -240,15 +240,8 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         st.calls += 1;
         st.usec += us;
         t_prev = t;
-        crate::log_if_slow(ctx.srv, ctx.session, idx, argv, us, ctx.now_ms);
-        let flags = entries[idx].spec.flags;
-        if !ctx.srv.monitors.is_empty()
-            && flags & (crate::command::flags::SKIP_MONITOR | crate::command::flags::ADMIN) == 0
-        {
-            let name = entries[idx].fullname.as_str();
-            let origin = crate::monitor::Origin::Client(ctx.session);
-            crate::monitor::feed(ctx.srv, None, origin, ctx.session.db, name, argv);
-        }
+        let (srv, sess) = (&mut *ctx.srv, &*ctx.session);
+        crate::observe::after_call(srv, sess, idx, argv, false, Some(us), None, ctx.now_ms);
         ctx.srv.stats.total_commands_processed += 1;
         let out = &ctx.reply.out[start..];
         if out.first() == Some(&b'-') {

@@ -1,0 +1,96 @@
+//! CLIENT TRACKING in the engine: the table's bounds and counters, and
+//! what disconnects and evictions leave behind (the wire format is
+//! compared with Valkey's in tests/tests/tracking.rs).
+
+#[path = "core_util.rs"]
+mod util;
+
+use ringkv_engine as engine;
+use util::*;
+
+fn oob(e: &mut engine::Engine, client: engine::ClientId) -> String {
+    let mut s = String::new();
+    e.drain_output(|c, b| {
+        if c == client {
+            s.push_str(&String::from_utf8_lossy(b));
+        }
+    });
+    s
+}
+
+fn info_field(e: &mut engine::Engine, c: engine::ClientId, name: &str) -> String {
+    let text = bulk_text(&cmd(e, c, &["INFO", "everything"]));
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("{name}"))
+        .to_string()
+}
+
+#[test]
+fn a_full_table_invalidates_its_oldest_keys_to_make_room() {
+    let mut e = engine();
+    let t = connect(&mut e);
+    let w = connect(&mut e);
+    cmd(&mut e, t, &["HELLO", "3"]);
+    cmd(
+        &mut e,
+        w,
+        &["CONFIG", "SET", "tracking-table-max-keys", "2"],
+    );
+    cmd(&mut e, t, &["CLIENT", "TRACKING", "ON"]);
+    cmd(&mut e, t, &["MGET", "a", "b"]);
+    assert_eq!(info_field(&mut e, w, "tracking_total_keys"), "2");
+    // A third key pushes one out, with an invalidation for it.
+    let reply = cmd(&mut e, t, &["GET", "c"]);
+    assert!(
+        reply.starts_with("_\r\n>2\r\n$10\r\ninvalidate\r\n*1\r\n"),
+        "{reply:?}"
+    );
+    assert_eq!(info_field(&mut e, w, "tracking_total_keys"), "2");
+    assert_eq!(info_field(&mut e, w, "tracking_total_items"), "2");
+    assert_eq!(info_field(&mut e, w, "tracking_clients"), "1");
+}
+
+/// 1000 bytes per key (a model of used memory, so eviction is exact).
+fn per_key(ks: &store::Keyspace) -> u64 {
+    ks.dbs.iter().map(|d| d.len() as u64).sum::<u64>() * 1000
+}
+
+#[test]
+fn evicted_keys_invalidate_and_gone_clients_leave_nothing_behind() {
+    let mut e = engine();
+    e.set_used_memory_model(per_key);
+    let t = connect(&mut e);
+    let w = connect(&mut e);
+    cmd(&mut e, t, &["HELLO", "3"]);
+    cmd(&mut e, t, &["CLIENT", "TRACKING", "ON"]);
+    cmd(&mut e, w, &["SET", "k", "v"]);
+    cmd(&mut e, t, &["GET", "k"]);
+    cmd(
+        &mut e,
+        w,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"],
+    );
+    cmd(&mut e, w, &["CONFIG", "SET", "maxmemory", "500"]);
+    cmd(&mut e, w, &["GET", "x"]);
+    assert_eq!(
+        oob(&mut e, t),
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
+    );
+    cmd(&mut e, w, &["CONFIG", "SET", "maxmemory", "0"]);
+    let b = connect(&mut e);
+    cmd(
+        &mut e,
+        b,
+        &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "p"],
+    );
+    assert_eq!(info_field(&mut e, w, "tracking_total_prefixes"), "1");
+    assert_eq!(info_field(&mut e, w, "tracking_clients"), "2");
+    e.disconnect(b);
+    e.disconnect(t);
+    assert_eq!(info_field(&mut e, w, "tracking_total_prefixes"), "0");
+    assert_eq!(info_field(&mut e, w, "tracking_clients"), "0");
+    // Writes find nobody to tell.
+    cmd(&mut e, w, &["SET", "p1", "v"]);
+    assert_eq!(oob(&mut e, b), "");
+}
