@@ -443,3 +443,49 @@ e2e!(
         assert_eq!(text(&q(rc, "GET small")), "1");
     }
 );
+
+/// What a replica answers a client that claimed CLIENT CAPA REDIRECT
+/// (Valkey 8): reads and writes go to the primary, unless READONLY.
+fn redirect_answers(replica: &Server, primary: &Server) -> Vec<String> {
+    let mut c = replica.raw();
+    let mut out = Vec::new();
+    for args in [
+        &["CLIENT", "CAPA", "REDIRECT", "other"][..],
+        &["GET", "a"],
+        &["SET", "a", "1"],
+        &["PING"],
+        &["DBSIZE"],
+        &["EVAL_RO", "return 1", "0"],
+        &["READONLY"],
+        &["GET", "a"],
+        &["SET", "a", "1"],
+        &["READWRITE"],
+        &["GET", "a"],
+    ] {
+        let r = format!("{:?}", c.cmd(args));
+        out.push(r.replace(&primary.port.to_string(), "PORT"));
+    }
+    let info = c.cmd(&["CLIENT", "INFO"]).text();
+    out.push(
+        info.split(' ')
+            .find(|f| f.starts_with("capa="))
+            .unwrap_or("")
+            .into(),
+    );
+    out
+}
+
+e2e!(
+    ringkv_only fn a_replica_redirects_clients_that_claim_the_capability(b) {
+        let p = primary(Backend::Valkey, true);
+        let ours = b.server();
+        follow(&mut ours.client(), &p);
+        let theirs = Backend::Valkey.server();
+        follow(&mut theirs.client(), &p);
+        wait_caught_up(&mut p.client(), &mut ours.client());
+        wait_caught_up(&mut p.client(), &mut theirs.client());
+        let want = redirect_answers(&theirs, &p);
+        assert_eq!(redirect_answers(&ours, &p), want);
+        assert!(want[1].contains("REDIRECT 127.0.0.1:PORT"), "{want:?}");
+    }
+);

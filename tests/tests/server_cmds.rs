@@ -376,3 +376,62 @@ e2e!(
         assert!(!cs.contains("cmdstat_set:"), "{cs}");
     }
 );
+
+/// CLIENT LIST's and KILL's filters as Valkey 8.1 answers them: errors
+/// word for word, and how many clients match.
+fn client_filter_answers(srv: &ringkv_e2e::Server) -> Vec<String> {
+    let mut me = srv.raw();
+    let _other = srv.raw();
+    let mut out = Vec::new();
+    let filters: &[&[&str]] = &[
+        &["ID", "abc"],
+        &["ID", "0"],
+        &["ID"],
+        &["TYPE", "foo"],
+        &["MAXAGE", "0"],
+        &["MAXAGE", "x"],
+        &["SKIPME", "maybe"],
+        &["USER", "nobody"],
+        &["USER", "default"],
+        &["ADDR", "1.2.3.4:5"],
+        &["TYPE", "normal", "SKIPME", "yes"],
+        &["TYPE", "normal", "SKIPME", "no"],
+        &["MAXAGE", "100"],
+        &["FOO", "bar"],
+    ];
+    let kills: &[&[&str]] = &[
+        &["ID", "abc"],
+        &["ID", "0"],
+        &["TYPE", "foo"],
+        &["MAXAGE", "0"],
+        &["MAXAGE", "x"],
+        &["SKIPME", "maybe"],
+        &["USER", "nobody"],
+        &["ADDR", "1.2.3.4:5"],
+        &["FOO", "bar"],
+        &["ID", "999999", "888888"],
+    ];
+    let runs = filters
+        .iter()
+        .map(|f| ("LIST", f))
+        .chain(kills.iter().map(|f| ("KILL", f)));
+    for (verb, f) in runs {
+        let mut args = vec!["CLIENT", verb];
+        args.extend_from_slice(f);
+        let r = match me.cmd(&args) {
+            ringkv_e2e::Reply::Error(e) => e,
+            ringkv_e2e::Reply::Int(n) => format!("killed {n}"),
+            other => format!("{} clients", other.text().lines().count()),
+        };
+        out.push(format!("{args:?} -> {r}"));
+    }
+    out
+}
+
+e2e!(
+    ringkv_only fn client_list_and_kill_filters_answer_as_valkey(b) {
+        let ours = client_filter_answers(&b.server());
+        let theirs = client_filter_answers(&ringkv_e2e::Backend::Valkey.server());
+        assert_eq!(ours, theirs);
+    }
+);

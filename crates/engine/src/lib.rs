@@ -1191,6 +1191,18 @@ fn resolve(
             cmd: Some(i),
         });
     }
+    if sess.capa_redirect
+        && let Some(p) = srv.repl.primary.as_ref()
+        && sess.id != replication::PRIMARY_CLIENT
+        && (e.spec.flags & command::flags::WRITE != 0
+            || (e.spec.flags & command::flags::READONLY != 0 && !sess.readonly))
+    {
+        // Valkey 8's redirect for clients that can follow it.
+        return Err(Rejected {
+            msg: format!("REDIRECT {}:{}", p.host, p.port),
+            cmd: Some(i),
+        });
+    }
     if srv.repl.is_replica()
         && sess.id != replication::PRIMARY_CLIENT
         && let Some(msg) = replica_refusal(srv, e.spec.flags)

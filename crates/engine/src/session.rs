@@ -38,6 +38,11 @@ pub struct Session {
     pub last_interaction_ms: i64,
     /// Command-table index of the last command run (CLIENT LIST `cmd`).
     pub last_cmd: Option<usize>,
+    /// CLIENT CAPA REDIRECT: on a replica, send reads and writes to the
+    /// primary (`-REDIRECT host:port`) instead of serving or refusing them.
+    pub capa_redirect: bool,
+    /// READONLY: with CAPA REDIRECT, reads are still served here.
+    pub readonly: bool,
     /// CLIENT TRACKING on.
     pub tracking: Option<Box<crate::tracking::ClientTracking>>,
     /// Holding a command until CLIENT PAUSE ends (CLIENT LIST flag `b`).
@@ -136,6 +141,8 @@ impl Session {
             monitor: false,
             paused: false,
             tracking: None,
+            capa_redirect: false,
+            readonly: false,
             no_evict: false,
             no_touch: false,
             reply_mode: ReplyMode::On,
@@ -177,6 +184,7 @@ impl Session {
         self.name = None;
         self.authenticated = !auth_required;
         self.monitor = false;
+        self.readonly = false;
         self.no_evict = false;
         self.no_touch = false;
         self.reply_mode = ReplyMode::On;

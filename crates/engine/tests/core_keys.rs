@@ -866,7 +866,7 @@ fn object_help_and_errors() {
          +    Return the number of references of the value associated with the specified\r\n\
          +    <key>.\r\n\
          +HELP\r\n\
-         +    Prints this help.\r\n"
+         +    Print this help.\r\n"
     );
     assert_eq!(
         cmd(&mut e, c, &["object", "foo", "k"]),

@@ -290,7 +290,7 @@ fn help_and_errors() {
         R::Simple("MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into())
     );
     assert_eq!(lines[9], R::Simple("USAGE <key> [SAMPLES <count>]".into()));
-    assert_eq!(lines[13], R::Simple("    Prints this help.".into()));
+    assert_eq!(lines[13], R::Simple("    Print this help.".into()));
     assert_eq!(
         cmd(&mut e, c, &["memory", "bogus"]),
         "-ERR unknown subcommand 'bogus'. Try MEMORY HELP.\r\n"

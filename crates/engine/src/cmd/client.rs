@@ -268,6 +268,18 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            args: &[ArgSpec::string("capability").multiple()],
+            ..sub(
+                "capa",
+                -3,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "8.0.0",
+                "A client claims its capability.",
+                capa,
+            )
+        },
+        CommandSpec {
             args: CLIENT_TRACKING_ARGS,
             ..sub(
                 "tracking",
@@ -516,6 +528,16 @@ fn caching(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.reply.ok();
 }
 
+/// CLIENT CAPA cap ...: unknown capabilities are ignored, as in Valkey.
+fn capa(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    for j in 2..argv.len() {
+        if argv.get(j).eq_ignore_ascii_case(b"redirect") {
+            ctx.session.capa_redirect = true;
+        }
+    }
+    ctx.reply.ok();
+}
+
 fn getredir(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let r = ctx
         .session
@@ -689,7 +711,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
     let mut o = String::with_capacity(400);
     let _ = write!(
         o,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa= db={} sub={} psub={} ssub={} \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa={} db={} sub={} psub={} ssub={} \
          multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl={} oll={} omem={} \
          tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
@@ -701,6 +723,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         (now_ms / 1000 - s.created_ms / 1000).max(0),
         (now_ms / 1000 - s.last_interaction_ms / 1000).max(0),
         flags,
+        if s.capa_redirect { "r" } else { "" },
         s.db,
         sub,
         psub,
@@ -777,40 +800,17 @@ fn type_matches(t: Option<ClientType>, s: &Session) -> bool {
     }
 }
 
+/// CLIENT LIST [TYPE t] [USER u] [ADDR a] [LADDR a] [ID id ...]
+/// [SKIPME yes|no] [MAXAGE s]: Valkey 8.1's filters, as CLIENT KILL's.
 fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let mut ids: Option<Vec<u64>> = None;
-    let mut ctype = None;
-    if argv.len() == 4 && argv.get(2).eq_ignore_ascii_case(b"type") {
-        match client_type(argv.get(3)) {
-            Some(t) => ctype = Some(t),
-            None => {
-                ctx.error(&format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(argv.get(3))
-                ));
-                return;
-            }
-        }
-    } else if argv.len() > 3 && argv.get(2).eq_ignore_ascii_case(b"id") {
-        let mut v = Vec::new();
-        for j in 3..argv.len() {
-            match crate::num::parse_i64(argv.get(j)) {
-                Some(n) if n > 0 => v.push(n as u64),
-                _ => {
-                    ctx.error("ERR Invalid client ID");
-                    return;
-                }
-            }
-        }
-        ids = Some(v);
-    } else if argv.len() != 2 {
-        ctx.error(SYNTAX_ERR);
-        return;
+    let mut f = ClientFilter::default();
+    if let Err(e) = parse_filter(argv, 2, &mut f) {
+        return ctx.error(&e);
     }
     let now = ctx.now_ms;
     let mut text = String::new();
-    for_each_client(ctx, |s, _| {
-        if ids.as_ref().is_none_or(|v| v.contains(&s.id.0)) && type_matches(ctype, s) {
+    for_each_client(ctx, |s, is_me| {
+        if f.matches(s, is_me, now) {
             text.push_str(&client_line(s, now));
             text.push('\n');
         }
@@ -824,8 +824,10 @@ fn info(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.verbatim("txt", line.as_bytes());
 }
 
+/// Which clients CLIENT LIST and CLIENT KILL mean (all given filters
+/// must match).
 #[derive(Default)]
-struct KillFilter {
+struct ClientFilter {
     ids: Vec<u64>,
     addr: Option<Vec<u8>>,
     laddr: Option<Vec<u8>>,
@@ -835,54 +837,32 @@ struct KillFilter {
     maxage: Option<i64>,
 }
 
-fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    // Old form: CLIENT KILL addr:port -> +OK or an error.
-    if argv.len() == 3 {
-        let addr = argv.get(2);
-        let f = KillFilter {
-            addr: Some(addr.to_vec()),
-            skipme: false,
-            ..KillFilter::default()
-        };
-        if kill_matching(ctx, &f) == 0 {
-            ctx.error("ERR No such client");
-        } else {
-            ctx.reply.ok();
-        }
-        return;
-    }
-    let mut f = KillFilter {
-        skipme: true,
-        ..KillFilter::default()
-    };
-    let mut j = 2;
+/// Parse `option value` pairs from `argv[from..]` into `f`, with
+/// Valkey's errors.
+fn parse_filter(argv: ArgvRef<'_>, from: usize, f: &mut ClientFilter) -> Result<(), String> {
+    let mut j = from;
     while j < argv.len() {
         let opt = argv.get(j).to_ascii_lowercase();
-        let more = j + 1 < argv.len();
-        if !more {
-            ctx.error(SYNTAX_ERR);
-            return;
+        if j + 1 >= argv.len() {
+            return Err(SYNTAX_ERR.into());
         }
         let val = argv.get(j + 1);
         match opt.as_slice() {
             b"id" => {
+                // One or more ids, up to the next non-number.
                 let mut k = j + 1;
-                let mut any = false;
                 while k < argv.len() {
                     let Some(n) = crate::num::parse_i64(argv.get(k)) else {
                         break;
                     };
                     if n < 1 {
-                        ctx.error("ERR client-id should be greater than 0");
-                        return;
+                        return Err("ERR client-id should be greater than 0".into());
                     }
                     f.ids.push(n as u64);
-                    any = true;
                     k += 1;
                 }
-                if !any {
-                    ctx.error("ERR client-id should be greater than 0");
-                    return;
+                if k == j + 1 {
+                    return Err(SYNTAX_ERR.into());
                 }
                 j = k;
                 continue;
@@ -890,22 +870,20 @@ fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             b"type" => match client_type(val) {
                 Some(t) => f.ctype = Some(t),
                 None => {
-                    ctx.error(&format!(
+                    return Err(format!(
                         "ERR Unknown client type '{}'",
                         String::from_utf8_lossy(val)
                     ));
-                    return;
                 }
             },
             b"addr" => f.addr = Some(val.to_vec()),
             b"laddr" => f.laddr = Some(val.to_vec()),
             b"user" => {
                 if val != b"default" {
-                    ctx.error(&format!(
+                    return Err(format!(
                         "ERR No such user '{}'",
                         String::from_utf8_lossy(val)
                     ));
-                    return;
                 }
                 f.user = Some(val.to_vec());
             }
@@ -915,62 +893,80 @@ fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
                 } else if val.eq_ignore_ascii_case(b"no") {
                     f.skipme = false;
                 } else {
-                    ctx.error(SYNTAX_ERR);
-                    return;
+                    return Err(SYNTAX_ERR.into());
                 }
             }
             b"maxage" => match crate::num::parse_i64(val) {
                 Some(n) if n > 0 => f.maxage = Some(n),
-                Some(_) => {
-                    ctx.error("ERR maxage should be greater than 0");
-                    return;
-                }
-                None => {
-                    ctx.error("ERR maxage is not an integer or out of range");
-                    return;
-                }
+                Some(_) => return Err("ERR maxage should be greater than 0".into()),
+                None => return Err("ERR maxage is not an integer or out of range".into()),
             },
-            _ => {
-                ctx.error(SYNTAX_ERR);
-                return;
-            }
+            _ => return Err(SYNTAX_ERR.into()),
         }
         j += 2;
+    }
+    Ok(())
+}
+
+impl ClientFilter {
+    fn matches(&self, s: &Session, is_me: bool, now_ms: i64) -> bool {
+        if self.skipme && is_me {
+            return false;
+        }
+        if !self.ids.is_empty() && !self.ids.contains(&s.id.0) {
+            return false;
+        }
+        if !type_matches(self.ctype, s) {
+            return false;
+        }
+        if let Some(a) = &self.addr
+            && s.addr_string().as_bytes() != a.as_slice()
+        {
+            return false;
+        }
+        if let Some(a) = &self.laddr
+            && s.laddr_string().as_bytes() != a.as_slice()
+        {
+            return false;
+        }
+        // MAXAGE: connections at least this many seconds old.
+        self.maxage
+            .is_none_or(|age| now_ms / 1000 - s.created_ms / 1000 >= age)
+    }
+}
+
+fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    // Old form: CLIENT KILL addr:port -> +OK or an error.
+    if argv.len() == 3 {
+        let f = ClientFilter {
+            addr: Some(argv.get(2).to_vec()),
+            ..ClientFilter::default()
+        };
+        if kill_matching(ctx, &f) == 0 {
+            ctx.error("ERR No such client");
+        } else {
+            ctx.reply.ok();
+        }
+        return;
+    }
+    let mut f = ClientFilter {
+        skipme: true,
+        ..ClientFilter::default()
+    };
+    if let Err(e) = parse_filter(argv, 2, &mut f) {
+        return ctx.error(&e);
     }
     let n = kill_matching(ctx, &f);
     ctx.reply.int(n as i64);
 }
 
-fn matches(f: &KillFilter, s: &Session, is_me: bool, now_ms: i64) -> bool {
-    if f.skipme && is_me {
-        return false;
-    }
-    if !f.ids.is_empty() && !f.ids.contains(&s.id.0) {
-        return false;
-    }
-    if !type_matches(f.ctype, s) {
-        return false;
-    }
-    if let Some(a) = &f.addr
-        && s.addr_string().as_bytes() != a.as_slice()
-    {
-        return false;
-    }
-    if let Some(a) = &f.laddr
-        && s.laddr_string().as_bytes() != a.as_slice()
-    {
-        return false;
-    }
-    if let Some(age) = f.maxage
-        && now_ms / 1000 - s.created_ms / 1000 < age
-    {
-        return false;
-    }
-    !s.close_asap
+/// A client CLIENT KILL may still close (not already closing).
+fn killable(f: &ClientFilter, s: &Session, is_me: bool, now_ms: i64) -> bool {
+    f.matches(s, is_me, now_ms) && !s.close_asap
 }
 
 /// Close every matching client; returns how many.
-fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
+fn kill_matching(ctx: &mut Ctx<'_>, f: &ClientFilter) -> usize {
     let now = ctx.now_ms;
     let me = ctx.session.id;
     let mut count = 0;
@@ -980,7 +976,7 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
     {
         count += crate::replication::primary::kill_replicas(ctx.srv, &f.ids);
     }
-    if matches(f, ctx.session, true, now) {
+    if killable(f, ctx.session, true, now) {
         // Killing ourselves: the reply still goes out, then we close.
         ctx.session.close_after_reply = true;
         count += 1;
@@ -995,12 +991,12 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
         if id == crate::replication::PRIMARY_CLIENT.0 {
             // Not a connection: killing it drops the link to our primary,
             // which reconnects (as Valkey's CLIENT KILL TYPE master).
-            if matches(f, s, false, now) && crate::replication::drop_link(ctx.srv) {
+            if killable(f, s, false, now) && crate::replication::drop_link(ctx.srv) {
                 count += 1;
             }
             continue;
         }
-        if matches(f, s, false, now) {
+        if killable(f, s, false, now) {
             s.close_asap = true;
             ctx.srv.events.push(Event::Close {
                 client: ClientId(id),
@@ -1096,6 +1092,14 @@ fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         ctx,
         "CLIENT",
         &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "CAPA <option> [options...]",
+            "    The client claims its some capability options. Options are:",
+            "    * REDIRECT",
+            "      The client can handle redirection during primary and replica failover in standalone mode.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME",
             "    Return the name of the current connection.",
             "ID",
@@ -1116,24 +1120,30 @@ fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "      Kill connections authenticated by <username>.",
             "    * SKIPME (YES|NO)",
             "      Skip killing current connection (default: yes).",
-            "    * ID <client-id>",
-            "      Kill connections by client id.",
+            "    * ID <client-id> [<client-id>...]",
+            "      Kill connections by client ids.",
             "    * MAXAGE <maxage>",
             "      Kill connections older than the specified age.",
             "LIST [options ...]",
             "    Return information about client connections. Options:",
             "    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)",
             "      Return clients of specified type.",
-            "    * ID <client-id> [<client-id> ...]",
-            "      Return clients of specified IDs only.",
+            "    * USER <username>",
+            "      Return clients authenticated by <username>.",
+            "    * ADDR <ip:port>",
+            "      Return clients connected from the specified address.",
+            "    * LADDR <ip:port>",
+            "      Return clients connected to the specified local address.",
+            "    * ID <client-id> [<client-id>...]",
+            "      Return clients with the specified IDs.",
+            "    * SKIPME (YES|NO)",
+            "      Exclude the current client from the list (default: no).",
+            "    * MAXAGE <maxage>",
+            "      List connections older than the specified age.",
             "UNPAUSE",
             "    Stop the current client pause, resuming traffic.",
             "PAUSE <timeout> [WRITE|ALL]",
             "    Suspend all, or just write, clients for <timeout> milliseconds.",
-            "NO-EVICT (ON|OFF)",
-            "    Protect current client connection from eviction.",
-            "NO-TOUCH (ON|OFF)",
-            "    Will not touch LRU/LFU stats when this mode is on.",
             "REPLY (ON|OFF|SKIP)",
             "    Control the replies sent to the current connection.",
             "SETNAME <name>",
@@ -1142,6 +1152,17 @@ fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "    Set client meta attr. Options are:",
             "    * LIB-NAME: the client lib name.",
             "    * LIB-VER: the client lib version.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
         ],
     );
 }

@@ -29,6 +29,28 @@ const AUTH_ARGS: &[ArgSpec] = &[
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
+        name: "readonly",
+        arity: 1,
+        flags: LOADING | STALE | FAST,
+        acl_categories: &["fast", "connection"],
+        group: "cluster",
+        since: "3.0.0",
+        summary: "Enables read-only queries for a connection to a Valkey replica node.",
+        func: Some(readonly),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "readwrite",
+        arity: 1,
+        flags: LOADING | STALE | FAST,
+        acl_categories: &["fast", "connection"],
+        group: "cluster",
+        since: "3.0.0",
+        summary: "Enables read-write queries for a connection to a Valkey replica node.",
+        func: Some(readwrite),
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
         name: "ping",
         arity: -1,
         flags: FAST | SENTINEL,
@@ -317,6 +339,18 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.srv.keyspace.swap(a as usize, b as usize);
     // A change even when a == b, as Valkey counts it (and propagates it).
     ctx.srv.persist.dirty += 1;
+    ctx.reply.ok();
+}
+
+/// READONLY: reads on a replica are served here even by a client that
+/// claimed CLIENT CAPA REDIRECT (Valkey 8.1 accepts it without cluster).
+fn readonly(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.session.readonly = true;
+    ctx.reply.ok();
+}
+
+fn readwrite(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.session.readonly = false;
     ctx.reply.ok();
 }
 

@@ -56,7 +56,7 @@ pub fn reply_help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {
         ctx.reply.simple(l);
     }
     ctx.reply.simple("HELP");
-    ctx.reply.simple("    Prints this help.");
+    ctx.reply.simple("    Print this help.");
 }
 
 /// Valkey's `string2ull`: a strict `string2ll` that is not negative, else
