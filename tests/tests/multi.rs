@@ -106,15 +106,26 @@ e2e!(
         let mut r = srv.raw();
         assert_eq!(r.cmd(&["EXEC"]), Reply::err("ERR EXEC without MULTI"));
         assert_eq!(r.cmd(&["DISCARD"]), Reply::err("ERR DISCARD without MULTI"));
+        // Nested MULTI and WATCH: redis-server 7.0 refuses them alone,
+        // Valkey 8 (and ringkv) as `no_multi` commands, dooming the
+        // transaction.
+        let mut n = srv.raw();
+        assert_eq!(n.cmd(&["MULTI"]), Reply::status("OK"));
+        let (nested, watch, exec) = if b.is_redis() {
+            (
+                Reply::err("ERR MULTI calls can not be nested"),
+                Reply::err("ERR WATCH inside MULTI is not allowed"),
+                Reply::Array(vec![]),
+            )
+        } else {
+            let refused = Reply::err("ERR Command not allowed inside a transaction");
+            let abort = Reply::err("EXECABORT Transaction discarded because of previous errors.");
+            (refused.clone(), refused, abort)
+        };
+        assert_eq!(n.cmd(&["MULTI"]), nested);
+        assert_eq!(n.cmd(&["WATCH", "x"]), watch);
+        assert_eq!(n.cmd(&["EXEC"]), exec);
         assert_eq!(r.cmd(&["MULTI"]), Reply::status("OK"));
-        assert_eq!(
-            r.cmd(&["MULTI"]),
-            Reply::err("ERR MULTI calls can not be nested")
-        );
-        assert_eq!(
-            r.cmd(&["WATCH", "x"]),
-            Reply::err("ERR WATCH inside MULTI is not allowed")
-        );
         assert_eq!(r.cmd(&["SET", "s", "abc"]), Reply::status("QUEUED"));
         assert_eq!(r.cmd(&["INCR", "s"]), Reply::status("QUEUED"));
         assert_eq!(r.cmd(&["GET", "s"]), Reply::status("QUEUED"));

@@ -32,7 +32,9 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 pub enum OnTimeout {
     /// `*-1` (RESP3 `_`): BLPOP, BRPOP, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP.
     NullArray,
-    /// `$-1` (RESP3 `_`): BLMOVE, BRPOPLPUSH.
+    /// BLMOVE, BRPOPLPUSH: `*-1` when the timeout passes too (Valkey's
+    /// reply to every timed-out list pop), but `$-1` inside MULTI, where
+    /// they cannot block (RESP3 `_` both).
     NullBulk,
     /// WAIT: how many replicas have acknowledged `offset` by then.
     ReplicaAcks { offset: u64 },
@@ -105,6 +107,19 @@ impl Blocking {
             self.ready.push_back((db, key.to_vec()));
         }
     }
+    /// SWAPDB: every waited key of `db` may hold data now (Valkey's
+    /// scanDatabaseForReadyKeys); serving re-checks each.
+    pub fn signal_db(&mut self, db: usize) {
+        let keys: Vec<Vec<u8>> = self
+            .by_key
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+            .collect();
+        for k in keys {
+            self.signal(db, &k);
+        }
+    }
     pub fn has_ready(&self) -> bool {
         !self.ready.is_empty()
     }
@@ -141,6 +156,10 @@ impl Ctx<'_> {
     /// again when one of the keys is written.
     pub fn block(&mut self, keys: &[&[u8]], deadline_ms: Option<i64>, on_timeout: OnTimeout) {
         if self.session.in_exec {
+            if on_timeout == OnTimeout::NullBulk {
+                self.reply.null();
+                return;
+            }
             let acked = acked_for(self.srv, on_timeout);
             write_timeout_reply(&mut self.reply, on_timeout, acked);
             return;
@@ -155,8 +174,7 @@ impl Ctx<'_> {
 
 fn write_timeout_reply(w: &mut ReplyWriter<'_>, on_timeout: OnTimeout, acked: usize) {
     match on_timeout {
-        OnTimeout::NullArray => w.null_array(),
-        OnTimeout::NullBulk => w.null(),
+        OnTimeout::NullArray | OnTimeout::NullBulk => w.null_array(),
         OnTimeout::ReplicaAcks { .. } => w.int(acked as i64),
     }
 }
@@ -271,8 +289,10 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             }
             // A waited key that now holds another type does not serve the
             // client (Valkey only serves waiters of the key's type): it
-            // stays blocked instead of getting WRONGTYPE.
-            let wrong_type = out[before..].starts_with(b"-WRONGTYPE");
+            // stays blocked instead of getting WRONGTYPE. A WRONGTYPE from
+            // elsewhere (BLMOVE's destination) is its answer.
+            let wrong_type = out[before..].starts_with(b"-WRONGTYPE")
+                && !holds_waited_type(srv, slot.0, &slot.1, st.cmd);
             if sess.block_request.take().is_some() || wrong_type {
                 // Still nothing for it (another waiter took it, or the
                 // write was not a push): keep its place in the queues.
@@ -290,6 +310,19 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             put_back(srv, sess);
         }
     }
+}
+
+/// Does `key` hold (or lack) a value of the type command `cmd` waits for?
+fn holds_waited_type(srv: &Server, db: usize, key: &[u8], cmd: usize) -> bool {
+    let want = match crate::table::table().entries[cmd].spec.group {
+        "list" => "list",
+        "sorted-set" => "zset",
+        "stream" => "stream",
+        _ => return true,
+    };
+    srv.keyspace.dbs[db]
+        .peek(store::hash_key(key), key)
+        .is_none_or(|e| e.type_name() == want)
 }
 
 fn put_back(srv: &mut Server, sess: Box<Session>) {
@@ -372,6 +405,9 @@ pub(crate) fn unblock_with(srv: &mut Server, id: ClientId, how: Unblock<'_>) -> 
     if let Unblock::Error(msg) = how {
         srv.stats.record_error(msg);
     }
+    // Counted as a call now, as Valkey's updateStatsOnUnblock does for
+    // every way out of the blocked state.
+    srv.stats.commands[st.cmd].calls += 1;
     let now_ms = srv.now_ms();
     crate::log_if_slow(srv, &sess, st.cmd, st.argv(), st.call_us, now_ms);
     deliver_pending(srv, &mut sess, out);

@@ -25,7 +25,7 @@ pub mod flags {
     pub const LOADING: u32 = 1 << 7;
     pub const STALE: u32 = 1 << 8;
     pub const SKIP_MONITOR: u32 = 1 << 9;
-    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const SKIP_COMMANDLOG: u32 = 1 << 10;
     pub const FAST: u32 = 1 << 11;
     pub const NO_AUTH: u32 = 1 << 12;
     pub const MAY_REPLICATE: u32 = 1 << 13;
@@ -50,7 +50,7 @@ pub mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
-        (SKIP_SLOWLOG, "skip_slowlog"),
+        (SKIP_COMMANDLOG, "skip_commandlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),

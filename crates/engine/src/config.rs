@@ -291,12 +291,19 @@ static DEFS: &[Def] = &[
     i("max-new-tls-connections-per-cycle", 1, 1000, "1", 0),
     i("prefetch-batch-max-size", 0, 128, "16", SUP),
     i("active-defrag-max-scan-fields", 1, LMAX, "1000", 0),
-    i("slowlog-max-len", 0, LMAX, "128", 0),
+    al(i("commandlog-slow-execution-max-len", 0, LMAX, "128", 0), "slowlog-max-len"),
+    m("commandlog-request-larger-than", -1, LMAX, "1048576", 0),
+    i("commandlog-large-request-max-len", 0, LMAX, "128", 0),
+    m("commandlog-reply-larger-than", -1, LMAX, "1048576", 0),
+    i("commandlog-large-reply-max-len", 0, LMAX, "128", 0),
     i("acllog-max-len", 0, LMAX, "128", 0),
     al(i("busy-reply-threshold", 0, LMAX, "5000", 0), "lua-time-limit"),
     i("cluster-node-timeout", 0, LMAX, "15000", 0),
     i("cluster-ping-interval", 0, LMAX, "0", HIDDEN),
-    i("slowlog-log-slower-than", -1, LMAX, "10000", 0),
+    al(
+        i("commandlog-execution-slower-than", -1, LMAX, "10000", 0),
+        "slowlog-log-slower-than",
+    ),
     i("latency-monitor-threshold", 0, LMAX, "0", 0),
     i("stream-node-max-entries", 0, LMAX, "100", 0),
     m("repl-backlog-size", 1, LMAX, "1048576", SUP),
@@ -524,9 +531,17 @@ pub struct Config {
     /// `tcp-tx-zerocopy` / `tcp-zerocopy-min-write-size` (ringkv's own).
     pub tcp_tx_zerocopy: bool,
     pub tcp_zerocopy_min_write_size: usize,
-    /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
+    /// `commandlog-execution-slower-than` (alias `slowlog-log-slower-than`,
+    /// µs; negative: off) and `commandlog-slow-execution-max-len` (alias
+    /// `slowlog-max-len`).
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: usize,
+    /// `commandlog-request-larger-than` / `-reply-larger-than` (bytes;
+    /// negative: off) and their logs' lengths.
+    pub commandlog_request_larger_than: i64,
+    pub commandlog_large_request_max_len: usize,
+    pub commandlog_reply_larger_than: i64,
+    pub commandlog_large_reply_max_len: usize,
     /// `tracking-table-max-keys`: keys the tracking table holds (0: no limit).
     pub tracking_table_max_keys: usize,
     /// `rdb-key-save-delay` (hidden, for tests): µs per key saved.
@@ -617,6 +632,10 @@ impl Default for Config {
             tcp_zerocopy_min_write_size: 10 << 10,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            commandlog_request_larger_than: 1 << 20,
+            commandlog_large_request_max_len: 128,
+            commandlog_reply_larger_than: 1 << 20,
+            commandlog_large_reply_max_len: 128,
             tracking_table_max_keys: 1_000_000,
             rdb_key_save_delay: 0,
             key_load_delay: 0,
@@ -1083,8 +1102,16 @@ impl Config {
             "repl-backlog-size" => self.repl_backlog_size = num() as u64,
             "tcp-tx-zerocopy" => self.tcp_tx_zerocopy = v == "yes",
             "tcp-zerocopy-min-write-size" => self.tcp_zerocopy_min_write_size = num() as usize,
-            "slowlog-log-slower-than" => self.slowlog_log_slower_than = num(),
-            "slowlog-max-len" => self.slowlog_max_len = num() as usize,
+            "commandlog-execution-slower-than" => self.slowlog_log_slower_than = num(),
+            "commandlog-slow-execution-max-len" => self.slowlog_max_len = num() as usize,
+            "commandlog-request-larger-than" => self.commandlog_request_larger_than = num(),
+            "commandlog-large-request-max-len" => {
+                self.commandlog_large_request_max_len = num() as usize
+            }
+            "commandlog-reply-larger-than" => self.commandlog_reply_larger_than = num(),
+            "commandlog-large-reply-max-len" => {
+                self.commandlog_large_reply_max_len = num() as usize
+            }
             "tracking-table-max-keys" => self.tracking_table_max_keys = num() as usize,
             "rdb-key-save-delay" => self.rdb_key_save_delay = num(),
             "key-load-delay" => self.key_load_delay = num(),

@@ -153,7 +153,6 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     field!(out, "redis_git_sha1:00000000");
     field!(out, "redis_git_dirty:0");
     field!(out, "redis_build_id:0");
-    field!(out, "redis_mode:standalone");
     field!(out, "server_mode:standalone");
     field!(out, "os:{}", uname());
     field!(out, "arch_bits:{}", usize::BITS);
@@ -171,6 +170,8 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     field!(out, "uptime_in_days:{}", uptime / 86400);
     field!(out, "hz:{}", c.hz);
     field!(out, "configured_hz:{}", c.hz);
+    // Valkey 8's client cron rate; ringkv checks clients every cron.
+    field!(out, "clients_hz:{}", c.hz);
     field!(out, "lru_clock:{}", (now_ms / 1000) & 0xFF_FFFF);
     field!(out, "executable:{}", srv.executable);
     field!(
@@ -187,6 +188,8 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     let active = if io > 0 { srv.net.io_threads_active } else { 0 };
     field!(out, "io_threads_active_num:{}", active + 1);
     field!(out, "io_threads_maximum_num:{}", c.io_threads);
+    let zone = c.get("availability-zone").unwrap_or_default();
+    field!(out, "availability_zone:{zone}");
     let mut listener = String::from("listener0:name=tcp");
     for b in &c.bind {
         let _ = write!(listener, ",bind={b}");

@@ -51,6 +51,7 @@ pub mod batch;
 pub mod blocking;
 pub mod cmd;
 pub mod command;
+pub mod commandlog;
 pub mod config;
 pub mod effects;
 pub mod evict;
@@ -71,7 +72,6 @@ pub mod redact;
 pub mod replication;
 pub mod server;
 pub mod session;
-pub mod slowlog;
 pub mod snapshot;
 pub mod table;
 pub mod tracking;
@@ -892,6 +892,7 @@ fn execute_one(
         sess.reply_mode = ReplyMode::SkipThis;
     }
     let reply_start = out.mark();
+    let reply_len0 = out.len();
     let proto = sess.proto;
 
     let idx = found.hint.idx;
@@ -966,7 +967,7 @@ fn execute_one(
     // Charge what ran before to its command (INFO commandstats sees it).
     timer.switch(srv, Some(i));
     let slow_threshold = srv.config.slowlog_log_slower_than;
-    let exact = slowlog::SlowLog::wants_exact(slow_threshold, spec.flags);
+    let exact = commandlog::CommandLog::wants_exact(slow_threshold, spec.flags);
     if exact {
         timer.split(srv);
     }
@@ -1042,10 +1043,36 @@ fn execute_one(
     }
     srv.stats.total_commands_processed += 1;
     finish_reply(srv, sess, out, reply_start);
+    let (request_t, reply_t) = (
+        srv.config.commandlog_request_larger_than,
+        srv.config.commandlog_reply_larger_than,
+    );
+    if let Some(n) = commandlog::request_size(argv, request_t) {
+        log_command(
+            srv,
+            commandlog::Kind::LargeRequest,
+            sess,
+            i,
+            argv,
+            n,
+            now_ms,
+        );
+    }
+    let reply_len = (out.len() - reply_len0) as u64;
+    if reply_t >= 0 && reply_len >= reply_t as u64 {
+        log_command(
+            srv,
+            commandlog::Kind::LargeReply,
+            sess,
+            i,
+            argv,
+            reply_len,
+            now_ms,
+        );
+    }
 }
 
-/// SLOWLOG: `us` is what command `i` took (EXEC is not logged itself,
-/// its commands are).
+/// COMMANDLOG `slow`: `us` is what command `i` took.
 pub(crate) fn log_if_slow(
     srv: &mut Server,
     sess: &Session,
@@ -1054,16 +1081,28 @@ pub(crate) fn log_if_slow(
     us: u64,
     now_ms: i64,
 ) {
-    let name = table().entries[i].fullname.as_str();
-    if name == "exec" || table().entries[i].spec.flags & command::flags::SKIP_SLOWLOG != 0 {
+    log_command(srv, commandlog::Kind::Slow, sess, i, argv, us, now_ms);
+}
+
+/// Add command `i` to one of the command logs if `value` reaches its
+/// threshold (commands flagged `skip_commandlog`, EXEC, never: a
+/// transaction's commands are logged one by one).
+fn log_command(
+    srv: &mut Server,
+    kind: commandlog::Kind,
+    sess: &Session,
+    i: usize,
+    argv: ArgvRef<'_>,
+    value: u64,
+    now_ms: i64,
+) {
+    let e = &table().entries[i];
+    if e.spec.flags & command::flags::SKIP_COMMANDLOG != 0 {
         return;
     }
-    let (threshold, max_len) = (
-        srv.config.slowlog_log_slower_than,
-        srv.config.slowlog_max_len,
-    );
-    srv.slowlog
-        .record(threshold, max_len, name, argv, sess, us, now_ms);
+    let limits = kind.limits(&srv.config);
+    srv.commandlog
+        .record(kind, limits, e.fullname.as_str(), argv, sess, value, now_ms);
 }
 
 /// Valkey's `maxmemory` step of `processCommand`: evict as needed before

@@ -206,6 +206,15 @@ fn deliver(
     f: impl FnOnce(&mut ReplyWriter<'_>),
 ) {
     match me {
+        // Inside EXEC the reply is the transaction's array: a push there
+        // would break it, so it waits for the end (Valkey's deferred
+        // pushes of the executing client).
+        Some(m) if m.id == id && srv.exec_pushes.is_some() => {
+            let proto = m.reply.proto;
+            if let Some(buf) = srv.exec_pushes.as_mut() {
+                f(&mut ReplyWriter::new(buf, proto));
+            }
+        }
         Some(m) if m.id == id => f(m.reply),
         _ => {
             srv.write_to(id, f);

@@ -223,10 +223,13 @@ pub struct Server {
     pub outbox: Vec<ClientId>,
     /// Clients in MONITOR mode, in the order they asked.
     pub monitors: Vec<ClientId>,
-    pub slowlog: crate::slowlog::SlowLog,
+    pub commandlog: crate::commandlog::CommandLog,
     /// CLIENT PAUSE in force.
     pub pause: Option<Box<crate::pause::Pause>>,
     pub tracking: crate::tracking::Tracking,
+    /// While EXEC runs: pushes for the client running it, written after
+    /// its reply.
+    pub exec_pushes: Option<Vec<u8>>,
     /// Pub/Sub subscribers.
     pub pubsub: crate::pubsub::PubSub,
     /// WATCHed keys.
@@ -297,9 +300,10 @@ impl Server {
             blocking: Default::default(),
             outbox: Vec::new(),
             monitors: Vec::new(),
-            slowlog: Default::default(),
+            commandlog: Default::default(),
             pause: None,
             tracking: Default::default(),
+            exec_pushes: None,
             pubsub: Default::default(),
             watches: Default::default(),
             expiry_logging: false,

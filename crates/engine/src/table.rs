@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 20] {
+fn groups() -> [&'static [CommandSpec]; 22] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -72,6 +72,8 @@ fn groups() -> [&'static [CommandSpec]; 20] {
         cmd::connection::COMMANDS,
         cmd::client::COMMANDS,
         cmd::server::COMMANDS,
+        cmd::commandlog::COMMANDS,
+        cmd::standalone::COMMANDS,
         cmd::replication::COMMANDS,
         cmd::persistence::COMMANDS,
         cmd::memory::COMMANDS,

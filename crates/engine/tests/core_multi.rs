@@ -75,17 +75,21 @@ fn state_errors() {
         "-ERR DISCARD without MULTI\r\n"
     );
     cmd(&mut e, a, &["MULTI"]);
+    // MULTI and WATCH are `no_multi` (Valkey 8): refused, and the
+    // transaction is doomed.
     assert_eq!(
         cmd(&mut e, a, &["MULTI"]),
-        "-ERR MULTI calls can not be nested\r\n"
+        "-ERR Command not allowed inside a transaction\r\n"
     );
     assert_eq!(
         cmd(&mut e, a, &["WATCH", "k"]),
-        "-ERR WATCH inside MULTI is not allowed\r\n"
+        "-ERR Command not allowed inside a transaction\r\n"
     );
     assert_eq!(cmd(&mut e, a, &["SET", "k", "1"]), QUEUED);
-    // Neither error dooms the transaction.
-    assert_eq!(cmd(&mut e, a, &["EXEC"]), "*1\r\n+OK\r\n");
+    assert_eq!(
+        cmd(&mut e, a, &["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
 }
 
 #[test]

@@ -30,26 +30,17 @@ const UNIT: ArgSpec = ArgSpec::oneof(
 .optional();
 const SETBIT_ARGS: &[ArgSpec] = &[KEY, ArgSpec::integer("offset"), ArgSpec::integer("value")];
 const GETBIT_ARGS: &[ArgSpec] = &[KEY, ArgSpec::integer("offset")];
-const BITCOUNT_ARGS: &[ArgSpec] = &[
-    KEY,
-    ArgSpec::block(
-        "range",
-        &[ArgSpec::integer("start"), ArgSpec::integer("end"), UNIT],
-    )
-    .optional(),
-];
-const BITPOS_ARGS: &[ArgSpec] = &[
-    KEY,
-    ArgSpec::integer("bit"),
-    ArgSpec::block(
-        "range",
-        &[
-            ArgSpec::integer("start"),
-            ArgSpec::block("end-unit-block", &[ArgSpec::integer("end"), UNIT]).optional(),
-        ],
-    )
-    .optional(),
-];
+/// `[start [end [BYTE|BIT]]]` (Valkey 8 made `end` optional).
+const RANGE_ARGS: ArgSpec = ArgSpec::block(
+    "range",
+    &[
+        ArgSpec::integer("start"),
+        ArgSpec::block("end-unit-block", &[ArgSpec::integer("end"), UNIT]).optional(),
+    ],
+)
+.optional();
+const BITCOUNT_ARGS: &[ArgSpec] = &[KEY, RANGE_ARGS];
+const BITPOS_ARGS: &[ArgSpec] = &[KEY, ArgSpec::integer("bit"), RANGE_ARGS];
 const BITOP_ARGS: &[ArgSpec] = &[
     ArgSpec::oneof(
         "operation",
@@ -345,10 +336,17 @@ fn parse_unit(argv: ArgvRef<'_>, at: usize) -> Result<bool, ()> {
 }
 
 fn bitcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    // BITCOUNT key [start [end [BYTE|BIT]]]: a start alone runs to the end.
     let range = match argv.len() {
         2 => None,
-        4 | 5 => {
-            let (Some(s), Some(e)) = (parse_i64(argv.get(2)), parse_i64(argv.get(3))) else {
+        3..=5 => {
+            let s = parse_i64(argv.get(2));
+            let e = if argv.len() >= 4 {
+                parse_i64(argv.get(3))
+            } else {
+                Some(-1)
+            };
+            let (Some(s), Some(e)) = (s, e) else {
                 return ctx.error(NOT_INT);
             };
             let Ok(bit) = parse_unit(argv, 4) else {

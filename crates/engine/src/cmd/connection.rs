@@ -337,6 +337,9 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         crate::watch::touch_db(ctx.srv, b as usize, Some(a as usize), now);
     }
     ctx.srv.keyspace.swap(a as usize, b as usize);
+    // Clients blocked in either database may find their keys now.
+    ctx.srv.blocking.signal_db(a as usize);
+    ctx.srv.blocking.signal_db(b as usize);
     // A change even when a == b, as Valkey counts it (and propagates it).
     ctx.srv.persist.dirty += 1;
     ctx.reply.ok();

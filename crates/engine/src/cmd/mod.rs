@@ -19,6 +19,7 @@ macro_rules! typed_or_reply {
 
 pub mod bitmaps;
 pub mod client;
+pub mod commandlog;
 pub mod connection;
 pub mod dump;
 pub mod functions;
@@ -34,6 +35,7 @@ pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod standalone;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;

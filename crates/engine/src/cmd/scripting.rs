@@ -461,8 +461,10 @@ impl ScriptHost<'_, '_> {
         session.in_exec = true;
         srv.key_hint = KeyHint::default();
         let dirty = srv.persist.dirty;
-        let exact =
-            crate::slowlog::SlowLog::wants_exact(srv.config.slowlog_log_slower_than, spec.flags);
+        let exact = crate::commandlog::CommandLog::wants_exact(
+            srv.config.slowlog_log_slower_than,
+            spec.flags,
+        );
         let started = exact.then(std::time::Instant::now);
         {
             let mut ctx = Ctx {

@@ -32,7 +32,7 @@ pub(crate) const fn cfg_sub(
     }
 }
 
-const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
+pub(crate) const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
 
 // Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
 const FLUSH_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
@@ -161,59 +161,6 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "A container for debugging commands.",
         complexity: "Depends on subcommand.",
         func: Some(debug),
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "slowlog",
-        arity: -2,
-        flags: 0,
-        acl_categories: &["slow"],
-        group: "server",
-        since: "2.2.12",
-        summary: "A container for slow log commands.",
-        complexity: "Depends on subcommand.",
-        func: None,
-        subcommands: &[
-            CommandSpec {
-                args: &[ArgSpec::integer("count").optional()],
-                ..cfg_sub(
-                    "get",
-                    -2,
-                    ADMIN | LOADING | STALE,
-                    ADMIN_ACL,
-                    "2.2.12",
-                    "Returns the slow log's entries.",
-                    slowlog_get,
-                )
-            },
-            cfg_sub(
-                "len",
-                2,
-                ADMIN | LOADING | STALE,
-                ADMIN_ACL,
-                "2.2.12",
-                "Returns the number of entries in the slow log.",
-                slowlog_len,
-            ),
-            cfg_sub(
-                "reset",
-                2,
-                ADMIN | LOADING | STALE,
-                ADMIN_ACL,
-                "2.2.12",
-                "Clears all entries from the slow log.",
-                slowlog_reset,
-            ),
-            cfg_sub(
-                "help",
-                2,
-                LOADING | STALE,
-                &["slow"],
-                "6.2.0",
-                "Show helpful text about the different subcommands",
-                slowlog_help,
-            ),
-        ],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -746,46 +693,6 @@ fn zero_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.int(0);
 }
 
-fn slowlog_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let count = if argv.len() == 3 {
-        match crate::num::parse_i64(argv.get(2)) {
-            Some(n) if n >= -1 => n,
-            _ => return ctx.error("ERR count should be greater than or equal to -1"),
-        }
-    } else {
-        10
-    };
-    let log = &ctx.srv.slowlog.entries;
-    let n = if count == -1 {
-        log.len()
-    } else {
-        log.len().min(count as usize)
-    };
-    ctx.reply.array_len(n);
-    for e in log.iter().take(n) {
-        ctx.reply.array_len(6);
-        ctx.reply.int(e.id as i64);
-        ctx.reply.int(e.time_s);
-        ctx.reply.int(e.duration_us as i64);
-        ctx.reply.array_len(e.args.len());
-        for a in &e.args {
-            ctx.reply.bulk(a);
-        }
-        ctx.reply.bulk(e.peer.as_bytes());
-        ctx.reply.bulk(&e.name);
-    }
-}
-
-fn slowlog_len(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    let n = ctx.srv.slowlog.entries.len();
-    ctx.reply.int(n as i64);
-}
-
-fn slowlog_reset(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.srv.slowlog.reset();
-    ctx.reply.ok();
-}
-
 /// MONITOR: from now on the client gets every command the server runs.
 /// Inside EXEC it is refused (a client in a transaction expects one reply
 /// per command), and a client already monitoring gets no reply at all.
@@ -797,24 +704,6 @@ fn monitor(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         ctx.session.monitor = true;
         ctx.reply.ok();
     }
-}
-
-fn slowlog_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    super::reply_help(
-        ctx,
-        "SLOWLOG",
-        &[
-            "GET [<count>]",
-            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-            "    Entries are made of:",
-            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-            "    client name",
-            "LEN",
-            "    Return the length of the slowlog.",
-            "RESET",
-            "    Reset the slowlog.",
-        ],
-    );
 }
 
 fn latency_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {

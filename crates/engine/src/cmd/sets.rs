@@ -673,8 +673,10 @@ fn sintercard(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut i = 2 + numkeys;
     while i < argv.len() {
         if argv.get(i).eq_ignore_ascii_case(b"limit") && i + 1 < argv.len() {
+            // Valkey's getPositiveLongFromObjectOrReply: one message for
+            // both a negative and a non-number.
             match parse_i64(argv.get(i + 1)) {
-                None => return ctx.error(NOT_INT),
+                None => return ctx.error("ERR LIMIT can't be negative"),
                 Some(n) if n < 0 => return ctx.error("ERR LIMIT can't be negative"),
                 Some(0) => limit = usize::MAX,
                 Some(n) => limit = n as usize,

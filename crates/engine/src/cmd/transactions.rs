@@ -84,11 +84,12 @@ impl Multi {
 }
 
 /// Commands that run at once inside MULTI instead of being queued
-/// (Valkey's `processCommand`: EXEC DISCARD MULTI WATCH QUIT RESET).
+/// (Valkey's `processCommand`: EXEC DISCARD QUIT RESET; MULTI and WATCH
+/// are `no_multi`, refused before this).
 pub fn runs_in_multi(idx: usize) -> bool {
     matches!(
         table().entries[idx].fullname.as_str(),
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+        "exec" | "discard" | "quit" | "reset"
     )
 }
 
@@ -99,7 +100,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "multi",
         arity: 1,
-        flags: TX_FLAGS,
+        flags: TX_FLAGS | NO_MULTI,
         acl_categories: TX,
         group: "transactions",
         since: "1.2.0",
@@ -110,7 +111,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "exec",
         arity: 1,
-        flags: NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
+        flags: NOSCRIPT | LOADING | STALE | SKIP_COMMANDLOG,
         acl_categories: &["slow", "transaction"],
         group: "transactions",
         since: "1.2.0",
@@ -134,7 +135,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "watch",
         arity: -2,
-        flags: TX_FLAGS,
+        flags: TX_FLAGS | NO_MULTI,
         first_key: 1,
         last_key: -1,
         key_step: 1,
@@ -160,10 +161,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
+/// Inside MULTI, MULTI and WATCH are refused before they run (`no_multi`).
 fn multi(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    if ctx.session.multi.is_some() {
-        return ctx.error("ERR MULTI calls can not be nested");
-    }
     ctx.session.multi = Some(Box::default());
     ctx.reply.ok();
 }
@@ -184,9 +183,6 @@ fn discard(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 }
 
 fn watch_cmd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    if ctx.session.multi.is_some() {
-        return ctx.error("ERR WATCH inside MULTI is not allowed");
-    }
     let db = ctx.session.db;
     for i in 1..argv.len() {
         watch::watch(ctx.srv, ctx.session, db, argv.get(i), ctx.now_ms);
@@ -223,6 +219,7 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     // Nothing the transaction does can dirty its own watch.
     watch::unwatch_all(ctx.srv, ctx.session);
     ctx.session.in_exec = true;
+    ctx.srv.exec_pushes = Some(Vec::new());
     ctx.reply.array_len(m.len());
     let entries = &table().entries;
     let mut t_prev = Instant::now();
@@ -252,4 +249,7 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         }
     }
     ctx.session.in_exec = false;
+    if let Some(pushes) = ctx.srv.exec_pushes.take() {
+        ctx.reply.raw(&pushes);
+    }
 }
