@@ -95,6 +95,22 @@ const SCRIPT: &[&[&str]] = &[
     &["PUBSUB", "HELP"],
     &["FUNCTION", "HELP"],
     &["MODULE", "HELP"],
+    &["CLIENT", "HELP"],
+    &["CLIENT", "IMPORT-SOURCE", "ON"],
+    &["PFADD", "h1", "a", "b", "c", "d", "e", "f", "g"],
+    &["PFDEBUG", "DECODE", "h1"],
+    &["PFDEBUG", "ENCODING", "h1"],
+    &["PFDEBUG", "TODENSE", "h1"],
+    &["PFDEBUG", "TODENSE", "h1"],
+    &["PFDEBUG", "DECODE", "h1"],
+    &["PFCOUNT", "h1"],
+    &["PFDEBUG", "GETREG", "nokey"],
+    &["PFDEBUG", "FOO", "h1"],
+    &["PFDEBUG", "ENCODING", "s"],
+    &["PFDEBUG", "ENCODING", "l"],
+    &["PFSELFTEST"],
+    &["RESTORE-ASKING", "x", "0", "bad"],
+    &["LOLWUT", "VERSION", "x"],
 ];
 
 fn replies(srv: &Server) -> Vec<String> {
@@ -104,6 +120,14 @@ fn replies(srv: &Server) -> Vec<String> {
         .map(|args| format!("{args:?} -> {:?}", c.cmd(args)))
         .collect()
 }
+
+e2e!(
+    ringkv_only fn lolwut_says_who_it_is(b) {
+        let srv = b.server();
+        let text = srv.raw().cmd(&["LOLWUT"]).text();
+        assert!(text.starts_with("ringkv ver. "), "{text}");
+    }
+);
 
 e2e!(
     ringkv_only fn single_client_edges_answer_as_valkey(b) {

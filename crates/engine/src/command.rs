@@ -37,6 +37,8 @@ pub mod flags {
     /// Refused unless `enable-debug-command` allows it (DEBUG); not shown
     /// in COMMAND INFO.
     pub const PROTECTED: u32 = 1 << 19;
+    /// RESTORE-ASKING (cluster migration); shown, no effect standalone.
+    pub const ASKING: u32 = 1 << 20;
 
     /// Names as COMMAND INFO prints them, in Valkey's order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -51,6 +53,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_COMMANDLOG, "skip_commandlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),

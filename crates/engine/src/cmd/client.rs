@@ -280,6 +280,18 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            args: ON_OFF,
+            ..sub(
+                "import-source",
+                3,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "8.1.0",
+                "Mark this client as an import source when server is in import mode.",
+                import_source,
+            )
+        },
+        CommandSpec {
             args: CLIENT_TRACKING_ARGS,
             ..sub(
                 "tracking",
@@ -526,6 +538,12 @@ fn caching(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     t.caching = true;
     ctx.reply.ok();
+}
+
+/// CLIENT IMPORT-SOURCE: ringkv has no import mode (Valkey 8.1's
+/// `import-mode`, off by default, answers the same).
+fn import_source(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    ctx.error("ERR Server is not in import mode");
 }
 
 /// CLIENT CAPA cap ...: unknown capabilities are ignored, as in Valkey.
@@ -1163,6 +1181,10 @@ fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "    Protect current client connection from eviction.",
             "NO-TOUCH (ON|OFF)",
             "    Will not touch LRU/LFU stats when this mode is on.",
+            "IMPORT-SOURCE (ON|OFF)",
+            "    Mark this connection as an import source if import-mode is enabled.",
+            "    Sync tools can set their connections into 'import-source' state to visit",
+            "    expired keys.",
         ],
     );
 }

@@ -67,6 +67,23 @@ pub const COMMANDS: &[CommandSpec] = &[
         args: RESTORE_ARGS,
         ..CommandSpec::DEFAULT
     },
+    // What a cluster's MIGRATE sends; standalone it is RESTORE.
+    CommandSpec {
+        name: "restore-asking",
+        arity: -4,
+        flags: WRITE | DENYOOM | ASKING,
+        first_key: 1,
+        last_key: 1,
+        key_step: 1,
+        acl_categories: &["keyspace", "write", "slow", "dangerous"],
+        group: "server",
+        since: "3.0.0",
+        summary: "An internal command for migrating keys in a cluster.",
+        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Valkey objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        func: Some(restore),
+        args: RESTORE_ARGS,
+        ..CommandSpec::DEFAULT
+    },
 ];
 
 fn dump(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {

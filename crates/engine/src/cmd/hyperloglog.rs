@@ -81,7 +81,34 @@ pub const COMMANDS: &[CommandSpec] = &[
         pfmerge,
         PFMERGE_ARGS,
     ),
+    spec(
+        GROUP,
+        "pfdebug",
+        3,
+        WRITE | DENYOOM | ADMIN,
+        (2, 2, 1),
+        &["write", "hyperloglog", "admin", "slow", "dangerous"],
+        "2.8.9",
+        "Internal commands for debugging HyperLogLog values.",
+        "N/A",
+        pfdebug,
+        PFDEBUG_ARGS,
+    ),
+    spec(
+        GROUP,
+        "pfselftest",
+        1,
+        ADMIN,
+        (0, 0, 0),
+        &["hyperloglog", "admin", "slow", "dangerous"],
+        "2.8.9",
+        "An internal command for testing HyperLogLog values.",
+        "N/A",
+        pfselftest,
+        &[],
+    ),
 ];
+const PFDEBUG_ARGS: &[ArgSpec] = &[ArgSpec::string("subcommand"), ArgSpec::key("key", 0)];
 
 const P: u32 = 14;
 const REGISTERS: usize = 1 << P;
@@ -501,6 +528,151 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     written(ctx, dst, created);
 }
 
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key, as Valkey's: GETREG and
+/// TODENSE leave the value dense.
+fn pfdebug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let sub = argv.get(1).to_ascii_lowercase();
+    let key = argv.get(2);
+    let Ok(loaded) = load(ctx, key) else {
+        return;
+    };
+    let Some(bytes) = loaded else {
+        return ctx.error("ERR The specified key does not exist");
+    };
+    let dense = check(&bytes).is_ok_and(|d| d);
+    match sub.as_slice() {
+        b"getreg" | b"todense" => {
+            let Ok(regs) = regs_or_reply(ctx, &bytes) else {
+                return;
+            };
+            if !dense {
+                let mut card = [0u8; 8];
+                card.copy_from_slice(&bytes[8..16]);
+                save(ctx, key, encode_dense(&regs, card));
+                ctx.srv.persist.dirty += 1;
+            }
+            if sub == b"getreg" {
+                ctx.reply.array_len(REGISTERS);
+                for r in regs {
+                    ctx.reply.int(i64::from(r));
+                }
+            } else {
+                ctx.reply.int(i64::from(!dense));
+            }
+        }
+        b"encoding" => ctx.reply.simple(if dense { "dense" } else { "sparse" }),
+        b"decode" => {
+            if dense {
+                return ctx.error("ERR HLL encoding is not sparse");
+            }
+            match decode_sparse(&bytes) {
+                Some(text) => ctx.reply.bulk(text.as_bytes()),
+                None => ctx.error(CORRUPT),
+            }
+        }
+        _ => ctx.error(&format!(
+            "ERR Unknown PFDEBUG subcommand '{}'",
+            String::from_utf8_lossy(argv.get(1))
+        )),
+    }
+}
+
+/// The opcodes of a sparse HLL as Valkey prints them: `z:len` (ZERO),
+/// `Z:len` (XZERO), `v:value,len` (VAL).
+fn decode_sparse(b: &[u8]) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut at = HDR;
+    while at < b.len() {
+        let op = b[at];
+        if op & 0x80 != 0 {
+            parts.push(format!("v:{},{}", ((op >> 2) & 0x1f) + 1, (op & 0x3) + 1));
+            at += 1;
+        } else if op & 0x40 != 0 {
+            let lo = *b.get(at + 1)?;
+            parts.push(format!(
+                "Z:{}",
+                ((usize::from(op & 0x3f) << 8) | usize::from(lo)) + 1
+            ));
+            at += 2;
+        } else {
+            parts.push(format!("z:{}", (op & 0x3f) + 1));
+            at += 1;
+        }
+    }
+    Some(parts.join(" "))
+}
+
+/// PFSELFTEST: the register layout and the estimator checked on the spot
+/// (Valkey's self test in spirit): every dense register set and read
+/// back among random neighbours, sparse and dense encodings of random
+/// registers decoding to the same registers, and the estimate of growing
+/// sets within six standard errors.
+fn pfselftest(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    match selftest() {
+        Ok(()) => ctx.reply.ok(),
+        Err(msg) => ctx.error(&format!("TESTFAILED {msg}")),
+    }
+}
+
+fn selftest() -> Result<(), String> {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    // Dense registers: set all, read all.
+    let mut want = vec![0u8; REGISTERS];
+    let mut dense = vec![0u8; DENSE_BYTES];
+    for (i, w) in want.iter_mut().enumerate() {
+        *w = (next() % 64) as u8;
+        dense_set(&mut dense, i, *w);
+    }
+    for (i, &w) in want.iter().enumerate() {
+        if dense_get(&dense, i) != w {
+            return Err(format!("Register error at {i}"));
+        }
+    }
+    // Sparse and dense encodings of the same (small) registers.
+    let small: Vec<u8> = (0..REGISTERS)
+        .map(|_| {
+            if next() % 8 == 0 {
+                (next() % 32) as u8
+            } else {
+                0
+            }
+        })
+        .collect();
+    let sparse = encode_sparse(&small, STALE).ok_or("sparse encoding refused")?;
+    for bytes in [sparse, encode_dense(&small, STALE)] {
+        if registers(&bytes).map_err(|e| format!("{e:?}"))? != small {
+            return Err("Sparse and dense encodings disagree".into());
+        }
+    }
+    // The estimator.
+    let relerr = 1.04 / f64::from(REGISTERS as u32).sqrt();
+    let mut regs = vec![0u8; REGISTERS];
+    let mut checkpoint = 1u64;
+    for n in 1..=200_000u64 {
+        let (idx, v) = pattern(&next().to_le_bytes());
+        regs[idx] = regs[idx].max(v);
+        if n == checkpoint {
+            let est = estimate(&regs) as f64;
+            let abserr = (est - n as f64).abs();
+            // Small cardinalities are exact enough for a fixed slack.
+            let maxerr = (relerr * 6.0 * n as f64).max(2.0);
+            if abserr > maxerr {
+                return Err(format!(
+                    "Approximation error {abserr} at cardinality {n} (max {maxerr})"
+                ));
+            }
+            checkpoint *= 10;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -537,5 +709,10 @@ mod tests {
         s.push(0x00);
         assert!(matches!(registers(&s), Err(Bad::Corrupt)));
         assert!(matches!(check(b"HYLL"), Err(Bad::NotHll)));
+    }
+
+    #[test]
+    fn the_self_test_passes() {
+        assert_eq!(selftest(), Ok(()));
     }
 }

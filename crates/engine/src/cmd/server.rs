@@ -105,6 +105,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        name: "lolwut",
+        arity: -1,
+        flags: READONLY | FAST,
+        acl_categories: &["read", "fast"],
+        group: "server",
+        since: "5.0.0",
+        summary: "Displays computer art and the server version",
+        func: Some(lolwut),
+        args: &[ArgSpec::integer("version").token("VERSION").optional()],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
         name: "time",
         arity: 1,
         flags: LOADING | STALE | FAST,
@@ -691,6 +703,19 @@ fn empty_array(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 
 fn zero_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.int(0);
+}
+
+/// LOLWUT [VERSION v]: the version line. (Valkey draws art for versions
+/// 5 and 6; ringkv draws none.)
+fn lolwut(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if argv.len() == 3
+        && argv.get(1).eq_ignore_ascii_case(b"version")
+        && crate::num::parse_i64(argv.get(2)).is_none()
+    {
+        return ctx.error("ERR value is not an integer or out of range");
+    }
+    let text = format!("ringkv ver. {}\n", env!("CARGO_PKG_VERSION"));
+    ctx.reply.verbatim("txt", text.as_bytes());
 }
 
 /// MONITOR: from now on the client gets every command the server runs.
