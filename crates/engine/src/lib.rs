@@ -54,6 +54,7 @@ pub mod command;
 pub mod config;
 pub mod effects;
 pub mod evict;
+pub mod geohash;
 pub mod glob;
 pub mod info;
 pub mod lazyfree;
