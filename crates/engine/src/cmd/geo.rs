@@ -418,44 +418,118 @@ fn c_fixed(d: f64, digits: usize) -> String {
     format!("{d:.digits$}")
 }
 
+/// Digits of `v` (decimal) into the end of `buf`; the start index.
+fn digits_into(buf: &mut [u8], mut v: u128) -> usize {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return at;
+        }
+    }
+}
+
+/// Write `q / 10^frac` with `frac` decimals (`frac` > 0), `-` first when
+/// `neg`, into `out`.
+fn fixed_into(out: &mut Vec<u8>, neg: bool, q: u128, frac: u32) {
+    let scale = 10u128.pow(frac);
+    let mut buf = [0u8; 40];
+    if neg {
+        out.push(b'-');
+    }
+    let at = digits_into(&mut buf, q / scale);
+    out.extend_from_slice(&buf[at..]);
+    out.push(b'.');
+    let at = digits_into(&mut buf, q % scale);
+    let width = buf.len() - at;
+    out.extend(std::iter::repeat_n(b'0', frac as usize - width));
+    out.extend_from_slice(&buf[at..]);
+}
+
 /// `addReplyDoubleDistance`: Valkey's `fixedpoint_d2string` with 4 digits,
 /// the value scaled by 10^4 and rounded half to even (`llrint`).
-fn fmt_distance(d: f64) -> String {
+fn fmt_distance(d: f64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
     if d == 0.0 {
-        return "0.0000".to_string();
+        out.extend_from_slice(b"0.0000");
+        return out;
     }
     let v = (d * 10000.0).round_ties_even() as i64;
-    let (sign, v) = if v < 0 {
-        ("-", v.unsigned_abs())
-    } else {
-        ("", v as u64)
-    };
-    format!("{sign}{}.{:04}", v / 10000, v % 10000)
+    fixed_into(&mut out, v < 0, u128::from(v.unsigned_abs()), 4);
+    out
 }
 
 fn reply_distance(r: &mut ReplyWriter<'_>, d: f64) {
-    r.bulk(fmt_distance(d).as_bytes());
+    r.bulk(&fmt_distance(d));
 }
 
-/// `addReplyHumanLongDouble`: `%.17Lf` with the trailing zeros (and a
-/// bare dot) dropped; a bulk string in RESP2, a double in RESP3.
+/// `|d|` times 10^17, rounded half to even, computed exactly: `d` is
+/// m·2^e with m < 2^53, and m·10^17 < 2^110 fits in a u128. `None` when
+/// |d| >= 2^53 (never a coordinate).
+fn scaled_1e17(d: f64) -> Option<u128> {
+    let bits = d.abs().to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    if exp == 0x7ff {
+        return None;
+    }
+    let (m, e) = if exp == 0 {
+        (bits & ((1 << 52) - 1), -1074)
+    } else {
+        ((bits & ((1 << 52) - 1)) | (1 << 52), exp - 1075)
+    };
+    if e >= 0 {
+        return None;
+    }
+    let prod = u128::from(m) * 10u128.pow(17);
+    let k = (-e) as u32;
+    if k > 111 {
+        return Some(0); // below 2^-1 after scaling
+    }
+    let q = prod >> k;
+    let rem = prod & ((1u128 << k) - 1);
+    let half = 1u128 << (k - 1);
+    Some(if rem > half || (rem == half && q & 1 == 1) {
+        q + 1
+    } else {
+        q
+    })
+}
+
+/// Valkey's `ld2string(.., LD_STR_HUMAN)` of a double: `%.17Lf`, trailing
+/// zeros and a bare dot dropped, `-0` printed as `0`.
+fn fmt_coordinate(d: f64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    match scaled_1e17(d) {
+        Some(q) => fixed_into(&mut out, d.is_sign_negative() && q != 0, q, 17),
+        None => out.extend_from_slice(format!("{d:.17}").as_bytes()),
+    }
+    if out.contains(&b'.') {
+        while out.last() == Some(&b'0') {
+            out.pop();
+        }
+        if out.last() == Some(&b'.') {
+            out.pop();
+        }
+    }
+    if out == b"-0" {
+        out = b"0".to_vec();
+    }
+    out
+}
+
+/// `addReplyHumanLongDouble`: a bulk string in RESP2, a double in RESP3.
 fn reply_coordinate(r: &mut ReplyWriter<'_>, d: f64) {
-    let mut s = format!("{d:.17}");
-    if s.contains('.') {
-        let t = s.trim_end_matches('0').trim_end_matches('.').len();
-        s.truncate(t);
-    }
-    if s == "-0" {
-        s = "0".to_string();
-    }
+    let s = fmt_coordinate(d);
     if r.proto == Protocol::Resp3 {
         let mut frame = Vec::with_capacity(s.len() + 3);
         frame.push(b',');
-        frame.extend_from_slice(s.as_bytes());
+        frame.extend_from_slice(&s);
         frame.extend_from_slice(b"\r\n");
         r.raw(&frame);
     } else {
-        r.bulk(s.as_bytes());
+        r.bulk(&s);
     }
 }
 
@@ -948,10 +1022,39 @@ mod tests {
 
     #[test]
     fn distances_print_with_four_rounded_digits() {
-        assert_eq!(fmt_distance(0.0), "0.0000");
-        assert_eq!(fmt_distance(166274.15156960033), "166274.1516");
-        assert_eq!(fmt_distance(0.00004), "0.0000");
-        assert_eq!(fmt_distance(12.5), "12.5000");
+        assert_eq!(fmt_distance(0.0), b"0.0000");
+        assert_eq!(fmt_distance(166274.15156960033), b"166274.1516");
+        assert_eq!(fmt_distance(0.00004), b"0.0000");
+        assert_eq!(fmt_distance(12.5), b"12.5000");
+        assert_eq!(fmt_distance(0.0123), b"0.0123");
+    }
+
+    #[test]
+    fn coordinates_print_as_printf_17_decimals_trimmed() {
+        // The exact formatter against Rust's exact (and slower) one.
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let d = (x >> 11) as f64 / (1u64 << 53) as f64 * 360.0 - 180.0;
+            let mut want = format!("{d:.17}");
+            let t = want.trim_end_matches('0').trim_end_matches('.').len();
+            want.truncate(t);
+            assert_eq!(String::from_utf8(fmt_coordinate(d)).unwrap(), want, "{d:e}");
+        }
+        assert_eq!(fmt_coordinate(180.0), b"180");
+        assert_eq!(fmt_coordinate(-0.0), b"0");
+        assert_eq!(fmt_coordinate(-1e-30), b"0");
+        assert_eq!(fmt_coordinate(0.5), b"0.5");
+        assert_eq!(fmt_coordinate(-85.05112877999999), b"-85.05112877999998489");
+        assert_eq!(fmt_coordinate(13.361389338970184), b"13.36138933897018433");
+        for d in [5e-18, 1.5e-17, 4.9e-18, 2.5e-17, 1e-300, 123.456] {
+            let mut want = format!("{d:.17}");
+            let t = want.trim_end_matches('0').trim_end_matches('.').len();
+            want.truncate(t);
+            assert_eq!(String::from_utf8(fmt_coordinate(d)).unwrap(), want, "{d:e}");
+        }
     }
 
     #[test]
