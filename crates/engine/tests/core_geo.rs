@@ -483,6 +483,17 @@ fn sort_by_and_get_patterns_read_strings_and_hash_fields() {
         cmd(&mut e, c, &["lrange", "out", "0", "-1"]),
         arr(&["c", "a", ""])
     );
+    // A sorted set SORT reads moves to the skiplist encoding, as in Valkey.
+    cmd(&mut e, c, &["zadd", "z", "1", "a", "2", "b"]);
+    assert_eq!(
+        cmd(&mut e, c, &["object", "encoding", "z"]),
+        bulk("listpack")
+    );
+    assert_eq!(cmd(&mut e, c, &["sort_ro", "z", "ALPHA"]), arr(&["a", "b"]));
+    assert_eq!(
+        cmd(&mut e, c, &["object", "encoding", "z"]),
+        bulk("skiplist")
+    );
 }
 
 #[test]

@@ -184,6 +184,15 @@ fn load_source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Source, ()> {
         Some(ValueRef::ZSet(z)) => Source::ZSet(z.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(_) => return Err(()),
     };
+    if matches!(src, Source::ZSet(_)) {
+        // Valkey converts a sorted set it sorts to a skiplist for good.
+        if let Some(Value::ZSet(z)) = ctx.srv.keyspace.dbs[db]
+            .get(h, key, ctx.now_ms)
+            .and_then(|e| e.boxed_mut())
+        {
+            z.convert_to_tree();
+        }
+    }
     let hit = !matches!(src, Source::Missing);
     if hit {
         ctx.srv.stats.keyspace_hits += 1;
