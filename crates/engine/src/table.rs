@@ -54,15 +54,18 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 22] {
+fn groups() -> [&'static [CommandSpec]; 25] {
     [
         cmd::strings::COMMANDS,
+        cmd::lcs::COMMANDS,
         cmd::keys::COMMANDS,
+        cmd::sort::COMMANDS,
         cmd::dump::COMMANDS,
         cmd::lists::COMMANDS,
         cmd::hashes::COMMANDS,
         cmd::sets::COMMANDS,
         cmd::zsets::COMMANDS,
+        cmd::geo::COMMANDS,
         cmd::bitmaps::COMMANDS,
         cmd::hyperloglog::COMMANDS,
         cmd::pubsub::COMMANDS,

@@ -799,7 +799,7 @@ fn after_removal(ctx: &mut Ctx<'_>, key: &[u8], event: &str) {
 
 /// Write `pairs` as the result of a *STORE command: replace `dst` (and its
 /// TTL) with them, or delete it when there are none. Replies with the count.
-fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &str) {
+pub(crate) fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, event: &str) {
     let db = ctx.session.db;
     let h = ctx.key_hash(dst);
     let n = pairs.len();
@@ -941,8 +941,8 @@ fn limit_span(lo: usize, hi: usize, rev: bool, offset: i64, limit: i64) -> (usiz
 
 // ---- ZADD / ZINCRBY / ZREM ---------------------------------------------------
 
-const Z_NX: u8 = 1;
-const Z_XX: u8 = 2;
+pub(crate) const Z_NX: u8 = 1;
+pub(crate) const Z_XX: u8 = 2;
 const Z_GT: u8 = 4;
 const Z_LT: u8 = 8;
 const Z_INCR: u8 = 16;
@@ -1036,21 +1036,39 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, mut flags: u8) {
     if incr && elements > 1 {
         return ctx.error("ERR INCR option supports a single increment-element pair");
     }
-    let mut scores = Vec::with_capacity(elements);
-    let mut max_len = 0;
+    let mut pairs = Vec::with_capacity(elements);
     for j in 0..elements {
         match parse_f64(argv.get(at + 2 * j)) {
-            Some(s) => scores.push(s),
+            Some(s) => pairs.push((s, argv.get(at + 2 * j + 1))),
             None => return ctx.error(NOT_FLOAT),
         }
-        max_len = max_len.max(argv.get(at + 2 * j + 1).len());
     }
+    zadd_pairs(ctx, key, flags, ch, &pairs);
+}
 
+/// ZADD's work once its arguments are parsed (also GEOADD's, which is ZADD
+/// of encoded points): add or update `pairs` of (score, member) with the
+/// `Z_*` flags, reply and fire the events. `ch` counts updates too.
+/// Whether the set changed.
+pub(crate) fn zadd_pairs(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    flags: u8,
+    ch: bool,
+    pairs: &[(f64, &[u8])],
+) -> bool {
+    let has = |f: u8| flags & f != 0;
+    let incr = has(Z_INCR);
+    let elements = pairs.len();
+    let max_len = pairs.iter().map(|p| p.1.len()).max().unwrap_or(0);
     let lim = ctx.srv.config.encoding;
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
     let existing = match lookup(ctx.srv, db, key, h, ctx.now_ms, false) {
-        Err(WrongType) => return ctx.error(WRONGTYPE),
+        Err(WrongType) => {
+            ctx.error(WRONGTYPE);
+            return false;
+        }
         Ok(z) => z.is_some(),
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
@@ -1066,8 +1084,8 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, mut flags: u8) {
         } else {
             &mut fresh
         };
-        for (j, &score) in scores.iter().enumerate() {
-            match zset_add(z, argv.get(at + 2 * j + 1), score, flags, &lim) {
+        for &(score, member) in pairs {
+            match zset_add(z, member, score, flags, &lim) {
                 AddOutcome::Added(s) => {
                     added += 1;
                     processed += 1;
@@ -1110,6 +1128,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, mut flags: u8) {
         ctx.changed_elements((added + updated) as usize);
         ctx.notify(notify::ZSET, if incr { "zincr" } else { "zadd" }, key);
     }
+    added + updated > 0
 }
 
 fn zadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {

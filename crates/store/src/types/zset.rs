@@ -191,6 +191,12 @@ impl ZSet {
         }
     }
 
+    /// Move to the large encoding now (SORT does, as Valkey's
+    /// `zsetConvert` to a skiplist); a no-op when already there.
+    pub fn convert_to_tree(&mut self) {
+        self.convert();
+    }
+
     fn convert(&mut self) {
         if let Repr::Pack(p) = &self.repr {
             let mut t = Tree::with_capacity(p.len() + 1);
