@@ -55,6 +55,7 @@ pub mod commandlog;
 pub mod config;
 pub mod effects;
 pub mod evict;
+pub mod getkeys;
 pub mod glob;
 pub mod info;
 pub mod lazyfree;

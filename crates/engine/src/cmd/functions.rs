@@ -14,6 +14,7 @@ use super::{SYNTAX_ERR, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{KeySpec, key_flags as kf};
 use script::functions::{FLAG_NAMES, Functions};
 
 const ACL: &[&str] = &["slow", "scripting"];
@@ -60,6 +61,11 @@ const FLUSH_MODE: &[ArgSpec] = &[ArgSpec::oneof(
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
+        key_specs: &[KeySpec::index(2, kf::RW | kf::ACCESS | kf::UPDATE)
+            .keynum(0, 1, 1)
+            .notes(
+                "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
+            )],
         name: "fcall",
         arity: -3,
         flags: EVAL_FLAGS,
@@ -73,6 +79,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        key_specs: &[KeySpec::index(2, kf::RO | kf::ACCESS)
+            .keynum(0, 1, 1)
+            .notes(
+                "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
+            )],
         name: "fcall_ro",
         arity: -3,
         flags: EVAL_RO_FLAGS,
@@ -94,15 +105,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "A container for function commands.",
         complexity: "Depends on subcommand.",
         subcommands: &[
-            sub(
-                "delete",
-                3,
-                NOSCRIPT | WRITE,
-                "Deletes a library and its functions.",
-                "O(1)",
-                function_delete,
-                &[ArgSpec::string("library-name")],
-            ),
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "delete",
+                    3,
+                    NOSCRIPT | WRITE,
+                    "Deletes a library and its functions.",
+                    "O(1)",
+                    function_delete,
+                    &[ArgSpec::string("library-name")],
+                )
+            },
             sub(
                 "dump",
                 2,
@@ -112,15 +127,19 @@ pub const COMMANDS: &[CommandSpec] = &[
                 function_dump,
                 &[],
             ),
-            sub(
-                "flush",
-                -2,
-                NOSCRIPT | WRITE,
-                "Deletes all libraries and functions.",
-                "O(N) where N is the number of functions deleted",
-                function_flush,
-                FLUSH_MODE,
-            ),
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "flush",
+                    -2,
+                    NOSCRIPT | WRITE,
+                    "Deletes all libraries and functions.",
+                    "O(N) where N is the number of functions deleted",
+                    function_flush,
+                    FLUSH_MODE,
+                )
+            },
             sub(
                 "help",
                 2,
@@ -130,70 +149,91 @@ pub const COMMANDS: &[CommandSpec] = &[
                 function_help,
                 &[],
             ),
-            sub(
-                "kill",
-                2,
-                NOSCRIPT | ALLOW_BUSY,
-                "Terminates a function during execution.",
-                "O(1)",
-                function_kill,
-                &[],
-            ),
-            sub(
-                "list",
-                -2,
-                NOSCRIPT,
-                "Returns information about all libraries.",
-                "O(N) where N is the number of functions",
-                function_list,
-                &[
-                    ArgSpec::pattern("library-name-pattern")
-                        .token("LIBRARYNAME")
+            CommandSpec {
+                tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
+                ..sub(
+                    "kill",
+                    2,
+                    NOSCRIPT | ALLOW_BUSY,
+                    "Terminates a function during execution.",
+                    "O(1)",
+                    function_kill,
+                    &[],
+                )
+            },
+            CommandSpec {
+                tips: &["nondeterministic_output_order"],
+                ..sub(
+                    "list",
+                    -2,
+                    NOSCRIPT,
+                    "Returns information about all libraries.",
+                    "O(N) where N is the number of functions",
+                    function_list,
+                    &[
+                        ArgSpec::string("library-name-pattern")
+                            .token("LIBRARYNAME")
+                            .optional(),
+                        ArgSpec::pure_token("withcode", "WITHCODE").optional(),
+                    ],
+                )
+            },
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "load",
+                    -3,
+                    NOSCRIPT | WRITE | DENYOOM,
+                    "Creates a library.",
+                    "O(1) (considering compilation time is redundant)",
+                    function_load,
+                    &[
+                        ArgSpec::pure_token("replace", "REPLACE").optional(),
+                        ArgSpec::string("function-code"),
+                    ],
+                )
+            },
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "restore",
+                    -3,
+                    NOSCRIPT | WRITE | DENYOOM,
+                    "Restores all libraries from a payload.",
+                    "O(N) where N is the number of functions on the payload",
+                    function_restore,
+                    &[
+                        ArgSpec::string("serialized-value"),
+                        ArgSpec::oneof(
+                            "policy",
+                            &[
+                                ArgSpec::pure_token("flush", "FLUSH"),
+                                ArgSpec::pure_token("append", "APPEND"),
+                                ArgSpec::pure_token("replace", "REPLACE"),
+                            ],
+                        )
                         .optional(),
-                    ArgSpec::pure_token("withcode", "WITHCODE").optional(),
+                    ],
+                )
+            },
+            CommandSpec {
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_shards",
+                    "response_policy:special",
                 ],
-            ),
-            sub(
-                "load",
-                -3,
-                NOSCRIPT | WRITE | DENYOOM,
-                "Creates a library.",
-                "O(1) (considering compilation time is redundant)",
-                function_load,
-                &[
-                    ArgSpec::pure_token("replace", "REPLACE").optional(),
-                    ArgSpec::string("function-code"),
-                ],
-            ),
-            sub(
-                "restore",
-                -3,
-                NOSCRIPT | WRITE | DENYOOM,
-                "Restores all libraries from a payload.",
-                "O(N) where N is the number of functions on the payload",
-                function_restore,
-                &[
-                    ArgSpec::string("serialized-value"),
-                    ArgSpec::oneof(
-                        "policy",
-                        &[
-                            ArgSpec::pure_token("flush", "FLUSH"),
-                            ArgSpec::pure_token("append", "APPEND"),
-                            ArgSpec::pure_token("replace", "REPLACE"),
-                        ],
-                    )
-                    .optional(),
-                ],
-            ),
-            sub(
-                "stats",
-                2,
-                NOSCRIPT | ALLOW_BUSY,
-                "Returns information about a function during execution.",
-                "O(1)",
-                function_stats,
-                &[],
-            ),
+                ..sub(
+                    "stats",
+                    2,
+                    NOSCRIPT | ALLOW_BUSY,
+                    "Returns information about a function during execution.",
+                    "O(1)",
+                    function_stats,
+                    &[],
+                )
+            },
         ],
         ..CommandSpec::DEFAULT
     },
