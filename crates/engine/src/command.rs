@@ -1,5 +1,7 @@
 //! The command table's shape: every command is a [`CommandSpec`] with its
-//! arity, flags, key positions and a function over a [`Ctx`].
+//! arity, flags, key positions, key specs, docs and a function over a
+//! [`Ctx`]. Fields equal to [`CommandSpec::DEFAULT`]'s are left out of the
+//! specs.
 //!
 //! Command groups live in `cmd/<group>.rs`, each exporting
 //! `pub const COMMANDS: &[CommandSpec]`; the table concatenates them.
@@ -106,7 +108,10 @@ pub struct CommandSpec {
     /// Valkey's arity: positive = exact argc, negative = at least -arity.
     pub arity: i32,
     pub flags: u32,
-    /// Key positions (1-based; 0 = no keys; last_key -1 = to the end).
+    /// Key positions (1-based; 0 = no keys; last_key -1 = to the end) as
+    /// the engine reads them (WATCH, keyspace events, tracking, the batch
+    /// prefetch). COMMAND reads `key_specs` instead (its first/last/step
+    /// are derived from them, as Valkey's).
     pub first_key: i32,
     pub last_key: i32,
     pub key_step: i32,

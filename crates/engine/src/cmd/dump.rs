@@ -11,8 +11,7 @@ use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::cmd::strings::{lookup_read, lookup_write};
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, notify};
 use store::Entry;
 
 const RESTORE_ARGS: &[ArgSpec] = &[

@@ -13,8 +13,7 @@ use super::scripting::{EVAL_FLAGS, EVAL_RO_FLAGS, numkeys, refused_up_front, run
 use super::{SYNTAX_ERR, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use script::functions::{FLAG_NAMES, Functions};
 
 const ACL: &[&str] = &["slow", "scripting"];

@@ -11,8 +11,9 @@ use super::{
 use crate::batch::ArgvRef;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
-use crate::command::{KeySpec, doc_flags, key_flags as kf};
+use crate::command::{
+    ArgSpec, CommandSpec, Ctx, KeySpec, doc_flags, key_flags as kf, notify, spec,
+};
 use crate::glob;
 use crate::num::{LongDouble, parse_i64};
 use store::types::Hash;

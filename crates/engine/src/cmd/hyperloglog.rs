@@ -26,8 +26,7 @@ use crate::cmd::strings::{
     unshare,
 };
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, spec};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, spec};
 use store::Str;
 
 const GROUP: &str = "hyperloglog";

@@ -10,8 +10,7 @@
 use super::{NOT_INT, SYNTAX_ERR, parse_cursor, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, notify};
 use crate::glob;
 use crate::num::parse_i64;
 use std::sync::atomic::{AtomicU64, Ordering};

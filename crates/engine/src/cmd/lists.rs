@@ -12,8 +12,9 @@ use crate::batch::ArgvRef;
 use crate::blocking::{OnTimeout, parse_timeout};
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
-use crate::command::{KeySpec, doc_flags, key_flags as kf};
+use crate::command::{
+    ArgSpec, CommandSpec, Ctx, KeySpec, doc_flags, key_flags as kf, notify, spec,
+};
 use crate::num::parse_i64;
 use store::types::List;
 use store::types::list::End;

@@ -6,8 +6,7 @@
 
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use crate::pubsub::{self, Kind, Me};
 
 const PS_SLOW: &[&str] = &["pubsub", "slow"];

@@ -24,8 +24,7 @@
 use super::{NOT_INT, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use crate::server::{KeyHint, Server};
 use crate::session::Session;
 use crate::table::table;

@@ -10,8 +10,7 @@ use super::{
 use crate::batch::ArgvRef;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, notify, spec};
 use crate::glob;
 use crate::num::parse_i64;
 use resp::ReplyWriter;

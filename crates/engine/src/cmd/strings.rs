@@ -6,8 +6,7 @@
 use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
-use crate::command::{KeySpec, doc_flags, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, doc_flags, key_flags as kf, notify};
 use crate::num::{self, LongDouble};
 use crate::server::Server;
 use resp::ReplyWriter;

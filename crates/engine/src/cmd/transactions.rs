@@ -15,8 +15,7 @@
 
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::command::{KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use crate::server::KeyHint;
 use crate::table::table;
 use crate::watch;

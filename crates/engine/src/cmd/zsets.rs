@@ -23,8 +23,9 @@ use crate::batch::ArgvRef;
 use crate::blocking::OnTimeout;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
-use crate::command::{KeySpec, doc_flags, key_flags as kf};
+use crate::command::{
+    ArgSpec, CommandSpec, Ctx, KeySpec, doc_flags, key_flags as kf, notify, spec,
+};
 use crate::glob;
 use crate::num::{parse_f64, parse_i64};
 use crate::server::Server;
