@@ -13,7 +13,7 @@ use super::scripting::{EVAL_FLAGS, EVAL_RO_FLAGS, numkeys, refused_up_front, run
 use super::{SYNTAX_ERR, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
+use crate::command::{ArgSpec, CommandSpec, Ctx};
 use script::functions::{FLAG_NAMES, Functions};
 
 const ACL: &[&str] = &["slow", "scripting"];
@@ -60,11 +60,7 @@ const FLUSH_MODE: &[ArgSpec] = &[ArgSpec::oneof(
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
-        key_specs: &[KeySpec::index(2, kf::RW | kf::ACCESS | kf::UPDATE)
-            .keynum(0, 1, 1)
-            .notes(
-                "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
-            )],
+        key_specs: super::scripting::SCRIPT_KEYS_RW,
         name: "fcall",
         arity: -3,
         flags: EVAL_FLAGS,
@@ -78,11 +74,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
-        key_specs: &[KeySpec::index(2, kf::RO | kf::ACCESS)
-            .keynum(0, 1, 1)
-            .notes(
-                "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
-            )],
+        key_specs: super::scripting::SCRIPT_KEYS_RO,
         name: "fcall_ro",
         arity: -3,
         flags: EVAL_RO_FLAGS,

@@ -49,6 +49,17 @@ const EVALSHA_ARGS: &[ArgSpec] = &[
     ArgSpec::string("arg").optional().multiple(),
 ];
 
+/// The keys of EVAL and FCALL (after numkeys), with Valkey's notes: how a
+/// script uses them cannot be told.
+pub(crate) const SCRIPT_KEYS_RW: &[KeySpec] =
+    &[KeySpec::index(2, kf::RW | kf::ACCESS | kf::UPDATE)
+        .keynum(0, 1, 1)
+        .notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE")];
+/// As [`SCRIPT_KEYS_RW`], for the read-only variants.
+pub(crate) const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::index(2, kf::RO | kf::ACCESS)
+    .keynum(0, 1, 1)
+    .notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS")];
+
 const fn eval_spec(
     name: &'static str,
     flags: u32,
@@ -98,11 +109,7 @@ const fn sub(
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
-        key_specs: &[KeySpec::index(2, kf::RW | kf::ACCESS | kf::UPDATE)
-            .keynum(0, 1, 1)
-            .notes(
-                "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE",
-            )],
+        key_specs: SCRIPT_KEYS_RW,
         ..eval_spec(
             "eval",
             EVAL_FLAGS,
@@ -124,11 +131,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
-        key_specs: &[KeySpec::index(2, kf::RO | kf::ACCESS)
-            .keynum(0, 1, 1)
-            .notes(
-                "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS",
-            )],
+        key_specs: SCRIPT_KEYS_RO,
         ..eval_spec(
             "eval_ro",
             EVAL_RO_FLAGS,
