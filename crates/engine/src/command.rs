@@ -1,5 +1,7 @@
 //! The command table's shape: every command is a [`CommandSpec`] with its
-//! arity, flags, key positions and a function over a [`Ctx`].
+//! arity, flags, key positions, key specs, docs and a function over a
+//! [`Ctx`]. Fields equal to [`CommandSpec::DEFAULT`]'s are left out of the
+//! specs.
 //!
 //! Command groups live in `cmd/<group>.rs`, each exporting
 //! `pub const COMMANDS: &[CommandSpec]`; the table concatenates them.
@@ -34,13 +36,17 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 16;
     pub const NO_ASYNC_LOADING: u32 = 1 << 17;
     pub const NO_MANDATORY_KEYS: u32 = 1 << 18;
+    /// Derived from the key specs (Valkey's `CMD_MOVABLE_KEYS`); never
+    /// written in a spec: COMMAND INFO computes it.
+    pub const MOVABLE_KEYS: u32 = 1 << 20;
     /// Refused unless `enable-debug-command` allows it (DEBUG); not shown
     /// in COMMAND INFO.
     pub const PROTECTED: u32 = 1 << 19;
     /// RESTORE-ASKING (cluster migration); shown, no effect standalone.
     pub const ASKING: u32 = 1 << 20;
 
-    /// Names as COMMAND INFO prints them, in Valkey's order.
+    /// Names as COMMAND INFO prints them, in Valkey's order (Valkey hides
+    /// `may_replicate`, `sentinel` and `protected`).
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
@@ -56,11 +62,10 @@ pub mod flags {
         (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
-        (SENTINEL, "sentinel"),
-        (NO_MULTI, "no_multi"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
     ];
 }
@@ -94,8 +99,8 @@ pub const fn spec(
         summary,
         complexity,
         func: Some(func),
-        subcommands: &[],
         args,
+        ..CommandSpec::DEFAULT
     }
 }
 
@@ -106,7 +111,10 @@ pub struct CommandSpec {
     /// Valkey's arity: positive = exact argc, negative = at least -arity.
     pub arity: i32,
     pub flags: u32,
-    /// Key positions (1-based; 0 = no keys; last_key -1 = to the end).
+    /// Key positions (1-based; 0 = no keys; last_key -1 = to the end) as
+    /// the engine reads them (WATCH, keyspace events, tracking, the batch
+    /// prefetch). COMMAND reads `key_specs` instead (its first/last/step
+    /// are derived from them, as Valkey's).
     pub first_key: i32,
     pub last_key: i32,
     pub key_step: i32,
@@ -125,6 +133,172 @@ pub struct CommandSpec {
     /// Argument specs as COMMAND DOCS reports them (Valkey's command JSON);
     /// empty for argument-less commands and containers.
     pub args: &'static [ArgSpec],
+    /// Where the keys are, as COMMAND INFO reports them; COMMAND GETKEYS
+    /// interprets them ([`crate::getkeys`]).
+    pub key_specs: &'static [KeySpec],
+    /// Valkey's command tips (`nondeterministic_output`,
+    /// `request_policy:all_shards`, ...).
+    pub tips: &'static [&'static str],
+    /// (version, change) pairs, as COMMAND DOCS `history`.
+    pub history: &'static [(&'static str, &'static str)],
+    /// [`doc_flags`] bits.
+    pub doc_flags: u8,
+    pub deprecated_since: Option<&'static str>,
+    /// What a deprecated command's docs point to instead.
+    pub replaced_by: Option<&'static str>,
+    /// Keys computed by code instead of the key specs, where Valkey does so
+    /// (its `getkeys_proc` for keys whose flags depend on the arguments).
+    pub getkeys: Option<GetKeysFn>,
+}
+
+/// Computes a command's keys from its arguments (argv[0] is the command
+/// name): positions and [`key_flags`]; `None` when the arguments are
+/// invalid.
+pub type GetKeysFn = fn(&[&[u8]]) -> Option<Vec<(usize, u16)>>;
+
+/// COMMAND DOCS `doc_flags`.
+pub mod doc_flags {
+    pub const DEPRECATED: u8 = 1 << 0;
+    pub const SYSCMD: u8 = 1 << 1;
+    /// Names in Valkey's order.
+    pub const NAMES: &[(u8, &str)] = &[(DEPRECATED, "deprecated"), (SYSCMD, "syscmd")];
+}
+
+/// Key-spec flags (Valkey's `CMD_KEY_*`): how a command uses a key.
+pub mod key_flags {
+    /// Read only.
+    pub const RO: u16 = 1 << 0;
+    /// Read and write.
+    pub const RW: u16 = 1 << 1;
+    /// Overwrite: the old value is not read.
+    pub const OW: u16 = 1 << 2;
+    /// Remove: the key may be deleted.
+    pub const RM: u16 = 1 << 3;
+    /// Returns, copies or uses the user data.
+    pub const ACCESS: u16 = 1 << 4;
+    pub const UPDATE: u16 = 1 << 5;
+    pub const INSERT: u16 = 1 << 6;
+    pub const DELETE: u16 = 1 << 7;
+    /// Not a key (channels of the shard pub/sub commands).
+    pub const NOT_KEY: u16 = 1 << 8;
+    /// The spec may miss keys: GETKEYS needs the command's own code.
+    pub const INCOMPLETE: u16 = 1 << 9;
+    /// The flags depend on the arguments.
+    pub const VARIABLE_FLAGS: u16 = 1 << 10;
+
+    /// Names as COMMAND INFO prints them, in Valkey's order.
+    pub const NAMES: &[(u16, &str)] = &[
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (NOT_KEY, "not_key"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
+}
+
+/// Where a key spec's search begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BeginSearch {
+    /// At this argument (1 = the first after the command name).
+    Index(i32),
+    /// After the first argument equal to `keyword` (any case), searching
+    /// from `start_from` (negative: from the end, backwards).
+    Keyword {
+        keyword: &'static str,
+        start_from: i32,
+    },
+    Unknown,
+}
+
+/// Which keys follow the beginning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FindKeys {
+    /// Keys from the beginning to `last_key` (relative to the beginning;
+    /// negative: from the end), every `key_step`; with a `limit` > 1 and a
+    /// negative `last_key`, only the first 1/limit of the remaining
+    /// arguments.
+    Range {
+        last_key: i32,
+        key_step: i32,
+        limit: i32,
+    },
+    /// The argument at `keynum_idx` (relative to the beginning) counts the
+    /// keys, which start `first_key` after the beginning.
+    Keynum {
+        keynum_idx: i32,
+        first_key: i32,
+        key_step: i32,
+    },
+    Unknown,
+}
+
+/// One of a command's key specs (Valkey's `keySpec`). The common case, a
+/// single key at one position, is `KeySpec::index(1, RW | ACCESS | UPDATE)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpec {
+    /// [`key_flags`] bits.
+    pub flags: u16,
+    pub begin: BeginSearch,
+    pub find: FindKeys,
+    pub notes: Option<&'static str>,
+}
+
+impl KeySpec {
+    /// One key at argument `pos`.
+    pub const fn index(pos: i32, flags: u16) -> KeySpec {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Index(pos),
+            find: FindKeys::Range {
+                last_key: 0,
+                key_step: 1,
+                limit: 0,
+            },
+            notes: None,
+        }
+    }
+    /// One key after `keyword`, searched from `start_from`.
+    pub const fn keyword(keyword: &'static str, start_from: i32, flags: u16) -> KeySpec {
+        KeySpec {
+            begin: BeginSearch::Keyword {
+                keyword,
+                start_from,
+            },
+            ..KeySpec::index(0, flags)
+        }
+    }
+    pub const fn range(self, last_key: i32, key_step: i32, limit: i32) -> KeySpec {
+        KeySpec {
+            find: FindKeys::Range {
+                last_key,
+                key_step,
+                limit,
+            },
+            ..self
+        }
+    }
+    pub const fn keynum(self, keynum_idx: i32, first_key: i32, key_step: i32) -> KeySpec {
+        KeySpec {
+            find: FindKeys::Keynum {
+                keynum_idx,
+                first_key,
+                key_step,
+            },
+            ..self
+        }
+    }
+    pub const fn notes(self, notes: &'static str) -> KeySpec {
+        KeySpec {
+            notes: Some(notes),
+            ..self
+        }
+    }
 }
 
 impl CommandSpec {
@@ -145,6 +319,13 @@ impl CommandSpec {
         func: None,
         subcommands: &[],
         args: &[],
+        key_specs: &[],
+        tips: &[],
+        history: &[],
+        doc_flags: 0,
+        deprecated_since: None,
+        replaced_by: None,
+        getkeys: None,
     };
 }
 
@@ -213,6 +394,8 @@ pub struct ArgSpec {
     /// How the syntax shows the argument; COMMAND DOCS falls back to the
     /// name (not printed for oneof/block).
     pub display_text: Option<&'static str>,
+    /// A short description (few of Valkey's arguments have one).
+    pub summary: Option<&'static str>,
     /// Sub-arguments of a oneof or block.
     pub subargs: &'static [ArgSpec],
 }
@@ -227,6 +410,7 @@ impl ArgSpec {
             since: None,
             deprecated_since: None,
             display_text: None,
+            summary: None,
             subargs: &[],
         }
     }
@@ -297,6 +481,12 @@ impl ArgSpec {
     pub const fn deprecated_since(self, version: &'static str) -> ArgSpec {
         ArgSpec {
             deprecated_since: Some(version),
+            ..self
+        }
+    }
+    pub const fn summary(self, text: &'static str) -> ArgSpec {
+        ArgSpec {
+            summary: Some(text),
             ..self
         }
     }

@@ -56,6 +56,7 @@ pub mod config;
 pub mod effects;
 pub mod evict;
 pub mod geohash;
+pub mod getkeys;
 pub mod glob;
 pub mod info;
 pub mod lazyfree;

@@ -202,7 +202,9 @@ fn command_count_info_docs_list_getkeys() {
     let r = cmd(&mut e, c, &["command", "info", "ping", "nosuch"]);
     assert_eq!(
         r,
-        "*2\r\n*10\r\n$4\r\nping\r\n:-1\r\n*2\r\n+fast\r\n+sentinel\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@fast\r\n+@connection\r\n*0\r\n*0\r\n*0\r\n$-1\r\n"
+        // Valkey 8.1's: `sentinel` is hidden, the tips are shown.
+        "*2\r\n*10\r\n$4\r\nping\r\n:-1\r\n*1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n*2\r\n+@fast\r\n+@connection\r\n\
+         *2\r\n$25\r\nrequest_policy:all_shards\r\n$29\r\nresponse_policy:all_succeeded\r\n*0\r\n*0\r\n$-1\r\n"
     );
     let r = cmd(&mut e, c, &["command", "info", "config|get"]);
     assert!(
@@ -244,7 +246,12 @@ fn command_count_info_docs_list_getkeys() {
         "-ERR Invalid command specified\r\n"
     );
     assert_eq!(
-        cmd(&mut e, c, &["command", "getkeys", "echo", "a", "b"]),
+        cmd(&mut e, c, &["command", "getkeys", "get", "a", "b"]),
         "-ERR Invalid number of arguments specified for command\r\n"
+    );
+    // As in Valkey, a command without keys says so before its arity.
+    assert_eq!(
+        cmd(&mut e, c, &["command", "getkeys", "echo", "a", "b"]),
+        "-ERR The command has no key arguments\r\n"
     );
 }

@@ -13,7 +13,7 @@ use crate::cmd::strings::{
     unshare,
 };
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, notify, spec};
 use crate::num::parse_i64;
 use store::Str;
 
@@ -67,97 +67,250 @@ const BITFIELD_RO_ARGS: &[ArgSpec] = &[
 ];
 
 pub const COMMANDS: &[CommandSpec] = &[
-    spec(
-        GROUP,
-        "setbit",
-        4,
-        WRITE | DENYOOM,
-        (1, 1, 1),
-        &["write", "bitmap", "slow"],
-        "2.2.0",
-        "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
-        "O(1)",
-        setbit,
-        SETBIT_ARGS,
-    ),
-    spec(
-        GROUP,
-        "getbit",
-        3,
-        READONLY | FAST,
-        (1, 1, 1),
-        &["read", "bitmap", "fast"],
-        "2.2.0",
-        "Returns a bit value by offset.",
-        "O(1)",
-        getbit,
-        GETBIT_ARGS,
-    ),
-    spec(
-        GROUP,
-        "bitcount",
-        -2,
-        READONLY,
-        (1, 1, 1),
-        &["read", "bitmap", "slow"],
-        "2.6.0",
-        "Counts the number of set bits (population counting) in a string.",
-        "O(N)",
-        bitcount,
-        BITCOUNT_ARGS,
-    ),
-    spec(
-        GROUP,
-        "bitpos",
-        -3,
-        READONLY,
-        (1, 1, 1),
-        &["read", "bitmap", "slow"],
-        "2.8.7",
-        "Finds the first set (1) or clear (0) bit in a string.",
-        "O(N)",
-        bitpos,
-        BITPOS_ARGS,
-    ),
-    spec(
-        GROUP,
-        "bitop",
-        -4,
-        WRITE | DENYOOM,
-        (2, -1, 1),
-        &["write", "bitmap", "slow"],
-        "2.6.0",
-        "Performs bitwise operations on multiple strings, and stores the result.",
-        "O(N)",
-        bitop,
-        BITOP_ARGS,
-    ),
-    spec(
-        GROUP,
-        "bitfield",
-        -2,
-        WRITE | DENYOOM,
-        (1, 1, 1),
-        &["write", "bitmap", "slow"],
-        "3.2.0",
-        "Performs arbitrary bitfield integer operations on strings.",
-        "O(1) for each subcommand specified",
-        bitfield,
-        BITFIELD_ARGS,
-    ),
-    spec(
-        GROUP,
-        "bitfield_ro",
-        -2,
-        READONLY | FAST,
-        (1, 1, 1),
-        &["read", "bitmap", "fast"],
-        "6.0.0",
-        "Performs arbitrary read-only bitfield integer operations on strings.",
-        "O(1) for each subcommand specified",
-        bitfield_ro,
-        BITFIELD_RO_ARGS,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)],
+        ..spec(
+            GROUP,
+            "setbit",
+            4,
+            WRITE | DENYOOM,
+            (1, 1, 1),
+            &["write", "bitmap", "slow"],
+            "2.2.0",
+            "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
+            "O(1)",
+            setbit,
+            SETBIT_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
+        ..spec(
+            GROUP,
+            "getbit",
+            3,
+            READONLY | FAST,
+            (1, 1, 1),
+            &["read", "bitmap", "fast"],
+            "2.2.0",
+            "Returns a bit value by offset.",
+            "O(1)",
+            getbit,
+            GETBIT_ARGS,
+        )
+    },
+    CommandSpec {
+        args: &[
+            ArgSpec::key("key", 0),
+            ArgSpec::block(
+                "range",
+                &[
+                    ArgSpec::integer("start"),
+                    ArgSpec::block(
+                        "end-unit-block",
+                        &[
+                            ArgSpec::integer("end"),
+                            ArgSpec::oneof(
+                                "unit",
+                                &[
+                                    ArgSpec::pure_token("byte", "BYTE"),
+                                    ArgSpec::pure_token("bit", "BIT"),
+                                ],
+                            )
+                            .since("7.0.0")
+                            .optional(),
+                        ],
+                    )
+                    .optional(),
+                ],
+            )
+            .optional(),
+        ],
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
+        history: &[
+            ("7.0.0", "Added the `BYTE|BIT` option."),
+            (
+                "8.0.0",
+                "`end` made optional; when called without argument the command reports the last BYTE.",
+            ),
+        ],
+        ..spec(
+            GROUP,
+            "bitcount",
+            -2,
+            READONLY,
+            (1, 1, 1),
+            &["read", "bitmap", "slow"],
+            "2.6.0",
+            "Counts the number of set bits (population counting) in a string.",
+            "O(N)",
+            bitcount,
+            BITCOUNT_ARGS,
+        )
+    },
+    CommandSpec {
+        args: &[
+            ArgSpec::key("key", 0),
+            ArgSpec::integer("bit"),
+            ArgSpec::block(
+                "range",
+                &[
+                    ArgSpec::integer("start"),
+                    ArgSpec::block(
+                        "end-unit-block",
+                        &[
+                            ArgSpec::integer("end"),
+                            ArgSpec::oneof(
+                                "unit",
+                                &[
+                                    ArgSpec::pure_token("byte", "BYTE"),
+                                    ArgSpec::pure_token("bit", "BIT"),
+                                ],
+                            )
+                            .since("7.0.0")
+                            .optional(),
+                        ],
+                    )
+                    .optional(),
+                ],
+            )
+            .optional(),
+        ],
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
+        history: &[("7.0.0", "Added the `BYTE|BIT` option.")],
+        ..spec(
+            GROUP,
+            "bitpos",
+            -3,
+            READONLY,
+            (1, 1, 1),
+            &["read", "bitmap", "slow"],
+            "2.8.7",
+            "Finds the first set (1) or clear (0) bit in a string.",
+            "O(N)",
+            bitpos,
+            BITPOS_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[
+            KeySpec::index(2, kf::OW | kf::UPDATE),
+            KeySpec::index(3, kf::RO | kf::ACCESS).range(-1, 1, 0),
+        ],
+        ..spec(
+            GROUP,
+            "bitop",
+            -4,
+            WRITE | DENYOOM,
+            (2, -1, 1),
+            &["write", "bitmap", "slow"],
+            "2.6.0",
+            "Performs bitwise operations on multiple strings, and stores the result.",
+            "O(N)",
+            bitop,
+            BITOP_ARGS,
+        )
+    },
+    CommandSpec {
+        args: &[
+            ArgSpec::key("key", 0),
+            ArgSpec::oneof(
+                "operation",
+                &[
+                    ArgSpec::block(
+                        "get-block",
+                        &[ArgSpec::string("encoding"), ArgSpec::integer("offset")],
+                    )
+                    .token("GET"),
+                    ArgSpec::block(
+                        "write",
+                        &[
+                            ArgSpec::oneof(
+                                "overflow-block",
+                                &[
+                                    ArgSpec::pure_token("wrap", "WRAP"),
+                                    ArgSpec::pure_token("sat", "SAT"),
+                                    ArgSpec::pure_token("fail", "FAIL"),
+                                ],
+                            )
+                            .token("OVERFLOW")
+                            .optional(),
+                            ArgSpec::oneof(
+                                "write-operation",
+                                &[
+                                    ArgSpec::block(
+                                        "set-block",
+                                        &[
+                                            ArgSpec::string("encoding"),
+                                            ArgSpec::integer("offset"),
+                                            ArgSpec::integer("value"),
+                                        ],
+                                    )
+                                    .token("SET"),
+                                    ArgSpec::block(
+                                        "incrby-block",
+                                        &[
+                                            ArgSpec::string("encoding"),
+                                            ArgSpec::integer("offset"),
+                                            ArgSpec::integer("increment"),
+                                        ],
+                                    )
+                                    .token("INCRBY"),
+                                ],
+                            ),
+                        ],
+                    ),
+                ],
+            )
+            .optional()
+            .multiple(),
+        ],
+        key_specs: &[
+            KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE | kf::VARIABLE_FLAGS)
+                .notes("This command allows both access and modification of the key"),
+        ],
+        getkeys: Some(bitfield_keys),
+        ..spec(
+            GROUP,
+            "bitfield",
+            -2,
+            WRITE | DENYOOM,
+            (1, 1, 1),
+            &["write", "bitmap", "slow"],
+            "3.2.0",
+            "Performs arbitrary bitfield integer operations on strings.",
+            "O(1) for each subcommand specified",
+            bitfield,
+            BITFIELD_ARGS,
+        )
+    },
+    CommandSpec {
+        args: &[
+            ArgSpec::key("key", 0),
+            ArgSpec::block(
+                "get-block",
+                &[ArgSpec::string("encoding"), ArgSpec::integer("offset")],
+            )
+            .token("GET")
+            .optional()
+            .multiple()
+            .multiple_token(),
+        ],
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
+        ..spec(
+            GROUP,
+            "bitfield_ro",
+            -2,
+            READONLY | FAST,
+            (1, 1, 1),
+            &["read", "bitmap", "fast"],
+            "6.0.0",
+            "Performs arbitrary read-only bitfield integer operations on strings.",
+            "O(1) for each subcommand specified",
+            bitfield_ro,
+            BITFIELD_RO_ARGS,
+        )
+    },
 ];
 
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
@@ -734,4 +887,32 @@ fn bitfield(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn bitfield_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     bitfield_generic(ctx, argv, true);
+}
+
+/// BITFIELD with only GETs reads its key; anything else (SET, INCRBY, a
+/// syntax error) may write it (Valkey's `bitfieldGetKeys`, for COMMAND
+/// GETKEYSANDFLAGS).
+fn bitfield_keys(argv: &[&[u8]]) -> Option<Vec<(usize, u16)>> {
+    let mut readonly = true;
+    let mut i = 2;
+    while i < argv.len() {
+        let rest = argv.len() - i - 1;
+        let arg = argv[i];
+        if arg.eq_ignore_ascii_case(b"get") && rest >= 2 {
+            i += 2;
+        } else if arg.eq_ignore_ascii_case(b"overflow") && rest >= 1 {
+            i += 1;
+        } else {
+            // SET / INCRBY, or a syntax error: assume a write.
+            readonly = false;
+            break;
+        }
+        i += 1;
+    }
+    let flags = if readonly {
+        kf::RO | kf::ACCESS
+    } else {
+        kf::RW | kf::ACCESS | kf::UPDATE
+    };
+    Some(vec![(1, flags)])
 }

@@ -62,10 +62,10 @@ const CLIENT_LIST_ARGS: &[ArgSpec] = &[
     ArgSpec::oneof(
         "client-type",
         &[
-            ArgSpec::pure_token("normal", "normal"),
-            ArgSpec::pure_token("master", "master"),
-            ArgSpec::pure_token("replica", "replica"),
-            ArgSpec::pure_token("pubsub", "pubsub"),
+            ArgSpec::pure_token("normal", "NORMAL"),
+            ArgSpec::pure_token("master", "MASTER"),
+            ArgSpec::pure_token("replica", "REPLICA"),
+            ArgSpec::pure_token("pubsub", "PUBSUB"),
         ],
     )
     .token("TYPE")
@@ -76,6 +76,34 @@ const CLIENT_LIST_ARGS: &[ArgSpec] = &[
         .since("6.2.0")
         .optional()
         .multiple(),
+    ArgSpec::string("username")
+        .token("USER")
+        .since("8.1.0")
+        .optional(),
+    ArgSpec::string("addr")
+        .token("ADDR")
+        .display("ip:port")
+        .since("8.1.0")
+        .optional(),
+    ArgSpec::string("laddr")
+        .token("LADDR")
+        .display("ip:port")
+        .since("8.1.0")
+        .optional(),
+    ArgSpec::oneof(
+        "skipme",
+        &[
+            ArgSpec::pure_token("yes", "YES"),
+            ArgSpec::pure_token("no", "NO"),
+        ],
+    )
+    .token("SKIPME")
+    .since("8.1.0")
+    .optional(),
+    ArgSpec::integer("maxage")
+        .token("MAXAGE")
+        .since("8.1.0")
+        .optional(),
 ];
 const CLIENT_KILL_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
     "filter",
@@ -89,16 +117,17 @@ const CLIENT_KILL_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
                 ArgSpec::integer("client-id")
                     .token("ID")
                     .since("2.8.12")
-                    .optional(),
+                    .optional()
+                    .multiple(),
                 ArgSpec::oneof(
                     "client-type",
                     &[
-                        ArgSpec::pure_token("normal", "normal"),
-                        ArgSpec::pure_token("master", "master").since("3.2.0"),
-                        ArgSpec::pure_token("primary", "primary").since("8.0.0"),
-                        ArgSpec::pure_token("slave", "slave"),
-                        ArgSpec::pure_token("replica", "replica").since("5.0.0"),
-                        ArgSpec::pure_token("pubsub", "pubsub"),
+                        ArgSpec::pure_token("normal", "NORMAL"),
+                        ArgSpec::pure_token("master", "MASTER").since("3.2.0"),
+                        ArgSpec::pure_token("primary", "PRIMARY").since("8.0.0"),
+                        ArgSpec::pure_token("slave", "SLAVE"),
+                        ArgSpec::pure_token("replica", "REPLICA").since("5.0.0"),
+                        ArgSpec::pure_token("pubsub", "PUBSUB"),
                     ],
                 )
                 .token("TYPE")
@@ -106,12 +135,12 @@ const CLIENT_KILL_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
                 .optional(),
                 ArgSpec::string("username").token("USER").optional(),
                 ArgSpec::string("addr")
-                    .display("ip:port")
                     .token("ADDR")
+                    .display("ip:port")
                     .optional(),
                 ArgSpec::string("laddr")
-                    .display("ip:port")
                     .token("LADDR")
+                    .display("ip:port")
                     .since("6.2.0")
                     .optional(),
                 ArgSpec::oneof(
@@ -166,6 +195,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             id,
         ),
         CommandSpec {
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
             args: &[ArgSpec::string("connection-name")],
             ..sub(
                 "setname",
@@ -187,6 +217,30 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             getname,
         ),
         CommandSpec {
+            complexity: "O(N) where N is the number of client connections",
+            tips: &["nondeterministic_output"],
+            history: &[
+                ("2.8.12", "Added unique client `id` field."),
+                ("5.0.0", "Added optional `TYPE` filter."),
+                ("6.0.0", "Added `user` field."),
+                (
+                    "6.2.0",
+                    "Added `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter.",
+                ),
+                (
+                    "7.0.0",
+                    "Added `resp`, `multi-mem`, `rbs` and `rbp` fields.",
+                ),
+                ("7.0.3", "Added `ssub` field."),
+                (
+                    "8.0.0",
+                    "Replaced `master` `TYPE` with `primary`. `master` still supported for backward compatibility.",
+                ),
+                (
+                    "8.1.0",
+                    "Added filters USER, ADDR, LADDR, SKIPME, and MAXAGE",
+                ),
+            ],
             args: CLIENT_LIST_ARGS,
             ..sub(
                 "list",
@@ -198,16 +252,36 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
                 list,
             )
         },
-        sub(
-            "info",
-            2,
-            NOSCRIPT | LOADING | STALE,
-            CONN,
-            "6.2.0",
-            "Returns information about the connection.",
-            info,
-        ),
         CommandSpec {
+            tips: &["nondeterministic_output"],
+            ..sub(
+                "info",
+                2,
+                NOSCRIPT | LOADING | STALE,
+                CONN,
+                "6.2.0",
+                "Returns information about the connection.",
+                info,
+            )
+        },
+        CommandSpec {
+            complexity: "O(N) where N is the number of client connections",
+            history: &[
+                ("2.8.12", "Added new filter format."),
+                ("2.8.12", "`ID` option."),
+                ("3.2.0", "Added `master` type in for `TYPE` option."),
+                (
+                    "5.0.0",
+                    "Replaced `slave` `TYPE` with `replica`. `slave` still supported for backward compatibility.",
+                ),
+                ("6.2.0", "`LADDR` option."),
+                ("8.0.0", "`MAXAGE` option."),
+                (
+                    "8.0.0",
+                    "Replaced `master` `TYPE` with `primary`. `master` still supported for backward compatibility.",
+                ),
+                ("8.1.0", "`ID` option accepts multiple IDs."),
+            ],
             args: CLIENT_KILL_ARGS,
             ..sub(
                 "kill",
@@ -220,6 +294,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
             args: CLIENT_SETINFO_ARGS,
             ..sub(
                 "setinfo",
@@ -292,6 +367,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            complexity: "O(1). Some options may introduce additional complexity.",
             args: CLIENT_TRACKING_ARGS,
             ..sub(
                 "tracking",
@@ -334,6 +410,10 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             trackinginfo,
         ),
         CommandSpec {
+            history: &[(
+                "6.2.0",
+                "`CLIENT PAUSE WRITE` mode added along with the `mode` option.",
+            )],
             args: CLIENT_PAUSE_ARGS,
             ..sub(
                 "pause",
@@ -345,16 +425,20 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
                 pause,
             )
         },
-        sub(
-            "unpause",
-            2,
-            ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL,
-            ADMIN_CONN,
-            "6.2.0",
-            "Resumes processing commands from paused clients.",
-            unpause,
-        ),
         CommandSpec {
+            complexity: "O(N) Where N is the number of paused clients",
+            ..sub(
+                "unpause",
+                2,
+                ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL,
+                ADMIN_CONN,
+                "6.2.0",
+                "Resumes processing commands from paused clients.",
+                unpause,
+            )
+        },
+        CommandSpec {
+            complexity: "O(log N) where N is the number of client connections",
             args: CLIENT_UNBLOCK_ARGS,
             ..sub(
                 "unblock",

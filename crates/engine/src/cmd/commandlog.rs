@@ -4,6 +4,7 @@
 
 use super::server::{ADMIN_ACL, cfg_sub};
 use crate::batch::ArgvRef;
+use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::commandlog::Kind;
@@ -23,7 +24,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         func: None,
         subcommands: &[
             CommandSpec {
-                args: &[ArgSpec::integer("count"), ArgSpec::string("type")],
+                complexity: "O(N) where N is the number of entries returned",
+                tips: &["request_policy:all_nodes", "nondeterministic_output"],
+                args: &[
+                    ArgSpec::integer("count"),
+                    ArgSpec::oneof(
+                        "type",
+                        &[
+                            ArgSpec::string("slow"),
+                            ArgSpec::string("large-request"),
+                            ArgSpec::string("large-reply"),
+                        ],
+                    ),
+                ],
                 ..cfg_sub(
                     "get",
                     4,
@@ -35,7 +48,19 @@ pub const COMMANDS: &[CommandSpec] = &[
                 )
             },
             CommandSpec {
-                args: &[ArgSpec::string("type")],
+                tips: &[
+                    "request_policy:all_nodes",
+                    "response_policy:agg_sum",
+                    "nondeterministic_output",
+                ],
+                args: &[ArgSpec::oneof(
+                    "type",
+                    &[
+                        ArgSpec::string("slow"),
+                        ArgSpec::string("large-request"),
+                        ArgSpec::string("large-reply"),
+                    ],
+                )],
                 ..cfg_sub(
                     "len",
                     3,
@@ -47,7 +72,16 @@ pub const COMMANDS: &[CommandSpec] = &[
                 )
             },
             CommandSpec {
-                args: &[ArgSpec::string("type")],
+                complexity: "O(N) where N is the number of entries in the commandlog",
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                args: &[ArgSpec::oneof(
+                    "type",
+                    &[
+                        ArgSpec::string("slow"),
+                        ArgSpec::string("large-request"),
+                        ArgSpec::string("large-reply"),
+                    ],
+                )],
                 ..cfg_sub(
                     "reset",
                     3,
@@ -71,6 +105,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("8.1.0"),
+        replaced_by: Some("`COMMANDLOG`"),
         name: "slowlog",
         arity: -2,
         flags: 0,
@@ -82,6 +119,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         func: None,
         subcommands: &[
             CommandSpec {
+                complexity: "O(N) where N is the number of entries returned",
+                tips: &["request_policy:all_nodes", "nondeterministic_output"],
+                history: &[(
+                    "4.0.0",
+                    "Added client IP address, port and name to the reply.",
+                )],
+                doc_flags: doc_flags::DEPRECATED,
+                deprecated_since: Some("8.1.0"),
+                replaced_by: Some("`COMMANDLOG GET <count> SLOW`"),
                 args: &[ArgSpec::integer("count").optional()],
                 ..cfg_sub(
                     "get",
@@ -93,33 +139,55 @@ pub const COMMANDS: &[CommandSpec] = &[
                     slowlog_get,
                 )
             },
-            cfg_sub(
-                "len",
-                2,
-                ADMIN | LOADING | STALE,
-                ADMIN_ACL,
-                "2.2.12",
-                "Returns the number of entries in the slow log.",
-                slowlog_len,
-            ),
-            cfg_sub(
-                "reset",
-                2,
-                ADMIN | LOADING | STALE,
-                ADMIN_ACL,
-                "2.2.12",
-                "Clears all entries from the slow log.",
-                slowlog_reset,
-            ),
-            cfg_sub(
-                "help",
-                2,
-                LOADING | STALE,
-                &["slow"],
-                "6.2.0",
-                "Show helpful text about the different subcommands",
-                slowlog_help,
-            ),
+            CommandSpec {
+                tips: &[
+                    "request_policy:all_nodes",
+                    "response_policy:agg_sum",
+                    "nondeterministic_output",
+                ],
+                doc_flags: doc_flags::DEPRECATED,
+                deprecated_since: Some("8.1.0"),
+                replaced_by: Some("`COMMANDLOG LEN SLOW`"),
+                ..cfg_sub(
+                    "len",
+                    2,
+                    ADMIN | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.2.12",
+                    "Returns the number of entries in the slow log.",
+                    slowlog_len,
+                )
+            },
+            CommandSpec {
+                complexity: "O(N) where N is the number of entries in the slowlog",
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                doc_flags: doc_flags::DEPRECATED,
+                deprecated_since: Some("8.1.0"),
+                replaced_by: Some("`COMMANDLOG RESET SLOW`"),
+                ..cfg_sub(
+                    "reset",
+                    2,
+                    ADMIN | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.2.12",
+                    "Clears all entries from the slow log.",
+                    slowlog_reset,
+                )
+            },
+            CommandSpec {
+                doc_flags: doc_flags::DEPRECATED,
+                deprecated_since: Some("8.1.0"),
+                replaced_by: Some("`COMMANDLOG HELP`"),
+                ..cfg_sub(
+                    "help",
+                    2,
+                    LOADING | STALE,
+                    &["slow"],
+                    "6.2.0",
+                    "Show helpful text about the different subcommands",
+                    slowlog_help,
+                )
+            },
         ],
         ..CommandSpec::DEFAULT
     },

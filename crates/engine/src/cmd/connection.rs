@@ -2,6 +2,7 @@
 
 use super::NOT_INT;
 use crate::batch::ArgvRef;
+use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::config::REDIS_COMPAT_VERSION;
@@ -51,6 +52,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
         name: "ping",
         arity: -1,
         flags: FAST | SENTINEL,
@@ -65,7 +67,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "echo",
         arity: 2,
-        flags: FAST,
+        flags: LOADING | STALE | FAST,
         acl_categories: &["fast", "connection"],
         group: "connection",
         since: "1.0.0",
@@ -75,6 +77,16 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        history: &[
+            (
+                "8.1.0",
+                "A new `availability_zone` field is added to the response if the `availability-zone` config is set.",
+            ),
+            (
+                "6.2.0",
+                "`protover` made optional; when called without arguments the command reports the current connection's context.",
+            ),
+        ],
         name: "hello",
         arity: -1,
         flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY,
@@ -87,6 +99,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        history: &[("6.0.0", "Added ACL style (username and password).")],
         name: "auth",
         arity: -2,
         flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY,
@@ -125,6 +138,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("7.2.0"),
+        replaced_by: Some("just closing the connection"),
         name: "quit",
         arity: -1,
         flags: ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH,

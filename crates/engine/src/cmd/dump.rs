@@ -11,7 +11,7 @@ use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::cmd::strings::{lookup_read, lookup_write};
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, notify};
 use store::Entry;
 
 const RESTORE_ARGS: &[ArgSpec] = &[
@@ -36,6 +36,8 @@ const RESTORE_ARGS: &[ArgSpec] = &[
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
+        tips: &["nondeterministic_output"],
         name: "dump",
         arity: 2,
         flags: READONLY,
@@ -46,12 +48,18 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "generic",
         since: "2.6.0",
         summary: "Returns a serialized representation of the value stored at a key.",
-        complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Valkey objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+        complexity: "O(1) to access the key and additional O(N*M) to serialize it, where N is the number of objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
         func: Some(dump),
         args: &[ArgSpec::key("key", 0)],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::OW | kf::UPDATE)],
+        history: &[
+            ("3.0.0", "Added the `REPLACE` modifier."),
+            ("5.0.0", "Added the `ABSTTL` modifier."),
+            ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
+        ],
         name: "restore",
         arity: -4,
         flags: WRITE | DENYOOM,
@@ -62,7 +70,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "generic",
         since: "2.6.0",
         summary: "Creates a key from the serialized representation of a value.",
-        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Valkey objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
         func: Some(restore),
         args: RESTORE_ARGS,
         ..CommandSpec::DEFAULT

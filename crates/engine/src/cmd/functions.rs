@@ -60,6 +60,7 @@ const FLUSH_MODE: &[ArgSpec] = &[ArgSpec::oneof(
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
+        key_specs: super::scripting::SCRIPT_KEYS_RW,
         name: "fcall",
         arity: -3,
         flags: EVAL_FLAGS,
@@ -73,6 +74,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        key_specs: super::scripting::SCRIPT_KEYS_RO,
         name: "fcall_ro",
         arity: -3,
         flags: EVAL_RO_FLAGS,
@@ -94,15 +96,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "A container for function commands.",
         complexity: "Depends on subcommand.",
         subcommands: &[
-            sub(
-                "delete",
-                3,
-                NOSCRIPT | WRITE,
-                "Deletes a library and its functions.",
-                "O(1)",
-                function_delete,
-                &[ArgSpec::string("library-name")],
-            ),
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "delete",
+                    3,
+                    NOSCRIPT | WRITE,
+                    "Deletes a library and its functions.",
+                    "O(1)",
+                    function_delete,
+                    &[ArgSpec::string("library-name")],
+                )
+            },
             sub(
                 "dump",
                 2,
@@ -112,15 +118,19 @@ pub const COMMANDS: &[CommandSpec] = &[
                 function_dump,
                 &[],
             ),
-            sub(
-                "flush",
-                -2,
-                NOSCRIPT | WRITE,
-                "Deletes all libraries and functions.",
-                "O(N) where N is the number of functions deleted",
-                function_flush,
-                FLUSH_MODE,
-            ),
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "flush",
+                    -2,
+                    NOSCRIPT | WRITE,
+                    "Deletes all libraries and functions.",
+                    "O(N) where N is the number of functions deleted",
+                    function_flush,
+                    FLUSH_MODE,
+                )
+            },
             sub(
                 "help",
                 2,
@@ -130,70 +140,91 @@ pub const COMMANDS: &[CommandSpec] = &[
                 function_help,
                 &[],
             ),
-            sub(
-                "kill",
-                2,
-                NOSCRIPT | ALLOW_BUSY,
-                "Terminates a function during execution.",
-                "O(1)",
-                function_kill,
-                &[],
-            ),
-            sub(
-                "list",
-                -2,
-                NOSCRIPT,
-                "Returns information about all libraries.",
-                "O(N) where N is the number of functions",
-                function_list,
-                &[
-                    ArgSpec::pattern("library-name-pattern")
-                        .token("LIBRARYNAME")
+            CommandSpec {
+                tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
+                ..sub(
+                    "kill",
+                    2,
+                    NOSCRIPT | ALLOW_BUSY,
+                    "Terminates a function during execution.",
+                    "O(1)",
+                    function_kill,
+                    &[],
+                )
+            },
+            CommandSpec {
+                tips: &["nondeterministic_output_order"],
+                ..sub(
+                    "list",
+                    -2,
+                    NOSCRIPT,
+                    "Returns information about all libraries.",
+                    "O(N) where N is the number of functions",
+                    function_list,
+                    &[
+                        ArgSpec::string("library-name-pattern")
+                            .token("LIBRARYNAME")
+                            .optional(),
+                        ArgSpec::pure_token("withcode", "WITHCODE").optional(),
+                    ],
+                )
+            },
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "load",
+                    -3,
+                    NOSCRIPT | WRITE | DENYOOM,
+                    "Creates a library.",
+                    "O(1) (considering compilation time is redundant)",
+                    function_load,
+                    &[
+                        ArgSpec::pure_token("replace", "REPLACE").optional(),
+                        ArgSpec::string("function-code"),
+                    ],
+                )
+            },
+            CommandSpec {
+                acl_categories: &["write", "slow", "scripting"],
+                tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+                ..sub(
+                    "restore",
+                    -3,
+                    NOSCRIPT | WRITE | DENYOOM,
+                    "Restores all libraries from a payload.",
+                    "O(N) where N is the number of functions on the payload",
+                    function_restore,
+                    &[
+                        ArgSpec::string("serialized-value"),
+                        ArgSpec::oneof(
+                            "policy",
+                            &[
+                                ArgSpec::pure_token("flush", "FLUSH"),
+                                ArgSpec::pure_token("append", "APPEND"),
+                                ArgSpec::pure_token("replace", "REPLACE"),
+                            ],
+                        )
                         .optional(),
-                    ArgSpec::pure_token("withcode", "WITHCODE").optional(),
+                    ],
+                )
+            },
+            CommandSpec {
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_shards",
+                    "response_policy:special",
                 ],
-            ),
-            sub(
-                "load",
-                -3,
-                NOSCRIPT | WRITE | DENYOOM,
-                "Creates a library.",
-                "O(1) (considering compilation time is redundant)",
-                function_load,
-                &[
-                    ArgSpec::pure_token("replace", "REPLACE").optional(),
-                    ArgSpec::string("function-code"),
-                ],
-            ),
-            sub(
-                "restore",
-                -3,
-                NOSCRIPT | WRITE | DENYOOM,
-                "Restores all libraries from a payload.",
-                "O(N) where N is the number of functions on the payload",
-                function_restore,
-                &[
-                    ArgSpec::string("serialized-value"),
-                    ArgSpec::oneof(
-                        "policy",
-                        &[
-                            ArgSpec::pure_token("flush", "FLUSH"),
-                            ArgSpec::pure_token("append", "APPEND"),
-                            ArgSpec::pure_token("replace", "REPLACE"),
-                        ],
-                    )
-                    .optional(),
-                ],
-            ),
-            sub(
-                "stats",
-                2,
-                NOSCRIPT | ALLOW_BUSY,
-                "Returns information about a function during execution.",
-                "O(1)",
-                function_stats,
-                &[],
-            ),
+                ..sub(
+                    "stats",
+                    2,
+                    NOSCRIPT | ALLOW_BUSY,
+                    "Returns information about a function during execution.",
+                    "O(1)",
+                    function_stats,
+                    &[],
+                )
+            },
         ],
         ..CommandSpec::DEFAULT
     },

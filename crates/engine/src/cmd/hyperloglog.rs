@@ -26,7 +26,7 @@ use crate::cmd::strings::{
     unshare,
 };
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, spec};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, spec};
 use store::Str;
 
 const GROUP: &str = "hyperloglog";
@@ -41,59 +41,79 @@ const PFMERGE_ARGS: &[ArgSpec] = &[
     ArgSpec::key("sourcekey", 1).optional().multiple(),
 ];
 
+const PFCOUNT_NOTES: &str =
+    "RW because it may change the internal representation of the key, and propagate to replicas";
+
 pub const COMMANDS: &[CommandSpec] = &[
-    spec(
-        GROUP,
-        "pfadd",
-        -2,
-        WRITE | DENYOOM | FAST,
-        (1, 1, 1),
-        &["write", "hyperloglog", "fast"],
-        "2.8.9",
-        "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
-        "O(1) to add every element.",
-        pfadd,
-        PFADD_ARGS,
-    ),
-    spec(
-        GROUP,
-        "pfcount",
-        -2,
-        READONLY | MAY_REPLICATE,
-        (1, -1, 1),
-        &["read", "hyperloglog", "slow"],
-        "2.8.9",
-        "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
-        "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
-        pfcount,
-        PFCOUNT_ARGS,
-    ),
-    spec(
-        GROUP,
-        "pfmerge",
-        -2,
-        WRITE | DENYOOM,
-        (1, -1, 1),
-        &["write", "hyperloglog", "slow"],
-        "2.8.9",
-        "Merges one or more HyperLogLog values into a single key.",
-        "O(N) to merge N HyperLogLogs, but with high constant times.",
-        pfmerge,
-        PFMERGE_ARGS,
-    ),
-    spec(
-        GROUP,
-        "pfdebug",
-        3,
-        WRITE | DENYOOM | ADMIN,
-        (2, 2, 1),
-        &["write", "hyperloglog", "admin", "slow", "dangerous"],
-        "2.8.9",
-        "Internal commands for debugging HyperLogLog values.",
-        "N/A",
-        pfdebug,
-        PFDEBUG_ARGS,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::INSERT)],
+        ..spec(
+            GROUP,
+            "pfadd",
+            -2,
+            WRITE | DENYOOM | FAST,
+            (1, 1, 1),
+            &["write", "hyperloglog", "fast"],
+            "2.8.9",
+            "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
+            "O(1) to add every element.",
+            pfadd,
+            PFADD_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS)
+            .range(-1, 1, 0)
+            .notes(PFCOUNT_NOTES)],
+        ..spec(
+            GROUP,
+            "pfcount",
+            -2,
+            READONLY | MAY_REPLICATE,
+            (1, -1, 1),
+            &["read", "hyperloglog", "slow"],
+            "2.8.9",
+            "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
+            "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
+            pfcount,
+            PFCOUNT_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[
+            KeySpec::index(1, kf::RW | kf::ACCESS | kf::INSERT),
+            KeySpec::index(2, kf::RO | kf::ACCESS).range(-1, 1, 0),
+        ],
+        ..spec(
+            GROUP,
+            "pfmerge",
+            -2,
+            WRITE | DENYOOM,
+            (1, -1, 1),
+            &["write", "hyperloglog", "slow"],
+            "2.8.9",
+            "Merges one or more HyperLogLog values into a single key.",
+            "O(N) to merge N HyperLogLogs, but with high constant times.",
+            pfmerge,
+            PFMERGE_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(2, kf::RW | kf::ACCESS)],
+        ..spec(
+            GROUP,
+            "pfdebug",
+            3,
+            WRITE | DENYOOM | ADMIN,
+            (2, 2, 1),
+            &["write", "hyperloglog", "admin", "slow", "dangerous"],
+            "2.8.9",
+            "Internal commands for debugging HyperLogLog values.",
+            "N/A",
+            pfdebug,
+            PFDEBUG_ARGS,
+        )
+    },
     spec(
         GROUP,
         "pfselftest",

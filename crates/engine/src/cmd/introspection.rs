@@ -3,7 +3,11 @@
 
 use crate::batch::ArgvRef;
 use crate::command::flags::{self, *};
-use crate::command::{ArgKind, ArgSpec, CommandSpec, Ctx, arg_flags};
+use crate::command::{
+    ArgKind, ArgSpec, BeginSearch, CommandSpec, Ctx, FindKeys, KeySpec, arg_flags, doc_flags,
+    key_flags,
+};
+use crate::getkeys;
 use crate::table::{Table, table};
 
 const fn sub(
@@ -41,6 +45,7 @@ const COMMAND_LIST_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
 .optional()];
 
 pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    tips: &["nondeterministic_output_order"],
     name: "command",
     arity: -1,
     flags: LOADING | STALE,
@@ -56,6 +61,11 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             ..sub("count", 2, "Returns a count of commands.", "O(1)", count)
         },
         CommandSpec {
+            tips: &["nondeterministic_output_order"],
+            history: &[(
+                "7.0.0",
+                "Allowed to be called with no argument to get info on all commands.",
+            )],
             since: "2.8.13",
             args: COMMAND_NAMES_ARG,
             ..sub(
@@ -67,6 +77,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            tips: &["nondeterministic_output_order"],
             args: COMMAND_NAMES_ARG,
             ..sub(
                 "docs",
@@ -77,6 +88,7 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            tips: &["nondeterministic_output_order"],
             args: COMMAND_LIST_ARGS,
             ..sub(
                 "list",
@@ -101,6 +113,19 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
             )
         },
         CommandSpec {
+            args: &[
+                ArgSpec::string("command"),
+                ArgSpec::string("arg").optional().multiple(),
+            ],
+            ..sub(
+                "getkeysandflags",
+                -3,
+                "Extracts the key names and access flags for an arbitrary command.",
+                "O(N) where N is the number of arguments to the command",
+                getkeysandflags,
+            )
+        },
+        CommandSpec {
             since: "5.0.0",
             ..sub(
                 "help",
@@ -117,71 +142,134 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
 fn reply_info(ctx: &mut Ctx<'_>, t: &Table, idx: usize) {
     let e = &t.entries[idx];
     let s = e.spec;
+    let (first, last, step, movable) = getkeys::legacy_range(s.key_specs);
+    let all_flags = s.flags | if movable { MOVABLE_KEYS } else { 0 };
     let r = &mut ctx.reply;
     r.array_len(10);
     r.bulk(e.fullname.as_bytes());
     r.int(s.arity as i64);
     let fl: Vec<&str> = flags::NAMES
         .iter()
-        .filter(|(f, _)| s.flags & f != 0)
+        .filter(|(f, _)| all_flags & f != 0)
         .map(|(_, n)| *n)
         .collect();
     r.set_len(fl.len());
     for f in fl {
         r.simple(f);
     }
-    r.int(s.first_key as i64);
-    r.int(s.last_key as i64);
-    r.int(s.key_step as i64);
+    r.int(first as i64);
+    r.int(last as i64);
+    r.int(step as i64);
     r.set_len(s.acl_categories.len());
     for c in s.acl_categories {
         r.simple(&format!("@{c}"));
     }
-    r.set_len(0); // tips
-    if s.first_key > 0 {
-        r.array_len(1);
-        r.map_len(3);
-        r.bulk(b"flags");
-        let kf: &[&str] = if s.flags & WRITE != 0 {
-            &["RW", "access", "update"]
-        } else {
-            &["RO", "access"]
-        };
-        r.set_len(kf.len());
-        for f in kf {
-            r.simple(f);
-        }
-        r.bulk(b"begin_search");
-        r.map_len(2);
-        r.bulk(b"type");
-        r.bulk(b"index");
-        r.bulk(b"spec");
-        r.map_len(1);
-        r.bulk(b"index");
-        r.int(s.first_key as i64);
-        r.bulk(b"find_keys");
-        r.map_len(2);
-        r.bulk(b"type");
-        r.bulk(b"range");
-        r.bulk(b"spec");
-        r.map_len(3);
-        r.bulk(b"lastkey");
-        r.int(if s.last_key < 0 {
-            s.last_key as i64
-        } else {
-            (s.last_key - s.first_key) as i64
-        });
-        r.bulk(b"keystep");
-        r.int(s.key_step.max(1) as i64);
-        r.bulk(b"limit");
-        r.int(0);
-    } else {
-        r.array_len(0);
+    r.set_len(s.tips.len());
+    for tip in s.tips {
+        r.bulk(tip.as_bytes());
     }
+    r.set_len(s.key_specs.len());
+    for k in s.key_specs {
+        reply_key_spec(r, k);
+    }
+    // An empty set without subcommands, an array of them otherwise (as
+    // Valkey answers).
     let subs = e.subs.clone();
-    ctx.reply.array_len(subs.len());
+    if subs.is_empty() {
+        ctx.reply.set_len(0);
+    } else {
+        ctx.reply.array_len(subs.len());
+    }
     for sidx in subs {
         reply_info(ctx, t, sidx);
+    }
+}
+
+/// Valkey's `addReplyCommandKeySpecs` for one spec.
+fn reply_key_spec(r: &mut resp::ReplyWriter<'_>, k: &KeySpec) {
+    r.map_len(3 + usize::from(k.notes.is_some()));
+    if let Some(notes) = k.notes {
+        r.bulk(b"notes");
+        r.bulk(notes.as_bytes());
+    }
+    r.bulk(b"flags");
+    reply_key_flags(r, k.flags);
+    r.bulk(b"begin_search");
+    r.map_len(2);
+    r.bulk(b"type");
+    match k.begin {
+        BeginSearch::Index(pos) => {
+            r.bulk(b"index");
+            r.bulk(b"spec");
+            r.map_len(1);
+            r.bulk(b"index");
+            r.int(pos as i64);
+        }
+        BeginSearch::Keyword {
+            keyword,
+            start_from,
+        } => {
+            r.bulk(b"keyword");
+            r.bulk(b"spec");
+            r.map_len(2);
+            r.bulk(b"keyword");
+            r.bulk(keyword.as_bytes());
+            r.bulk(b"startfrom");
+            r.int(start_from as i64);
+        }
+        BeginSearch::Unknown => {
+            r.bulk(b"unknown");
+            r.bulk(b"spec");
+            r.map_len(0);
+        }
+    }
+    r.bulk(b"find_keys");
+    r.map_len(2);
+    r.bulk(b"type");
+    match k.find {
+        FindKeys::Range {
+            last_key,
+            key_step,
+            limit,
+        } => {
+            r.bulk(b"range");
+            r.bulk(b"spec");
+            r.map_len(3);
+            r.bulk(b"lastkey");
+            r.int(last_key as i64);
+            r.bulk(b"keystep");
+            r.int(key_step as i64);
+            r.bulk(b"limit");
+            r.int(limit as i64);
+        }
+        FindKeys::Keynum {
+            keynum_idx,
+            first_key,
+            key_step,
+        } => {
+            r.bulk(b"keynum");
+            r.bulk(b"spec");
+            r.map_len(3);
+            r.bulk(b"keynumidx");
+            r.int(keynum_idx as i64);
+            r.bulk(b"firstkey");
+            r.int(first_key as i64);
+            r.bulk(b"keystep");
+            r.int(key_step as i64);
+        }
+        FindKeys::Unknown => {
+            r.bulk(b"unknown");
+            r.bulk(b"spec");
+            r.map_len(0);
+        }
+    }
+}
+
+fn reply_key_flags(r: &mut resp::ReplyWriter<'_>, bits: u16) {
+    let names = key_flags::NAMES.iter().filter(|(f, _)| bits & f != 0);
+    r.set_len(names.clone().count());
+    for (_, n) in names {
+        r.simple(n);
     }
 }
 
@@ -216,16 +304,52 @@ fn reply_docs(ctx: &mut Ctx<'_>, t: &Table, idx: usize) {
     let s = e.spec;
     let has_subs = !e.subs.is_empty();
     let has_args = !s.args.is_empty();
-    ctx.reply
-        .map_len(4 + usize::from(has_args) + usize::from(has_subs));
+    ctx.reply.map_len(
+        3 + usize::from(!s.complexity.is_empty())
+            + usize::from(s.doc_flags != 0)
+            + usize::from(s.deprecated_since.is_some())
+            + usize::from(s.replaced_by.is_some())
+            + usize::from(!s.history.is_empty())
+            + usize::from(has_args)
+            + usize::from(has_subs),
+    );
     ctx.reply.bulk(b"summary");
     ctx.reply.bulk(s.summary.as_bytes());
     ctx.reply.bulk(b"since");
     ctx.reply.bulk(s.since.as_bytes());
     ctx.reply.bulk(b"group");
     ctx.reply.bulk(s.group.as_bytes());
-    ctx.reply.bulk(b"complexity");
-    ctx.reply.bulk(s.complexity.as_bytes());
+    if !s.complexity.is_empty() {
+        ctx.reply.bulk(b"complexity");
+        ctx.reply.bulk(s.complexity.as_bytes());
+    }
+    if s.doc_flags != 0 {
+        ctx.reply.bulk(b"doc_flags");
+        let names = doc_flags::NAMES
+            .iter()
+            .filter(|(f, _)| s.doc_flags & f != 0);
+        ctx.reply.set_len(names.clone().count());
+        for (_, n) in names {
+            ctx.reply.simple(n);
+        }
+    }
+    if let Some(v) = s.deprecated_since {
+        ctx.reply.bulk(b"deprecated_since");
+        ctx.reply.bulk(v.as_bytes());
+    }
+    if let Some(v) = s.replaced_by {
+        ctx.reply.bulk(b"replaced_by");
+        ctx.reply.bulk(v.as_bytes());
+    }
+    if !s.history.is_empty() {
+        ctx.reply.bulk(b"history");
+        ctx.reply.set_len(s.history.len());
+        for (version, change) in s.history {
+            ctx.reply.array_len(2);
+            ctx.reply.bulk(version.as_bytes());
+            ctx.reply.bulk(change.as_bytes());
+        }
+    }
     if has_args {
         ctx.reply.bulk(b"arguments");
         reply_args(&mut ctx.reply, s.args);
@@ -252,6 +376,7 @@ fn reply_args(r: &mut resp::ReplyWriter<'_>, args: &[ArgSpec]) {
             + usize::from(!nested)
             + usize::from(matches!(a.kind, ArgKind::Key { .. }))
             + usize::from(a.token.is_some())
+            + usize::from(a.summary.is_some())
             + usize::from(a.since.is_some())
             + usize::from(a.deprecated_since.is_some())
             + usize::from(a.flags != 0)
@@ -272,6 +397,10 @@ fn reply_args(r: &mut resp::ReplyWriter<'_>, args: &[ArgSpec]) {
         if let Some(t) = a.token {
             r.bulk(b"token");
             r.bulk(t.as_bytes());
+        }
+        if let Some(v) = a.summary {
+            r.bulk(b"summary");
+            r.bulk(v.as_bytes());
         }
         if let Some(v) = a.since {
             r.bulk(b"since");
@@ -359,42 +488,53 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn getkeys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    getkeys_reply(ctx, argv, false);
+}
+
+fn getkeysandflags(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    getkeys_reply(ctx, argv, true);
+}
+
+/// Valkey's `getKeysSubcommandImpl`.
+fn getkeys_reply(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, with_flags: bool) {
     let t = table();
-    let Some(mut idx) = t.lookup(argv.get(2)) else {
+    let cmd: Vec<&[u8]> = (2..argv.len()).map(|j| argv.get(j)).collect();
+    // A container needs a known subcommand (Valkey's `lookupCommand`).
+    let idx = t.lookup(cmd[0]).and_then(|i| {
+        if t.entries[i].subs.is_empty() || cmd.len() == 1 {
+            Some(i)
+        } else {
+            t.lookup_sub(i, cmd[1])
+        }
+    });
+    let Some(idx) = idx else {
         ctx.error("ERR Invalid command specified");
         return;
     };
-    let argc = argv.len() - 2;
-    if !t.entries[idx].subs.is_empty()
-        && argc >= 2
-        && let Some(s) = t.lookup_sub(idx, argv.get(3))
-    {
-        idx = s;
-    }
     let s = t.entries[idx].spec;
-    let arity = s.arity;
-    if (arity > 0 && argc as i32 != arity) || (argc as i32) < -arity {
-        ctx.error("ERR Invalid number of arguments specified for command");
-        return;
-    }
-    if s.first_key <= 0 {
+    let argc = cmd.len() as i32;
+    if !getkeys::has_keys(s) {
         ctx.error("ERR The command has no key arguments");
         return;
     }
-    let first = s.first_key as usize;
-    let last = if s.last_key < 0 {
-        (argc as i32 + s.last_key) as usize
-    } else {
-        (s.last_key as usize).min(argc - 1)
-    };
-    let step = s.key_step.max(1) as usize;
-    let keys: Vec<&[u8]> = (first..=last)
-        .step_by(step)
-        .map(|k| argv.get(k + 2))
-        .collect();
+    if (s.arity > 0 && argc != s.arity) || argc < -s.arity {
+        ctx.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let keys = getkeys::command_keys(s, &cmd);
+    if keys.is_empty() && s.flags & NO_MANDATORY_KEYS == 0 {
+        ctx.error("ERR Invalid arguments specified for command");
+        return;
+    }
     ctx.reply.array_len(keys.len());
-    for k in keys {
-        ctx.reply.bulk(k);
+    for (pos, bits) in keys {
+        if with_flags {
+            ctx.reply.array_len(2);
+            ctx.reply.bulk(cmd[pos]);
+            reply_key_flags(&mut ctx.reply, bits);
+        } else {
+            ctx.reply.bulk(cmd[pos]);
+        }
     }
 }
 
@@ -419,6 +559,8 @@ fn help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "    commands are returned.",
             "GETKEYS <full-command>",
             "    Return the keys from a full command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full command.",
         ],
     );
 }

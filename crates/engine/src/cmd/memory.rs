@@ -5,7 +5,7 @@
 use super::{NOT_INT, SYNTAX_ERR, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use crate::memory::Overhead;
 
 const fn sub(
@@ -34,52 +34,77 @@ pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
     summary: "A container for memory diagnostics commands.",
     complexity: "Depends on subcommand.",
     subcommands: &[
-        sub(
-            "doctor",
-            2,
-            0,
-            &["slow"],
-            "Outputs a memory problems report.",
-            "O(1)",
-            doctor,
-        ),
+        CommandSpec {
+            tips: &[
+                "nondeterministic_output",
+                "request_policy:all_shards",
+                "response_policy:special",
+            ],
+            ..sub(
+                "doctor",
+                2,
+                0,
+                &["slow"],
+                "Outputs a memory problems report.",
+                "O(1)",
+                doctor,
+            )
+        },
         sub(
             "help",
             2,
-            FAST | LOADING | STALE,
-            &["fast"],
+            LOADING | STALE,
+            &["slow"],
             "Returns helpful text about the different subcommands.",
             "O(1)",
             help,
         ),
-        sub(
-            "malloc-stats",
-            2,
-            LOADING,
-            &["slow"],
-            "Returns the allocator statistics.",
-            ALLOCATOR_COMPLEXITY,
-            malloc_stats,
-        ),
-        sub(
-            "purge",
-            2,
-            LOADING,
-            &["slow"],
-            "Asks the allocator to release memory.",
-            ALLOCATOR_COMPLEXITY,
-            purge,
-        ),
-        sub(
-            "stats",
-            2,
-            0,
-            &["slow"],
-            "Returns details about memory usage.",
-            "O(1)",
-            stats,
-        ),
         CommandSpec {
+            tips: &[
+                "nondeterministic_output",
+                "request_policy:all_shards",
+                "response_policy:special",
+            ],
+            ..sub(
+                "malloc-stats",
+                2,
+                LOADING,
+                &["slow"],
+                "Returns the allocator statistics.",
+                ALLOCATOR_COMPLEXITY,
+                malloc_stats,
+            )
+        },
+        CommandSpec {
+            tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+            ..sub(
+                "purge",
+                2,
+                LOADING,
+                &["slow"],
+                "Asks the allocator to release memory.",
+                ALLOCATOR_COMPLEXITY,
+                purge,
+            )
+        },
+        CommandSpec {
+            tips: &[
+                "nondeterministic_output",
+                "request_policy:all_shards",
+                "response_policy:special",
+            ],
+            ..sub(
+                "stats",
+                2,
+                0,
+                &["slow"],
+                "Returns details about memory usage.",
+                "O(1)",
+                stats,
+            )
+        },
+        CommandSpec {
+            key_specs: &[KeySpec::index(2, kf::RO)],
             first_key: 2,
             last_key: 2,
             key_step: 1,

@@ -24,6 +24,10 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        history: &[
+            ("3.2.2", "Added the `SCHEDULE` option."),
+            ("8.1.0", "Added the `CANCEL` option."),
+        ],
         name: "bgsave",
         arity: -1,
         flags: ADMIN | NOSCRIPT | NO_ASYNC_LOADING,
@@ -33,9 +37,14 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "Asynchronously saves the database(s) to disk.",
         complexity: "O(1)",
         func: Some(bgsave),
-        args: &[ArgSpec::pure_token("schedule", "SCHEDULE")
-            .since("3.2.2")
-            .optional()],
+        args: &[ArgSpec::oneof(
+            "operation",
+            &[
+                ArgSpec::pure_token("schedule", "SCHEDULE").since("3.2.2"),
+                ArgSpec::pure_token("cancel", "CANCEL").since("8.1.0"),
+            ],
+        )
+        .optional()],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -51,6 +60,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &["nondeterministic_output"],
         name: "lastsave",
         arity: 1,
         flags: LOADING | STALE | FAST,

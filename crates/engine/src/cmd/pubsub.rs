@@ -6,7 +6,7 @@
 
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use crate::pubsub::{self, Kind, Me};
 
 const PS_SLOW: &[&str] = &["pubsub", "slow"];
@@ -107,48 +107,57 @@ pub const COMMANDS: &[CommandSpec] = &[
         publish,
         &[ArgSpec::string("channel"), ArgSpec::string("message")],
     ),
-    keyed(
-        ps(
-            "ssubscribe",
-            -2,
-            PUBSUB | NOSCRIPT | LOADING | STALE,
-            PS_SLOW,
-            "7.0.0",
-            "Listens for messages published to shard channels.",
-            "O(N) where N is the number of shard channels to subscribe to.",
-            ssubscribe,
-            &[ArgSpec::string("shardchannel").multiple()],
-        ),
-        -1,
-    ),
-    keyed(
-        ps(
-            "sunsubscribe",
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::NOT_KEY).range(-1, 1, 0)],
+        ..keyed(
+            ps(
+                "ssubscribe",
+                -2,
+                PUBSUB | NOSCRIPT | LOADING | STALE,
+                PS_SLOW,
+                "7.0.0",
+                "Listens for messages published to shard channels.",
+                "O(N) where N is the number of shard channels to subscribe to.",
+                ssubscribe,
+                &[ArgSpec::string("shardchannel").multiple()],
+            ),
             -1,
-            PUBSUB | NOSCRIPT | LOADING | STALE,
-            PS_SLOW,
-            "7.0.0",
-            "Stops listening to messages posted to shard channels.",
-            "O(N) where N is the number of shard channels to unsubscribe.",
-            sunsubscribe,
-            &[ArgSpec::string("shardchannel").optional().multiple()],
-        ),
-        -1,
-    ),
-    keyed(
-        ps(
-            "spublish",
-            3,
-            PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
-            PS_FAST,
-            "7.0.0",
-            "Post a message to a shard channel",
-            "O(N) where N is the number of clients subscribed to the receiving shard channel.",
-            spublish,
-            &[ArgSpec::string("shardchannel"), ArgSpec::string("message")],
-        ),
-        1,
-    ),
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::NOT_KEY).range(-1, 1, 0)],
+        ..keyed(
+            ps(
+                "sunsubscribe",
+                -1,
+                PUBSUB | NOSCRIPT | LOADING | STALE,
+                PS_SLOW,
+                "7.0.0",
+                "Stops listening to messages posted to shard channels.",
+                "O(N) where N is the number of shard channels to unsubscribe.",
+                sunsubscribe,
+                &[ArgSpec::string("shardchannel").optional().multiple()],
+            ),
+            -1,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::NOT_KEY)],
+        ..keyed(
+            ps(
+                "spublish",
+                3,
+                PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
+                PS_FAST,
+                "7.0.0",
+                "Post a message to a shard channel",
+                "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+                spublish,
+                &[ArgSpec::string("shardchannel"), ArgSpec::string("message")],
+            ),
+            1,
+        )
+    },
     CommandSpec {
         name: "pubsub",
         arity: -2,

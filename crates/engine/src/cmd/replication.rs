@@ -2,6 +2,7 @@
 //! state they change).
 
 use crate::batch::ArgvRef;
+use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::replication::{self, PRIMARY_CLIENT};
@@ -43,8 +44,15 @@ const fn replicaof_spec(name: &'static str, since: &'static str) -> CommandSpec 
 
 pub const COMMANDS: &[CommandSpec] = &[
     replicaof_spec("replicaof", "5.0.0"),
-    replicaof_spec("slaveof", "1.0.0"),
     CommandSpec {
+        summary: "Sets a server as a replica of another, or promotes it to being a primary.",
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("5.0.0"),
+        replaced_by: Some("`REPLICAOF`"),
+        ..replicaof_spec("slaveof", "1.0.0")
+    },
+    CommandSpec {
+        doc_flags: doc_flags::SYSCMD,
         name: "replconf",
         arity: -1,
         flags: ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
@@ -64,7 +72,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "server",
         since: "2.8.0",
         summary: "An internal command used in replication.",
-        complexity: "O(1)",
+        complexity: "",
         func: Some(psync),
         args: &[ArgSpec::string("replicationid"), ArgSpec::integer("offset")],
         ..CommandSpec::DEFAULT
@@ -77,15 +85,16 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "server",
         since: "1.0.0",
         summary: "An internal command used in replication.",
-        complexity: "O(1)",
+        complexity: "",
         func: Some(psync),
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &["request_policy:all_shards", "response_policy:agg_min"],
         name: "wait",
         arity: 3,
         flags: BLOCKING,
-        acl_categories: &["slow", "connection"],
+        acl_categories: &["slow", "blocking", "connection"],
         group: "generic",
         since: "3.0.0",
         summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",

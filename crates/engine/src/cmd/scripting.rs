@@ -24,7 +24,7 @@
 use super::{NOT_INT, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use crate::server::{KeyHint, Server};
 use crate::session::Session;
 use crate::table::table;
@@ -48,6 +48,17 @@ const EVALSHA_ARGS: &[ArgSpec] = &[
     ArgSpec::key("key", 0).optional().multiple(),
     ArgSpec::string("arg").optional().multiple(),
 ];
+
+/// The keys of EVAL and FCALL (after numkeys), with Valkey's notes: how a
+/// script uses them cannot be told.
+pub(crate) const SCRIPT_KEYS_RW: &[KeySpec] =
+    &[KeySpec::index(2, kf::RW | kf::ACCESS | kf::UPDATE)
+        .keynum(0, 1, 1)
+        .notes("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE")];
+/// As [`SCRIPT_KEYS_RW`], for the read-only variants.
+pub(crate) const SCRIPT_KEYS_RO: &[KeySpec] = &[KeySpec::index(2, kf::RO | kf::ACCESS)
+    .keynum(0, 1, 1)
+    .notes("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS")];
 
 const fn eval_spec(
     name: &'static str,
@@ -97,38 +108,50 @@ const fn sub(
 }
 
 pub const COMMANDS: &[CommandSpec] = &[
-    eval_spec(
-        "eval",
-        EVAL_FLAGS,
-        "2.6.0",
-        "Executes a server-side Lua script.",
-        eval,
-        EVAL_ARGS,
-    ),
-    eval_spec(
-        "evalsha",
-        EVAL_FLAGS,
-        "2.6.0",
-        "Executes a server-side Lua script by SHA1 digest.",
-        evalsha,
-        EVALSHA_ARGS,
-    ),
-    eval_spec(
-        "eval_ro",
-        EVAL_RO_FLAGS,
-        "7.0.0",
-        "Executes a read-only server-side Lua script.",
-        eval_ro,
-        EVAL_ARGS,
-    ),
-    eval_spec(
-        "evalsha_ro",
-        EVAL_RO_FLAGS,
-        "7.0.0",
-        "Executes a read-only server-side Lua script by SHA1 digest.",
-        evalsha_ro,
-        EVALSHA_ARGS,
-    ),
+    CommandSpec {
+        key_specs: SCRIPT_KEYS_RW,
+        ..eval_spec(
+            "eval",
+            EVAL_FLAGS,
+            "2.6.0",
+            "Executes a server-side Lua script.",
+            eval,
+            EVAL_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(2, kf::RW | kf::ACCESS | kf::UPDATE).keynum(0, 1, 1)],
+        ..eval_spec(
+            "evalsha",
+            EVAL_FLAGS,
+            "2.6.0",
+            "Executes a server-side Lua script by SHA1 digest.",
+            evalsha,
+            EVALSHA_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: SCRIPT_KEYS_RO,
+        ..eval_spec(
+            "eval_ro",
+            EVAL_RO_FLAGS,
+            "7.0.0",
+            "Executes a read-only server-side Lua script.",
+            eval_ro,
+            EVAL_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(2, kf::RO | kf::ACCESS).keynum(0, 1, 1)],
+        ..eval_spec(
+            "evalsha_ro",
+            EVAL_RO_FLAGS,
+            "7.0.0",
+            "Executes a read-only server-side Lua script by SHA1 digest.",
+            evalsha_ro,
+            EVALSHA_ARGS,
+        )
+    },
     CommandSpec {
         name: "script",
         arity: -2,
@@ -138,67 +161,93 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "A container for Lua scripts management commands.",
         complexity: "Depends on subcommand.",
         subcommands: &[
-            sub(
-                "exists",
-                -3,
-                NOSCRIPT,
-                "Determines whether server-side Lua scripts exist in the script cache.",
-                "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
-                script_exists,
-                &[ArgSpec::string("sha1").multiple()],
-            ),
-            sub(
-                "flush",
-                -2,
-                NOSCRIPT,
-                "Removes all server-side Lua scripts from the script cache.",
-                "O(N) with N being the number of scripts in cache",
-                script_flush,
-                &[ArgSpec::oneof(
-                    "flush-type",
-                    &[
-                        ArgSpec::pure_token("async", "ASYNC"),
-                        ArgSpec::pure_token("sync", "SYNC"),
-                    ],
+            CommandSpec {
+                tips: &[
+                    "request_policy:all_shards",
+                    "response_policy:agg_logical_and",
+                ],
+                ..sub(
+                    "exists",
+                    -3,
+                    NOSCRIPT,
+                    "Determines whether server-side Lua scripts exist in the script cache.",
+                    "O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).",
+                    script_exists,
+                    &[ArgSpec::string("sha1").multiple()],
                 )
-                .optional()],
-            ),
-            sub(
-                "help",
-                2,
-                LOADING | STALE,
-                "Returns helpful text about the different subcommands.",
-                "O(1)",
-                script_help,
-                &[],
-            ),
-            sub(
-                "kill",
-                2,
-                NOSCRIPT | ALLOW_BUSY,
-                "Terminates a server-side Lua script during execution.",
-                "O(1)",
-                script_kill,
-                &[],
-            ),
-            sub(
-                "load",
-                3,
-                NOSCRIPT | STALE,
-                "Loads a server-side Lua script to the script cache.",
-                "O(N) with N being the length in bytes of the script body.",
-                script_load,
-                &[ArgSpec::string("script")],
-            ),
-            sub(
-                "show",
-                3,
-                NOSCRIPT,
-                "Show server-side Lua script in the script cache.",
-                "O(1).",
-                script_show,
-                &[ArgSpec::string("sha1")],
-            ),
+            },
+            CommandSpec {
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                history: &[(
+                    "6.2.0",
+                    "Added the `ASYNC` and `SYNC` flushing mode modifiers.",
+                )],
+                ..sub(
+                    "flush",
+                    -2,
+                    NOSCRIPT,
+                    "Removes all server-side Lua scripts from the script cache.",
+                    "O(N) with N being the number of scripts in cache",
+                    script_flush,
+                    &[ArgSpec::oneof(
+                        "flush-type",
+                        &[
+                            ArgSpec::pure_token("async", "ASYNC"),
+                            ArgSpec::pure_token("sync", "SYNC"),
+                        ],
+                    )
+                    .since("6.2.0")
+                    .optional()],
+                )
+            },
+            CommandSpec {
+                since: "5.0.0",
+                ..sub(
+                    "help",
+                    2,
+                    LOADING | STALE,
+                    "Returns helpful text about the different subcommands.",
+                    "O(1)",
+                    script_help,
+                    &[],
+                )
+            },
+            CommandSpec {
+                tips: &["request_policy:all_shards", "response_policy:one_succeeded"],
+                ..sub(
+                    "kill",
+                    2,
+                    NOSCRIPT | ALLOW_BUSY,
+                    "Terminates a server-side Lua script during execution.",
+                    "O(1)",
+                    script_kill,
+                    &[],
+                )
+            },
+            CommandSpec {
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..sub(
+                    "load",
+                    3,
+                    NOSCRIPT | STALE,
+                    "Loads a server-side Lua script to the script cache.",
+                    "O(N) with N being the length in bytes of the script body.",
+                    script_load,
+                    &[ArgSpec::string("script")],
+                )
+            },
+            CommandSpec {
+                since: "8.0.0",
+                ..sub(
+                    "show",
+                    3,
+                    NOSCRIPT,
+                    "Show server-side Lua script in the script cache.",
+                    "O(1).",
+                    script_show,
+                    &[ArgSpec::string("sha1")],
+                )
+            },
         ],
         ..CommandSpec::DEFAULT
     },

@@ -4,6 +4,7 @@
 
 use super::SYNTAX_ERR;
 use crate::batch::ArgvRef;
+use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::config::Allowed;
@@ -43,23 +44,30 @@ const FLUSH_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
     ],
 )
 .optional()];
-const SHUTDOWN_ARGS: &[ArgSpec] = &[
-    ArgSpec::oneof(
-        "save-selector",
-        &[
-            ArgSpec::pure_token("nosave", "NOSAVE"),
-            ArgSpec::pure_token("save", "SAVE"),
-        ],
-    )
-    .optional(),
-    ArgSpec::pure_token("now", "NOW").since("7.0.0").optional(),
-    ArgSpec::pure_token("force", "FORCE")
-        .since("7.0.0")
-        .optional(),
-    ArgSpec::pure_token("abort", "ABORT")
-        .since("7.0.0")
-        .optional(),
-];
+const SHUTDOWN_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
+    "abort-selector",
+    &[
+        ArgSpec::block(
+            "save-selector-block",
+            &[
+                ArgSpec::oneof(
+                    "save-selector",
+                    &[
+                        ArgSpec::pure_token("nosave", "NOSAVE"),
+                        ArgSpec::pure_token("save", "SAVE"),
+                    ],
+                )
+                .optional(),
+                ArgSpec::pure_token("now", "NOW").since("7.0.0").optional(),
+                ArgSpec::pure_token("force", "FORCE")
+                    .since("7.0.0")
+                    .optional(),
+            ],
+        ),
+        ArgSpec::pure_token("abort", "ABORT").since("7.0.0"),
+    ],
+)
+.optional()];
 const CONFIG_SET_ARGS: &[ArgSpec] = &[ArgSpec::block(
     "data",
     &[ArgSpec::string("parameter"), ArgSpec::string("value")],
@@ -68,6 +76,7 @@ const CONFIG_SET_ARGS: &[ArgSpec] = &[ArgSpec::block(
 
 pub const COMMANDS: &[CommandSpec] = &[
     CommandSpec {
+        tips: &["request_policy:all_shards", "response_policy:agg_sum"],
         name: "dbsize",
         arity: 1,
         flags: READONLY | FAST,
@@ -79,6 +88,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        history: &[
+            ("4.0.0", "Added the `ASYNC` flushing mode modifier."),
+            ("6.2.0", "Added the `SYNC` flushing mode modifier."),
+        ],
         name: "flushdb",
         arity: -1,
         flags: WRITE,
@@ -92,6 +106,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &["request_policy:all_shards", "response_policy:all_succeeded"],
+        history: &[
+            ("4.0.0", "Added the `ASYNC` flushing mode modifier."),
+            ("6.2.0", "Added the `SYNC` flushing mode modifier."),
+        ],
         name: "flushall",
         arity: -1,
         flags: WRITE,
@@ -117,6 +136,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &["nondeterministic_output"],
         name: "time",
         arity: 1,
         flags: LOADING | STALE | FAST,
@@ -128,6 +148,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &[
+            "nondeterministic_output",
+            "request_policy:all_shards",
+            "response_policy:special",
+        ],
+        history: &[(
+            "7.0.0",
+            "Added support for taking multiple section arguments.",
+        )],
         name: "info",
         arity: -1,
         flags: LOADING | STALE | SENTINEL,
@@ -140,6 +169,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        history: &[("7.0.0", "Added the `NOW`, `FORCE` and `ABORT` modifiers.")],
         name: "shutdown",
         arity: -1,
         flags: ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | SENTINEL | ALLOW_BUSY,
@@ -153,6 +183,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        complexity: "",
         name: "monitor",
         arity: 1,
         flags: ADMIN | NOSCRIPT | LOADING | STALE,
@@ -164,6 +195,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        doc_flags: doc_flags::SYSCMD,
         name: "debug",
         arity: -2,
         flags: ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED,
@@ -186,16 +218,28 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "Depends on subcommand.",
         func: None,
         subcommands: &[
-            cfg_sub(
-                "latest",
-                2,
-                ADMIN | NOSCRIPT | LOADING | STALE,
-                ADMIN_ACL,
-                "2.8.13",
-                "Returns the latest latency samples for all events.",
-                empty_array,
-            ),
             CommandSpec {
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_nodes",
+                    "response_policy:special",
+                ],
+                ..cfg_sub(
+                    "latest",
+                    2,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.8.13",
+                    "Returns the latest latency samples for all events.",
+                    empty_array,
+                )
+            },
+            CommandSpec {
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_nodes",
+                    "response_policy:special",
+                ],
                 args: &[ArgSpec::string("event")],
                 ..cfg_sub(
                     "history",
@@ -208,6 +252,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 )
             },
             CommandSpec {
+                tips: &["request_policy:all_nodes", "response_policy:agg_sum"],
                 args: &[ArgSpec::string("event").optional().multiple()],
                 ..cfg_sub(
                     "reset",
@@ -243,6 +288,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         func: None,
         subcommands: &[
             CommandSpec {
+                complexity: "O(N) when N is the number of configuration parameters provided",
+                history: &[(
+                    "7.0.0",
+                    "Added the ability to pass multiple pattern parameters in one call",
+                )],
                 args: &[ArgSpec::string("parameter").multiple()],
                 ..cfg_sub(
                     "get",
@@ -255,6 +305,12 @@ pub const COMMANDS: &[CommandSpec] = &[
                 )
             },
             CommandSpec {
+                complexity: "O(N) when N is the number of configuration parameters provided",
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                history: &[(
+                    "7.0.0",
+                    "Added the ability to set multiple parameters in one call.",
+                )],
                 args: CONFIG_SET_ARGS,
                 ..cfg_sub(
                     "set",
@@ -266,24 +322,30 @@ pub const COMMANDS: &[CommandSpec] = &[
                     config_set,
                 )
             },
-            cfg_sub(
-                "resetstat",
-                2,
-                ADMIN | NOSCRIPT | LOADING | STALE,
-                ADMIN_ACL,
-                "2.0.0",
-                "Resets the server's statistics.",
-                config_resetstat,
-            ),
-            cfg_sub(
-                "rewrite",
-                2,
-                ADMIN | NOSCRIPT | LOADING | STALE,
-                ADMIN_ACL,
-                "2.8.0",
-                "Persists the effective configuration to file.",
-                config_rewrite,
-            ),
+            CommandSpec {
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..cfg_sub(
+                    "resetstat",
+                    2,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.0.0",
+                    "Resets the server's statistics.",
+                    config_resetstat,
+                )
+            },
+            CommandSpec {
+                tips: &["request_policy:all_nodes", "response_policy:all_succeeded"],
+                ..cfg_sub(
+                    "rewrite",
+                    2,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.8.0",
+                    "Persists the effective configuration to file.",
+                    config_rewrite,
+                )
+            },
             cfg_sub(
                 "help",
                 2,

@@ -20,13 +20,9 @@ pub const COMMANDS: &[CommandSpec] = &[
         acl_categories: &["slow"],
         group: "cluster",
         since: "3.0.0",
-        summary: "A container for Valkey Cluster commands.",
+        summary: "A container for Cluster commands.",
         complexity: "Depends on subcommand.",
         func: Some(cluster_disabled),
-        args: &[
-            ArgSpec::string("subcommand"),
-            ArgSpec::string("arg").optional().multiple(),
-        ],
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -51,15 +47,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "Depends on subcommand.",
         func: None,
         subcommands: &[
-            cfg_sub(
-                "list",
-                2,
-                ADMIN | NOSCRIPT,
-                ADMIN_ACL,
-                "4.0.0",
-                "Returns all loaded modules.",
-                module_list,
-            ),
+            CommandSpec {
+                complexity: "O(N) where N is the number of loaded modules.",
+                tips: &["nondeterministic_output_order"],
+                ..cfg_sub(
+                    "list",
+                    2,
+                    ADMIN | NOSCRIPT,
+                    ADMIN_ACL,
+                    "4.0.0",
+                    "Returns all loaded modules.",
+                    module_list,
+                )
+            },
             CommandSpec {
                 args: &[
                     ArgSpec::string("path"),
@@ -78,7 +78,15 @@ pub const COMMANDS: &[CommandSpec] = &[
             CommandSpec {
                 args: &[
                     ArgSpec::string("path"),
-                    ArgSpec::string("arg").optional().multiple(),
+                    ArgSpec::block(
+                        "configs",
+                        &[ArgSpec::string("name"), ArgSpec::string("value")],
+                    )
+                    .token("CONFIG")
+                    .optional()
+                    .multiple()
+                    .multiple_token(),
+                    ArgSpec::string("args").token("ARGS").optional().multiple(),
                 ],
                 ..cfg_sub(
                     "loadex",

@@ -6,7 +6,7 @@
 use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, doc_flags, key_flags as kf, notify};
 use crate::num::{self, LongDouble};
 use crate::server::Server;
 use resp::ReplyWriter;
@@ -20,17 +20,22 @@ const RANGE_COMPLEXITY: &str = "O(N) where N is the length of the returned strin
 // Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
 const KEY_ARG: &[ArgSpec] = &[ArgSpec::key("key", 0)];
 const KEY_VALUE_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), ArgSpec::string("value")];
+const IFEQ_SUMMARY: &str =
+    "Sets the key's value only if the current value matches the specified comparison value.";
 const SET_ARGS: &[ArgSpec] = &[
     ArgSpec::key("key", 0),
     ArgSpec::string("value"),
     ArgSpec::oneof(
         "condition",
         &[
-            ArgSpec::pure_token("nx", "NX"),
-            ArgSpec::pure_token("xx", "XX"),
+            ArgSpec::pure_token("nx", "NX").since("2.6.12"),
+            ArgSpec::pure_token("xx", "XX").since("2.6.12"),
+            ArgSpec::string("comparison-value")
+                .token("IFEQ")
+                .summary(IFEQ_SUMMARY)
+                .since("8.1.0"),
         ],
     )
-    .since("2.6.12")
     .optional(),
     ArgSpec::pure_token("get", "GET").since("6.2.0").optional(),
     ArgSpec::oneof(
@@ -127,87 +132,140 @@ const WRITE_FAST: &[&str] = &["write", "string", "fast"];
 const WRITE_SLOW: &[&str] = &["write", "string", "slow"];
 
 pub const COMMANDS: &[CommandSpec] = &[
-    spec(
-        "get",
-        2,
-        READONLY | FAST,
-        READ_FAST,
-        "1.0.0",
-        "Returns the string value of a key.",
-        get,
-        KEY_ARG,
-    ),
-    spec(
-        "set",
-        -3,
-        WRITE | DENYOOM,
-        WRITE_SLOW,
-        "1.0.0",
-        "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
-        set,
-        SET_ARGS,
-    ),
-    spec(
-        "setnx",
-        3,
-        WRITE | DENYOOM | FAST,
-        WRITE_FAST,
-        "1.0.0",
-        "Set the string value of a key only when the key doesn't exist.",
-        setnx,
-        KEY_VALUE_ARGS,
-    ),
-    spec(
-        "setex",
-        4,
-        WRITE | DENYOOM,
-        WRITE_SLOW,
-        "2.0.0",
-        "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
-        setex,
-        SETEX_ARGS,
-    ),
-    spec(
-        "psetex",
-        4,
-        WRITE | DENYOOM,
-        WRITE_SLOW,
-        "2.6.0",
-        "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
-        psetex,
-        PSETEX_ARGS,
-    ),
-    spec(
-        "getex",
-        -2,
-        WRITE | FAST,
-        WRITE_FAST,
-        "6.2.0",
-        "Returns the string value of a key after setting its expiration time.",
-        getex,
-        GETEX_ARGS,
-    ),
-    spec(
-        "getdel",
-        2,
-        WRITE | FAST,
-        WRITE_FAST,
-        "6.2.0",
-        "Returns the string value of a key after deleting the key.",
-        getdel,
-        KEY_ARG,
-    ),
-    spec(
-        "getset",
-        3,
-        WRITE | DENYOOM | FAST,
-        WRITE_FAST,
-        "1.0.0",
-        "Returns the previous string value of a key after setting it to a new value.",
-        getset,
-        KEY_VALUE_ARGS,
-    ),
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
+        ..spec(
+            "get",
+            2,
+            READONLY | FAST,
+            READ_FAST,
+            "1.0.0",
+            "Returns the string value of a key.",
+            get,
+            KEY_ARG,
+        )
+    },
+    CommandSpec {
+        key_specs: &[
+            KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE | kf::VARIABLE_FLAGS)
+                .notes("RW and ACCESS due to the optional `GET` argument"),
+        ],
+        getkeys: Some(set_keys),
+        history: &[
+            ("2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."),
+            ("6.0.0", "Added the `KEEPTTL` option."),
+            ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
+            (
+                "7.0.0",
+                "Allowed the `NX` and `GET` options to be used together.",
+            ),
+            ("8.1.0", "Added the `IFEQ` option."),
+        ],
+        ..spec(
+            "set",
+            -3,
+            WRITE | DENYOOM,
+            WRITE_SLOW,
+            "1.0.0",
+            "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+            set,
+            SET_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::OW | kf::INSERT)],
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("2.6.12"),
+        replaced_by: Some("`SET` with the `NX` argument"),
+        ..spec(
+            "setnx",
+            3,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "1.0.0",
+            "Set the string value of a key only when the key doesn't exist.",
+            setnx,
+            KEY_VALUE_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::OW | kf::UPDATE)],
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("2.6.12"),
+        replaced_by: Some("`SET` with the `EX` argument"),
+        ..spec(
+            "setex",
+            4,
+            WRITE | DENYOOM,
+            WRITE_SLOW,
+            "2.0.0",
+            "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
+            setex,
+            SETEX_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::OW | kf::UPDATE)],
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("2.6.12"),
+        replaced_by: Some("`SET` with the `PX` argument"),
+        ..spec(
+            "psetex",
+            4,
+            WRITE | DENYOOM,
+            WRITE_SLOW,
+            "2.6.0",
+            "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
+            psetex,
+            PSETEX_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)
+            .notes("RW and UPDATE because it changes the TTL")],
+        ..spec(
+            "getex",
+            -2,
+            WRITE | FAST,
+            WRITE_FAST,
+            "6.2.0",
+            "Returns the string value of a key after setting its expiration time.",
+            getex,
+            GETEX_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::DELETE)],
+        ..spec(
+            "getdel",
+            2,
+            WRITE | FAST,
+            WRITE_FAST,
+            "6.2.0",
+            "Returns the string value of a key after deleting the key.",
+            getdel,
+            KEY_ARG,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)],
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("6.2.0"),
+        replaced_by: Some("`SET` with the `!GET` argument"),
+        ..spec(
+            "getset",
+            3,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "1.0.0",
+            "Returns the previous string value of a key after setting it to a new value.",
+            getset,
+            KEY_VALUE_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS).range(-1, 1, 0)],
+        tips: &["request_policy:multi_shard"],
         last_key: -1,
         complexity: "O(N) where N is the number of keys to retrieve.",
         ..spec(
@@ -222,6 +280,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::OW | kf::UPDATE).range(-1, 2, 0)],
+        tips: &[
+            "request_policy:multi_shard",
+            "response_policy:all_succeeded",
+        ],
         last_key: -1,
         key_step: 2,
         complexity: "O(N) where N is the number of keys to set.",
@@ -237,6 +300,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::OW | kf::INSERT).range(-1, 2, 0)],
         last_key: -1,
         key_step: 2,
         complexity: "O(N) where N is the number of keys to set.",
@@ -251,57 +315,73 @@ pub const COMMANDS: &[CommandSpec] = &[
             MSET_ARGS,
         )
     },
-    spec(
-        "incr",
-        2,
-        WRITE | DENYOOM | FAST,
-        WRITE_FAST,
-        "1.0.0",
-        "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-        incr,
-        KEY_ARG,
-    ),
-    spec(
-        "decr",
-        2,
-        WRITE | DENYOOM | FAST,
-        WRITE_FAST,
-        "1.0.0",
-        "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-        decr,
-        KEY_ARG,
-    ),
-    spec(
-        "incrby",
-        3,
-        WRITE | DENYOOM | FAST,
-        WRITE_FAST,
-        "1.0.0",
-        "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
-        incrby,
-        INCRBY_ARGS,
-    ),
-    spec(
-        "decrby",
-        3,
-        WRITE | DENYOOM | FAST,
-        WRITE_FAST,
-        "1.0.0",
-        "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
-        decrby,
-        DECRBY_ARGS,
-    ),
-    spec(
-        "incrbyfloat",
-        3,
-        WRITE | DENYOOM | FAST,
-        WRITE_FAST,
-        "2.6.0",
-        "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
-        incrbyfloat,
-        INCRBYFLOAT_ARGS,
-    ),
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)],
+        ..spec(
+            "incr",
+            2,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "1.0.0",
+            "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+            incr,
+            KEY_ARG,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)],
+        ..spec(
+            "decr",
+            2,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "1.0.0",
+            "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+            decr,
+            KEY_ARG,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)],
+        ..spec(
+            "incrby",
+            3,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "1.0.0",
+            "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+            incrby,
+            INCRBY_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)],
+        ..spec(
+            "decrby",
+            3,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "1.0.0",
+            "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
+            decrby,
+            DECRBY_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::ACCESS | kf::UPDATE)],
+        ..spec(
+            "incrbyfloat",
+            3,
+            WRITE | DENYOOM | FAST,
+            WRITE_FAST,
+            "2.6.0",
+            "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+            incrbyfloat,
+            INCRBYFLOAT_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::INSERT)],
         complexity: "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by the server will double the free space available on every reallocation.",
         ..spec(
             "append",
@@ -314,17 +394,21 @@ pub const COMMANDS: &[CommandSpec] = &[
             KEY_VALUE_ARGS,
         )
     },
-    spec(
-        "strlen",
-        2,
-        READONLY | FAST,
-        READ_FAST,
-        "2.2.0",
-        "Returns the length of a string value.",
-        strlen,
-        KEY_ARG,
-    ),
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO)],
+        ..spec(
+            "strlen",
+            2,
+            READONLY | FAST,
+            READ_FAST,
+            "2.2.0",
+            "Returns the length of a string value.",
+            strlen,
+            KEY_ARG,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
         complexity: RANGE_COMPLEXITY,
         ..spec(
             "getrange",
@@ -338,6 +422,10 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS)],
+        doc_flags: doc_flags::DEPRECATED,
+        deprecated_since: Some("2.0.0"),
+        replaced_by: Some("`GETRANGE`"),
         complexity: RANGE_COMPLEXITY,
         ..spec(
             "substr",
@@ -351,6 +439,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::UPDATE)],
         complexity: "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.",
         ..spec(
             "setrange",
@@ -1189,4 +1278,16 @@ fn setrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.touched(dbi, key);
     notify_write(ctx, created, "setrange", key);
     ctx.reply.int(total as i64);
+}
+
+/// SET reads its key only with GET, so its key flags depend on the
+/// arguments (Valkey's `setGetKeys`, for COMMAND GETKEYSANDFLAGS).
+fn set_keys(argv: &[&[u8]]) -> Option<Vec<(usize, u16)>> {
+    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let flags = if get {
+        kf::RW | kf::ACCESS | kf::UPDATE
+    } else {
+        kf::OW | kf::UPDATE
+    };
+    Some(vec![(1, flags)])
 }

@@ -15,7 +15,7 @@
 
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf};
 use crate::server::KeyHint;
 use crate::table::table;
 use crate::watch;
@@ -133,6 +133,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO).range(-1, 1, 0)],
         name: "watch",
         arity: -2,
         flags: TX_FLAGS | NO_MULTI,
