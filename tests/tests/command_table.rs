@@ -55,6 +55,8 @@ const INVOCATIONS: &[&str] = &[
     "pfadd k a b",
     "pfcount a b",
     "pfmerge d a b",
+    "pfdebug getreg k",
+    "restore-asking k 0 payload",
     // keys
     "del a b",
     "unlink a b",

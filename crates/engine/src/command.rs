@@ -43,7 +43,7 @@ pub mod flags {
     /// in COMMAND INFO.
     pub const PROTECTED: u32 = 1 << 19;
     /// RESTORE-ASKING (cluster migration); shown, no effect standalone.
-    pub const ASKING: u32 = 1 << 20;
+    pub const ASKING: u32 = 1 << 21;
 
     /// Names as COMMAND INFO prints them, in Valkey's order (Valkey hides
     /// `may_replicate`, `sentinel` and `protected`).

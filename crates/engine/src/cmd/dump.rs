@@ -77,6 +77,13 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     // What a cluster's MIGRATE sends; standalone it is RESTORE.
     CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::OW | kf::UPDATE)],
+        history: &[
+            ("3.0.0", "Added the `REPLACE` modifier."),
+            ("5.0.0", "Added the `ABSTTL` modifier."),
+            ("5.0.0", "Added the `IDLETIME` and `FREQ` options."),
+        ],
+        doc_flags: crate::command::doc_flags::SYSCMD,
         name: "restore-asking",
         arity: -4,
         flags: WRITE | DENYOOM | ASKING,
@@ -87,7 +94,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "server",
         since: "3.0.0",
         summary: "An internal command for migrating keys in a cluster.",
-        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Valkey objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        complexity: "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
         func: Some(restore),
         args: RESTORE_ARGS,
         ..CommandSpec::DEFAULT

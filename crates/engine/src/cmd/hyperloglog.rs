@@ -100,6 +100,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         key_specs: &[KeySpec::index(2, kf::RW | kf::ACCESS)],
+        doc_flags: crate::command::doc_flags::SYSCMD,
         ..spec(
             GROUP,
             "pfdebug",
@@ -114,19 +115,22 @@ pub const COMMANDS: &[CommandSpec] = &[
             PFDEBUG_ARGS,
         )
     },
-    spec(
-        GROUP,
-        "pfselftest",
-        1,
-        ADMIN,
-        (0, 0, 0),
-        &["hyperloglog", "admin", "slow", "dangerous"],
-        "2.8.9",
-        "An internal command for testing HyperLogLog values.",
-        "N/A",
-        pfselftest,
-        &[],
-    ),
+    CommandSpec {
+        doc_flags: crate::command::doc_flags::SYSCMD,
+        ..spec(
+            GROUP,
+            "pfselftest",
+            1,
+            ADMIN,
+            (0, 0, 0),
+            &["hyperloglog", "admin", "slow", "dangerous"],
+            "2.8.9",
+            "An internal command for testing HyperLogLog values.",
+            "N/A",
+            pfselftest,
+            &[],
+        )
+    },
 ];
 const PFDEBUG_ARGS: &[ArgSpec] = &[ArgSpec::string("subcommand"), ArgSpec::key("key", 0)];
 

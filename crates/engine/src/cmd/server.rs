@@ -131,6 +131,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         group: "server",
         since: "5.0.0",
         summary: "Displays computer art and the server version",
+        complexity: "",
         func: Some(lolwut),
         args: &[ArgSpec::integer("version").token("VERSION").optional()],
         ..CommandSpec::DEFAULT
