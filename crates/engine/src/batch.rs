@@ -96,6 +96,27 @@ impl<'a> ArgvRef<'a> {
     pub fn get(&self, i: usize) -> &'a [u8] {
         self.spans[i].slice(self.data)
     }
+    /// The arguments in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+/// Append `args` to `data` as one command's arguments, with their spans:
+/// how a command is kept beyond its request buffer (a queued MULTI
+/// command, a blocked one, a script's call).
+pub fn pack_args<'a>(
+    args: impl IntoIterator<Item = &'a [u8]>,
+    data: &mut Vec<u8>,
+    spans: &mut Vec<Span>,
+) {
+    for a in args {
+        spans.push(Span {
+            start: data.len(),
+            len: a.len(),
+        });
+        data.extend_from_slice(a);
+    }
 }
 
 /// One client's share of a batch.

@@ -200,14 +200,7 @@ pub(crate) fn after_command(
     };
     let mut data = Vec::new();
     let mut spans = Vec::with_capacity(argv.len());
-    for i in 0..argv.len() {
-        let a = argv.get(i);
-        spans.push(Span {
-            start: data.len(),
-            len: a.len(),
-        });
-        data.extend_from_slice(a);
-    }
+    crate::batch::pack_args(argv.iter(), &mut data, &mut spans);
     let b = &mut srv.blocking;
     for k in &req.keys {
         let q = b.by_key.entry((sess.db, k.clone())).or_default();
