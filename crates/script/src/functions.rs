@@ -257,6 +257,7 @@ impl Functions {
         });
         let restored = swap(self.run_api.clone());
         self.vm.lua.remove_hook();
+        self.vm.install_hook();
         let loading = self
             .pending
             .lock()
