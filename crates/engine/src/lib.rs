@@ -49,6 +49,7 @@
 pub mod aof;
 pub mod batch;
 pub mod blocking;
+pub mod busy;
 pub mod cmd;
 pub mod command;
 pub mod config;
@@ -456,6 +457,19 @@ impl Engine {
     pub fn execute_batch(&mut self, jobs: &mut [Job<'_>]) {
         let Engine { srv, found, hashes } = self;
         execute_jobs(srv, found, hashes, jobs);
+    }
+
+    /// [`Engine::execute_batch`], with `pump` called from a script that
+    /// has become busy (inline mode: the event loop serves the other
+    /// clients from there; see [`busy`]).
+    pub fn execute_batch_pumped(&mut self, jobs: &mut [Job<'_>], pump: &mut dyn busy::BusyPump) {
+        busy::with_pump(pump, || self.execute_batch(jobs));
+    }
+
+    /// The busy state of a running script, for the IO layer to answer
+    /// other clients from (see [`busy::BusyState::answer`]).
+    pub fn busy_state(&self) -> std::sync::Arc<busy::BusyState> {
+        self.srv.busy.clone()
     }
 
     /// After [`Engine::execute_batch`] (and before its replies are sent):

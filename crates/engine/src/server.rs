@@ -247,6 +247,9 @@ pub struct Server {
     /// FUNCTION's libraries and their Lua state (created on first use;
     /// taken out while a function runs).
     pub functions: Option<Box<script::functions::Functions>>,
+    /// A running script's busy state, shared with the IO layer (which
+    /// answers other clients from it while the script is busy).
+    pub busy: std::sync::Arc<crate::busy::BusyState>,
     /// `maxmemory` was exceeded (and eviction could not help) when the
     /// running top-level command began: Valkey's `pre_command_oom_state`,
     /// which scripts' denyoom commands are judged by.
@@ -301,6 +304,7 @@ impl Server {
             repl: crate::replication::Replication::new(""),
             scripts: None,
             functions: None,
+            busy: Default::default(),
             pre_command_oom: false,
         };
         srv.repl.replid = srv.run_id.clone();

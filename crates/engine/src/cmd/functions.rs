@@ -238,7 +238,10 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ro: bool) {
     };
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| argv.get(i)).collect();
     let args: Vec<&[u8]> = (3 + numkeys..argv.len()).map(|i| argv.get(i)).collect();
-    run_script(ctx, ro || no_writes, allow_oom, |host, reply| {
+    if !fs.has_watchdog() {
+        fs.set_watchdog(super::scripting::watchdog(ctx.srv));
+    }
+    run_script(ctx, false, ro || no_writes, allow_oom, |host, reply| {
         fs.call(&name, &keys, &args, host, reply)
     });
     ctx.srv.functions = Some(fs);

@@ -1,0 +1,418 @@
+//! The busy state of a long script (Valkey's `busy-reply-threshold`,
+//! alias `lua-time-limit`), SCRIPT KILL and FUNCTION KILL.
+//!
+//! ```text
+//!  EVAL/FCALL ──► begin(): RUNNING, clock started
+//!    Lua count hook, every script::HOOK_EVERY instructions ──► BusyState::check
+//!       past the threshold: BUSY (logged once)
+//!       BUSY: the pump the net layer installed for this thread (inline
+//!             mode: its event loop, serving other clients from here)
+//!       killed (SCRIPT/FUNCTION KILL, SHUTDOWN NOSAVE): stop the script
+//!  end(): IDLE; commands refused meanwhile settle (MULTI flagged)
+//!
+//!  other clients' commands while BUSY ──► BusyState::answer (any thread,
+//!       no engine): -BUSY, the KILLs, SHUTDOWN NOSAVE noted; the rest of
+//!       what Valkey lets through (AUTH, HELLO, MULTI, FUNCTION STATS ...)
+//!       waits for the script's end and runs then
+//! ```
+//!
+//! The state is shared (`Arc`) with the net layer: in threaded mode the
+//! IO threads answer from it while the execution thread is inside the
+//! script; in inline mode the pump does, on the engine's own thread. The
+//! engine itself stays IO-free: it only calls the pump it was given.
+
+use crate::ClientId;
+use crate::batch::ArgvRef;
+use crate::command::flags::ALLOW_BUSY;
+use crate::table::table;
+use resp::ReplyBuf;
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
+use std::time::Instant;
+
+pub const BUSY_EVAL_ERR: &str =
+    "BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION_ERR: &str =
+    "BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+pub const NOTBUSY_ERR: &str = "NOTBUSY No scripts in execution right now.";
+pub const UNKILLABLE_ERR: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+const KILLED_BY_SCRIPT_KILL: &str = "Script killed by user with SCRIPT KILL.";
+const KILLED_BY_FUNCTION_KILL: &str = "Script killed by user with FUNCTION KILL.";
+const KILLED_BY_SHUTDOWN: &str = "Script killed by SHUTDOWN NOSAVE.";
+
+const IDLE: u8 = 0;
+const RUNNING: u8 = 1;
+const BUSY: u8 = 2;
+
+// Bits of `BusyState::run`, set once per run: the kill decision and the
+// first write race (a KILL from an IO thread), so one atomic holds both.
+const WROTE: u8 = 1;
+const KILL_SCRIPT: u8 = 2;
+const KILL_FUNCTION: u8 = 4;
+const KILL_SHUTDOWN: u8 = 8;
+const KILLED: u8 = KILL_SCRIPT | KILL_FUNCTION | KILL_SHUTDOWN;
+
+/// How often the pump runs while busy (the hook looks more often).
+const PUMP_EVERY_NS: u64 = 1_000_000;
+
+/// What [`BusyState::answer`] did with a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BusyAnswer {
+    /// Its reply was appended.
+    Replied,
+    /// It runs after the script (it and everything after it from the same
+    /// client: replies stay in order).
+    Deferred,
+}
+
+/// What the engine's thread does for the world while a script is busy
+/// (installed by the net layer around a batch with [`with_pump`]).
+pub trait BusyPump {
+    fn pump(&mut self);
+}
+
+/// A command answered while busy, counted (and a refused one's MULTI
+/// settled) once the script has ended.
+#[derive(Clone, Copy, Debug)]
+struct Refused {
+    client: ClientId,
+    cmd: u32,
+    exec: bool,
+    /// -BUSY (a rejected call); otherwise a KILL that ran, with its error.
+    rejected: bool,
+    error: Option<&'static str>,
+}
+
+#[derive(Debug, Default)]
+pub struct BusyState {
+    phase: AtomicU8,
+    /// The running script is an EVAL (not a function).
+    eval: AtomicBool,
+    run: AtomicU8,
+    /// When the run began, ns since [`epoch`].
+    started_ns: AtomicU64,
+    threshold_ms: AtomicU64,
+    /// When the pump last ran, ns since [`epoch`].
+    pumped_ns: AtomicU64,
+    refused: Mutex<Vec<Refused>>,
+    any_refused: AtomicBool,
+}
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_ns() -> u64 {
+    epoch().elapsed().as_nanos() as u64
+}
+
+impl BusyState {
+    /// A script starts (the engine's thread).
+    pub(crate) fn begin(&self, eval: bool, threshold_ms: u64) {
+        self.eval.store(eval, Relaxed);
+        self.run.store(0, Relaxed);
+        self.threshold_ms.store(threshold_ms, Relaxed);
+        self.started_ns.store(now_ns(), Relaxed);
+        self.phase.store(RUNNING, Release);
+    }
+
+    /// The script has ended. Whether it had been busy.
+    pub(crate) fn end(&self) -> bool {
+        let was = self.phase.swap(IDLE, AcqRel);
+        if was == BUSY {
+            crate::log::warning("Slow script finished or killed: the server serves commands again");
+        }
+        was == BUSY
+    }
+
+    /// A script is past the threshold: other clients get -BUSY.
+    pub fn is_busy(&self) -> bool {
+        self.phase.load(Acquire) == BUSY
+    }
+
+    /// The script is about to run its first write command (Valkey's
+    /// SCRIPT_WRITE_DIRTY): from now on it cannot be killed. `Err`: it was
+    /// killed just before (the write must not run).
+    pub(crate) fn note_write(&self) -> Result<(), &'static str> {
+        let mut cur = self.run.load(Acquire);
+        loop {
+            if let Some(t) = kill_text(cur) {
+                return Err(t);
+            }
+            match self.run.compare_exchange(cur, cur | WROTE, AcqRel, Acquire) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// The engine's thread, every few thousand Lua instructions.
+    fn look(&self) -> Option<&'static str> {
+        if let Some(t) = kill_text(self.run.load(Acquire)) {
+            return Some(t);
+        }
+        let now = now_ns();
+        if self.phase.load(Relaxed) == RUNNING {
+            let elapsed = now.saturating_sub(self.started_ns.load(Relaxed));
+            if elapsed < self.threshold_ms.load(Relaxed).saturating_mul(1_000_000) {
+                return None;
+            }
+            self.phase.store(BUSY, Release);
+            crate::log::warning(&format!(
+                "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {} command.",
+                elapsed / 1_000_000,
+                if self.eval.load(Relaxed) {
+                    "SCRIPT KILL"
+                } else {
+                    "FUNCTION KILL"
+                }
+            ));
+        }
+        if now.saturating_sub(self.pumped_ns.load(Relaxed)) >= PUMP_EVERY_NS {
+            self.pumped_ns.store(now, Relaxed);
+            run_pump();
+        }
+        kill_text(self.run.load(Acquire))
+    }
+
+    fn busy_error(&self) -> &'static str {
+        if self.eval.load(Relaxed) {
+            BUSY_EVAL_ERR
+        } else {
+            BUSY_FUNCTION_ERR
+        }
+    }
+
+    /// SCRIPT KILL (`eval`) or FUNCTION KILL: Valkey's `scriptKill`.
+    pub fn kill(&self, eval: bool) -> Result<(), &'static str> {
+        if !self.is_busy() {
+            return Err(NOTBUSY_ERR);
+        }
+        let mine = self.eval.load(Relaxed) == eval;
+        let bit = if eval { KILL_SCRIPT } else { KILL_FUNCTION };
+        let mut cur = self.run.load(Acquire);
+        loop {
+            if cur & WROTE != 0 {
+                return Err(UNKILLABLE_ERR);
+            }
+            if !mine {
+                return Err(self.busy_error());
+            }
+            if cur & KILLED != 0 {
+                return Ok(());
+            }
+            match self.run.compare_exchange(cur, cur | bit, AcqRel, Acquire) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Another client's command while busy (any thread; the engine is
+    /// not touched). Valkey's `processCommand` under
+    /// `isInsideYieldingLongCommand`: commands not flagged `allow-busy`
+    /// get -BUSY; SCRIPT KILL and FUNCTION KILL are answered here;
+    /// SHUTDOWN NOSAVE stops the script and runs after it. What Valkey
+    /// would refuse before the BUSY check (unknown command, wrong
+    /// arity) and what needs the client's session (AUTH, HELLO, MULTI,
+    /// WATCH, QUIT, RESET, FUNCTION STATS of a function) is deferred.
+    pub fn answer(&self, client: ClientId, argv: ArgvRef<'_>, out: &mut ReplyBuf) -> BusyAnswer {
+        if !self.is_busy() || argv.is_empty() {
+            return BusyAnswer::Deferred;
+        }
+        let t = table();
+        let Some(mut i) = t.lookup(argv.get(0)) else {
+            return BusyAnswer::Deferred;
+        };
+        if !t.entries[i].subs.is_empty() && argv.len() >= 2 {
+            match t.lookup_sub(i, argv.get(1)) {
+                Some(s) => i = s,
+                None => return BusyAnswer::Deferred,
+            }
+        }
+        let spec = t.entries[i].spec;
+        let argc = argv.len() as i32;
+        if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
+            return BusyAnswer::Deferred;
+        }
+        let reply = |out: &mut ReplyBuf, r: Result<(), &'static str>| {
+            match r {
+                Ok(()) => out.extend_from_slice(b"+OK\r\n"),
+                Err(e) => error(out, e),
+            }
+            self.note(Refused {
+                client,
+                cmd: i as u32,
+                exec: false,
+                rejected: false,
+                error: r.err(),
+            });
+        };
+        if spec.flags & ALLOW_BUSY == 0 {
+            self.refuse(client, i, spec.name == "exec", out);
+            return BusyAnswer::Replied;
+        }
+        let parent = t.entries[i].parent.map(|p| t.entries[p].spec.name);
+        match (parent, spec.name) {
+            (Some("script"), "kill") => reply(out, self.kill(true)),
+            (Some("function"), "kill") => reply(out, self.kill(false)),
+            (Some("function"), "stats") if self.eval.load(Relaxed) => {
+                self.refuse(client, i, false, out)
+            }
+            (None, "shutdown") => {
+                let nosave = (1..argv.len()).any(|a| argv.get(a).eq_ignore_ascii_case(b"nosave"));
+                if !nosave {
+                    self.refuse(client, i, false, out);
+                    return BusyAnswer::Replied;
+                }
+                // Stopped even after writes; the SHUTDOWN itself runs next.
+                self.run.fetch_or(KILL_SHUTDOWN, AcqRel);
+                return BusyAnswer::Deferred;
+            }
+            _ => return BusyAnswer::Deferred,
+        }
+        BusyAnswer::Replied
+    }
+
+    fn refuse(&self, client: ClientId, cmd: usize, exec: bool, out: &mut ReplyBuf) {
+        let text = self.busy_error();
+        error(out, text);
+        self.note(Refused {
+            client,
+            cmd: cmd as u32,
+            exec,
+            rejected: true,
+            error: Some(text),
+        });
+    }
+
+    fn note(&self, r: Refused) {
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(r);
+        self.any_refused.store(true, Release);
+    }
+
+    /// Commands were refused with -BUSY and are not settled yet.
+    pub(crate) fn has_refused(&self) -> bool {
+        self.any_refused.load(Acquire)
+    }
+
+    /// After the script (the engine's thread): count the refused commands
+    /// as Valkey counts rejected calls, and doom the transactions they
+    /// were sent in (an EXEC refused ends its transaction, as Valkey's
+    /// EXECABORT does).
+    pub(crate) fn settle(&self, srv: &mut crate::server::Server) {
+        if !self.any_refused.swap(false, AcqRel) {
+            return;
+        }
+        let refused = std::mem::take(
+            &mut *self
+                .refused
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for r in refused {
+            if let Some(st) = srv.stats.commands.get_mut(r.cmd as usize) {
+                if r.rejected {
+                    st.rejected_calls += 1;
+                } else {
+                    st.calls += 1;
+                    st.failed_calls += u64::from(r.error.is_some());
+                }
+            }
+            if let Some(text) = r.error {
+                srv.stats.record_error(text);
+            }
+            if !r.rejected {
+                continue;
+            }
+            // Taken out of its slot for the moment, as a running job's is.
+            let Some(mut sess) = srv.clients.map.get_mut(&r.client.0).and_then(Option::take) else {
+                continue;
+            };
+            if r.exec && sess.multi.is_some() {
+                sess.multi = None;
+                crate::watch::unwatch_all(srv, &mut sess);
+            } else if let Some(m) = sess.multi.as_deref_mut() {
+                m.dirty = true;
+            }
+            if let Some(slot) = srv.clients.map.get_mut(&r.client.0) {
+                *slot = Some(sess);
+            }
+        }
+    }
+}
+
+fn kill_text(run: u8) -> Option<&'static str> {
+    // A KILL is only taken before the first write, and a write only
+    // before a KILL (both by compare-and-swap): never both bits.
+    if run & KILL_SHUTDOWN != 0 {
+        Some(KILLED_BY_SHUTDOWN)
+    } else if run & KILL_SCRIPT != 0 {
+        Some(KILLED_BY_SCRIPT_KILL)
+    } else if run & KILL_FUNCTION != 0 {
+        Some(KILLED_BY_FUNCTION_KILL)
+    } else {
+        None
+    }
+}
+
+fn error(out: &mut ReplyBuf, text: &str) {
+    out.extend_from_slice(b"-");
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The hook's view: the state behind an `Arc` the script crate keeps.
+#[derive(Debug, Default)]
+pub struct Watch(pub std::sync::Arc<BusyState>);
+
+impl script::Watchdog for Watch {
+    fn check(&self) -> Option<&'static str> {
+        self.0.look()
+    }
+}
+
+thread_local! {
+    /// A `*mut &mut dyn BusyPump` while [`with_pump`] runs on this thread.
+    static PUMP: Cell<*mut ()> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Run `f` (a batch) with `pump` reachable from a busy script's hook on
+/// this thread.
+pub fn with_pump<R>(pump: &mut dyn BusyPump, f: impl FnOnce() -> R) -> R {
+    struct Restore(*mut ());
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PUMP.with(|p| p.set(self.0));
+        }
+    }
+    let mut p: &mut dyn BusyPump = pump;
+    let prev = PUMP.with(|c| c.replace(&mut p as *mut &mut dyn BusyPump as *mut ()));
+    let _restore = Restore(prev);
+    f()
+}
+
+fn run_pump() {
+    let p = PUMP.with(|c| c.replace(std::ptr::null_mut()));
+    if p.is_null() {
+        return;
+    }
+    struct Restore(*mut ());
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PUMP.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(p);
+    // SAFETY: `p` was stored by `with_pump` on this thread and points to
+    // its local `&mut dyn BusyPump`, which lives until `with_pump`
+    // returns (and the Restore guard there clears it first); the cell is
+    // emptied while the pump runs, so no second reference is made.
+    unsafe { (*(p as *mut &mut dyn BusyPump)).pump() }
+}
