@@ -77,6 +77,22 @@ impl CommandHint {
     pub fn key_hash(&self) -> u64 {
         self.key_hash
     }
+
+    /// The command may run a Lua script (EVAL and FCALL and their
+    /// variants, and EXEC, whose transaction may hold them): threaded mode
+    /// runs these on the execution thread only (see `crate::busy`).
+    pub fn may_run_script(&self) -> bool {
+        if self.idx == Self::UNKNOWN {
+            return false;
+        }
+        let Some(e) = table().entries.get(self.idx as usize) else {
+            return false;
+        };
+        matches!(
+            e.spec.name,
+            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "exec"
+        )
+    }
 }
 
 /// The arguments of one command.

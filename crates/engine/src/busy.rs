@@ -98,6 +98,8 @@ pub struct BusyState {
     pumped_ns: AtomicU64,
     refused: Mutex<Vec<Refused>>,
     any_refused: AtomicBool,
+    /// A busy script ended and nobody has asked since ([`BusyState::take_ended`]).
+    ended: AtomicBool,
 }
 
 fn epoch() -> Instant {
@@ -123,9 +125,16 @@ impl BusyState {
     pub(crate) fn end(&self) -> bool {
         let was = self.phase.swap(IDLE, AcqRel);
         if was == BUSY {
+            self.ended.store(true, Release);
             crate::log::warning("Slow script finished or killed: the server serves commands again");
         }
         was == BUSY
+    }
+
+    /// A busy script has ended since the last call (the execution thread
+    /// then wakes the IO threads: input they kept waiting runs now).
+    pub fn take_ended(&self) -> bool {
+        self.ended.load(Relaxed) && self.ended.swap(false, AcqRel)
     }
 
     /// A script is past the threshold: other clients get -BUSY.

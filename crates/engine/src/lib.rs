@@ -466,6 +466,11 @@ impl Engine {
         busy::with_pump(pump, || self.execute_batch(jobs));
     }
 
+    /// A busy script has ended since the last call.
+    pub fn busy_ended(&self) -> bool {
+        self.srv.busy.take_ended()
+    }
+
     /// The busy state of a running script, for the IO layer to answer
     /// other clients from (see [`busy::BusyState::answer`]).
     pub fn busy_state(&self) -> std::sync::Arc<busy::BusyState> {

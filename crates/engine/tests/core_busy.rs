@@ -15,8 +15,7 @@ use std::sync::Arc;
 
 const BUSY_EVAL: &str =
     "-BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
-const BUSY_FUNCTION: &str =
-    "-BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n";
+const BUSY_FUNCTION: &str = "-BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n";
 const UNKILLABLE: &str = "-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n";
 const NOTBUSY: &str = "-NOTBUSY No scripts in execution right now.\r\n";
 
@@ -39,8 +38,7 @@ impl BusyPump for Other {
         };
         let data = encode(&[&words]);
         let mut spans: Vec<Span> = Vec::new();
-        let Ok(Parsed::Command { .. }) =
-            resp::parse_command(&data, &Limits::default(), &mut spans)
+        let Ok(Parsed::Command { .. }) = resp::parse_command(&data, &Limits::default(), &mut spans)
         else {
             panic!("bad request")
         };
@@ -164,7 +162,8 @@ fn script_kill_stops_a_busy_eval_and_others_get_busy() {
     // The refused commands count as Valkey counts them.
     let stats = cmd(&mut e, o, &["INFO", "commandstats"]);
     assert!(
-        stats.contains("cmdstat_get:calls=1,usec=") && stats.contains("rejected_calls=1,failed_calls=0"),
+        stats.contains("cmdstat_get:calls=1,usec=")
+            && stats.contains("rejected_calls=1,failed_calls=0"),
         "{stats}"
     );
     let errors = cmd(&mut e, o, &["INFO", "errorstats"]);
@@ -235,7 +234,11 @@ fn a_short_script_is_never_busy() {
     let reply = run_pumped(
         &mut e,
         c,
-        &["EVAL", "local n = 0 for i = 1, 100000 do n = n + 1 end return n", "0"],
+        &[
+            "EVAL",
+            "local n = 0 for i = 1, 100000 do n = n + 1 end return n",
+            "0",
+        ],
         &mut other,
     );
     assert_eq!(reply, ":100000\r\n");

@@ -393,6 +393,46 @@ impl Connection {
         self.settle(close_after_reply)
     }
 
+    /// While a script is busy (see `engine::busy`): answer the parsed
+    /// commands from `busy`, in order, up to the first that must wait
+    /// for the script's end; that one and everything after it go back to
+    /// being unparsed input (a protocol error after them is found again
+    /// when they are parsed after the script). Returns true when input is
+    /// left waiting.
+    pub(crate) fn answer_busy(&mut self, busy: &engine::busy::BusyState) -> bool {
+        let mut answered = 0;
+        let mut at = 0;
+        for &n in &self.argc {
+            let argv = ArgvRef {
+                data: &self.rbuf,
+                spans: &self.args[at..at + n as usize],
+            };
+            at += n as usize;
+            if busy.answer(self.client, argv, &mut self.out) == engine::busy::BusyAnswer::Deferred {
+                break;
+            }
+            answered += 1;
+        }
+        let waiting = answered < self.argc.len() || self.error.is_some();
+        let done = answered
+            .checked_sub(1)
+            .and_then(|i| self.ends.get(i).copied())
+            .unwrap_or(0);
+        self.rbuf.drain(..done);
+        self.parsed = 0;
+        self.need = 0;
+        self.resume.reset();
+        self.args.clear();
+        self.argc.clear();
+        self.hints.clear();
+        self.ends.clear();
+        if self.error.take().is_some() {
+            // Set by the parse that found it, not by a close.
+            self.input_closed = false;
+        }
+        waiting
+    }
+
     fn block(&mut self) {
         self.blocked = true;
         self.resume.reset();

@@ -238,8 +238,14 @@ pub(crate) fn try_step(shared: &Mutex<ExecLoop>) -> bool {
         Err(TryLockError::WouldBlock) => return false,
     };
     let batches = ex.batches;
+    ex.on_io = true;
     ex.timed_step();
+    ex.on_io = false;
     ex.batches_on_io += ex.batches - batches;
+    if !ex.script_wait.is_empty() {
+        // Scripts run on the execution thread (see `script_wait`).
+        ex.bell.ring();
+    }
     true
 }
 
@@ -368,6 +374,13 @@ pub(crate) struct ExecLoop {
     flags: Vec<engine::Outcome>,
     /// Messages that must wait until the batch before them has run.
     deferred: Vec<ToExec>,
+    /// The step is running on an IO thread (`io-threads-idle-exec`).
+    on_io: bool,
+    /// Requests that may run a script, taken in by a step on an IO thread:
+    /// they wait for the execution thread, so that a script that turns
+    /// busy never holds up an IO thread, which answers its clients -BUSY
+    /// meanwhile (see `engine::busy`).
+    script_wait: Vec<Pending>,
     events: Vec<Event>,
     shutting_down: bool,
     busy_since_report: Duration,
@@ -418,6 +431,8 @@ impl ExecLoop {
             batch: Vec::new(),
             flags: Vec::new(),
             deferred: Vec::new(),
+            on_io: false,
+            script_wait: Vec::new(),
             events: Vec::new(),
             shutting_down: false,
             busy_since_report: Duration::ZERO,
@@ -449,6 +464,10 @@ impl ExecLoop {
     /// Returns whether anything came in.
     fn step(&mut self) -> bool {
         let mut worked = false;
+        if !self.on_io && !self.script_wait.is_empty() {
+            worked = true;
+            self.batch.append(&mut self.script_wait);
+        }
         for t in 0..self.peers.len() {
             while let Some(msg) = self.peers[t].rx.pop() {
                 worked = true;
@@ -500,7 +519,13 @@ impl ExecLoop {
                     Err(reply) => self.refuse(thread, fd, reply),
                 }
             }
-            ToExec::Commands(ex) => self.batch.push(Pending { thread, ex }),
+            ToExec::Commands(ex) => {
+                if self.on_io && ex.req.hints.iter().any(|h| h.may_run_script()) {
+                    self.script_wait.push(Pending { thread, ex });
+                } else {
+                    self.batch.push(Pending { thread, ex });
+                }
+            }
             ToExec::Released { conn } => self.released(thread, conn),
             // The last reference may be this one: the value is freed on
             // the thread that allocated it.
@@ -547,6 +572,12 @@ impl ExecLoop {
         // Before any reply leaves: with appendfsync always, the batch's
         // writes are on disk when this returns.
         self.engine.commit_effects();
+        if self.engine.busy_ended() {
+            // Input the IO threads kept waiting for the script runs now.
+            for p in &self.peers {
+                p.bell.ring();
+            }
+        }
         let mut flags = std::mem::take(&mut self.flags);
         flags.clear();
         flags.extend(jobs.iter().map(Job::outcome));
@@ -652,9 +683,11 @@ impl ExecLoop {
 
     /// Something to take in, or to hand out once a ring has room.
     fn has_input(&mut self) -> bool {
-        self.peers
-            .iter_mut()
-            .any(|p| !p.rx.is_empty() || p.tx.held_back())
+        !self.script_wait.is_empty()
+            || self
+                .peers
+                .iter_mut()
+                .any(|p| !p.rx.is_empty() || p.tx.held_back())
     }
 
     /// Background work (a replication link's commands) is waiting now.

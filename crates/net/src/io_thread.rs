@@ -38,6 +38,9 @@ pub(crate) struct IoLink {
     pub(crate) default_limits: (Limits, usize),
     /// `client-output-buffer-limit` in force (the engine updates it).
     pub(crate) out_limits: Arc<engine::OutputLimits>,
+    /// The engine's busy state: while a script is busy, this thread
+    /// answers its clients from it.
+    pub(crate) busy: Arc<engine::busy::BusyState>,
     /// Exchanges back from the execution thread, buffers kept, for reuse.
     exchanges: Vec<Box<Exchange>>,
     sleeping: bool,
@@ -78,6 +81,7 @@ impl IoLink {
         stats: Arc<IoThreadStats>,
         default_limits: (Limits, usize),
         out_limits: Arc<engine::OutputLimits>,
+        busy: Arc<engine::busy::BusyState>,
     ) -> IoLink {
         IoLink {
             tx,
@@ -87,6 +91,7 @@ impl IoLink {
             stats,
             default_limits,
             out_limits,
+            busy,
             exchanges: Vec::new(),
             sleeping: false,
             unrung: false,
@@ -257,7 +262,9 @@ impl Driver {
     fn link(&mut self) -> &mut IoLink {
         match &mut self.side {
             crate::driver::Side::Io(link) => link,
-            crate::driver::Side::Inline(_) => unreachable!("an IO thread's driver"),
+            crate::driver::Side::Inline(_) | crate::driver::Side::Lent => {
+                unreachable!("an IO thread's driver")
+            }
         }
     }
 
@@ -266,7 +273,9 @@ impl Driver {
     pub(crate) fn doorbell_fd(&self) -> Option<std::os::fd::RawFd> {
         match &self.side {
             crate::driver::Side::Io(link) => Some(link.bell.fd()),
-            crate::driver::Side::Inline(_) => self.wake_bell.as_ref().map(|b| b.fd()),
+            crate::driver::Side::Inline(_) | crate::driver::Side::Lent => {
+                self.wake_bell.as_ref().map(|b| b.fd())
+            }
         }
     }
 

@@ -315,6 +315,15 @@ impl Functions {
 
     /// FCALL: run function `name` with `keys` and `args` as its arguments
     /// (the result as [`Scripts::run`]'s).
+    /// See [`Scripts::set_watchdog`] (functions run in a state of their own).
+    pub fn set_watchdog(&mut self, w: Arc<dyn crate::Watchdog>) {
+        self.vm.set_watchdog(w);
+    }
+
+    pub fn has_watchdog(&self) -> bool {
+        self.vm.has_watchdog()
+    }
+
     pub fn call(
         &mut self,
         name: &str,

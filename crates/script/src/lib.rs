@@ -270,6 +270,11 @@ impl Scripts {
         let _ = self.shared.watchdog.set(w);
     }
 
+    /// A watchdog is set.
+    pub fn has_watchdog(&self) -> bool {
+        self.shared.watchdog.get().is_some()
+    }
+
     /// (Re)install the count hook: at build, and after FUNCTION LOAD used
     /// a hook of its own. A global hook, so coroutines a script creates
     /// have it too.
@@ -903,9 +908,8 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     // The real xpcall, for running scripts (the sandbox's is wrapped).
     let xpcall: Function = g.raw_get("xpcall")?;
     let sh = shared.clone();
-    let killed = lua.create_function(move |_, ()| {
-        Ok(sh.killed.lock().expect("not poisoned").is_some())
-    })?;
+    let killed =
+        lua.create_function(move |_, ()| Ok(sh.killed.lock().expect("not poisoned").is_some()))?;
     lua.load(SETUP).set_name(INTERNAL).call::<()>((
         g.clone(),
         env.clone(),

@@ -391,7 +391,10 @@ struct KillAfter {
 
 impl script::Watchdog for KillAfter {
     fn check(&self) -> Option<&'static str> {
-        let n = self.looks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let n = self
+            .looks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         (n > self.after).then_some("Script killed by user with SCRIPT KILL.")
     }
 }
@@ -412,7 +415,10 @@ fn the_watchdog_stops_endless_loops_that_try_to_catch_it() {
         ("while true do end", 1),
         ("local i = 0\nwhile true do\n  i = i + 1\nend", 3),
         // pcall, xpcall and coroutines catch errors: not this one.
-        ("while true do pcall(function() while true do end end) end", 1),
+        (
+            "while true do pcall(function() while true do end end) end",
+            1,
+        ),
         (
             "while true do\n  xpcall(function() while true do end end, function(e) return e end)\nend",
             2,
@@ -476,7 +482,8 @@ fn eval_cache_keeps_the_500_most_recent_eval_scripts() {
     assert!(!s.exists(&shas[1]));
     // SCRIPT LOAD's scripts are never evicted.
     for i in 0..600 {
-        s.load_for_eval(format!("return 'more {i}'").as_bytes()).unwrap();
+        s.load_for_eval(format!("return 'more {i}'").as_bytes())
+            .unwrap();
     }
     assert!(s.exists(&loaded));
     assert_eq!(s.len(), script::EVAL_CACHE_LIMIT + 1);

@@ -191,6 +191,7 @@ impl ExecLoop {
             stats.clone(),
             default_limits,
             self.engine.output_limits().clone(),
+            self.engine.busy_state(),
         );
         if self.engine.config().io_threads_idle_exec
             && let Some(me) = self.me.upgrade()

@@ -1,0 +1,288 @@
+//! A script that runs past `busy-reply-threshold` (`lua-time-limit`):
+//! other clients get -BUSY while it runs, SCRIPT KILL / FUNCTION KILL
+//! stop it (UNKILLABLE once it wrote), SHUTDOWN NOSAVE stops the server,
+//! and replies stay in order. Each test runs in inline mode and in
+//! threaded mode (`io-threads 2`, where the one IO thread would also run
+//! the execution step when idle, and `io-threads 3` with both IO threads
+//! taking clients), on both event loops; the error texts are compared
+//! with Valkey 8.1's.
+
+use ringkv_e2e::{Backend, Opts, Raw, Reply, e2e, raw::encode_str};
+use std::time::{Duration, Instant};
+
+const BUSY_EVAL: &str =
+    "BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+const BUSY_FUNCTION: &str =
+    "BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
+/// The threshold the tests set (ms), and how long they give a script to
+/// pass it.
+const THRESHOLD: &str = "100";
+const PAST_THRESHOLD: Duration = Duration::from_millis(400);
+
+/// Inline, and threaded in two shapes.
+fn modes() -> Vec<(&'static str, Opts)> {
+    vec![
+        ("inline", Opts::new().arg("io-threads", "1")),
+        ("io-threads 2", Opts::new().arg("io-threads", "2")),
+        (
+            "io-threads 3",
+            Opts::new()
+                .arg("io-threads", "3")
+                .arg("io-threads-adaptive", "no"),
+        ),
+    ]
+}
+
+/// Start `args` on `caller` without reading its reply, and wait until the
+/// script is past the threshold.
+fn start_busy(caller: &mut Raw, args: &[&str]) {
+    caller.send(&encode_str(args));
+    std::thread::sleep(PAST_THRESHOLD);
+}
+
+fn set_threshold(c: &mut Raw) {
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]),
+        Reply::status("OK")
+    );
+}
+
+e2e!(
+    ringkv_only fn script_kill_stops_an_endless_eval_and_others_get_busy(b) {
+        for (mode, opts) in modes() {
+            let srv = b.start(opts);
+            let (mut a, mut other) = (srv.raw(), srv.raw());
+            set_threshold(&mut a);
+            let body = "while true do end";
+            // The script's id, for the error text.
+            let sha = a.cmd(&["SCRIPT", "LOAD", body]).text();
+            start_busy(&mut a, &["EVAL", body, "0"]);
+            assert_eq!(other.cmd(&["PING"]), Reply::err(BUSY_EVAL), "{mode}");
+            assert_eq!(other.cmd(&["GET", "x"]), Reply::err(BUSY_EVAL), "{mode}");
+            assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Reply::err(BUSY_EVAL), "{mode}");
+            assert_eq!(other.cmd(&["SHUTDOWN"]), Reply::err(BUSY_EVAL), "{mode}");
+            // A client connected after the script began waits for it.
+            let mut late = srv.raw();
+            late.send(&encode_str(&["ECHO", "late"]));
+            assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{mode}");
+            assert_eq!(
+                a.read_reply(),
+                Reply::err(&format!(
+                    "ERR Script killed by user with SCRIPT KILL. script: {sha}, on @user_script:1."
+                )),
+                "{mode}"
+            );
+            assert_eq!(late.read_reply(), Reply::bulk("late"), "{mode}");
+            assert_eq!(other.cmd(&["PING"]), Reply::status("PONG"), "{mode}");
+            assert_eq!(a.cmd(&["PING"]), Reply::status("PONG"), "{mode}");
+            assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::err(NOTBUSY), "{mode}");
+            // The refused calls are counted as Valkey counts them.
+            let stats = other.cmd(&["INFO", "commandstats"]).text();
+            let get = stats.lines().find(|l| l.starts_with("cmdstat_get:")).unwrap_or("");
+            assert!(get.contains("rejected_calls=1"), "{mode}: {stats}");
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn loops_that_catch_errors_or_call_commands_are_killable(b) {
+        let srv = b.start(Opts::new().arg("busy-reply-threshold", THRESHOLD));
+        for body in [
+            "while true do redis.call('PING') end",
+            "while true do pcall(function() while true do end end) end",
+            "while true do pcall(redis.call, 'GET', 'x') end",
+        ] {
+            let (mut a, mut other) = (srv.raw(), srv.raw());
+            start_busy(&mut a, &["EVAL", body, "0"]);
+            assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{body}");
+            let reply = a.read_reply().text();
+            assert!(
+                reply.starts_with("ERR Script killed by user with SCRIPT KILL. script: "),
+                "{body}: {reply}"
+            );
+            assert_eq!(a.cmd(&["PING"]), Reply::status("PONG"));
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_stops_the_server(b) {
+        for (mode, opts) in modes() {
+            let mut srv = b.start(opts);
+            let (mut a, mut other) = (srv.raw(), srv.raw());
+            set_threshold(&mut a);
+            start_busy(
+                &mut a,
+                &["EVAL", "redis.call('SET', 'k', 'v') while true do end", "0"],
+            );
+            assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::err(UNKILLABLE), "{mode}");
+            assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Reply::err(UNKILLABLE), "{mode}");
+            assert_eq!(other.cmd(&["SHUTDOWN", "SAVE"]), Reply::err(BUSY_EVAL), "{mode}");
+            other.send(&encode_str(&["SHUTDOWN", "NOSAVE"]));
+            let status = srv.wait_exit(Duration::from_secs(10));
+            assert!(status.is_some(), "{mode}: the server did not stop");
+            assert!(
+                !srv.dir().join("dump.rdb").exists(),
+                "{mode}: SHUTDOWN NOSAVE saved"
+            );
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn function_kill_stops_an_fcall(b) {
+        for (mode, opts) in modes() {
+            let srv = b.start(opts.arg("busy-reply-threshold", THRESHOLD));
+            let (mut a, mut other) = (srv.raw(), srv.raw());
+            let lib = "#!lua name=spinlib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
+            assert_eq!(a.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("spinlib"));
+            start_busy(&mut a, &["FCALL", "spin", "0"]);
+            assert_eq!(other.cmd(&["PING"]), Reply::err(BUSY_FUNCTION), "{mode}");
+            assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::err(BUSY_FUNCTION), "{mode}");
+            assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Reply::status("OK"), "{mode}");
+            assert_eq!(
+                a.read_reply(),
+                Reply::err(
+                    "ERR Script killed by user with FUNCTION KILL. script: spin, on @user_function:3."
+                ),
+                "{mode}"
+            );
+            assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Reply::err(NOTBUSY), "{mode}");
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn a_client_pipelining_during_busy_gets_every_reply_in_order(b) {
+        for (mode, opts) in modes() {
+            let srv = b.start(opts.arg("lua-time-limit", THRESHOLD));
+            let (mut a, mut killer, mut p) = (srv.raw(), srv.raw(), srv.raw());
+            start_busy(&mut a, &["EVAL", "while true do end", "0"]);
+            // Answered at once, in order.
+            let mut batch = Vec::new();
+            for i in 0..200 {
+                let text = i.to_string();
+                let cmd: &[&str] = match i % 3 {
+                    0 => &["PING"],
+                    1 => &["INCR", "n"],
+                    _ => &["ECHO", &text],
+                };
+                batch.extend(encode_str(cmd));
+            }
+            p.send(&batch);
+            for i in 0..200 {
+                assert_eq!(p.read_reply(), Reply::err(BUSY_EVAL), "{mode}: reply {i}");
+            }
+            // WATCH needs the client's session: it and what follows it
+            // wait for the script, and still come back in order.
+            let mut rest = encode_str(&["PING"]);
+            rest.extend(encode_str(&["WATCH", "k"]));
+            rest.extend(encode_str(&["ECHO", "after"]));
+            rest.extend(encode_str(&["INCR", "n"]));
+            p.send(&rest);
+            assert_eq!(p.read_reply(), Reply::err(BUSY_EVAL), "{mode}");
+            std::thread::sleep(Duration::from_millis(100));
+            assert_eq!(killer.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{mode}");
+            assert!(a.read_reply().text().starts_with("ERR Script killed"), "{mode}");
+            assert_eq!(p.read_reply(), Reply::status("OK"), "{mode}");
+            assert_eq!(p.read_reply(), Reply::bulk("after"), "{mode}");
+            // None of the refused INCRs ran.
+            assert_eq!(p.read_reply(), Reply::Int(1), "{mode}");
+            // A transaction with a refused command is doomed, as in Valkey.
+            assert_eq!(p.cmd(&["MULTI"]), Reply::status("OK"));
+            start_busy(&mut a, &["EVAL", "while true do end", "0"]);
+            assert_eq!(p.cmd(&["SET", "k", "v"]), Reply::err(BUSY_EVAL), "{mode}");
+            assert_eq!(killer.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{mode}");
+            a.read_reply();
+            assert_eq!(
+                p.cmd(&["EXEC"]),
+                Reply::err("EXECABORT Transaction discarded because of previous errors."),
+                "{mode}"
+            );
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn a_short_script_never_turns_busy(b) {
+        let srv = b.start(Opts::new().arg("busy-reply-threshold", "5000"));
+        let (mut a, mut other) = (srv.raw(), srv.raw());
+        // ~200 ms of work, under the threshold: the other client waits for
+        // it and then gets its answer, not BUSY.
+        let body = "local t = os.clock() while os.clock() - t < 0.2 do end return 1";
+        a.send(&encode_str(&["EVAL", body, "0"]));
+        std::thread::sleep(Duration::from_millis(50));
+        let started = Instant::now();
+        assert_eq!(other.cmd(&["PING"]), Reply::status("PONG"));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(a.read_reply(), Reply::Int(1));
+    }
+);
+
+/// The same conversation with Valkey 8.1 and with ringkv: every reply the
+/// other client and the script's caller get.
+fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
+    let (mut a, mut other) = (srv.raw(), srv.raw());
+    let mut seen = Vec::new();
+    seen.push(a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]));
+    seen.push(a.cmd(&["CONFIG", "GET", "busy-reply-threshold"]));
+    seen.push(a.cmd(&["CONFIG", "GET", "lua-time-limit"]));
+    seen.push(other.cmd(&["SCRIPT", "KILL"]));
+    seen.push(other.cmd(&["FUNCTION", "KILL"]));
+    start_busy(
+        &mut a,
+        &["EVAL", "local n = 0\nwhile true do\n  n = n + 1\nend", "0"],
+    );
+    for cmd in [
+        &["PING"][..],
+        &["SET", "k", "v"],
+        &["FUNCTION", "KILL"],
+        &["FUNCTION", "STATS"],
+        &["SHUTDOWN", "SAVE"],
+        &["SCRIPT", "KILL"],
+    ] {
+        seen.push(other.cmd(cmd));
+    }
+    seen.push(a.read_reply());
+    let lib = "#!lua name=difflib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
+    seen.push(a.cmd(&["FUNCTION", "LOAD", lib]));
+    start_busy(&mut a, &["FCALL", "spin", "0"]);
+    for cmd in [
+        &["GET", "k"][..],
+        &["SCRIPT", "KILL"],
+        &["FUNCTION", "KILL"],
+    ] {
+        seen.push(other.cmd(cmd));
+    }
+    seen.push(a.read_reply());
+    start_busy(
+        &mut a,
+        &["EVAL", "redis.call('INCR', 'n') while true do end", "0"],
+    );
+    seen.push(other.cmd(&["SCRIPT", "KILL"]));
+    seen.push(other.cmd(&["FUNCTION", "KILL"]));
+    seen
+}
+
+#[test]
+fn busy_replies_match_valkey() {
+    let mut theirs = Backend::Valkey.server();
+    let mut ours = Backend::IoUring.start(Opts::new().arg("io-threads", "1"));
+    let want = conversation(&theirs);
+    let got = conversation(&ours);
+    assert_eq!(got, want);
+    // Both are stuck in a script that wrote: SHUTDOWN NOSAVE ends both.
+    for srv in [&mut theirs, &mut ours] {
+        let mut c = srv.raw();
+        c.send(&encode_str(&["SHUTDOWN", "NOSAVE"]));
+        let st = srv.wait_exit(Duration::from_secs(10));
+        assert!(
+            st.is_some(),
+            "{:?} did not stop: {}",
+            srv.backend,
+            srv.log()
+        );
+    }
+}
