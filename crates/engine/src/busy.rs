@@ -98,6 +98,8 @@ pub struct BusyState {
     pumped_ns: AtomicU64,
     refused: Mutex<Vec<Refused>>,
     any_refused: AtomicBool,
+    /// New clients must AUTH (as of the script's start).
+    auth_required: AtomicBool,
     /// A busy script ended and nobody has asked since ([`BusyState::take_ended`]).
     ended: AtomicBool,
 }
@@ -113,8 +115,9 @@ fn now_ns() -> u64 {
 
 impl BusyState {
     /// A script starts (the engine's thread).
-    pub(crate) fn begin(&self, eval: bool, threshold_ms: u64) {
+    pub(crate) fn begin(&self, eval: bool, threshold_ms: u64, auth_required: bool) {
         self.eval.store(eval, Relaxed);
+        self.auth_required.store(auth_required, Relaxed);
         self.run.store(0, Relaxed);
         self.threshold_ms.store(threshold_ms, Relaxed);
         self.started_ns.store(now_ns(), Relaxed);
@@ -135,6 +138,12 @@ impl BusyState {
     /// then wakes the IO threads: input they kept waiting runs now).
     pub fn take_ended(&self) -> bool {
         self.ended.load(Relaxed) && self.ended.swap(false, AcqRel)
+    }
+
+    /// A client that connects now has to AUTH first (its commands then
+    /// wait for the script's end, as an unauthenticated client's do).
+    pub fn new_clients_must_auth(&self) -> bool {
+        self.auth_required.load(Relaxed)
     }
 
     /// A script is past the threshold: other clients get -BUSY.

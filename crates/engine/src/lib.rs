@@ -366,6 +366,17 @@ impl Engine {
     /// Register a new connection. `Err(bytes)` means: send these bytes and
     /// close (maxclients reached, protected mode DENIED).
     pub fn connect(&mut self, info: ClientInfo) -> Result<ClientId, Vec<u8>> {
+        self.connect_as(info, None)
+    }
+
+    /// [`Engine::connect`] with an id the IO layer took from
+    /// [`Engine::client_ids`] (a connection it accepted and served while a
+    /// script was busy); `None`: a new one.
+    pub fn connect_as(
+        &mut self,
+        info: ClientInfo,
+        id: Option<ClientId>,
+    ) -> Result<ClientId, Vec<u8>> {
         let srv = &mut self.srv;
         if srv.clients.len() as u64 >= srv.config.maxclients {
             srv.stats.rejected_connections += 1;
@@ -378,8 +389,12 @@ impl Engine {
             srv.stats.rejected_connections += 1;
             return Err(PROTECTED_MODE_DENIED.to_vec());
         }
-        let id = ClientId(srv.next_client_id);
-        srv.next_client_id += 1;
+        let id = id.unwrap_or_else(|| {
+            ClientId(
+                srv.next_client_id
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            )
+        });
         let now = srv.now_ms();
         let mut s = Session::new(id);
         s.authenticated = !srv.auth_required();
@@ -464,6 +479,11 @@ impl Engine {
     /// clients from there; see [`busy`]).
     pub fn execute_batch_pumped(&mut self, jobs: &mut [Job<'_>], pump: &mut dyn busy::BusyPump) {
         busy::with_pump(pump, || self.execute_batch(jobs));
+    }
+
+    /// Where client ids come from (see [`Engine::connect_as`]).
+    pub fn client_ids(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        self.srv.next_client_id.clone()
     }
 
     /// A busy script has ended since the last call.

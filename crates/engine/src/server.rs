@@ -191,7 +191,9 @@ pub struct Server {
     pub clients: Clients,
     /// The file CONFIG REWRITE writes back to.
     pub config_file: Option<PathBuf>,
-    pub next_client_id: u64,
+    /// Shared with the IO layer, which takes ids for connections it
+    /// accepts while a script is busy (registered after it).
+    pub next_client_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
     pub started: Instant,
     pub start_ms: i64,
     /// Tests pin the clock here (ms since the epoch).
@@ -275,7 +277,7 @@ impl Server {
             events: Vec::new(),
             clients: Clients::default(),
             config_file: None,
-            next_client_id: 1,
+            next_client_id: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1)),
             started: Instant::now(),
             start_ms,
             clock_override: None,

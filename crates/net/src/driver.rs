@@ -193,8 +193,16 @@ pub(crate) struct Driver {
     busy: Option<Arc<engine::busy::BusyState>>,
     /// Slots with input that waits for the busy script's end.
     busy_waiting: Vec<u32>,
-    /// Inline mode: sockets accepted while the engine was lent to a batch.
-    accept_later: Vec<RawFd>,
+    /// Where client ids come from (the engine's counter, shared): a
+    /// connection accepted while a script is busy takes one at once.
+    ids: Arc<std::sync::atomic::AtomicU64>,
+    /// Inline mode: connections accepted while the engine was lent to a
+    /// batch, registered after it.
+    guests: Vec<(ClientId, ClientInfo)>,
+    /// What a new client gets (as of the last accept; AUTH as of the
+    /// script's start): for connections accepted while busy.
+    guest_limits: (resp::Limits, usize),
+    guest_keepalive: u64,
     /// Inline mode: clients gone while the engine was lent to a batch.
     disconnect_later: Vec<ClientId>,
 }
@@ -220,9 +228,13 @@ impl Driver {
             }));
         }
         let busy = engine.busy_state();
+        let ids = engine.client_ids();
+        let guest = (engine.limits_for(false), engine.tcp_keepalive_s());
         let mut d = Driver::with_side(Side::Inline(Box::new(engine)), out_limits, stop);
         d.wake_bell = bell;
         d.busy = Some(busy);
+        d.ids = ids;
+        (d.guest_limits, d.guest_keepalive) = guest;
         d
     }
 
@@ -230,8 +242,10 @@ impl Driver {
     pub(crate) fn new_io(link: IoLink, stop: &'static AtomicBool) -> Driver {
         let out_limits = link.out_limits.clone();
         let busy = link.busy.clone();
+        let ids = link.ids.clone();
         let mut d = Driver::with_side(Side::Io(Box::new(link)), out_limits, stop);
         d.busy = Some(busy);
+        d.ids = ids;
         d
     }
 
@@ -267,7 +281,10 @@ impl Driver {
             bell_sleeping: false,
             busy: None,
             busy_waiting: Vec::new(),
-            accept_later: Vec::new(),
+            ids: Default::default(),
+            guests: Vec::new(),
+            guest_limits: (resp::Limits::default(), usize::MAX),
+            guest_keepalive: 300,
             disconnect_later: Vec::new(),
         }
     }
@@ -279,6 +296,11 @@ impl Driver {
             Side::Inline(e) => Some(e),
             Side::Io(_) | Side::Lent => None,
         }
+    }
+
+    /// The slot of `client`'s connection here.
+    pub(crate) fn by_client_slot(&self, client: ClientId) -> Option<&u32> {
+        self.by_client.get(&client.0)
     }
 
     pub(crate) fn conn(&mut self, slot: u32) -> Option<&mut Connection> {
@@ -318,17 +340,21 @@ impl Driver {
             listener::close_fd(fd);
             return None;
         };
+        if self.busy_now() {
+            return Some(self.accept_guest(ClientInfo { peer, local, fd }));
+        }
         let engine = match &mut self.side {
             Side::Inline(engine) => engine,
-            Side::Lent => {
-                // Registered once the batch has given the engine back.
-                self.accept_later.push(fd);
-                return None;
-            }
+            Side::Lent => unreachable!("a batch lends the engine only while busy"),
             Side::Io(link) => {
                 // The execution thread registers the client and deals the
                 // socket to an IO thread (maybe this one) with Adopt.
-                link.send(ToExec::Connect(Box::new(Accepted { fd, peer, local })));
+                link.send(ToExec::Connect(Box::new(Accepted {
+                    fd,
+                    peer,
+                    local,
+                    installed: None,
+                })));
                 return None;
             }
         };
@@ -351,7 +377,50 @@ impl Driver {
             // Known before its first command, for a script that turns busy.
             c.limits = Some(limits);
         }
+        (self.guest_limits, self.guest_keepalive) = (limits, keepalive);
         Some(slot)
+    }
+
+    /// A script is busy, and this loop answers for the engine: inline mode
+    /// with the engine lent to the batch (the pump only runs while busy),
+    /// or an IO thread.
+    fn busy_now(&self) -> bool {
+        match self.side {
+            Side::Lent => true,
+            Side::Io(_) => self.busy.as_ref().is_some_and(|b| b.is_busy()),
+            Side::Inline(_) => false,
+        }
+    }
+
+    /// A connection accepted while a script is busy: served at once from
+    /// the busy state (so SCRIPT KILL or SHUTDOWN NOSAVE can come from a
+    /// new connection, as in Valkey) under an id taken now; the engine
+    /// registers it after the script (inline: after the batch; threaded:
+    /// the execution thread, told by `Connect` with `installed`).
+    fn accept_guest(&mut self, info: ClientInfo) -> u32 {
+        let id = ClientId(self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let (mut limits, qbuf_limit) = match &self.side {
+            Side::Io(link) => link.default_limits,
+            _ => self.guest_limits,
+        };
+        limits.unauthenticated = self
+            .busy
+            .as_ref()
+            .is_some_and(|b| b.new_clients_must_auth());
+        let slot = self.install(info.fd, id, self.guest_keepalive, None);
+        if let Some(c) = self.conn(slot) {
+            c.limits = Some((limits, qbuf_limit));
+        }
+        match &mut self.side {
+            Side::Io(link) => link.guest_connected(Accepted {
+                fd: info.fd,
+                peer: info.peer,
+                local: info.local,
+                installed: Some(id),
+            }),
+            _ => self.guests.push((id, info)),
+        }
+        slot
     }
 
     /// Give a registered client's socket a slot.
@@ -831,17 +900,39 @@ impl Driver {
     /// The engine is back from a batch: what the loop kept for it while
     /// a script was busy (accepts, disconnects, waiting input).
     fn after_lending(&mut self) {
+        // Registered before the disconnects: one accepted and gone while
+        // busy is registered, then forgotten.
+        for (id, info) in std::mem::take(&mut self.guests) {
+            let Side::Inline(engine) = &mut self.side else {
+                break;
+            };
+            let registered = engine.connect_as(info, Some(id));
+            let (meter, limits) = (engine.client_meter(id), engine.client_limits(id));
+            let Some(&slot) = self.by_client.get(&id.0) else {
+                continue;
+            };
+            match registered {
+                Ok(_) => {
+                    if let Some(c) = self.conn(slot) {
+                        c.meter = meter;
+                        c.limits = Some(limits);
+                    }
+                }
+                Err(reply) => {
+                    // maxclients, protected mode: said after what it got.
+                    if let Some(c) = self.conn(slot) {
+                        c.push_output(&reply);
+                    }
+                    self.queue_flush(slot);
+                    self.close(slot, Closing::AfterFlush);
+                }
+            }
+        }
         if !self.disconnect_later.is_empty()
             && let Side::Inline(engine) = &mut self.side
         {
             for client in self.disconnect_later.drain(..) {
                 engine.disconnect(client);
-            }
-        }
-        for fd in std::mem::take(&mut self.accept_later) {
-            if let Some(slot) = self.accept(fd) {
-                // The backend registers it with the others adopted.
-                self.note_adopted(slot);
             }
         }
         self.end_busy_wait();

@@ -33,6 +33,9 @@ pub(crate) struct Epoll {
     accept_paused_until: Option<Instant>,
     listeners_removed: bool,
     last_accept_error_log: Option<Instant>,
+    /// The listeners' fds by index (their epoll keys), for accepting while
+    /// a script is busy.
+    listener_fds: Vec<RawFd>,
 }
 
 impl Drop for Epoll {
@@ -44,10 +47,10 @@ impl Drop for Epoll {
 /// Events taken per look while a script is busy.
 const BUSY_EVENTS: usize = 256;
 
-/// Inline mode while a script is busy (see [`BusyIo`]): the same reads
-/// and writes, without waiting. The doorbell, the listeners and the
-/// connections lent to the batch are left alone: level-triggered, they
-/// are reported again after it.
+/// Inline mode while a script is busy (see [`BusyIo`]): the same accepts,
+/// reads and writes, without waiting. The doorbell and the connections
+/// lent to the batch are left alone: level-triggered, they are reported
+/// again after it.
 impl BusyIo for Epoll {
     fn poll(&mut self, d: &mut Driver) {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; BUSY_EVENTS];
@@ -62,7 +65,13 @@ impl BusyIo for Epoll {
         };
         for ev in &events[..n.max(0) as usize] {
             let (flags, data) = (ev.events, ev.u64);
-            if data == BELL || data & LISTENER != 0 {
+            if data == BELL {
+                continue;
+            }
+            if data & LISTENER != 0 {
+                if let Some(&lfd) = self.listener_fds.get((data & !LISTENER) as usize) {
+                    self.accept(d, lfd);
+                }
                 continue;
             }
             let (slot, generation) = (data as u32, (data >> 32) as u32);
@@ -107,6 +116,7 @@ impl Epoll {
             accept_paused_until: None,
             listeners_removed: false,
             last_accept_error_log: None,
+            listener_fds: listeners.iter().map(|l| l.fd).collect(),
         };
         for (i, l) in listeners.iter().enumerate() {
             listener::set_nonblocking(l.fd)?;

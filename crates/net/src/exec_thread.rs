@@ -13,7 +13,7 @@
 //! ```
 
 use crate::driver::{Driver, EngineTimers};
-use crate::handoff::{Accepted, Adoption, Arrival, Exchange, Outlet, ToExec, ToIo};
+use crate::handoff::{Accepted, Adoption, Arrival, Exchange, Outlet, Registration, ToExec, ToIo};
 use crate::io_thread::IoLink;
 use crate::listener::Listener;
 use crate::{epoll, uring};
@@ -495,7 +495,15 @@ impl ExecLoop {
     fn take(&mut self, thread: usize, msg: ToExec) {
         match msg {
             ToExec::Connect(accepted) => {
-                let Accepted { fd, peer, local } = *accepted;
+                let Accepted {
+                    fd,
+                    peer,
+                    local,
+                    installed,
+                } = *accepted;
+                if let Some(client) = installed {
+                    return self.register_guest(thread, client, ClientInfo { peer, local, fd });
+                }
                 match self.engine.connect(ClientInfo { peer, local, fd }) {
                     Ok(client) => {
                         if log::enabled(log::Level::Verbose) {
@@ -532,6 +540,33 @@ impl ExecLoop {
             ToExec::Spent { refs } => drop(refs),
             ToExec::Exited => self.exited(thread),
             other => self.deferred.push(other),
+        }
+    }
+
+    /// A connection IO thread `t` accepted and served while a script was
+    /// busy: register it there, or refuse it (maxclients, protected mode)
+    /// with the reply and a close.
+    fn register_guest(&mut self, t: usize, client: ClientId, info: ClientInfo) {
+        match self.engine.connect_as(info, Some(client)) {
+            Ok(_) => {
+                self.owner.insert(client.0, t);
+                self.peers[t].clients += 1;
+                let (limits, qbuf_limit) = self.engine.client_limits(client);
+                let meter = self.engine.client_meter(client);
+                self.peers[t].send(ToIo::Registered(Box::new(Registration {
+                    client,
+                    limits,
+                    qbuf_limit,
+                    meter,
+                })));
+            }
+            Err(bytes) => {
+                self.peers[t].send(ToIo::Output { client, bytes });
+                self.peers[t].send(ToIo::Close {
+                    client,
+                    flush: true,
+                });
+            }
         }
     }
 

@@ -41,6 +41,8 @@ pub(crate) struct IoLink {
     /// The engine's busy state: while a script is busy, this thread
     /// answers its clients from it.
     pub(crate) busy: Arc<engine::busy::BusyState>,
+    /// The engine's client ids (see `Driver::accept_guest`).
+    pub(crate) ids: Arc<std::sync::atomic::AtomicU64>,
     /// Exchanges back from the execution thread, buffers kept, for reuse.
     exchanges: Vec<Box<Exchange>>,
     sleeping: bool,
@@ -82,6 +84,7 @@ impl IoLink {
         default_limits: (Limits, usize),
         out_limits: Arc<engine::OutputLimits>,
         busy: Arc<engine::busy::BusyState>,
+        ids: Arc<std::sync::atomic::AtomicU64>,
     ) -> IoLink {
         IoLink {
             tx,
@@ -92,6 +95,7 @@ impl IoLink {
             default_limits,
             out_limits,
             busy,
+            ids,
             exchanges: Vec::new(),
             sleeping: false,
             unrung: false,
@@ -116,6 +120,13 @@ impl IoLink {
             self.unrung = false;
         }
         ran
+    }
+
+    /// A connection accepted (and installed here) while a script is busy:
+    /// the execution thread registers it after the script.
+    pub(crate) fn guest_connected(&mut self, accepted: crate::handoff::Accepted) {
+        self.send(ToExec::Connect(Box::new(accepted)));
+        self.stats.clients.fetch_add(1, Relaxed);
     }
 
     /// Queue a message for the execution thread (sent by [`IoLink::flush`]).
@@ -362,6 +373,14 @@ impl Driver {
                     }
                     self.link().stats.clients.fetch_add(1, Relaxed);
                     self.note_adopted(slot);
+                }
+                ToIo::Registered(r) => {
+                    if let Some(&slot) = self.by_client_slot(r.client)
+                        && let Some(c) = self.conn(slot)
+                    {
+                        c.limits = Some((r.limits, r.qbuf_limit));
+                        c.meter = r.meter;
+                    }
                 }
                 ToIo::Refuse { fd, reply } => {
                     listener::send_best_effort(fd, &reply);

@@ -290,9 +290,11 @@ pub(crate) fn run_script(
     run: impl FnOnce(&mut dyn script::Host, &mut ReplyWriter<'_>) -> bool,
 ) {
     ctx.prevent_propagation();
-    ctx.srv
-        .busy
-        .begin(eval, ctx.srv.config.busy_reply_threshold_ms);
+    ctx.srv.busy.begin(
+        eval,
+        ctx.srv.config.busy_reply_threshold_ms,
+        ctx.srv.auth_required(),
+    );
     let caller_db = ctx.session.db;
     let caller_proto = ctx.session.proto;
     let caller_in_exec = ctx.session.in_exec;

@@ -154,6 +154,10 @@ fn apply(c: &mut Connection, msg: ToIo) {
             c.close_input();
             c.close(Closing::Now);
         }
+        ToIo::Registered(r) => {
+            c.limits = Some((r.limits, r.qbuf_limit));
+            c.meter = r.meter;
+        }
         // Only ever sent for sockets an IO thread owns.
         ToIo::Adopt { .. }
         | ToIo::Refuse { .. }
@@ -192,6 +196,7 @@ impl ExecLoop {
             default_limits,
             self.engine.output_limits().clone(),
             self.engine.busy_state(),
+            self.engine.client_ids(),
         );
         if self.engine.config().io_threads_idle_exec
             && let Some(me) = self.me.upgrade()
