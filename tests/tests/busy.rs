@@ -228,12 +228,13 @@ e2e!(
 /// other client and the script's caller get.
 fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     let (mut a, mut other) = (srv.raw(), srv.raw());
-    let mut seen = Vec::new();
-    seen.push(a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]));
-    seen.push(a.cmd(&["CONFIG", "GET", "busy-reply-threshold"]));
-    seen.push(a.cmd(&["CONFIG", "GET", "lua-time-limit"]));
-    seen.push(other.cmd(&["SCRIPT", "KILL"]));
-    seen.push(other.cmd(&["FUNCTION", "KILL"]));
+    let mut seen = vec![
+        a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]),
+        a.cmd(&["CONFIG", "GET", "busy-reply-threshold"]),
+        a.cmd(&["CONFIG", "GET", "lua-time-limit"]),
+        other.cmd(&["SCRIPT", "KILL"]),
+        other.cmd(&["FUNCTION", "KILL"]),
+    ];
     start_busy(
         &mut a,
         &["EVAL", "local n = 0\nwhile true do\n  n = n + 1\nend", "0"],

@@ -76,9 +76,7 @@ fn run_pumped(e: &mut Engine, client: ClientId, words: &[&str], other: &mut Othe
         hints: &hints,
     };
     let mut out = resp::ReplyBuf::new();
-    let mut jobs = [Job::new(client, view, &mut out)];
-    e.execute_batch_pumped(&mut jobs, other);
-    drop(jobs);
+    e.execute_batch_pumped(&mut [Job::new(client, view, &mut out)], other);
     String::from_utf8_lossy(&out.to_vec()).into_owned()
 }
 

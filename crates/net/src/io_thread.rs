@@ -74,6 +74,26 @@ fn add(counter: &AtomicU64, n: u64) {
 /// many loop iterations (an iteration is 1–100 µs of work).
 const BUSY_POLLS_PER_CLOCK: u64 = 64;
 
+/// What an IO thread takes from the engine when it starts: limits for
+/// clients not described yet, and handles the engine keeps current.
+pub(crate) struct FromEngine {
+    pub(crate) default_limits: (Limits, usize),
+    pub(crate) out_limits: Arc<engine::OutputLimits>,
+    pub(crate) busy: Arc<engine::busy::BusyState>,
+    pub(crate) ids: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl FromEngine {
+    pub(crate) fn of(engine: &engine::Engine) -> FromEngine {
+        FromEngine {
+            default_limits: (engine.parser_limits(), engine.query_buffer_limit()),
+            out_limits: engine.output_limits().clone(),
+            busy: engine.busy_state(),
+            ids: engine.client_ids(),
+        }
+    }
+}
+
 impl IoLink {
     pub(crate) fn new(
         tx: Outlet<ToExec>,
@@ -81,11 +101,14 @@ impl IoLink {
         exec_bell: Arc<Doorbell>,
         bell: Arc<Doorbell>,
         stats: Arc<IoThreadStats>,
-        default_limits: (Limits, usize),
-        out_limits: Arc<engine::OutputLimits>,
-        busy: Arc<engine::busy::BusyState>,
-        ids: Arc<std::sync::atomic::AtomicU64>,
+        from_engine: FromEngine,
     ) -> IoLink {
+        let FromEngine {
+            default_limits,
+            out_limits,
+            busy,
+            ids,
+        } = from_engine;
         IoLink {
             tx,
             rx,

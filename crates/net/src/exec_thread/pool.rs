@@ -183,20 +183,13 @@ impl ExecLoop {
         let (to_io, from_exec) = spsc::channel(ring_size);
         let bell = Arc::new(Doorbell::new()?);
         let stats = Arc::new(IoThreadStats::default());
-        let default_limits = (
-            self.engine.parser_limits(),
-            self.engine.query_buffer_limit(),
-        );
         let mut link = IoLink::new(
             Outlet::new(to_exec),
             from_exec,
             self.bell.clone(),
             bell.clone(),
             stats.clone(),
-            default_limits,
-            self.engine.output_limits().clone(),
-            self.engine.busy_state(),
-            self.engine.client_ids(),
+            crate::io_thread::FromEngine::of(&self.engine),
         );
         if self.engine.config().io_threads_idle_exec
             && let Some(me) = self.me.upgrade()
