@@ -388,7 +388,8 @@ fn function_stats(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 }
 
 fn function_kill(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.error("NOTBUSY No scripts in execution right now.");
+    // No script runs when the engine executes this (see `crate::busy`).
+    ctx.error(crate::busy::NOTBUSY_ERR);
 }
 
 /// FUNCTION DUMP: each library as RDB's FUNCTION2 opcode and its code

@@ -18,8 +18,10 @@
 //! The script runs as the caller's session with the script's own database
 //! (SELECT inside it does not change the caller's) and protocol
 //! (`redis.setresp`), restored afterwards; commands cannot block
-//! (`in_exec`), as in MULTI. A script cannot be interrupted: there is no
-//! BUSY state, SCRIPT KILL always answers NOTBUSY.
+//! (`in_exec`), as in MULTI. A script past `busy-reply-threshold` makes
+//! the server busy: SCRIPT KILL and FUNCTION KILL are answered from the
+//! busy state while it runs (`crate::busy`); executed here, when no script
+//! runs, they answer NOTBUSY.
 
 use super::{NOT_INT, reply_help};
 use crate::batch::ArgvRef;
@@ -673,8 +675,10 @@ fn script_show(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
 }
 
+/// Run by the engine, so no script is running (while one is busy, the
+/// IO layer answers SCRIPT KILL from `crate::busy`).
 fn script_kill(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.error("NOTBUSY No scripts in execution right now.");
+    ctx.error(crate::busy::NOTBUSY_ERR);
 }
 
 fn script_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
