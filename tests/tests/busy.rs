@@ -227,7 +227,9 @@ e2e!(
 /// The same conversation with Valkey 8.1 and with ringkv: every reply the
 /// other client and the script's caller get.
 fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
-    let (mut a, mut other) = (srv.raw(), srv.raw());
+    let (mut a, mut other, mut resp3) = (srv.raw(), srv.raw(), srv.raw());
+    // (The HELLO reply names the server: not compared.)
+    resp3.cmd(&["HELLO", "3"]);
     let mut seen = vec![
         a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]),
         a.cmd(&["CONFIG", "GET", "busy-reply-threshold"]),
@@ -253,13 +255,12 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     let lib = "#!lua name=difflib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
     seen.push(a.cmd(&["FUNCTION", "LOAD", lib]));
     start_busy(&mut a, &["FCALL", "spin", "0"]);
-    for cmd in [
-        &["GET", "k"][..],
-        &["SCRIPT", "KILL"],
-        &["FUNCTION", "KILL"],
-    ] {
+    for cmd in [&["GET", "k"][..], &["SCRIPT", "KILL"]] {
         seen.push(other.cmd(cmd));
     }
+    seen.push(without_durations(other.cmd(&["FUNCTION", "STATS"])));
+    seen.push(without_durations(resp3.cmd(&["FUNCTION", "STATS"])));
+    seen.push(other.cmd(&["FUNCTION", "KILL"]));
     seen.push(a.read_reply());
     start_busy(
         &mut a,
@@ -268,6 +269,37 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     seen.push(other.cmd(&["SCRIPT", "KILL"]));
     seen.push(other.cmd(&["FUNCTION", "KILL"]));
     seen
+}
+
+/// FUNCTION STATS with its `duration_ms` values zeroed (they vary).
+fn without_durations(r: Reply) -> Reply {
+    fn zero(items: Vec<Reply>) -> Vec<Reply> {
+        let mut out: Vec<Reply> = Vec::with_capacity(items.len());
+        for item in items {
+            let after_duration = out.last() == Some(&Reply::bulk("duration_ms"));
+            out.push(match item {
+                Reply::Int(_) if after_duration => Reply::Int(0),
+                other => without_durations(other),
+            });
+        }
+        out
+    }
+    match r {
+        Reply::Array(items) => Reply::Array(zero(items)),
+        Reply::Map(pairs) => Reply::Map(
+            pairs
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Reply::Int(_) if k == Reply::bulk("duration_ms") => Reply::Int(0),
+                        v => without_durations(v),
+                    };
+                    (k, v)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 #[test]

@@ -143,6 +143,9 @@ pub struct Job<'a> {
     /// commands, for [`crate::Engine::limits_for`] (only a client's own
     /// commands change it).
     pub auth_required: bool,
+    /// Set by the engine: the client speaks RESP3 after these commands
+    /// (for replies the IO layer writes itself while a script is busy).
+    pub resp3: bool,
 }
 
 /// What the IO layer must do after a job ([`Job::outcome`]).
@@ -156,6 +159,8 @@ pub struct Outcome {
     pub output_class: OutputClass,
     /// The client still has to AUTH (its parser limits are tighter).
     pub auth_required: bool,
+    /// The client speaks RESP3.
+    pub resp3: bool,
 }
 
 impl<'a> Job<'a> {
@@ -165,6 +170,7 @@ impl<'a> Job<'a> {
             blocked_after: self.blocked.then_some(self.executed),
             output_class: self.output_class,
             auth_required: self.auth_required,
+            resp3: self.resp3,
         }
     }
 
@@ -179,6 +185,7 @@ impl<'a> Job<'a> {
             output_class: OutputClass::Normal,
             bytes_in: 0,
             auth_required: false,
+            resp3: false,
         }
     }
 }

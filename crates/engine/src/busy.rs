@@ -11,9 +11,9 @@
 //!  end(): IDLE; commands refused meanwhile settle (MULTI flagged)
 //!
 //!  other clients' commands while BUSY ──► BusyState::answer (any thread,
-//!       no engine): -BUSY, the KILLs, SHUTDOWN NOSAVE noted; the rest of
-//!       what Valkey lets through (AUTH, HELLO, MULTI, FUNCTION STATS ...)
-//!       waits for the script's end and runs then
+//!       no engine): -BUSY, the KILLs, FUNCTION STATS, SHUTDOWN NOSAVE
+//!       noted; the rest of what Valkey lets through (AUTH, HELLO, MULTI,
+//!       WATCH ...) waits for the script's end and runs then
 //! ```
 //!
 //! The state is shared (`Arc`) with the net layer: in threaded mode the
@@ -73,6 +73,16 @@ pub trait BusyPump {
     fn pump(&mut self);
 }
 
+/// What FUNCTION STATS shows of a busy function (`running_script`).
+#[derive(Clone, Debug, Default)]
+pub struct Running {
+    pub name: Vec<u8>,
+    /// The FCALL as sent.
+    pub command: Vec<Vec<u8>>,
+    pub libraries: usize,
+    pub functions: usize,
+}
+
 /// A command answered while busy, counted (and a refused one's MULTI
 /// settled) once the script has ended.
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +110,8 @@ pub struct BusyState {
     any_refused: AtomicBool,
     /// New clients must AUTH (as of the script's start).
     auth_required: AtomicBool,
+    /// The busy function, for FUNCTION STATS (taken when it turns busy).
+    running: Mutex<Option<Running>>,
     /// A busy script ended and nobody has asked since ([`BusyState::take_ended`]).
     ended: AtomicBool,
 }
@@ -129,6 +141,10 @@ impl BusyState {
         let was = self.phase.swap(IDLE, AcqRel);
         if was == BUSY {
             self.ended.store(true, Release);
+            *self
+                .running
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             crate::log::warning("Slow script finished or killed: the server serves commands again");
         }
         was == BUSY
@@ -177,6 +193,12 @@ impl BusyState {
             let elapsed = now.saturating_sub(self.started_ns.load(Relaxed));
             if elapsed < self.threshold_ms.load(Relaxed).saturating_mul(1_000_000) {
                 return None;
+            }
+            if !self.eval.load(Relaxed) {
+                *self
+                    .running
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = describe();
             }
             self.phase.store(BUSY, Release);
             crate::log::warning(&format!(
@@ -232,12 +254,19 @@ impl BusyState {
     /// Another client's command while busy (any thread; the engine is
     /// not touched). Valkey's `processCommand` under
     /// `isInsideYieldingLongCommand`: commands not flagged `allow-busy`
-    /// get -BUSY; SCRIPT KILL and FUNCTION KILL are answered here;
-    /// SHUTDOWN NOSAVE stops the script and runs after it. What Valkey
-    /// would refuse before the BUSY check (unknown command, wrong
-    /// arity) and what needs the client's session (AUTH, HELLO, MULTI,
-    /// WATCH, QUIT, RESET, FUNCTION STATS of a function) is deferred.
-    pub fn answer(&self, client: ClientId, argv: ArgvRef<'_>, out: &mut ReplyBuf) -> BusyAnswer {
+    /// get -BUSY; SCRIPT KILL, FUNCTION KILL and FUNCTION STATS are
+    /// answered here (`resp3`: the client's protocol); SHUTDOWN NOSAVE
+    /// stops the script and runs after it. What Valkey would refuse
+    /// before the BUSY check (unknown command, wrong arity) and what needs
+    /// the client's session (AUTH, HELLO, MULTI, WATCH, QUIT, RESET) is
+    /// deferred.
+    pub fn answer(
+        &self,
+        client: ClientId,
+        resp3: bool,
+        argv: ArgvRef<'_>,
+        out: &mut ReplyBuf,
+    ) -> BusyAnswer {
         if !self.is_busy() || argv.is_empty() {
             return BusyAnswer::Deferred;
         }
@@ -279,6 +308,25 @@ impl BusyState {
             (Some("function"), "kill") => reply(out, self.kill(false)),
             (Some("function"), "stats") if self.eval.load(Relaxed) => {
                 self.refuse(client, i, false, out)
+            }
+            (Some("function"), "stats") => {
+                let running = self
+                    .running
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
+                let Some(r) = running else {
+                    return BusyAnswer::Deferred;
+                };
+                let elapsed = now_ns().saturating_sub(self.started_ns.load(Relaxed));
+                function_stats(out, resp3, &r, elapsed / 1_000_000);
+                self.note(Refused {
+                    client,
+                    cmd: i as u32,
+                    exec: false,
+                    rejected: false,
+                    error: None,
+                });
             }
             (None, "shutdown") => {
                 let nosave = (1..argv.len()).any(|a| argv.get(a).eq_ignore_ascii_case(b"nosave"));
@@ -380,6 +428,37 @@ fn kill_text(run: u8) -> Option<&'static str> {
     }
 }
 
+/// FUNCTION STATS while a function is busy, as Valkey's
+/// `functionStatsCommand`.
+fn function_stats(out: &mut ReplyBuf, resp3: bool, r: &Running, duration_ms: u64) {
+    let proto = if resp3 {
+        resp::Protocol::Resp3
+    } else {
+        resp::Protocol::Resp2
+    };
+    let mut w = resp::ReplyWriter::for_buf(out, proto);
+    w.map_len(2);
+    w.bulk(b"running_script");
+    w.map_len(3);
+    w.bulk(b"name");
+    w.bulk(&r.name);
+    w.bulk(b"command");
+    w.array_len(r.command.len());
+    for a in &r.command {
+        w.bulk(a);
+    }
+    w.bulk(b"duration_ms");
+    w.int(duration_ms as i64);
+    w.bulk(b"engines");
+    w.map_len(1);
+    w.bulk(b"LUA");
+    w.map_len(2);
+    w.bulk(b"libraries_count");
+    w.int(r.libraries as i64);
+    w.bulk(b"functions_count");
+    w.int(r.functions as i64);
+}
+
 fn error(out: &mut ReplyBuf, text: &str) {
     out.extend_from_slice(b"-");
     out.extend_from_slice(text.as_bytes());
@@ -414,6 +493,37 @@ pub fn with_pump<R>(pump: &mut dyn BusyPump, f: impl FnOnce() -> R) -> R {
     let prev = PUMP.with(|c| c.replace(&mut p as *mut &mut dyn BusyPump as *mut ()));
     let _restore = Restore(prev);
     f()
+}
+
+thread_local! {
+    /// A `*const &dyn Fn() -> Running` while [`with_running`] runs.
+    static DESCRIBE: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Run `f` (a function) with `describe` telling FUNCTION STATS what runs,
+/// asked only if it turns busy (nothing is copied for a short one).
+pub(crate) fn with_running<R>(describe: &dyn Fn() -> Running, f: impl FnOnce() -> R) -> R {
+    struct Restore(*const ());
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DESCRIBE.with(|c| c.set(self.0));
+        }
+    }
+    let d: &dyn Fn() -> Running = describe;
+    let prev = DESCRIBE.with(|c| c.replace(&d as *const &dyn Fn() -> Running as *const ()));
+    let _restore = Restore(prev);
+    f()
+}
+
+fn describe() -> Option<Running> {
+    let p = DESCRIBE.with(Cell::get);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` was stored by `with_running` on this thread and points
+    // to its local `&dyn Fn`, which lives until `with_running` returns
+    // (its Restore guard resets the cell first).
+    Some(unsafe { (*(p as *const &dyn Fn() -> Running))() })
 }
 
 fn run_pump() {

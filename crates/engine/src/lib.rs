@@ -1337,6 +1337,7 @@ fn execute_jobs(
         sess.net_output_bytes += (job.out.len() - start_len) as u64;
         job.output_class = sess.output_class();
         job.auth_required = !sess.authenticated;
+        job.resp3 = sess.proto == resp::Protocol::Resp3;
         if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
             *slot = Some(sess);
         }

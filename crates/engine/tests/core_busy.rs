@@ -47,7 +47,7 @@ impl BusyPump for Other {
             data: &data,
             spans: &spans,
         };
-        let r = match self.busy.answer(self.client, argv, &mut out) {
+        let r = match self.busy.answer(self.client, false, argv, &mut out) {
             BusyAnswer::Replied => String::from_utf8_lossy(&out.to_vec()).into_owned(),
             BusyAnswer::Deferred => "deferred".to_string(),
         };
@@ -205,9 +205,19 @@ fn function_kill_stops_a_busy_function_and_script_kill_does_not() {
         reply,
         "-ERR Script killed by user with FUNCTION KILL. script: spin, on @user_function:3.\r\n"
     );
+    assert_eq!(other.replies[..2], [BUSY_FUNCTION, BUSY_FUNCTION]);
+    assert_eq!(other.replies[3], "+OK\r\n");
+    // FUNCTION STATS shows the function that runs (its duration varies).
+    let stats = &other.replies[2];
+    let (head, tail) = stats.split_once("$11\r\nduration_ms\r\n:").expect(stats);
     assert_eq!(
-        other.replies,
-        [BUSY_FUNCTION, BUSY_FUNCTION, "deferred", "+OK\r\n"]
+        head,
+        "*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*3\r\n$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n0\r\n"
+    );
+    let (_, tail) = tail.split_once("\r\n").unwrap();
+    assert_eq!(
+        tail,
+        "$7\r\nengines\r\n*2\r\n$3\r\nLUA\r\n*4\r\n$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:1\r\n"
     );
 }
 

@@ -130,6 +130,9 @@ pub(crate) struct Connection {
     /// The `client-output-buffer-limit` class the engine last gave for
     /// this client (it changes with SUBSCRIBE and UNSUBSCRIBE).
     pub(crate) out_class: engine::OutputClass,
+    /// The client speaks RESP3 (as of its last request; for replies
+    /// written here while a script is busy).
+    pub(crate) resp3: bool,
     /// Where pending output bytes are published for CLIENT LIST `omem`.
     pub(crate) meter: Option<engine::ClientMeter>,
     /// Since when pending output has been over the soft limit.
@@ -213,6 +216,7 @@ impl Connection {
             in_flight: false,
             limits: None,
             out_class: engine::OutputClass::Normal,
+            resp3: false,
             meter,
             soft_since: None,
             unreported_in: 0,
@@ -408,7 +412,9 @@ impl Connection {
                 spans: &self.args[at..at + n as usize],
             };
             at += n as usize;
-            if busy.answer(self.client, argv, &mut self.out) == engine::busy::BusyAnswer::Deferred {
+            if busy.answer(self.client, self.resp3, argv, &mut self.out)
+                == engine::busy::BusyAnswer::Deferred
+            {
                 break;
             }
             answered += 1;

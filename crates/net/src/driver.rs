@@ -887,9 +887,11 @@ impl Driver {
             };
             let done = done.unwrap_or(engine::Outcome {
                 output_class: c.out_class,
+                resp3: c.resp3,
                 ..Default::default()
             });
             c.out_class = done.output_class;
+            c.resp3 = done.resp3;
             let err = c.after_batch(done.close_after_reply, done.blocked_after);
             self.settle(slot, c, more, err);
         }
@@ -991,6 +993,7 @@ impl Driver {
                 self.busy_waiting.push(slot);
             }
             if has_output {
+                self.enforce_output_limit(slot);
                 self.queue_flush(slot);
             }
         }

@@ -180,6 +180,8 @@ pub(crate) struct Exchange {
     pub(crate) qbuf_limit: usize,
     /// The client's output buffer limit class after these commands.
     pub(crate) out_class: engine::OutputClass,
+    /// The client speaks RESP3 after these commands.
+    pub(crate) resp3: bool,
 }
 
 /// A socket just accepted, for the execution thread to admit.

@@ -241,8 +241,17 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ro: bool) {
     if !fs.has_watchdog() {
         fs.set_watchdog(super::scripting::watchdog(ctx.srv));
     }
-    run_script(ctx, false, ro || no_writes, allow_oom, |host, reply| {
-        fs.call(&name, &keys, &args, host, reply)
+    let (libraries, functions) = (fs.library_count(), fs.function_count());
+    let describe = || crate::busy::Running {
+        name: name.as_bytes().to_vec(),
+        command: (0..argv.len()).map(|i| argv.get(i).to_vec()).collect(),
+        libraries,
+        functions,
+    };
+    crate::busy::with_running(&describe, || {
+        run_script(ctx, false, ro || no_writes, allow_oom, |host, reply| {
+            fs.call(&name, &keys, &args, host, reply)
+        })
     });
     ctx.srv.functions = Some(fs);
 }
