@@ -227,7 +227,8 @@ e2e!(
 /// The same conversation with Valkey 8.1 and with ringkv: every reply the
 /// other client and the script's caller get.
 fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
-    let (mut a, mut other, mut resp3) = (srv.raw(), srv.raw(), srv.raw());
+    let (mut a, mut other) = (srv.raw(), srv.raw());
+    let (mut resp3, mut tx) = (srv.raw(), srv.raw());
     // (The HELLO reply names the server: not compared.)
     resp3.cmd(&["HELLO", "3"]);
     let mut seen = vec![
@@ -236,13 +237,17 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
         a.cmd(&["CONFIG", "GET", "lua-time-limit"]),
         other.cmd(&["SCRIPT", "KILL"]),
         other.cmd(&["FUNCTION", "KILL"]),
+        tx.cmd(&["MULTI"]),
     ];
-    start_busy(
-        &mut a,
-        &["EVAL", "local n = 0\nwhile true do\n  n = n + 1\nend", "0"],
-    );
+    let body = "local n = 0\nwhile true do\n  n = n + 1\nend";
+    start_busy(&mut a, &["EVAL", body, "0"]);
+    // Inside MULTI: a refused command dooms it, a refused EXEC ends it.
+    seen.push(tx.cmd(&["SET", "k", "v"]));
+    seen.push(tx.cmd(&["EXEC"]));
     for cmd in [
-        &["PING"][..],
+        &["NOSUCHCOMMAND", "a", "b"][..],
+        &["GET"],
+        &["PING"],
         &["SET", "k", "v"],
         &["FUNCTION", "KILL"],
         &["FUNCTION", "STATS"],
@@ -252,6 +257,7 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
         seen.push(other.cmd(cmd));
     }
     seen.push(a.read_reply());
+    seen.push(tx.cmd(&["EXEC"]));
     let lib = "#!lua name=difflib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
     seen.push(a.cmd(&["FUNCTION", "LOAD", lib]));
     start_busy(&mut a, &["FCALL", "spin", "0"]);
@@ -262,6 +268,8 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     seen.push(without_durations(resp3.cmd(&["FUNCTION", "STATS"])));
     seen.push(other.cmd(&["FUNCTION", "KILL"]));
     seen.push(a.read_reply());
+    let errors = other.cmd(&["INFO", "errorstats"]).text();
+    seen.push(Reply::Bulk(errors.into_bytes()));
     start_busy(
         &mut a,
         &["EVAL", "redis.call('INCR', 'n') while true do end", "0"],

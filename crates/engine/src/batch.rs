@@ -146,6 +146,8 @@ pub struct Job<'a> {
     /// Set by the engine: the client speaks RESP3 after these commands
     /// (for replies the IO layer writes itself while a script is busy).
     pub resp3: bool,
+    /// Set by the engine: the client is inside MULTI after these commands.
+    pub in_multi: bool,
 }
 
 /// What the IO layer must do after a job ([`Job::outcome`]).
@@ -161,6 +163,8 @@ pub struct Outcome {
     pub auth_required: bool,
     /// The client speaks RESP3.
     pub resp3: bool,
+    /// The client is inside MULTI.
+    pub in_multi: bool,
 }
 
 impl<'a> Job<'a> {
@@ -171,6 +175,7 @@ impl<'a> Job<'a> {
             output_class: self.output_class,
             auth_required: self.auth_required,
             resp3: self.resp3,
+            in_multi: self.in_multi,
         }
     }
 
@@ -186,6 +191,7 @@ impl<'a> Job<'a> {
             bytes_in: 0,
             auth_required: false,
             resp3: false,
+            in_multi: false,
         }
     }
 }

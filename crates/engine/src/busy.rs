@@ -85,14 +85,27 @@ pub struct Running {
 
 /// A command answered while busy, counted (and a refused one's MULTI
 /// settled) once the script has ended.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Refused {
     client: ClientId,
-    cmd: u32,
+    /// Its table entry (`None`: an unknown command).
+    cmd: Option<u32>,
     exec: bool,
-    /// -BUSY (a rejected call); otherwise a KILL that ran, with its error.
+    /// Refused (-BUSY, arity...: a rejected call); otherwise a command
+    /// that ran here (the KILLs, FUNCTION STATS), with its error if any.
     rejected: bool,
-    error: Option<&'static str>,
+    error: Option<String>,
+}
+
+/// Who sent a command answered while busy, as the IO layer knows the
+/// client from its last request.
+#[derive(Clone, Copy, Debug)]
+pub struct BusyClient {
+    pub id: ClientId,
+    /// It speaks RESP3 (FUNCTION STATS is a map then).
+    pub resp3: bool,
+    /// It is inside MULTI (a refused EXEC is Valkey's EXECABORT).
+    pub in_multi: bool,
 }
 
 #[derive(Debug, Default)]
@@ -260,54 +273,51 @@ impl BusyState {
     /// before the BUSY check (unknown command, wrong arity) and what needs
     /// the client's session (AUTH, HELLO, MULTI, WATCH, QUIT, RESET) is
     /// deferred.
-    pub fn answer(
-        &self,
-        client: ClientId,
-        resp3: bool,
-        argv: ArgvRef<'_>,
-        out: &mut ReplyBuf,
-    ) -> BusyAnswer {
+    pub fn answer(&self, who: BusyClient, argv: ArgvRef<'_>, out: &mut ReplyBuf) -> BusyAnswer {
         if !self.is_busy() || argv.is_empty() {
             return BusyAnswer::Deferred;
         }
         let t = table();
-        let Some(mut i) = t.lookup(argv.get(0)) else {
-            return BusyAnswer::Deferred;
-        };
-        if !t.entries[i].subs.is_empty() && argv.len() >= 2 {
-            match t.lookup_sub(i, argv.get(1)) {
-                Some(s) => i = s,
-                None => return BusyAnswer::Deferred,
+        let idx = t.lookup(argv.get(0)).map_or(u32::MAX, |i| i as u32);
+        let i = match crate::resolve_static(t, argv, idx) {
+            Ok(i) => i,
+            Err(r) => {
+                // Refused before the BUSY check, as in Valkey.
+                error(out, &r.msg);
+                self.note(Refused {
+                    client: who.id,
+                    cmd: r.cmd.map(|c| c as u32),
+                    exec: false,
+                    rejected: true,
+                    error: Some(r.msg),
+                });
+                return BusyAnswer::Replied;
             }
-        }
+        };
         let spec = t.entries[i].spec;
-        let argc = argv.len() as i32;
-        if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
-            return BusyAnswer::Deferred;
-        }
-        let reply = |out: &mut ReplyBuf, r: Result<(), &'static str>| {
+        let ran = |out: &mut ReplyBuf, r: Result<(), &'static str>| {
             match r {
                 Ok(()) => out.extend_from_slice(b"+OK\r\n"),
                 Err(e) => error(out, e),
             }
             self.note(Refused {
-                client,
-                cmd: i as u32,
+                client: who.id,
+                cmd: Some(i as u32),
                 exec: false,
                 rejected: false,
-                error: r.err(),
+                error: r.err().map(str::to_string),
             });
         };
         if spec.flags & ALLOW_BUSY == 0 {
-            self.refuse(client, i, spec.name == "exec", out);
+            self.refuse(who, i, spec.name == "exec", out);
             return BusyAnswer::Replied;
         }
         let parent = t.entries[i].parent.map(|p| t.entries[p].spec.name);
         match (parent, spec.name) {
-            (Some("script"), "kill") => reply(out, self.kill(true)),
-            (Some("function"), "kill") => reply(out, self.kill(false)),
+            (Some("script"), "kill") => ran(out, self.kill(true)),
+            (Some("function"), "kill") => ran(out, self.kill(false)),
             (Some("function"), "stats") if self.eval.load(Relaxed) => {
-                self.refuse(client, i, false, out)
+                self.refuse(who, i, false, out)
             }
             (Some("function"), "stats") => {
                 let running = self
@@ -319,10 +329,10 @@ impl BusyState {
                     return BusyAnswer::Deferred;
                 };
                 let elapsed = now_ns().saturating_sub(self.started_ns.load(Relaxed));
-                function_stats(out, resp3, &r, elapsed / 1_000_000);
+                function_stats(out, who.resp3, &r, elapsed / 1_000_000);
                 self.note(Refused {
-                    client,
-                    cmd: i as u32,
+                    client: who.id,
+                    cmd: Some(i as u32),
                     exec: false,
                     rejected: false,
                     error: None,
@@ -331,7 +341,7 @@ impl BusyState {
             (None, "shutdown") => {
                 let nosave = (1..argv.len()).any(|a| argv.get(a).eq_ignore_ascii_case(b"nosave"));
                 if !nosave {
-                    self.refuse(client, i, false, out);
+                    self.refuse(who, i, false, out);
                     return BusyAnswer::Replied;
                 }
                 // Stopped even after writes; the SHUTDOWN itself runs next.
@@ -343,12 +353,18 @@ impl BusyState {
         BusyAnswer::Replied
     }
 
-    fn refuse(&self, client: ClientId, cmd: usize, exec: bool, out: &mut ReplyBuf) {
-        let text = self.busy_error();
-        error(out, text);
+    /// -BUSY (EXEC inside MULTI: Valkey's EXECABORT with the BUSY text).
+    fn refuse(&self, who: BusyClient, cmd: usize, exec: bool, out: &mut ReplyBuf) {
+        let busy = self.busy_error();
+        let text = if exec && who.in_multi {
+            format!("EXECABORT Transaction discarded because of: {busy}")
+        } else {
+            busy.to_string()
+        };
+        error(out, &text);
         self.note(Refused {
-            client,
-            cmd: cmd as u32,
+            client: who.id,
+            cmd: Some(cmd as u32),
             exec,
             rejected: true,
             error: Some(text),
@@ -383,7 +399,7 @@ impl BusyState {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         for r in refused {
-            if let Some(st) = srv.stats.commands.get_mut(r.cmd as usize) {
+            if let Some(st) = r.cmd.and_then(|c| srv.stats.commands.get_mut(c as usize)) {
                 if r.rejected {
                     st.rejected_calls += 1;
                 } else {
@@ -391,7 +407,7 @@ impl BusyState {
                     st.failed_calls += u64::from(r.error.is_some());
                 }
             }
-            if let Some(text) = r.error {
+            if let Some(text) = &r.error {
                 srv.stats.record_error(text);
             }
             if !r.rejected {

@@ -1066,19 +1066,19 @@ fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf, reply_
     }
 }
 
-struct Rejected {
-    msg: String,
-    cmd: Option<usize>,
+pub(crate) struct Rejected {
+    pub(crate) msg: String,
+    pub(crate) cmd: Option<usize>,
 }
 
-/// The table entry to run, or the error Valkey's `processCommand` gives.
+/// [`resolve`]'s checks that depend on the command alone (unknown
+/// command or subcommand, arity): also `busy`'s, which answers without
+/// the engine.
 #[inline]
-fn resolve(
+pub(crate) fn resolve_static(
     table: &table::Table,
     argv: ArgvRef<'_>,
     idx: u32,
-    sess: &Session,
-    srv: &Server,
 ) -> Result<usize, Rejected> {
     if idx == UNKNOWN {
         return Err(Rejected {
@@ -1111,6 +1111,20 @@ fn resolve(
             cmd: Some(i),
         });
     }
+    Ok(i)
+}
+
+/// The table entry to run, or the error Valkey's `processCommand` gives.
+#[inline]
+fn resolve(
+    table: &table::Table,
+    argv: ArgvRef<'_>,
+    idx: u32,
+    sess: &Session,
+    srv: &Server,
+) -> Result<usize, Rejected> {
+    let i = resolve_static(table, argv, idx)?;
+    let e = &table.entries[i];
     if !sess.authenticated && srv.auth_required() && e.spec.flags & command::flags::NO_AUTH == 0 {
         return Err(Rejected {
             msg: "NOAUTH Authentication required.".into(),
@@ -1338,6 +1352,7 @@ fn execute_jobs(
         job.output_class = sess.output_class();
         job.auth_required = !sess.authenticated;
         job.resp3 = sess.proto == resp::Protocol::Resp3;
+        job.in_multi = sess.multi.is_some();
         if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
             *slot = Some(sess);
         }

@@ -8,7 +8,7 @@ mod core_util;
 use core_util::*;
 use resp::{Limits, Parsed, Span};
 use ringkv_engine::batch::{ArgvRef, CommandHint, CommandsView, Job};
-use ringkv_engine::busy::{BusyAnswer, BusyPump, BusyState};
+use ringkv_engine::busy::{BusyAnswer, BusyClient, BusyPump, BusyState};
 use ringkv_engine::{ClientId, Engine};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -27,6 +27,8 @@ struct Other {
     steps: VecDeque<Vec<&'static str>>,
     replies: Vec<String>,
     pumps: usize,
+    /// As the IO layer would know it from the client's last request.
+    in_multi: bool,
 }
 
 impl BusyPump for Other {
@@ -47,7 +49,12 @@ impl BusyPump for Other {
             data: &data,
             spans: &spans,
         };
-        let r = match self.busy.answer(self.client, false, argv, &mut out) {
+        let who = BusyClient {
+            id: self.client,
+            resp3: false,
+            in_multi: self.in_multi,
+        };
+        let r = match self.busy.answer(who, argv, &mut out) {
             BusyAnswer::Replied => String::from_utf8_lossy(&out.to_vec()).into_owned(),
             BusyAnswer::Deferred => "deferred".to_string(),
         };
@@ -94,6 +101,7 @@ fn setup(threshold: &str) -> (Engine, ClientId, Other) {
         steps: VecDeque::new(),
         replies: Vec::new(),
         pumps: 0,
+        in_multi: false,
     };
     (e, c, other)
 }
@@ -135,7 +143,8 @@ fn script_kill_stops_a_busy_eval_and_others_get_busy() {
         vec!["FUNCTION", "STATS"],
         vec!["SHUTDOWN"],
         vec!["HELLO", "3"],
-        vec!["NOSUCHCOMMAND"],
+        vec!["NOSUCHCOMMAND", "a"],
+        vec!["GET"],
         vec!["SCRIPT", "KILL"],
     ]);
     let reply = run_pumped(&mut e, c, &["EVAL", body, "0"], &mut other);
@@ -149,7 +158,15 @@ fn script_kill_stops_a_busy_eval_and_others_get_busy() {
     assert_eq!(
         other.replies,
         [
-            BUSY_EVAL, BUSY_EVAL, BUSY_EVAL, BUSY_EVAL, "deferred", "deferred", "+OK\r\n"
+            BUSY_EVAL,
+            BUSY_EVAL,
+            BUSY_EVAL,
+            BUSY_EVAL,
+            "deferred",
+            // Refused before the BUSY check, as in Valkey.
+            "-ERR unknown command 'NOSUCHCOMMAND', with args beginning with: 'a' \r\n",
+            "-ERR wrong number of arguments for 'get' command\r\n",
+            "+OK\r\n"
         ]
     );
     // Over: the server is not busy, the kills say so.
@@ -161,7 +178,7 @@ fn script_kill_stops_a_busy_eval_and_others_get_busy() {
     let stats = cmd(&mut e, o, &["INFO", "commandstats"]);
     assert!(
         stats.contains("cmdstat_get:calls=1,usec=")
-            && stats.contains("rejected_calls=1,failed_calls=0"),
+            && stats.contains("rejected_calls=2,failed_calls=0"),
         "{stats}"
     );
     let errors = cmd(&mut e, o, &["INFO", "errorstats"]);
@@ -233,6 +250,23 @@ fn a_command_refused_inside_multi_dooms_the_transaction() {
         cmd(&mut e, o, &["EXEC"]),
         "-EXECABORT Transaction discarded because of previous errors.\r\n"
     );
+    // EXEC itself refused: Valkey's EXECABORT with the BUSY text, and the
+    // transaction is over.
+    assert_eq!(cmd(&mut e, o, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut e, o, &["SET", "k", "v"]), "+QUEUED\r\n");
+    other.in_multi = true;
+    other.replies.clear();
+    other.steps = VecDeque::from(vec![vec!["EXEC"], vec!["SCRIPT", "KILL"]]);
+    run_pumped(&mut e, c, &["EVAL", "while true do end", "0"], &mut other);
+    assert_eq!(
+        other.replies,
+        [
+            "-EXECABORT Transaction discarded because of: BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+            "+OK\r\n"
+        ]
+    );
+    assert_eq!(cmd(&mut e, o, &["EXEC"]), "-ERR EXEC without MULTI\r\n");
+    assert_eq!(cmd(&mut e, o, &["GET", "k"]), "$-1\r\n");
 }
 
 #[test]

@@ -133,6 +133,8 @@ pub(crate) struct Connection {
     /// The client speaks RESP3 (as of its last request; for replies
     /// written here while a script is busy).
     pub(crate) resp3: bool,
+    /// The client is inside MULTI (as of its last request).
+    pub(crate) in_multi: bool,
     /// Where pending output bytes are published for CLIENT LIST `omem`.
     pub(crate) meter: Option<engine::ClientMeter>,
     /// Since when pending output has been over the soft limit.
@@ -217,6 +219,7 @@ impl Connection {
             limits: None,
             out_class: engine::OutputClass::Normal,
             resp3: false,
+            in_multi: false,
             meter,
             soft_since: None,
             unreported_in: 0,
@@ -412,9 +415,12 @@ impl Connection {
                 spans: &self.args[at..at + n as usize],
             };
             at += n as usize;
-            if busy.answer(self.client, self.resp3, argv, &mut self.out)
-                == engine::busy::BusyAnswer::Deferred
-            {
+            let who = engine::busy::BusyClient {
+                id: self.client,
+                resp3: self.resp3,
+                in_multi: self.in_multi,
+            };
+            if busy.answer(who, argv, &mut self.out) == engine::busy::BusyAnswer::Deferred {
                 break;
             }
             answered += 1;

@@ -888,10 +888,12 @@ impl Driver {
             let done = done.unwrap_or(engine::Outcome {
                 output_class: c.out_class,
                 resp3: c.resp3,
+                in_multi: c.in_multi,
                 ..Default::default()
             });
             c.out_class = done.output_class;
             c.resp3 = done.resp3;
+            c.in_multi = done.in_multi;
             let err = c.after_batch(done.close_after_reply, done.blocked_after);
             self.settle(slot, c, more, err);
         }

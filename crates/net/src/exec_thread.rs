@@ -623,6 +623,7 @@ impl ExecLoop {
             (ex.limits, ex.qbuf_limit) = self.engine.limits_for(done.auth_required);
             ex.out_class = done.output_class;
             ex.resp3 = done.resp3;
+            ex.in_multi = done.in_multi;
             ex.close_after_reply = done.close_after_reply;
             ex.blocked_after = done.blocked_after;
             self.peers[p.thread].send(ToIo::Replies(p.ex));

@@ -182,6 +182,8 @@ pub(crate) struct Exchange {
     pub(crate) out_class: engine::OutputClass,
     /// The client speaks RESP3 after these commands.
     pub(crate) resp3: bool,
+    /// The client is inside MULTI after these commands.
+    pub(crate) in_multi: bool,
 }
 
 /// A socket just accepted, for the execution thread to admit.

@@ -363,6 +363,7 @@ impl Driver {
                     c.limits = Some((ex.limits, ex.qbuf_limit));
                     c.out_class = ex.out_class;
                     c.resp3 = ex.resp3;
+                    c.in_multi = ex.in_multi;
                     let err =
                         c.reattach(&ex.req, &mut ex.out, ex.close_after_reply, ex.blocked_after);
                     // Left over when the connection is closing now.
