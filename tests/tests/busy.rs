@@ -7,6 +7,7 @@
 //! taking clients), on both event loops; the error texts are compared
 //! with Valkey 8.1's.
 
+use ringkv_e2e::server::TempDir;
 use ringkv_e2e::{Backend, Opts, Raw, Reply, e2e, raw::encode_str};
 use std::time::{Duration, Instant};
 
@@ -131,6 +132,34 @@ e2e!(
                 "{mode}: SHUTDOWN NOSAVE saved"
             );
         }
+    }
+);
+
+e2e!(
+    ringkv_only fn shutdown_nosave_leaves_none_of_the_scripts_writes_in_the_aof(b) {
+        let tmp = TempDir::new("busy-aof");
+        let opts = Opts::new()
+            .dir(tmp.path())
+            .arg("save", "")
+            .arg("appendonly", "yes")
+            .arg("appendfsync", "always")
+            .arg("busy-reply-threshold", THRESHOLD);
+        {
+            let mut srv = b.start(opts.clone());
+            let (mut a, mut admin) = (srv.raw(), srv.raw());
+            assert_eq!(a.cmd(&["SET", "before", "1"]), Reply::status("OK"));
+            start_busy(
+                &mut a,
+                &["EVAL", "redis.call('SET', 'k', 'v') redis.call('INCR', 'before') while true do end", "0"],
+            );
+            admin.send(&encode_str(&["SHUTDOWN", "NOSAVE"]));
+            assert!(srv.wait_exit(Duration::from_secs(10)).is_some());
+        }
+        // As in Valkey, which exits inside the script: all of it or none.
+        let srv = b.start(opts);
+        let mut c = srv.raw();
+        assert_eq!(c.cmd(&["GET", "before"]), Reply::bulk("1"));
+        assert_eq!(c.cmd(&["EXISTS", "k"]), Reply::Int(0));
     }
 );
 

@@ -163,6 +163,11 @@ impl BusyState {
         was == BUSY
     }
 
+    /// The running (or last) script was stopped by SHUTDOWN NOSAVE.
+    pub(crate) fn stopped_by_shutdown(&self) -> bool {
+        self.run.load(Acquire) & KILL_SHUTDOWN != 0
+    }
+
     /// A busy script has ended since the last call (the execution thread
     /// then wakes the IO threads: input they kept waiting runs now).
     pub fn take_ended(&self) -> bool {

@@ -319,6 +319,10 @@ pub(crate) fn run_script(
         spans: Vec::new(),
     };
     let counted = run(&mut host, reply);
+    if ctx.srv.busy.stopped_by_shutdown() {
+        // The server stops next: none of the script's writes go out.
+        ctx.srv.effects.discard_unit();
+    }
     ctx.srv.busy.end();
     if ctx.srv.busy.has_refused() {
         let busy = ctx.srv.busy.clone();
