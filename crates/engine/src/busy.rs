@@ -37,6 +37,7 @@ pub const BUSY_EVAL_ERR: &str =
 pub const BUSY_FUNCTION_ERR: &str =
     "BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 pub const NOTBUSY_ERR: &str = "NOTBUSY No scripts in execution right now.";
+pub const UNKILLABLE_PRIMARY_ERR: &str = "UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed.";
 pub const UNKILLABLE_ERR: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 const KILLED_BY_SCRIPT_KILL: &str = "Script killed by user with SCRIPT KILL.";
 const KILLED_BY_FUNCTION_KILL: &str = "Script killed by user with FUNCTION KILL.";
@@ -53,6 +54,9 @@ const KILL_SCRIPT: u8 = 2;
 const KILL_FUNCTION: u8 = 4;
 const KILL_SHUTDOWN: u8 = 8;
 const KILLED: u8 = KILL_SCRIPT | KILL_FUNCTION | KILL_SHUTDOWN;
+/// The script came from our primary (replication): never killed but by
+/// SHUTDOWN NOSAVE.
+const FROM_PRIMARY: u8 = 16;
 
 /// How often the pump runs while busy (the hook looks more often).
 const PUMP_EVERY_NS: u64 = 1_000_000;
@@ -140,10 +144,17 @@ fn now_ns() -> u64 {
 
 impl BusyState {
     /// A script starts (the engine's thread).
-    pub(crate) fn begin(&self, eval: bool, threshold_ms: u64, auth_required: bool) {
+    pub(crate) fn begin(
+        &self,
+        eval: bool,
+        threshold_ms: u64,
+        auth_required: bool,
+        from_primary: bool,
+    ) {
         self.eval.store(eval, Relaxed);
         self.auth_required.store(auth_required, Relaxed);
-        self.run.store(0, Relaxed);
+        self.run
+            .store(if from_primary { FROM_PRIMARY } else { 0 }, Relaxed);
         self.threshold_ms.store(threshold_ms, Relaxed);
         self.started_ns.store(now_ns(), Relaxed);
         self.phase.store(RUNNING, Release);
@@ -253,6 +264,9 @@ impl BusyState {
         let bit = if eval { KILL_SCRIPT } else { KILL_FUNCTION };
         let mut cur = self.run.load(Acquire);
         loop {
+            if cur & FROM_PRIMARY != 0 {
+                return Err(UNKILLABLE_PRIMARY_ERR);
+            }
             if cur & WROTE != 0 {
                 return Err(UNKILLABLE_ERR);
             }
@@ -564,4 +578,75 @@ fn run_pump() {
     // returns (and the Restore guard there clears it first); the cell is
     // emptied while the pump runs, so no second reference is made.
     unsafe { (*(p as *mut &mut dyn BusyPump)).pump() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that is busy at once (threshold 0).
+    fn busy(eval: bool, from_primary: bool) -> BusyState {
+        let b = BusyState::default();
+        b.begin(eval, 0, false, from_primary);
+        assert_eq!(b.look(), None);
+        assert!(b.is_busy());
+        b
+    }
+
+    #[test]
+    fn a_kill_and_the_first_write_exclude_each_other() {
+        // Killed first: the write is refused, the script stops.
+        let b = busy(true, false);
+        assert_eq!(b.kill(true), Ok(()));
+        assert_eq!(b.note_write(), Err(KILLED_BY_SCRIPT_KILL));
+        assert_eq!(b.look(), Some(KILLED_BY_SCRIPT_KILL));
+        // Wrote first: unkillable, the script goes on.
+        let b = busy(true, false);
+        assert_eq!(b.note_write(), Ok(()));
+        assert_eq!(b.kill(true), Err(UNKILLABLE_ERR));
+        assert_eq!(b.kill(false), Err(UNKILLABLE_ERR));
+        assert_eq!(b.look(), None);
+        // SHUTDOWN NOSAVE stops it even so.
+        b.run.fetch_or(KILL_SHUTDOWN, AcqRel);
+        assert_eq!(b.look(), Some(KILLED_BY_SHUTDOWN));
+        assert!(b.stopped_by_shutdown());
+    }
+
+    #[test]
+    fn each_kill_stops_only_its_own_kind() {
+        let b = busy(false, false);
+        assert_eq!(b.kill(true), Err(BUSY_FUNCTION_ERR));
+        assert_eq!(b.look(), None);
+        assert_eq!(b.kill(false), Ok(()));
+        assert_eq!(b.look(), Some(KILLED_BY_FUNCTION_KILL));
+        let b = busy(true, false);
+        assert_eq!(b.kill(false), Err(BUSY_EVAL_ERR));
+    }
+
+    #[test]
+    fn not_busy_until_the_threshold_and_never_after_the_end() {
+        let b = BusyState::default();
+        assert_eq!(b.kill(true), Err(NOTBUSY_ERR));
+        b.begin(true, 60_000, false, false);
+        assert_eq!(b.look(), None);
+        assert!(!b.is_busy());
+        assert_eq!(b.kill(true), Err(NOTBUSY_ERR));
+        assert!(!b.end());
+        let b = busy(true, false);
+        assert!(b.end());
+        assert!(b.take_ended());
+        assert!(!b.take_ended());
+        assert_eq!(b.kill(true), Err(NOTBUSY_ERR));
+    }
+
+    #[test]
+    fn a_script_from_our_primary_is_unkillable() {
+        let b = busy(true, true);
+        assert_eq!(b.kill(true), Err(UNKILLABLE_PRIMARY_ERR));
+        assert_eq!(b.look(), None);
+        // The next run starts clean.
+        b.end();
+        let b2 = busy(true, false);
+        assert_eq!(b2.kill(true), Ok(()));
+    }
 }

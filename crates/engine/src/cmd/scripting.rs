@@ -296,6 +296,7 @@ pub(crate) fn run_script(
         eval,
         ctx.srv.config.busy_reply_threshold_ms,
         ctx.srv.auth_required(),
+        ctx.session.id == crate::replication::PRIMARY_CLIENT,
     );
     let caller_db = ctx.session.db;
     let caller_proto = ctx.session.proto;
