@@ -359,3 +359,48 @@ fn busy_replies_match_valkey() {
         );
     }
 }
+
+e2e!(
+    ringkv_only fn many_clients_pipelining_and_leaving_while_busy_all_get_their_replies(b) {
+        for (mode, opts) in modes() {
+            let srv = b.start(opts.arg("busy-reply-threshold", THRESHOLD));
+            let mut a = srv.raw();
+            let mut clients: Vec<Raw> = (0..16).map(|_| srv.raw()).collect();
+            // The caller's own pipeline: its PING runs after the script.
+            let mut call = encode_str(&["EVAL", "while true do end", "0"]);
+            call.extend(encode_str(&["PING"]));
+            a.send(&call);
+            std::thread::sleep(PAST_THRESHOLD);
+            let per_client = 100;
+            let mut batch = Vec::new();
+            for i in 0..per_client {
+                batch.extend(encode_str(&["SET", "k", &i.to_string()]));
+            }
+            for c in &mut clients {
+                c.send(&batch);
+            }
+            // Clients that come and go without reading.
+            for _ in 0..8 {
+                let mut gone = srv.raw();
+                gone.send(&batch);
+            }
+            for (n, c) in clients.iter_mut().enumerate() {
+                for i in 0..per_client {
+                    assert_eq!(c.read_reply(), Reply::err(BUSY_EVAL), "{mode}: client {n} reply {i}");
+                }
+            }
+            assert_eq!(clients[0].cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{mode}");
+            assert!(a.read_reply().text().starts_with("ERR Script killed"), "{mode}");
+            assert_eq!(a.read_reply(), Reply::status("PONG"), "{mode}");
+            for c in &mut clients {
+                assert_eq!(c.cmd(&["PING"]), Reply::status("PONG"), "{mode}");
+            }
+            // None of the refused SETs ran; the clients that left are gone.
+            assert_eq!(a.cmd(&["EXISTS", "k"]), Reply::Int(0), "{mode}");
+            ringkv_e2e::within(5, "the departed clients are gone", || {
+                let list = a.cmd(&["CLIENT", "LIST"]).text();
+                list.lines().count() == 17
+            });
+        }
+    }
+);

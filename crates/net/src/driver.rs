@@ -974,9 +974,11 @@ impl Driver {
                 continue;
             }
             let limits = c.limits.filter(|(l, _)| !l.unauthenticated);
+            // A peer that sent commands and left still has them answered
+            // (refused) here, as Valkey does: they must not run after the
+            // script. Its EOF is settled after it.
             let simple = c.closing == Closing::Open
                 && !c.moving
-                && !c.peer_eof
                 && !c.input_closed()
                 && c.out_class == engine::OutputClass::Normal;
             let Some((limits, qbuf_limit)) = limits.filter(|_| simple) else {
@@ -991,7 +993,7 @@ impl Driver {
                 false
             };
             let has_output = c.has_output();
-            if waits || over {
+            if waits || over || c.peer_eof {
                 self.busy_waiting.push(slot);
             }
             if has_output {
