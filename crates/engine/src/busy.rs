@@ -43,9 +43,10 @@ const KILLED_BY_SCRIPT_KILL: &str = "Script killed by user with SCRIPT KILL.";
 const KILLED_BY_FUNCTION_KILL: &str = "Script killed by user with FUNCTION KILL.";
 const KILLED_BY_SHUTDOWN: &str = "Script killed by SHUTDOWN NOSAVE.";
 
+// `BusyState::phase`; a script that runs but is not busy yet is IDLE
+// (nobody else needs to know).
 const IDLE: u8 = 0;
-const RUNNING: u8 = 1;
-const BUSY: u8 = 2;
+const BUSY: u8 = 1;
 
 // Bits of `BusyState::run`, set once per run: the kill decision and the
 // first write race (a KILL from an IO thread), so one atomic holds both.
@@ -112,9 +113,18 @@ pub struct BusyClient {
     pub in_multi: bool,
 }
 
+/// A value on a cache line of its own.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Line<T>(T);
+
 #[derive(Debug, Default)]
 pub struct BusyState {
-    phase: AtomicU8,
+    /// IDLE or BUSY: read by every IO thread on every loop iteration,
+    /// written only when a script turns busy and when a busy one ends (a
+    /// line of its own: the per-script fields below change with every
+    /// EVAL).
+    phase: Line<AtomicU8>,
     /// The running script is an EVAL (not a function).
     eval: AtomicBool,
     run: AtomicU8,
@@ -157,13 +167,13 @@ impl BusyState {
             .store(if from_primary { FROM_PRIMARY } else { 0 }, Relaxed);
         self.threshold_ms.store(threshold_ms, Relaxed);
         self.started_ns.store(now_ns(), Relaxed);
-        self.phase.store(RUNNING, Release);
     }
 
     /// The script has ended. Whether it had been busy.
     pub(crate) fn end(&self) -> bool {
-        let was = self.phase.swap(IDLE, AcqRel);
+        let was = self.phase.0.load(Relaxed);
         if was == BUSY {
+            self.phase.0.store(IDLE, Release);
             self.ended.store(true, Release);
             *self
                 .running
@@ -193,7 +203,7 @@ impl BusyState {
 
     /// A script is past the threshold: other clients get -BUSY.
     pub fn is_busy(&self) -> bool {
-        self.phase.load(Acquire) == BUSY
+        self.phase.0.load(Acquire) == BUSY
     }
 
     /// The script is about to run its first write command (Valkey's
@@ -218,7 +228,7 @@ impl BusyState {
             return Some(t);
         }
         let now = now_ns();
-        if self.phase.load(Relaxed) == RUNNING {
+        if self.phase.0.load(Relaxed) != BUSY {
             let elapsed = now.saturating_sub(self.started_ns.load(Relaxed));
             if elapsed < self.threshold_ms.load(Relaxed).saturating_mul(1_000_000) {
                 return None;
@@ -229,7 +239,7 @@ impl BusyState {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = describe();
             }
-            self.phase.store(BUSY, Release);
+            self.phase.0.store(BUSY, Release);
             crate::log::warning(&format!(
                 "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {} command.",
                 elapsed / 1_000_000,

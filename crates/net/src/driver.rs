@@ -107,11 +107,11 @@ pub(crate) enum Side {
 /// (inline mode; see `engine::busy`): called from the script's hook
 /// through the engine, with the batch's connections lent to it.
 pub(crate) trait BusyIo {
-    /// Take in what the kernel has, without waiting: input of the
-    /// connections here, sends done. Accepts are kept for after the
-    /// batch (the engine registers clients), and so is input for the
-    /// connections lent to the batch (io_uring: their completions are
-    /// held; epoll: the bytes stay in the socket).
+    /// Take in what the kernel has, without waiting: accepts (served at
+    /// once, registered with the engine after the batch), input of the
+    /// connections here, sends done. Input for the connections lent to
+    /// the batch waits for it (io_uring: their completions are held;
+    /// epoll: the bytes stay in the socket).
     fn poll(&mut self, d: &mut Driver);
     /// Send the output of `slots`.
     fn flush(&mut self, d: &mut Driver, slots: &[u32]);
@@ -670,8 +670,6 @@ impl Driver {
         }
     }
 
-    /// Parse everything new, run one batch for all connections with
-    /// complete commands, settle errors and closes, then the engine's events.
     /// [`Driver::process_with`] with no backend behind it (tests).
     #[cfg(test)]
     pub(crate) fn process(&mut self) {
@@ -683,6 +681,8 @@ impl Driver {
         self.process_with(&mut NoIo);
     }
 
+    /// Parse everything new, run one batch for all connections with
+    /// complete commands, settle errors and closes, then the engine's events.
     /// `io`: the backend, for serving other clients from inside a script
     /// that turns busy (inline mode).
     pub(crate) fn process_with(&mut self, io: &mut dyn BusyIo) {
@@ -693,15 +693,15 @@ impl Driver {
                 // input where it is until it drains.
                 return;
             }
-            if let Some(busy) = self.busy.clone() {
-                if busy.is_busy() {
-                    // The execution thread is inside a long script: answer
-                    // from its busy state, ship nothing.
+            if self.busy.as_ref().is_some_and(|b| b.is_busy()) {
+                // The execution thread is inside a long script: answer
+                // from its busy state, ship nothing.
+                if let Some(busy) = self.busy.clone() {
                     self.serve_busy(&busy);
-                    return;
                 }
-                self.end_busy_wait();
+                return;
             }
+            self.end_busy_wait();
         }
         let mut dirty = std::mem::take(&mut self.scratch);
         std::mem::swap(&mut dirty, &mut self.dirty);
