@@ -25,6 +25,10 @@
 //! process), shebang flags, the EVAL cache's LRU, the error format
 //! (`ERR user_script:1: ... script: <sha>, on @user_script:1.`).
 //!
+//! A count hook asks the engine's [`Watchdog`] every [`HOOK_EVERY`]
+//! instructions whether to stop (SCRIPT KILL, FUNCTION KILL): the engine
+//! uses it to turn busy and to serve other clients meanwhile.
+//!
 //! What it must not touch: sockets, files, threads, the keyspace. It knows
 //! nothing of commands: every command a script runs goes through the
 //! [`Host`] the engine passes to [`Scripts::run`], on the engine's
