@@ -85,13 +85,10 @@ impl CommandHint {
         if self.idx == Self::UNKNOWN {
             return false;
         }
-        let Some(e) = table().entries.get(self.idx as usize) else {
-            return false;
-        };
-        matches!(
-            e.spec.name,
-            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "exec"
-        )
+        table()
+            .entries
+            .get(self.idx as usize)
+            .is_some_and(|e| e.may_run_script)
     }
 }
 
