@@ -404,3 +404,43 @@ e2e!(
         }
     }
 );
+
+/// Nothing has arrived on `c` (its reply waits for the script).
+fn nothing_yet(c: &mut Raw) -> bool {
+    std::thread::sleep(Duration::from_millis(200));
+    c.stream.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 1];
+    let idle =
+        matches!(c.stream.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    c.stream.set_nonblocking(false).unwrap();
+    idle
+}
+
+e2e!(
+    ringkv_only fn an_unauthenticated_client_cannot_kill_a_busy_script(b) {
+        for (mode, opts) in modes() {
+            let srv = b.start(
+                opts.arg("requirepass", "pw")
+                    .arg("busy-reply-threshold", THRESHOLD),
+            );
+            let (mut a, mut admin, mut stranger) = (srv.raw(), srv.raw(), srv.raw());
+            for c in [&mut a, &mut admin] {
+                assert_eq!(c.cmd(&["AUTH", "pw"]), Reply::status("OK"));
+            }
+            start_busy(&mut a, &["EVAL", "while true do end", "0"]);
+            // Before and during the script, without AUTH: not served now,
+            // NOAUTH once the script is over; the script goes on.
+            stranger.send(&encode_str(&["SCRIPT", "KILL"]));
+            let mut late = srv.raw();
+            late.send(&encode_str(&["SCRIPT", "KILL"]));
+            assert!(nothing_yet(&mut stranger), "{mode}");
+            assert!(nothing_yet(&mut late), "{mode}");
+            assert!(nothing_yet(&mut a), "{mode}: the script was stopped");
+            assert_eq!(admin.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{mode}");
+            assert!(a.read_reply().text().starts_with("ERR Script killed"), "{mode}");
+            for c in [&mut stranger, &mut late] {
+                assert_eq!(c.read_reply(), Reply::err("NOAUTH Authentication required."), "{mode}");
+            }
+        }
+    }
+);

@@ -889,11 +889,20 @@ impl Driver {
                 output_class: c.out_class,
                 resp3: c.resp3,
                 in_multi: c.in_multi,
+                auth_required: c.limits.is_some_and(|(l, _)| l.unauthenticated),
                 ..Default::default()
             });
             c.out_class = done.output_class;
             c.resp3 = done.resp3;
             c.in_multi = done.in_multi;
+            if c.limits
+                .is_some_and(|(l, _)| l.unauthenticated != done.auth_required)
+                && let Side::Inline(engine) = &self.side
+            {
+                // AUTH changed them: current for a script that turns busy
+                // before this client's next parse.
+                c.limits = Some(engine.limits_for(done.auth_required));
+            }
             let err = c.after_batch(done.close_after_reply, done.blocked_after);
             self.settle(slot, c, more, err);
         }
