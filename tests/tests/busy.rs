@@ -258,8 +258,10 @@ e2e!(
 fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     let (mut a, mut other) = (srv.raw(), srv.raw());
     let (mut resp3, mut tx) = (srv.raw(), srv.raw());
+    let (mut sub2, mut sub3) = (srv.raw(), srv.raw());
     // (The HELLO reply names the server: not compared.)
     resp3.cmd(&["HELLO", "3"]);
+    sub3.cmd(&["HELLO", "3"]);
     let mut seen = vec![
         a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]),
         a.cmd(&["CONFIG", "GET", "busy-reply-threshold"]),
@@ -267,12 +269,19 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
         other.cmd(&["SCRIPT", "KILL"]),
         other.cmd(&["FUNCTION", "KILL"]),
         tx.cmd(&["MULTI"]),
+        sub2.cmd(&["SUBSCRIBE", "ch"]),
+        sub3.cmd(&["SUBSCRIBE", "ch"]),
     ];
     let body = "local n = 0\nwhile true do\n  n = n + 1\nend";
     start_busy(&mut a, &["EVAL", body, "0"]);
     // Inside MULTI: a refused command dooms it, a refused EXEC ends it.
     seen.push(tx.cmd(&["SET", "k", "v"]));
     seen.push(tx.cmd(&["EXEC"]));
+    // Subscribed: in RESP2 the pub/sub context is checked first.
+    for cmd in [&["GET", "x"][..], &["PING"], &["SUBSCRIBE", "ch2"]] {
+        seen.push(sub2.cmd(cmd));
+        seen.push(sub3.cmd(cmd));
+    }
     for cmd in [
         &["NOSUCHCOMMAND", "a", "b"][..],
         &["GET"],

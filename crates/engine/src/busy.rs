@@ -111,6 +111,8 @@ pub struct BusyClient {
     pub resp3: bool,
     /// It is inside MULTI (a refused EXEC is Valkey's EXECABORT).
     pub in_multi: bool,
+    /// It is subscribed (in RESP2 only pub/sub commands are allowed).
+    pub subscribed: bool,
 }
 
 /// A value on a cache line of its own.
@@ -324,6 +326,25 @@ impl BusyState {
             }
         };
         let spec = t.entries[i].spec;
+        if who.subscribed
+            && !who.resp3
+            && !crate::cmd::pubsub::allowed_in_subscribed_mode(&t.entries[i].fullname)
+        {
+            // Valkey checks the RESP2 pub/sub context before BUSY too.
+            let msg = format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                t.entries[i].fullname
+            );
+            error(out, &msg);
+            self.note(Refused {
+                client: who.id,
+                cmd: Some(i as u32),
+                exec: false,
+                rejected: true,
+                error: Some(msg),
+            });
+            return BusyAnswer::Replied;
+        }
         let ran = |out: &mut ReplyBuf, r: Result<(), &'static str>| {
             match r {
                 Ok(()) => out.extend_from_slice(b"+OK\r\n"),

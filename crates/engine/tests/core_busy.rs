@@ -53,6 +53,7 @@ impl BusyPump for Other {
             id: self.client,
             resp3: false,
             in_multi: self.in_multi,
+            subscribed: false,
         };
         let r = match self.busy.answer(who, argv, &mut out) {
             BusyAnswer::Replied => String::from_utf8_lossy(&out.to_vec()).into_owned(),

@@ -419,6 +419,7 @@ impl Connection {
                 id: self.client,
                 resp3: self.resp3,
                 in_multi: self.in_multi,
+                subscribed: self.out_class == engine::OutputClass::Pubsub,
             };
             if busy.answer(who, argv, &mut self.out) == engine::busy::BusyAnswer::Deferred {
                 break;

@@ -964,8 +964,8 @@ impl Driver {
     /// While a script is busy: parse the connections with new input and
     /// answer their commands from the busy state (`engine::busy`), in
     /// order; a connection whose next command needs the engine (or that
-    /// is closing, blocked, unauthenticated, subscribed, or over a limit)
-    /// keeps its input for after the script.
+    /// is closing, blocked, unauthenticated, or over a limit) keeps its
+    /// input for after the script.
     pub(crate) fn serve_busy(&mut self, busy: &engine::busy::BusyState) {
         let mut dirty = std::mem::take(&mut self.scratch);
         std::mem::swap(&mut dirty, &mut self.dirty);
@@ -986,10 +986,7 @@ impl Driver {
             // A peer that sent commands and left still has them answered
             // (refused) here, as Valkey does: they must not run after the
             // script. Its EOF is settled after it.
-            let simple = c.closing == Closing::Open
-                && !c.moving
-                && !c.input_closed()
-                && c.out_class == engine::OutputClass::Normal;
+            let simple = c.closing == Closing::Open && !c.moving && !c.input_closed();
             let Some((limits, qbuf_limit)) = limits.filter(|_| simple) else {
                 self.busy_waiting.push(slot);
                 continue;
