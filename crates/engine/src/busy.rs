@@ -67,6 +67,9 @@ const PUMP_EVERY_NS: u64 = 1_000_000;
 pub enum BusyAnswer {
     /// Its reply was appended.
     Replied,
+    /// AUTH succeeded (reply appended): the client is authenticated from
+    /// here on (the engine's session follows after the script).
+    Authenticated,
     /// It runs after the script (it and everything after it from the same
     /// client: replies stay in order).
     Deferred,
@@ -100,6 +103,8 @@ struct Refused {
     /// that ran here (the KILLs, FUNCTION STATS), with its error if any.
     rejected: bool,
     error: Option<String>,
+    /// An AUTH that succeeded: the session is authenticated.
+    authenticated: bool,
 }
 
 /// Who sent a command answered while busy, as the IO layer knows the
@@ -113,6 +118,8 @@ pub struct BusyClient {
     pub in_multi: bool,
     /// It is subscribed (in RESP2 only pub/sub commands are allowed).
     pub subscribed: bool,
+    /// It has authenticated (or needs not).
+    pub authenticated: bool,
 }
 
 /// A value on a cache line of its own.
@@ -141,6 +148,11 @@ pub struct BusyState {
     auth_required: AtomicBool,
     /// The busy function, for FUNCTION STATS (taken when it turns busy).
     running: Mutex<Option<Running>>,
+    /// `requirepass`, kept current by the engine: AUTH while busy.
+    password: Mutex<Option<Vec<u8>>>,
+    /// Clients that authenticated while busy before the engine knew them
+    /// (accepted then): their sessions start authenticated.
+    authed_early: Mutex<Vec<ClientId>>,
     /// A busy script ended and nobody has asked since ([`BusyState::take_ended`]).
     ended: AtomicBool,
 }
@@ -195,6 +207,24 @@ impl BusyState {
     /// then wakes the IO threads: input they kept waiting runs now).
     pub fn take_ended(&self) -> bool {
         self.ended.load(Relaxed) && self.ended.swap(false, AcqRel)
+    }
+
+    /// `requirepass` changed (start-up, CONFIG SET).
+    pub(crate) fn set_password(&self, p: Option<Vec<u8>>) {
+        *lock(&self.password) = p;
+    }
+
+    /// A client registered now authenticated while busy, before the
+    /// engine knew it.
+    pub(crate) fn take_authed_early(&self, id: ClientId) -> bool {
+        let mut v = lock(&self.authed_early);
+        match v.iter().position(|&c| c == id) {
+            Some(i) => {
+                v.swap_remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A client that connects now has to AUTH first (its commands then
@@ -321,11 +351,26 @@ impl BusyState {
                     exec: false,
                     rejected: true,
                     error: Some(r.msg),
+                    authenticated: false,
                 });
                 return BusyAnswer::Replied;
             }
         };
         let spec = t.entries[i].spec;
+        if !who.authenticated && spec.flags & crate::command::flags::NO_AUTH == 0 {
+            // Valkey checks AUTH before BUSY: a stranger cannot kill.
+            let msg = "NOAUTH Authentication required.".to_string();
+            error(out, &msg);
+            self.note(Refused {
+                client: who.id,
+                cmd: Some(i as u32),
+                exec: false,
+                rejected: true,
+                error: Some(msg),
+                authenticated: false,
+            });
+            return BusyAnswer::Replied;
+        }
         if who.subscribed
             && !who.resp3
             && !crate::cmd::pubsub::allowed_in_subscribed_mode(&t.entries[i].fullname)
@@ -342,6 +387,7 @@ impl BusyState {
                 exec: false,
                 rejected: true,
                 error: Some(msg),
+                authenticated: false,
             });
             return BusyAnswer::Replied;
         }
@@ -356,6 +402,7 @@ impl BusyState {
                 exec: false,
                 rejected: false,
                 error: r.err().map(str::to_string),
+                authenticated: false,
             });
         };
         if spec.flags & ALLOW_BUSY == 0 {
@@ -364,6 +411,7 @@ impl BusyState {
         }
         let parent = t.entries[i].parent.map(|p| t.entries[p].spec.name);
         match (parent, spec.name) {
+            (None, "auth") => return self.auth(who, i, argv, out),
             (Some("script"), "kill") => ran(out, self.kill(true)),
             (Some("function"), "kill") => ran(out, self.kill(false)),
             (Some("function"), "stats") if self.eval.load(Relaxed) => {
@@ -386,6 +434,7 @@ impl BusyState {
                     exec: false,
                     rejected: false,
                     error: None,
+                    authenticated: false,
                 });
             }
             (None, "shutdown") => {
@@ -418,7 +467,59 @@ impl BusyState {
             exec,
             rejected: true,
             error: Some(text),
+            authenticated: false,
         });
+    }
+
+    /// AUTH while busy, as the engine's `auth` (only the `default` user;
+    /// `requirepass` unset: any password, AUTH <password> an error).
+    fn auth(
+        &self,
+        who: BusyClient,
+        cmd: usize,
+        argv: ArgvRef<'_>,
+        out: &mut ReplyBuf,
+    ) -> BusyAnswer {
+        let password = lock(&self.password).clone();
+        let result = if argv.len() > 3 {
+            Err(crate::cmd::SYNTAX_ERR)
+        } else if argv.len() == 2 && password.is_none() {
+            Err(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            )
+        } else {
+            let (user, pass) = if argv.len() == 2 {
+                (&b"default"[..], argv.get(1))
+            } else {
+                (argv.get(1), argv.get(2))
+            };
+            let ok = user == b"default"
+                && password
+                    .as_deref()
+                    .is_none_or(|p| crate::cmd::connection::constant_time_eq(p, pass));
+            if ok {
+                Ok(())
+            } else {
+                Err(crate::cmd::connection::WRONGPASS)
+            }
+        };
+        match result {
+            Ok(()) => out.extend_from_slice(b"+OK\r\n"),
+            Err(e) => error(out, e),
+        }
+        self.note(Refused {
+            client: who.id,
+            cmd: Some(cmd as u32),
+            exec: false,
+            rejected: false,
+            error: result.err().map(str::to_string),
+            authenticated: result.is_ok(),
+        });
+        if result.is_ok() {
+            BusyAnswer::Authenticated
+        } else {
+            BusyAnswer::Replied
+        }
     }
 
     fn note(&self, r: Refused) {
@@ -460,6 +561,13 @@ impl BusyState {
             if let Some(text) = &r.error {
                 srv.stats.record_error(text);
             }
+            if r.authenticated {
+                match srv.clients.get_mut(r.client) {
+                    Some(sess) => sess.authenticated = true,
+                    // Accepted while busy, registered next.
+                    None => lock(&self.authed_early).push(r.client),
+                }
+            }
             if !r.rejected {
                 continue;
             }
@@ -478,6 +586,10 @@ impl BusyState {
             }
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn kill_text(run: u8) -> Option<&'static str> {

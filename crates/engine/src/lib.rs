@@ -397,7 +397,7 @@ impl Engine {
         });
         let now = srv.now_ms();
         let mut s = Session::new(id);
-        s.authenticated = !srv.auth_required();
+        s.authenticated = !srv.auth_required() || srv.busy.take_authed_early(id);
         s.peer = Some(info.peer);
         s.local = Some(info.local);
         s.fd = info.fd;
@@ -470,6 +470,12 @@ impl Engine {
     /// whose client is closing (QUIT, CLIENT KILL, SHUTDOWN) stops at that
     /// command and gets `close_after_reply` set.
     pub fn execute_batch(&mut self, jobs: &mut [Job<'_>]) {
+        if self.srv.busy.has_refused() {
+            // Answered while a script was busy, just after it ended (an
+            // AUTH must count before the client's next command).
+            let busy = self.srv.busy.clone();
+            busy.settle(&mut self.srv);
+        }
         let Engine { srv, found, hashes } = self;
         execute_jobs(srv, found, hashes, jobs);
     }

@@ -313,7 +313,14 @@ impl Server {
         srv.sync_expiry_logging();
         srv.sync_output_limits();
         srv.sync_access_policy();
+        srv.sync_busy_auth();
         srv
+    }
+
+    /// The busy state answers AUTH while a script runs: it keeps a copy of
+    /// `requirepass` (start-up, CONFIG SET).
+    pub fn sync_busy_auth(&self) {
+        self.busy.set_password(self.config.requirepass.clone());
     }
 
     /// Tell the store how to stamp accesses for `maxmemory-policy` (LRU

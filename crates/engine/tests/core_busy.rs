@@ -54,9 +54,12 @@ impl BusyPump for Other {
             resp3: false,
             in_multi: self.in_multi,
             subscribed: false,
+            authenticated: true,
         };
         let r = match self.busy.answer(who, argv, &mut out) {
-            BusyAnswer::Replied => String::from_utf8_lossy(&out.to_vec()).into_owned(),
+            BusyAnswer::Replied | BusyAnswer::Authenticated => {
+                String::from_utf8_lossy(&out.to_vec()).into_owned()
+            }
             BusyAnswer::Deferred => "deferred".to_string(),
         };
         self.replies.push(r);

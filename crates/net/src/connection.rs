@@ -420,9 +420,18 @@ impl Connection {
                 resp3: self.resp3,
                 in_multi: self.in_multi,
                 subscribed: self.out_class == engine::OutputClass::Pubsub,
+                authenticated: self.limits.is_some_and(|(l, _)| !l.unauthenticated),
             };
-            if busy.answer(who, argv, &mut self.out) == engine::busy::BusyAnswer::Deferred {
-                break;
+            match busy.answer(who, argv, &mut self.out) {
+                engine::busy::BusyAnswer::Deferred => break,
+                engine::busy::BusyAnswer::Replied => {}
+                engine::busy::BusyAnswer::Authenticated => {
+                    // The stricter pre-AUTH limits end here, as AUTH's
+                    // reply from the engine would end them.
+                    if let Some((l, _)) = &mut self.limits {
+                        l.unauthenticated = false;
+                    }
+                }
             }
             answered += 1;
         }

@@ -982,22 +982,34 @@ impl Driver {
                 // Parsed again once unblocked, or once its replies are back.
                 continue;
             }
-            let limits = c.limits.filter(|(l, _)| !l.unauthenticated);
             // A peer that sent commands and left still has them answered
             // (refused) here, as Valkey does: they must not run after the
             // script. Its EOF is settled after it.
             let simple = c.closing == Closing::Open && !c.moving && !c.input_closed();
-            let Some((limits, qbuf_limit)) = limits.filter(|_| simple) else {
+            if !simple || c.limits.is_none() {
                 self.busy_waiting.push(slot);
                 continue;
-            };
-            c.parse(&limits, usize::MAX, qbuf_limit);
-            let over = c.unparsed_len() > qbuf_limit;
-            let waits = if c.has_commands() || c.has_error() {
-                c.answer_busy(busy)
-            } else {
-                false
-            };
+            }
+            let mut waits = false;
+            let mut over = false;
+            while let Some((limits, qbuf_limit)) = c.limits {
+                // Before AUTH one command at a time, as in `process`: AUTH
+                // changes the limits the next one is parsed with.
+                let max = if limits.unauthenticated {
+                    1
+                } else {
+                    usize::MAX
+                };
+                let r = c.parse(&limits, max, qbuf_limit);
+                over = c.unparsed_len() > qbuf_limit;
+                if !c.has_commands() && !c.has_error() {
+                    break;
+                }
+                waits = c.answer_busy(busy);
+                if waits || over || !r.more {
+                    break;
+                }
+            }
             let has_output = c.has_output();
             if waits || over || c.peer_eof {
                 self.busy_waiting.push(slot);
