@@ -64,6 +64,10 @@ e2e!(
             assert_eq!(other.cmd(&["GET", "x"]), Reply::err(BUSY_EVAL), "{mode}");
             assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Reply::err(BUSY_EVAL), "{mode}");
             assert_eq!(other.cmd(&["SHUTDOWN"]), Reply::err(BUSY_EVAL), "{mode}");
+            // QUIT is served: +OK, and the connection closes now.
+            let mut leaving = srv.raw();
+            assert_eq!(leaving.cmd(&["QUIT"]), Reply::status("OK"), "{mode}");
+            leaving.closed_within(Duration::from_secs(5)).unwrap();
             // A client that connects while the script runs is served too:
             // it can be the one that kills it.
             let mut late = srv.raw();
@@ -277,6 +281,14 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     // Inside MULTI: a refused command dooms it, a refused EXEC ends it.
     seen.push(tx.cmd(&["SET", "k", "v"]));
     seen.push(tx.cmd(&["EXEC"]));
+    // QUIT is served: +OK, then the connection closes (what follows it in
+    // the pipeline never runs).
+    let mut q = srv.raw();
+    let mut quit = encode_str(&["QUIT"]);
+    quit.extend(encode_str(&["SET", "after-quit", "1"]));
+    q.send(&quit);
+    seen.push(q.read_reply());
+    seen.push(Reply::Bool(q.closed_within(Duration::from_secs(5)).is_ok()));
     // Subscribed: in RESP2 the pub/sub context is checked first.
     for cmd in [&["GET", "x"][..], &["PING"], &["SUBSCRIBE", "ch2"]] {
         seen.push(sub2.cmd(cmd));
@@ -296,6 +308,7 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     }
     seen.push(a.read_reply());
     seen.push(tx.cmd(&["EXEC"]));
+    seen.push(a.cmd(&["EXISTS", "after-quit"]));
     let lib = "#!lua name=difflib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
     seen.push(a.cmd(&["FUNCTION", "LOAD", lib]));
     start_busy(&mut a, &["FCALL", "spin", "0"]);

@@ -70,6 +70,8 @@ pub enum BusyAnswer {
     /// AUTH succeeded (reply appended): the client is authenticated from
     /// here on (the engine's session follows after the script).
     Authenticated,
+    /// QUIT (reply appended): close once it is sent; nothing after it runs.
+    Close,
     /// It runs after the script (it and everything after it from the same
     /// client: replies stay in order).
     Deferred,
@@ -412,6 +414,10 @@ impl BusyState {
         let parent = t.entries[i].parent.map(|p| t.entries[p].spec.name);
         match (parent, spec.name) {
             (None, "auth") => return self.auth(who, i, argv, out),
+            (None, "quit") => {
+                ran(out, Ok(()));
+                return BusyAnswer::Close;
+            }
             (Some("script"), "kill") => ran(out, self.kill(true)),
             (Some("function"), "kill") => ran(out, self.kill(false)),
             (Some("function"), "stats") if self.eval.load(Relaxed) => {

@@ -57,7 +57,7 @@ impl BusyPump for Other {
             authenticated: true,
         };
         let r = match self.busy.answer(who, argv, &mut out) {
-            BusyAnswer::Replied | BusyAnswer::Authenticated => {
+            BusyAnswer::Replied | BusyAnswer::Authenticated | BusyAnswer::Close => {
                 String::from_utf8_lossy(&out.to_vec()).into_owned()
             }
             BusyAnswer::Deferred => "deferred".to_string(),

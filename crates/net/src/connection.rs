@@ -408,6 +408,7 @@ impl Connection {
     /// left waiting.
     pub(crate) fn answer_busy(&mut self, busy: &engine::busy::BusyState) -> bool {
         let mut answered = 0;
+        let mut quit = false;
         let mut at = 0;
         for &n in &self.argc {
             let argv = ArgvRef {
@@ -432,6 +433,10 @@ impl Connection {
                         l.unauthenticated = false;
                     }
                 }
+                engine::busy::BusyAnswer::Close => {
+                    quit = true;
+                    break;
+                }
             }
             answered += 1;
         }
@@ -451,6 +456,12 @@ impl Connection {
         if self.error.take().is_some() {
             // Set by the parse that found it, not by a close.
             self.input_closed = false;
+        }
+        if quit {
+            // As after the engine's QUIT: what followed it never runs.
+            self.close_input();
+            self.close(Closing::AfterFlush);
+            return false;
         }
         waiting
     }

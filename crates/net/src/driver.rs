@@ -115,6 +115,8 @@ pub(crate) trait BusyIo {
     fn poll(&mut self, d: &mut Driver);
     /// Send the output of `slots`.
     fn flush(&mut self, d: &mut Driver, slots: &[u32]);
+    /// Tear down the closing connections of `slots` that can go (QUIT).
+    fn close(&mut self, d: &mut Driver, slots: &[u32]);
 }
 
 /// The engine's pump during one inline batch: the backend and the driver
@@ -134,6 +136,8 @@ impl engine::busy::BusyPump for InlinePump<'_> {
         let mut list = std::mem::take(&mut self.d.scratch);
         self.d.take_flush_present(&mut list);
         self.io.flush(self.d, &list);
+        self.d.take_closing_present(&mut list);
+        self.io.close(self.d, &list);
         list.clear();
         self.d.scratch = list;
     }
@@ -677,6 +681,7 @@ impl Driver {
         impl BusyIo for NoIo {
             fn poll(&mut self, _: &mut Driver) {}
             fn flush(&mut self, _: &mut Driver, _: &[u32]) {}
+            fn close(&mut self, _: &mut Driver, _: &[u32]) {}
         }
         self.process_with(&mut NoIo);
     }
@@ -1011,7 +1016,12 @@ impl Driver {
                 }
             }
             let has_output = c.has_output();
-            if waits || over || c.peer_eof {
+            let closing = c.closing != Closing::Open;
+            if closing {
+                // QUIT: closed once its +OK is out (the engine forgets
+                // the session when the connection is released).
+                self.queue_close(slot);
+            } else if waits || over || c.peer_eof {
                 self.busy_waiting.push(slot);
             }
             if has_output {
@@ -1021,6 +1031,23 @@ impl Driver {
         }
         dirty.clear();
         self.scratch = dirty;
+    }
+
+    /// [`Driver::take_closing`] for the connections here (those lent to a
+    /// batch stay queued).
+    pub(crate) fn take_closing_present(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        let conns = &mut self.conns;
+        self.closing.retain(|&slot| {
+            match conns.get_mut(slot as usize).and_then(Option::as_deref_mut) {
+                Some(c) => {
+                    c.close_queued = false;
+                    out.push(slot);
+                    false
+                }
+                None => true,
+            }
+        });
     }
 
     /// [`Driver::take_flush`] for the connections here (those lent to a

@@ -93,6 +93,12 @@ impl BusyIo for Epoll {
             self.write(d, slot);
         }
     }
+
+    fn close(&mut self, d: &mut Driver, slots: &[u32]) {
+        for &slot in slots {
+            self.try_close(d, slot);
+        }
+    }
 }
 
 fn key(slot: u32, generation: u32) -> u64 {

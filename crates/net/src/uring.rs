@@ -298,6 +298,14 @@ impl BusyIo for Uring {
             log::warning(&format!("io_uring while a script is busy: {e}"));
         }
     }
+
+    fn close(&mut self, d: &mut Driver, slots: &[u32]) {
+        for &slot in slots {
+            if let Err(e) = self.try_close(d, slot) {
+                log::warning(&format!("io_uring while a script is busy: {e}"));
+            }
+        }
+    }
 }
 
 fn build_ring() -> Result<(IoUring, bool), String> {
