@@ -77,6 +77,19 @@ impl CommandHint {
     pub fn key_hash(&self) -> u64 {
         self.key_hash
     }
+
+    /// The command may run a Lua script (EVAL and FCALL and their
+    /// variants, and EXEC, whose transaction may hold them): threaded mode
+    /// runs these on the execution thread only (see `crate::busy`).
+    pub fn may_run_script(&self) -> bool {
+        if self.idx == Self::UNKNOWN {
+            return false;
+        }
+        table()
+            .entries
+            .get(self.idx as usize)
+            .is_some_and(|e| e.may_run_script)
+    }
 }
 
 /// The arguments of one command.
@@ -148,6 +161,11 @@ pub struct Job<'a> {
     /// commands, for [`crate::Engine::limits_for`] (only a client's own
     /// commands change it).
     pub auth_required: bool,
+    /// Set by the engine: the client speaks RESP3 after these commands
+    /// (for replies the IO layer writes itself while a script is busy).
+    pub resp3: bool,
+    /// Set by the engine: the client is inside MULTI after these commands.
+    pub in_multi: bool,
 }
 
 /// What the IO layer must do after a job ([`Job::outcome`]).
@@ -161,6 +179,10 @@ pub struct Outcome {
     pub output_class: OutputClass,
     /// The client still has to AUTH (its parser limits are tighter).
     pub auth_required: bool,
+    /// The client speaks RESP3.
+    pub resp3: bool,
+    /// The client is inside MULTI.
+    pub in_multi: bool,
 }
 
 impl<'a> Job<'a> {
@@ -170,6 +192,8 @@ impl<'a> Job<'a> {
             blocked_after: self.blocked.then_some(self.executed),
             output_class: self.output_class,
             auth_required: self.auth_required,
+            resp3: self.resp3,
+            in_multi: self.in_multi,
         }
     }
 
@@ -184,6 +208,8 @@ impl<'a> Job<'a> {
             output_class: OutputClass::Normal,
             bytes_in: 0,
             auth_required: false,
+            resp3: false,
+            in_multi: false,
         }
     }
 }
