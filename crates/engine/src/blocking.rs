@@ -46,6 +46,10 @@ pub struct BlockRequest {
     /// Unix ms; `None` blocks forever.
     pub deadline_ms: Option<i64>,
     pub on_timeout: OnTimeout,
+    /// Arguments to replace in the stored command (index, new bytes):
+    /// XREAD's `$` becomes the ID it stood for when the client blocked, so
+    /// running it again serves what arrived since.
+    pub rewrites: Vec<(usize, Vec<u8>)>,
 }
 
 /// A blocked client's state, kept in its Session.
@@ -146,7 +150,23 @@ impl Ctx<'_> {
             keys: keys.iter().map(|k| k.to_vec()).collect(),
             deadline_ms,
             on_timeout,
+            rewrites: Vec::new(),
         });
+    }
+
+    /// As [`Ctx::block`], with arguments replaced in the command that will
+    /// run again (see [`BlockRequest::rewrites`]).
+    pub fn block_rewritten(
+        &mut self,
+        keys: &[&[u8]],
+        deadline_ms: Option<i64>,
+        on_timeout: OnTimeout,
+        rewrites: Vec<(usize, Vec<u8>)>,
+    ) {
+        self.block(keys, deadline_ms, on_timeout);
+        if let Some(r) = self.session.block_request.as_mut() {
+            r.rewrites = rewrites;
+        }
     }
 }
 
@@ -180,7 +200,10 @@ pub(crate) fn after_command(
     let mut data = Vec::new();
     let mut spans = Vec::with_capacity(argv.len());
     for i in 0..argv.len() {
-        let a = argv.get(i);
+        let a = match req.rewrites.iter().find(|(at, _)| *at == i) {
+            Some((_, new)) => new.as_slice(),
+            None => argv.get(i),
+        };
         spans.push(Span {
             start: data.len(),
             len: a.len(),

@@ -54,7 +54,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 20] {
+fn groups() -> [&'static [CommandSpec]; 21] {
     [
         cmd::strings::COMMANDS,
         cmd::keys::COMMANDS,
@@ -63,6 +63,7 @@ fn groups() -> [&'static [CommandSpec]; 20] {
         cmd::hashes::COMMANDS,
         cmd::sets::COMMANDS,
         cmd::zsets::COMMANDS,
+        cmd::streams::COMMANDS,
         cmd::bitmaps::COMMANDS,
         cmd::hyperloglog::COMMANDS,
         cmd::pubsub::COMMANDS,

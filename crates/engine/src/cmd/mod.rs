@@ -34,6 +34,7 @@ pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
