@@ -207,6 +207,7 @@ fn load_node(st: &mut Stream, master: StreamId, lp: &[u8]) -> Result<(), String>
             return Err("negative field count in a stream entry".into());
         }
         let mut fv = Vec::with_capacity(2 * n as usize);
+        #[allow(clippy::needless_range_loop)]
         for k in 0..n as usize {
             if same {
                 fv.push(master_fields[k].clone());
@@ -230,7 +231,6 @@ fn load_node(st: &mut Stream, master: StreamId, lp: &[u8]) -> Result<(), String>
         }
         entries.push((flags, id, fv));
     }
-    drop(next);
     if i != elems.len() {
         return Err("stream listpack has elements past its entries".into());
     }

@@ -176,6 +176,7 @@ const XAUTOCLAIM_ARGS: &[ArgSpec] = &[
     ArgSpec::pure_token("justid", "JUSTID").optional(),
 ];
 
+#[allow(clippy::too_many_arguments)]
 const fn sub(
     name: &'static str,
     arity: i32,
@@ -1074,6 +1075,7 @@ struct Effects(Vec<Vec<Vec<u8>>>);
 impl Effects {
     /// `XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID
     /// LASTID last`: re-creates a PEL entry as it is now, idempotently.
+    #[allow(clippy::too_many_arguments)]
     fn xclaim(
         &mut self,
         key: &[u8],
@@ -1586,10 +1588,8 @@ fn xgroup(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let key = argv.get(2);
     let gname = argv.get(3);
-    let exists = match typed_or_reply!(ctx, key, false, Value::as_stream_mut) {
-        Some(s) => Some(s.group(gname).is_some()),
-        None => None,
-    };
+    let exists =
+        typed_or_reply!(ctx, key, false, Value::as_stream_mut).map(|s| s.group(gname).is_some());
     if !mkstream {
         let Some(has_group) = exists else {
             return ctx.error("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.");

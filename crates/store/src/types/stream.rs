@@ -805,10 +805,10 @@ impl Stream {
     pub fn trim(&mut self, how: Trim, approx: bool, limit: u64) -> u64 {
         let mut deleted = 0u64;
         while let Some(mut first) = self.blocks.first_entry() {
-            if let Trim::MaxLen(max) = how {
-                if self.length <= max {
-                    break;
-                }
+            if let Trim::MaxLen(max) = how
+                && self.length <= max
+            {
+                break;
             }
             let master = *first.key();
             let b = first.get_mut();
