@@ -1429,9 +1429,10 @@ fn serve_group(
         let last = s.group(gname).expect("group").last_id;
         if id > last {
             s.advance_group(gname, id);
-            if noack {
-                propagate_last = true;
-            }
+            // Valkey 8.1 follows the XCLAIMs with `XGROUP SETID ...
+            // ENTRIESREAD` whenever the group's last ID moved (the
+            // XCLAIM's LASTID does not carry the read counter).
+            propagate_last = true;
         }
         if !noack {
             let g = s.group_mut(gname).expect("group");
