@@ -18,6 +18,7 @@ use crate::consts::{
 };
 use crate::encode::{self, Listpack};
 use store::types::set::Member;
+use store::types::stream::Elem;
 use store::types::{Hash, List, Set, Stream, ZSet};
 use store::{StrRef, ValueRef};
 
@@ -103,6 +104,13 @@ fn write_stream(cap: &mut Capture, s: &Stream) {
     }
 }
 
+fn push_elem(lp: &mut Listpack<'_>, e: Elem<'_>) {
+    match e {
+        Elem::Bytes(b) => lp.push(b),
+        Elem::Int(v) => lp.push_int(v),
+    }
+}
+
 /// A block as Valkey's stream listpack: the master entry (count, deleted,
 /// field count, fields, 0), then per entry flags, ID deltas, [field
 /// count, fields and] values, and the entry's element count.
@@ -115,10 +123,10 @@ pub fn stream_listpack(
     let mut lp = Listpack::new(out);
     lp.push_int(b.live() as i64);
     lp.push_int(b.deleted() as i64);
-    let fields: Vec<&[u8]> = b.master_fields().collect();
+    let fields: Vec<Elem<'_>> = b.master_fields().collect();
     lp.push_int(fields.len() as i64);
     for f in &fields {
-        lp.push(f);
+        push_elem(&mut lp, *f);
     }
     lp.push_int(0);
     for e in b.entries(master) {
@@ -131,9 +139,9 @@ pub fn stream_listpack(
         }
         for (f, v) in e.pairs() {
             if !same {
-                lp.push(f);
+                push_elem(&mut lp, f);
             }
-            lp.push(v);
+            push_elem(&mut lp, v);
         }
         let count = if same {
             e.nfields + 3

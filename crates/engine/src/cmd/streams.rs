@@ -19,7 +19,7 @@ use crate::num::parse_i64;
 use resp::ReplyWriter;
 use std::sync::Arc;
 use store::types::stream::{
-    Consumer, ENTRIES_READ_INVALID, LISTPACK_MAX_SIZE, RawEntry, Stream, Trim,
+    Consumer, ENTRIES_READ_INVALID, Elem, LISTPACK_MAX_SIZE, RawEntry, Stream, Trim,
 };
 use store::{Entry, StreamId, Value};
 
@@ -595,8 +595,15 @@ fn reply_entry(r: &mut ReplyWriter<'_>, e: &RawEntry<'_>) {
     reply_id(r, e.id);
     r.array_len(e.nfields * 2);
     for (f, v) in e.pairs() {
-        r.bulk(f);
-        r.bulk(v);
+        reply_elem(r, f);
+        reply_elem(r, v);
+    }
+}
+
+fn reply_elem(r: &mut ReplyWriter<'_>, e: Elem<'_>) {
+    match e {
+        Elem::Bytes(b) => r.bulk(b),
+        Elem::Int(v) => r.bulk_from_int(v),
     }
 }
 

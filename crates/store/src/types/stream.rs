@@ -211,17 +211,77 @@ fn get_varint(b: &[u8], pos: &mut usize) -> u64 {
     }
 }
 
-#[inline]
-fn get_bytes<'a>(b: &'a [u8], pos: &mut usize) -> &'a [u8] {
-    let n = get_varint(b, pos) as usize;
-    let s = &b[*pos..*pos + n];
-    *pos += n;
-    s
+/// A field or value as stored: bytes, or an integer for a string that is
+/// a canonical decimal (as a listpack stores it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elem<'a> {
+    Bytes(&'a [u8]),
+    Int(i64),
 }
 
-fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
-    put_varint(out, s.len() as u64);
-    out.extend_from_slice(s);
+impl Elem<'_> {
+    /// The string form (integers in decimal).
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Elem::Bytes(b) => out.extend_from_slice(b),
+            Elem::Int(v) => {
+                use std::io::Write;
+                let _ = write!(out, "{v}");
+            }
+        }
+    }
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.write_to(&mut v);
+        v
+    }
+    /// Is this the element `s` is stored as?
+    pub fn is(&self, s: &[u8]) -> bool {
+        match (self, stored_int(s)) {
+            (Elem::Int(v), Some(w)) => *v == w,
+            (Elem::Bytes(b), None) => *b == s,
+            _ => false,
+        }
+    }
+}
+
+/// The integer `s` is stored as, if any: a canonical decimal whose
+/// zigzag form leaves room for the tag bit.
+fn stored_int(s: &[u8]) -> Option<i64> {
+    lp_string_int(s).filter(|&v| zigzag(v) < 1 << 63)
+}
+
+/// Elements: a varint header, `len << 1` followed by the bytes, or
+/// `zigzag(int) << 1 | 1`. A 12-digit number takes 6 bytes (a listpack:
+/// 10), a short word its length plus one (a listpack: plus two).
+#[inline]
+fn get_elem<'a>(b: &'a [u8], pos: &mut usize) -> Elem<'a> {
+    let h = get_varint(b, pos);
+    if h & 1 == 1 {
+        return Elem::Int(unzigzag(h >> 1));
+    }
+    let n = (h >> 1) as usize;
+    let s = &b[*pos..*pos + n];
+    *pos += n;
+    Elem::Bytes(s)
+}
+
+#[inline]
+fn skip_elem(b: &[u8], pos: &mut usize) {
+    let h = get_varint(b, pos);
+    if h & 1 == 0 {
+        *pos += (h >> 1) as usize;
+    }
+}
+
+fn put_elem(out: &mut Vec<u8>, s: &[u8]) {
+    match stored_int(s) {
+        Some(v) => put_varint(out, (zigzag(v) << 1) | 1),
+        None => {
+            put_varint(out, (s.len() as u64) << 1);
+            out.extend_from_slice(s);
+        }
+    }
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -291,18 +351,18 @@ pub struct Pairs<'a> {
 }
 
 impl<'a> Iterator for Pairs<'a> {
-    type Item = (&'a [u8], &'a [u8]);
+    type Item = (Elem<'a>, Elem<'a>);
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
             return None;
         }
         self.left -= 1;
         let f = if self.same {
-            get_bytes(self.master, &mut self.mpos)
+            get_elem(self.master, &mut self.mpos)
         } else {
-            get_bytes(self.body, &mut self.pos)
+            get_elem(self.body, &mut self.pos)
         };
-        let v = get_bytes(self.body, &mut self.pos);
+        let v = get_elem(self.body, &mut self.pos);
         Some((f, v))
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -320,7 +380,7 @@ impl Block {
         put_varint(&mut data, fields.len() as u64);
         let mut lp_rest = lp_int_size(fields.len() as i64) + lp_int_size(0);
         for f in fields {
-            put_bytes(&mut data, f.as_ref());
+            put_elem(&mut data, f.as_ref());
             lp_rest += lp_str_size(f.as_ref());
         }
         Block {
@@ -350,17 +410,16 @@ impl Block {
         let mut pos = 0;
         let n = get_varint(&self.data, &mut pos) as usize;
         for _ in 0..n {
-            let l = get_varint(&self.data, &mut pos) as usize;
-            pos += l;
+            skip_elem(&self.data, &mut pos);
         }
         (n, pos)
     }
     /// The master field names.
-    pub fn master_fields(&self) -> impl Iterator<Item = &[u8]> {
+    pub fn master_fields(&self) -> impl Iterator<Item = Elem<'_>> {
         let mut pos = 0;
         let n = get_varint(&self.data, &mut pos) as usize;
         let data = &self.data;
-        (0..n).map(move |_| get_bytes(data, &mut pos))
+        (0..n).map(move |_| get_elem(data, &mut pos))
     }
     fn same_fields(&self, fv: &[&[u8]]) -> bool {
         let mut pos = 0;
@@ -369,7 +428,7 @@ impl Block {
             return false;
         }
         for i in 0..n {
-            if get_bytes(&self.data, &mut pos) != fv[i * 2] {
+            if !get_elem(&self.data, &mut pos).is(fv[i * 2]) {
                 return false;
             }
         }
@@ -397,7 +456,7 @@ impl Block {
         }
         for (i, s) in fv.iter().enumerate() {
             if !same || i % 2 == 1 {
-                put_bytes(&mut self.data, s);
+                put_elem(&mut self.data, s);
                 lp += lp_str_size(s);
             }
         }
@@ -468,8 +527,7 @@ impl<'a> Iterator for BlockIter<'a> {
         let body_start = pos;
         let elems = if same { nfields } else { nfields * 2 };
         for _ in 0..elems {
-            let l = get_varint(d, &mut pos) as usize;
-            pos += l;
+            skip_elem(d, &mut pos);
         }
         self.pos = pos;
         Some(RawEntry {
@@ -1174,6 +1232,43 @@ mod tests {
         s.max_deleted_id = id(3, 0);
         assert_eq!(s.lag(s.group(b"g").unwrap()), None);
         assert_eq!(s.estimate_distance(id(5, 0)), 5);
+    }
+
+    #[test]
+    fn integers_are_stored_as_integers_and_read_back_as_sent() {
+        let mut s = Stream::new();
+        let vals: [&[u8]; 6] = [
+            b"123",
+            b"-5",
+            b"007",
+            b"9223372036854775807",
+            b"-9223372036854775808",
+            b"",
+        ];
+        for (i, v) in vals.iter().enumerate() {
+            add(&mut s, id(i as u64 + 1, 0), &[b"1", v, b"f", v]);
+        }
+        let mut got = Vec::new();
+        s.range(StreamId::MIN, StreamId::MAX, false, |e| {
+            for (f, v) in e.pairs() {
+                got.push((f.to_vec(), v.to_vec(), matches!(v, Elem::Int(_))));
+            }
+            true
+        });
+        assert_eq!(got.len(), 12);
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(got[i * 2].0, b"1");
+            assert_eq!(got[i * 2].1, *v);
+            assert_eq!(got[i * 2 + 1].0, b"f");
+        }
+        // Canonical and small enough: an integer; "007" and the extremes
+        // (no room for the tag bit) stay bytes.
+        let ints: Vec<bool> = got.iter().step_by(2).map(|g| g.2).collect();
+        assert_eq!(ints, vec![true, true, false, false, false, false]);
+        // Numeric field names compare as the master's: one block, all
+        // SAMEFIELDS after the first.
+        let (k, b) = s.blocks().next().unwrap();
+        assert!(b.entries(k).all(|e| e.flags & FLAG_SAMEFIELDS != 0));
     }
 
     #[test]
