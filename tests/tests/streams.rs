@@ -57,6 +57,12 @@ e2e!(
         assert_eq!(c.cmd(&["COPY", "s", "s2"]), Reply::Int(1));
         assert_eq!(c.cmd(&["RENAME", "s2", "s3"]), Reply::status("OK"));
         assert_eq!(c.cmd(&["XLEN", "s3"]), Reply::Int(1));
+        assert_eq!(c.cmd(&["MOVE", "s3", "1"]), Reply::Int(1));
+        c.cmd(&["SELECT", "1"]);
+        assert_eq!(c.cmd(&["XLEN", "s3"]), Reply::Int(1));
+        assert_eq!(c.cmd(&["UNLINK", "s3"]), Reply::Int(1));
+        c.cmd(&["SELECT", "0"]);
+        assert_eq!(c.cmd(&["COPY", "s", "s3"]), Reply::Int(1));
         assert_eq!(c.cmd(&["DEL", "s3"]), Reply::Int(1));
         assert_eq!(c.cmd(&["SET", "str", "x"]), Reply::status("OK"));
         assert!(c.cmd(&["XADD", "str", "*", "a", "1"]).text().starts_with("WRONGTYPE"));
@@ -157,8 +163,51 @@ e2e!(
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(waiter.read_reply(), Reply::Nil);
+        // A blocked XREADGROUP hears of its group destroyed, its key
+        // deleted or replaced (Valkey 8.1's replies); a blocked XREAD on a
+        // key that goes stays blocked until an entry comes.
+        let nogroup = Reply::err("NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option");
+        for (change, want) in [
+            (&["XGROUP", "DESTROY", "s", "g"][..], nogroup.clone()),
+            (&["DEL", "s"], nogroup),
+            (&["SET", "s", "x"], Reply::err("WRONGTYPE Operation against a key holding the wrong kind of value")),
+        ] {
+            writer.cmd(&["DEL", "s"]);
+            writer.cmd(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+            group_waiter.send(&ringkv_e2e::raw::encode_str(&[
+                "XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">",
+            ]));
+            wait_blocked(&mut writer, 1);
+            writer.cmd(change);
+            assert_eq!(group_waiter.read_reply(), want, "{change:?}");
+        }
+        writer.cmd(&["DEL", "s"]);
+        waiter.send(&ringkv_e2e::raw::encode_str(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]));
+        wait_blocked(&mut writer, 1);
+        writer.cmd(&["XADD", "s", "5-5", "a", "b"]);
+        writer.cmd(&["DEL", "s"]);
+        assert_eq!(
+            waiter.read_reply(),
+            arr(vec![arr(vec![b("s"), arr(vec![arr(vec![b("5-5"), arr(vec![b("a"), b("b")])])])])])
+        );
     }
 );
+
+/// Wait until INFO shows `n` blocked clients.
+fn wait_blocked(c: &mut ringkv_e2e::Raw, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let info = c.cmd(&["INFO", "clients"]).text();
+        if ringkv_e2e::info_field(&info, "blocked_clients") == n.to_string() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "clients did not block"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
 
 /// A splitmix64 stream: the random sequences are the same on every run.
 struct Rng(u64);

@@ -50,6 +50,10 @@ pub struct BlockRequest {
     /// XREAD's `$` becomes the ID it stood for when the client blocked, so
     /// running it again serves what arrived since.
     pub rewrites: Vec<(usize, Vec<u8>)>,
+    /// Answer whatever running the command again replies, a WRONGTYPE
+    /// error included (XREADGROUP: Valkey's `unblock_on_nokey`; a list
+    /// waiter whose key now holds another type stays blocked instead).
+    pub unblock_on_nokey: bool,
 }
 
 /// A blocked client's state, kept in its Session.
@@ -59,6 +63,7 @@ pub struct Blocked {
     pub keys: Vec<Vec<u8>>,
     pub deadline_ms: Option<i64>,
     pub on_timeout: OnTimeout,
+    unblock_on_nokey: bool,
     /// The command to run again, as owned bytes and spans over them.
     data: Vec<u8>,
     spans: Vec<Span>,
@@ -151,6 +156,7 @@ impl Ctx<'_> {
             deadline_ms,
             on_timeout,
             rewrites: Vec::new(),
+            unblock_on_nokey: false,
         });
     }
 
@@ -162,10 +168,12 @@ impl Ctx<'_> {
         deadline_ms: Option<i64>,
         on_timeout: OnTimeout,
         rewrites: Vec<(usize, Vec<u8>)>,
+        unblock_on_nokey: bool,
     ) {
         self.block(keys, deadline_ms, on_timeout);
         if let Some(r) = self.session.block_request.as_mut() {
             r.rewrites = rewrites;
+            r.unblock_on_nokey = unblock_on_nokey;
         }
     }
 }
@@ -226,6 +234,7 @@ pub(crate) fn after_command(
         keys: req.keys,
         deadline_ms: req.deadline_ms,
         on_timeout: req.on_timeout,
+        unblock_on_nokey: req.unblock_on_nokey,
         data,
         spans,
         cmd,
@@ -290,7 +299,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             // A waited key that now holds another type does not serve the
             // client (Valkey only serves waiters of the key's type): it
             // stays blocked instead of getting WRONGTYPE.
-            let wrong_type = out[before..].starts_with(b"-WRONGTYPE");
+            let wrong_type = !st.unblock_on_nokey && out[before..].starts_with(b"-WRONGTYPE");
             if sess.block_request.take().is_some() || wrong_type {
                 // Still nothing for it (another waiter took it, or the
                 // write was not a push): keep its place in the queues.

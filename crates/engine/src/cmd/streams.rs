@@ -1400,7 +1400,9 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, xreadgroup: bool) {
     fx.emit(ctx);
     if let Some(deadline) = timeout {
         let keys: Vec<&[u8]> = (0..nstreams).map(|k| argv.get(streams_arg + k)).collect();
-        return ctx.block_rewritten(&keys, deadline, OnTimeout::NullArray, rewrites);
+        // XREADGROUP answers a deleted key, a destroyed group or a key of
+        // another type at once (NOGROUP, WRONGTYPE), as Valkey does.
+        return ctx.block_rewritten(&keys, deadline, OnTimeout::NullArray, rewrites, xreadgroup);
     }
     ctx.reply.null_array();
 }
