@@ -528,6 +528,13 @@ e2e!(
             &["XAUTOCLAIM", "s", "g", "c", "0", "0", "COUNT", "0"],
             &["XGROUP", "CREATE", "s", "g", "0"],
             &["XCLAIM", "s", "g", "c", "0", "1-1", "BOGUS"],
+            &["XGROUP", "CREATE", "e", "g", "$", "MKSTREAM"],
+            &["XREAD", "STREAMS", "e", "+"],
+            &["XADD", "e", "0-1", "a", "b"],
+            &["XDEL", "e", "0-1"],
+            &["XREAD", "STREAMS", "e", "+"],
+            &["XINFO", "STREAM", "e"],
+            &["XINFO", "GROUPS", "e"],
             &["XINFO", "STREAM", "s"],
         ];
         for cmd in cmds {
@@ -645,5 +652,158 @@ e2e!(
             a.cmd_bytes(&[b"RESTORE", b"bad", b"0", &ours_payload[..ours_payload.len() - 11]]),
             v.cmd_bytes(&[b"RESTORE", b"bad", b"0", &ours_payload[..ours_payload.len() - 11]])
         );
+    }
+);
+
+/// Stream writes of every kind through `c` (auto IDs, trims, groups,
+/// reads, claims, acks); `round` varies the names.
+fn stream_workload(c: &mut ringkv_e2e::Raw, round: usize) {
+    for i in 0..30 {
+        c.cmd(&["XADD", "s", "*", "f", &i.to_string(), "g", "text"]);
+    }
+    c.cmd(&["XADD", "s", "MAXLEN", "~", "20", "*", "f", "x"]);
+    c.cmd(&["XGROUP", "CREATE", "s", &format!("g{round}"), "0"]);
+    c.cmd(&["XGROUP", "CREATE", "s", "g", "0"]);
+    c.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "alice",
+        "COUNT",
+        "5",
+        "STREAMS",
+        "s",
+        ">",
+    ]);
+    c.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "bob",
+        "NOACK",
+        "COUNT",
+        "3",
+        "STREAMS",
+        "s",
+        ">",
+    ]);
+    c.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        &format!("g{round}"),
+        "carol",
+        "COUNT",
+        "2",
+        "STREAMS",
+        "s",
+        ">",
+    ]);
+    let Reply::Array(first) = c.cmd(&["XRANGE", "s", "-", "+", "COUNT", "4"]) else {
+        panic!()
+    };
+    let ids: Vec<String> = first
+        .iter()
+        .map(|e| match e {
+            Reply::Array(p) => p[0].text(),
+            _ => panic!(),
+        })
+        .collect();
+    c.cmd(&["XACK", "s", "g", &ids[0]]);
+    c.cmd(&["XCLAIM", "s", "g", "erin", "0", &ids[1], "RETRYCOUNT", "7"]);
+    c.cmd(&["XDEL", "s", &ids[2]]);
+    c.cmd(&["XAUTOCLAIM", "s", "g", "dave", "0", "0", "COUNT", "3"]);
+    c.cmd(&["XTRIM", "s", "MINID", "~", &ids[3]]);
+    c.cmd(&[
+        "XGROUP",
+        "SETID",
+        "s",
+        &format!("g{round}"),
+        "0",
+        "ENTRIESREAD",
+        "0",
+    ]);
+    c.cmd(&["XGROUP", "DELCONSUMER", "s", "g", "bob"]);
+    c.cmd(&[
+        "XGROUP",
+        "CREATECONSUMER",
+        "s",
+        "g",
+        &format!("frank{round}"),
+    ]);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["XADD", "s", "*", "in", "multi"]);
+    c.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "alice",
+        "COUNT",
+        "1",
+        "STREAMS",
+        "s",
+        ">",
+    ]);
+    c.cmd(&["EXEC"]);
+}
+
+/// `r` with the values after `seen-time` / `active-time` (set where a
+/// command runs, so a replica's differ) zeroed.
+fn mask_consumer_times(r: Reply) -> Reply {
+    match r {
+        Reply::Array(items) => {
+            let mut out: Vec<Reply> = Vec::with_capacity(items.len());
+            for it in items {
+                let zero = matches!(out.last(), Some(Reply::Bulk(k)) if k == b"seen-time" || k == b"active-time");
+                out.push(if zero {
+                    Reply::Int(0)
+                } else {
+                    mask_consumer_times(it)
+                });
+            }
+            Reply::Array(out)
+        }
+        other => other,
+    }
+}
+
+/// What a replica must hold the same as its primary.
+fn replicated_view(c: &mut ringkv_e2e::Raw) -> Vec<Reply> {
+    let mut pending = match c.cmd(&["XPENDING", "s", "g", "-", "+", "100"]) {
+        Reply::Array(items) => items,
+        other => panic!("{other:?}"),
+    };
+    for e in &mut pending {
+        if let Reply::Array(f) = e {
+            f[2] = Reply::Int(0);
+        }
+    }
+    vec![
+        c.cmd(&["XRANGE", "s", "-", "+"]),
+        c.cmd(&["XINFO", "STREAM", "s"]),
+        c.cmd(&["XINFO", "GROUPS", "s"]),
+        Reply::Array(pending),
+        mask_consumer_times(c.cmd(&["XINFO", "STREAM", "s", "FULL", "COUNT", "0"])),
+    ]
+}
+
+e2e!(
+    ringkv_only fn stream_writes_replicate_to_and_from_valkey(b_) {
+        use ringkv_e2e::replication::{follow, wait_caught_up};
+        for (pb, rb) in [(b_, Backend::Valkey), (Backend::Valkey, b_)] {
+            let p = pb.server();
+            let r = rb.server();
+            let (mut pc, mut rc) = (p.client(), r.client());
+            let (mut a, mut z) = (p.raw(), r.raw());
+            for c in [&mut a, &mut z] {
+                c.cmd(&["CONFIG", "SET", "stream-node-max-entries", "4"]);
+            }
+            // Before the link (the full sync carries it), then as a stream.
+            stream_workload(&mut a, 0);
+            follow(&mut rc, &p);
+            wait_caught_up(&mut pc, &mut rc);
+            stream_workload(&mut a, 1);
+            wait_caught_up(&mut pc, &mut rc);
+            assert_eq!(replicated_view(&mut z), replicated_view(&mut a), "{pb:?} -> {rb:?}");
+        }
     }
 );

@@ -826,8 +826,23 @@ impl Stream {
 
     /// First (or last) live entry's ID.
     pub fn edge_id(&self, last: bool) -> Option<StreamId> {
+        if last {
+            // A forward walk of the last blocks, without the buffer a
+            // reverse range collects (XREAD and XREADGROUP ask this on
+            // every call).
+            for (k, b) in self.blocks.iter().rev() {
+                if b.live != 0 {
+                    return b
+                        .entries(*k)
+                        .filter(|e| !e.is_deleted())
+                        .last()
+                        .map(|e| e.id);
+                }
+            }
+            return None;
+        }
         let mut found = None;
-        self.range(StreamId::MIN, StreamId::MAX, last, |e| {
+        self.range(StreamId::MIN, StreamId::MAX, false, |e| {
             found = Some(e.id);
             false
         });
