@@ -12,6 +12,9 @@
 #    request of each, at -P 16; their sum is the cost of one read-and-ack.
 # 3. Memory per entry: used_memory growth over 1,000,000 XADDs of 3
 #    fields (the same command as 1), divided by the entries.
+# 4. The same with small canonical integers for values (a sensor reading:
+#    temp -500..500, hum 0..100, pres 90000..110000; 300,000 entries fed
+#    by redis-cli --pipe), where a listpack stores integers compactly.
 # Servers on core SERVER_CPU, clients on CLIENT_CPU.
 # Env: N_P1 (200000) N_P16 (1000000) N_GROUP (500000) PORT (17684)
 #      SERVER_CPU (0) CLIENT_CPU (1)
@@ -63,7 +66,16 @@ used_memory() { redis-cli -p "$PORT" INFO memory | awk -F: '/^used_memory:/ {pri
 
 XADD=(XADD s '*' f1 __rand_int__ f2 __rand_int__ f3 __rand_int__)
 
-printf '%-7s %5s %10s %10s %12s %10s %10s\n' server round "XADD P1" "XADD P16" "bytes/entry" "XRG P16" "XACK P16"
+# int_entries → 300,000 XADDs of three small integers (a fixed LCG)
+int_entries() {
+  awk 'BEGIN { x = 1; for (i = 0; i < 300000; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648; t = x % 1001 - 500
+    x = (x * 1103515245 + 12345) % 2147483648; h = x % 101
+    x = (x * 1103515245 + 12345) % 2147483648; p = 90000 + x % 20001
+    printf "XADD m * temp %d hum %d pres %d\n", t, h, p } }'
+}
+
+printf '%-7s %5s %10s %10s %12s %10s %10s %12s\n' server round "XADD P1" "XADD P16" "bytes/entry" "XRG P16" "XACK P16" "int B/entry"
 for r in $(seq 1 "$ROUNDS"); do
   for s in ringkv redis; do
     start "$s"
@@ -81,7 +93,11 @@ for r in $(seq 1 "$ROUNDS"); do
     redis-cli -p "$PORT" XGROUP CREATE q g 0 >/dev/null
     rg=$(ns 16 "$N_GROUP" 1 XREADGROUP GROUP g c COUNT 1 STREAMS q '>')
     ack=$(ns 16 "$N_GROUP" "$N_GROUP" XACK q g "__rand_int__-0")
-    printf '%-7s %5s %10s %10s %12s %10s %10s\n' "$s" "$r" "$p1" "$p16" "$per" "$rg" "$ack"
+    before=$(used_memory)
+    int_entries | redis-cli -p "$PORT" --pipe >/dev/null
+    after=$(used_memory)
+    iper=$(((after - before) / $(redis-cli -p "$PORT" XLEN m)))
+    printf '%-7s %5s %10s %10s %12s %10s %10s %12s\n' "$s" "$r" "$p1" "$p16" "$per" "$rg" "$ack" "$iper"
     stop_server
   done
 done

@@ -1075,11 +1075,20 @@ fn xsetid(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 // ---- consumer groups: propagation --------------------------------------------
 
-/// Commands to propagate, built while the stream is borrowed.
-#[derive(Default)]
-struct Effects(Vec<Vec<Vec<u8>>>);
+/// Commands to propagate, built while the stream is borrowed (nothing is
+/// built while no AOF or replica consumes effects).
+struct Effects {
+    on: bool,
+    cmds: Vec<Vec<Vec<u8>>>,
+}
 
 impl Effects {
+    fn new(ctx: &Ctx<'_>) -> Effects {
+        Effects {
+            on: ctx.srv.effects.on(),
+            cmds: Vec::new(),
+        }
+    }
     /// `XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID
     /// LASTID last`: re-creates a PEL entry as it is now, idempotently.
     #[allow(clippy::too_many_arguments)]
@@ -1093,7 +1102,10 @@ impl Effects {
         count: u64,
         last: StreamId,
     ) {
-        self.0.push(vec![
+        if !self.on {
+            return;
+        }
+        self.cmds.push(vec![
             b"XCLAIM".to_vec(),
             key.to_vec(),
             group.to_vec(),
@@ -1112,7 +1124,10 @@ impl Effects {
     }
     /// `XGROUP SETID key group last ENTRIESREAD n`.
     fn setid(&mut self, key: &[u8], group: &[u8], last: StreamId, entries_read: i64) {
-        self.0.push(vec![
+        if !self.on {
+            return;
+        }
+        self.cmds.push(vec![
             b"XGROUP".to_vec(),
             b"SETID".to_vec(),
             key.to_vec(),
@@ -1124,7 +1139,10 @@ impl Effects {
     }
     /// `XGROUP CREATECONSUMER key group consumer`.
     fn create_consumer(&mut self, key: &[u8], group: &[u8], consumer: &[u8]) {
-        self.0.push(vec![
+        if !self.on {
+            return;
+        }
+        self.cmds.push(vec![
             b"XGROUP".to_vec(),
             b"CREATECONSUMER".to_vec(),
             key.to_vec(),
@@ -1133,7 +1151,7 @@ impl Effects {
         ]);
     }
     fn emit(self, ctx: &mut Ctx<'_>) {
-        for c in &self.0 {
+        for c in &self.cmds {
             let argv: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
             ctx.propagate(&argv);
         }
@@ -1296,7 +1314,7 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, xreadgroup: bool) {
     let proto = ctx.reply.proto;
     let mut body = Vec::new();
     let mut served = 0;
-    let mut fx = Effects::default();
+    let mut fx = Effects::new(ctx);
     let mut dirty = 0;
     // Keys whose consumer this command created (a keyspace event each).
     let mut created_in: Vec<&[u8]> = Vec::new();
@@ -1910,6 +1928,7 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         j += 1;
     }
     let proto = ctx.reply.proto;
+    let mut fx = Effects::new(ctx);
     let Ok(Some(s)) = stream_for_write(ctx, key, false) else {
         unreachable!("checked above");
     };
@@ -1935,7 +1954,6 @@ fn xclaim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .get_mut(&consumer)
         .expect("exists")
         .seen_time = now;
-    let mut fx = Effects::default();
     let mut dirty = u64::from(created);
     let mut body = Vec::new();
     let mut w = ReplyWriter::new(&mut body, proto);
@@ -2047,6 +2065,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let now = ctx.now_ms;
     let proto = ctx.reply.proto;
+    let mut fx = Effects::new(ctx);
     let Ok(Some(s)) = stream_for_write(ctx, key, false) else {
         unreachable!("checked above");
     };
@@ -2058,7 +2077,6 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .expect("exists")
         .seen_time = now;
     let mut dirty = u64::from(created);
-    let mut fx = Effects::default();
     let mut attempts = count.saturating_mul(10);
     let mut deleted = Vec::new();
     let mut body = Vec::new();
