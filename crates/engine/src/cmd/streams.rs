@@ -186,6 +186,7 @@ const fn sub(
     since: &'static str,
     summary: &'static str,
     func: crate::command::CommandFn,
+    args: &'static [ArgSpec],
 ) -> CommandSpec {
     CommandSpec {
         name,
@@ -199,9 +200,43 @@ const fn sub(
         since,
         summary,
         func: Some(func),
+        args,
         ..CommandSpec::DEFAULT
     }
 }
+
+const GROUP_NAME: ArgSpec = ArgSpec::string("group");
+const ID_OR_LAST: ArgSpec = ArgSpec::oneof(
+    "id-selector",
+    &[ArgSpec::string("id"), ArgSpec::pure_token("new-id", "$")],
+);
+const ENTRIESREAD: ArgSpec = ArgSpec::integer("entries-read")
+    .token("ENTRIESREAD")
+    .optional()
+    .display("entries-read");
+const XGROUP_CREATE_ARGS: &[ArgSpec] = &[
+    KEY,
+    GROUP_NAME,
+    ID_OR_LAST,
+    ArgSpec::pure_token("mkstream", "MKSTREAM").optional(),
+    ENTRIESREAD,
+];
+const XGROUP_SETID_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME, ID_OR_LAST, ENTRIESREAD.since("7.0.0")];
+const XGROUP_CONSUMER_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME, ArgSpec::string("consumer")];
+const XGROUP_DESTROY_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME];
+const XINFO_CONSUMERS_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME];
+const XINFO_STREAM_ARGS: &[ArgSpec] = &[
+    KEY,
+    ArgSpec::block(
+        "full-block",
+        &[
+            ArgSpec::pure_token("full", "FULL"),
+            ArgSpec::integer("count").token("COUNT").optional(),
+        ],
+    )
+    .optional()
+    .since("6.0.0"),
+];
 
 const SUB_KEY: (i32, i32, i32) = (2, 2, 1);
 
@@ -393,6 +428,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Creates a consumer group.",
                 xgroup,
+                XGROUP_CREATE_ARGS,
             ),
             sub(
                 "createconsumer",
@@ -403,6 +439,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "6.2.0",
                 "Creates a consumer in a consumer group.",
                 xgroup,
+                XGROUP_CONSUMER_ARGS,
             ),
             sub(
                 "delconsumer",
@@ -413,6 +450,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Deletes a consumer from a consumer group.",
                 xgroup,
+                XGROUP_CONSUMER_ARGS,
             ),
             sub(
                 "destroy",
@@ -423,6 +461,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Destroys a consumer group.",
                 xgroup,
+                XGROUP_DESTROY_ARGS,
             ),
             sub(
                 "setid",
@@ -433,6 +472,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Sets the last-delivered ID of a consumer group.",
                 xgroup,
+                XGROUP_SETID_ARGS,
             ),
             sub(
                 "help",
@@ -443,6 +483,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Returns helpful text about the different subcommands.",
                 xgroup_help,
+                &[],
             ),
         ],
         ..CommandSpec::DEFAULT
@@ -465,6 +506,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Returns a list of the consumers in a consumer group.",
                 xinfo,
+                XINFO_CONSUMERS_ARGS,
             ),
             sub(
                 "groups",
@@ -475,6 +517,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Returns a list of the consumer groups of a stream.",
                 xinfo,
+                KEY_ONLY,
             ),
             sub(
                 "stream",
@@ -485,6 +528,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Returns information about a stream.",
                 xinfo,
+                XINFO_STREAM_ARGS,
             ),
             sub(
                 "help",
@@ -495,6 +539,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                 "5.0.0",
                 "Returns helpful text about the different subcommands.",
                 xinfo_help,
+                &[],
             ),
         ],
         ..CommandSpec::DEFAULT
