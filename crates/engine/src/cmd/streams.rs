@@ -2462,3 +2462,86 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(ms: u64, seq: u64) -> StreamId {
+        StreamId::new(ms, seq)
+    }
+
+    #[test]
+    fn ids_parse_as_valkey_parses_them() {
+        assert_eq!(
+            parse_id_full(b"5-3", 0, true, false),
+            Some((id(5, 3), true))
+        );
+        assert_eq!(parse_id_full(b"5", 7, true, false), Some((id(5, 7), true)));
+        assert_eq!(
+            parse_id_full(b"5-*", 0, true, true),
+            Some((id(5, 0), false))
+        );
+        assert_eq!(parse_id_full(b"5-*", 0, true, false), None);
+        assert_eq!(
+            parse_id_full(b"-", 0, false, false),
+            Some((StreamId::MIN, true))
+        );
+        assert_eq!(
+            parse_id_full(b"+", 0, false, false),
+            Some((StreamId::MAX, true))
+        );
+        assert_eq!(parse_id_full(b"-", 0, true, false), None);
+        assert_eq!(parse_id_full(b"+", 0, true, false), None);
+        // strtoull's leniency (spaces, a sign) and its limits.
+        assert_eq!(
+            parse_id_full(b" 5-+3", 0, true, false),
+            Some((id(5, 3), true))
+        );
+        assert_eq!(
+            parse_id_full(b"18446744073709551615-18446744073709551615", 0, true, false),
+            Some((StreamId::MAX, true))
+        );
+        assert_eq!(
+            parse_id_full(b"18446744073709551616-0", 0, true, false),
+            None
+        );
+        for bad in [&b"-5"[..], b"5-", b"a-1", b"1-2-3", b"", b"5-x"] {
+            assert_eq!(parse_id_full(bad, 0, true, false), None, "{bad:?}");
+        }
+        assert_eq!(parse_id_full(&[b'1'; 128], 0, true, false), None);
+    }
+
+    #[test]
+    fn exclusive_bounds_step_inward_and_fail_at_the_ends() {
+        assert_eq!(parse_bound(b"(5-3", 0, true), Ok(id(5, 4)));
+        assert_eq!(parse_bound(b"(5", 0, true), Ok(id(5, 1)));
+        assert_eq!(parse_bound(b"(5", u64::MAX, false), Ok(id(5, u64::MAX - 1)));
+        assert_eq!(parse_bound(b"(5-0", 0, false), Ok(id(4, u64::MAX)));
+        assert_eq!(parse_bound(b"5", u64::MAX, false), Ok(id(5, u64::MAX)));
+        assert_eq!(parse_bound(b"(", 0, true), Err(INVALID_ID));
+        assert_eq!(parse_bound(b"(-", 0, true), Err(INVALID_ID));
+        assert_eq!(
+            parse_bound(b"(0-0", 0, false),
+            Err("ERR invalid end ID for the interval")
+        );
+        assert_eq!(
+            parse_bound(b"(18446744073709551615-18446744073709551615", 0, true),
+            Err("ERR invalid start ID for the interval")
+        );
+    }
+
+    #[test]
+    fn radix_tree_node_counts() {
+        // One key: the root, compressed over 16 bytes, and the leaf.
+        let k = |ms: u64, seq: u64| id(ms, seq).to_be_bytes();
+        assert_eq!(rax_nodes(&[]), 1);
+        assert_eq!(rax_nodes(&[k(1, 1)]), 2);
+        // Two keys differing in the last byte: a compressed prefix, the
+        // branch, two leaves.
+        assert_eq!(rax_nodes(&[k(1, 1), k(1, 2)]), 4);
+        // Differing in the first byte: the root branches at once, each
+        // child compresses the rest to its leaf.
+        assert_eq!(rax_nodes(&[k(1, 0), k(1 << 56, 0)]), 5);
+    }
+}
