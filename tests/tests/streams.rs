@@ -474,6 +474,12 @@ e2e!(
                 assert_eq!(ours, theirs, "seed {seed} step {step}: {cmd:?}");
             }
         }
+        // Every command looked its keys up as Valkey does.
+        for field in ["keyspace_hits", "keyspace_misses"] {
+            let ours = ringkv_e2e::info_field(&a.cmd(&["INFO", "stats"]).text(), field);
+            let theirs = ringkv_e2e::info_field(&v.cmd(&["INFO", "stats"]).text(), field);
+            assert_eq!(ours, theirs, "{field}");
+        }
     }
 );
 
@@ -535,6 +541,9 @@ e2e!(
             &["XREAD", "STREAMS", "e", "+"],
             &["XINFO", "STREAM", "e"],
             &["XINFO", "GROUPS", "e"],
+            // A script cannot block: BLOCK answers as a timeout would.
+            &["EVAL", "return redis.call('xread', 'block', '0', 'streams', 'e', '$')", "0"],
+            &["EVAL", "return redis.pcall('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', '10', 'STREAMS', 'e', '>')", "0"],
             &["XINFO", "STREAM", "s"],
         ];
         for cmd in cmds {

@@ -1374,6 +1374,14 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, xreadgroup: bool) {
         } else {
             d.get_read(h, key, now)
         };
+        // Valkey looks each key up for reading twice (the IDs, then the
+        // serving): the second lookup counts as a hit or miss too.
+        let stats = &mut ctx.srv.stats;
+        if found.is_some() {
+            stats.keyspace_hits += 1;
+        } else {
+            stats.keyspace_misses += 1;
+        }
         let Some(s) = found
             .and_then(|e| e.boxed_mut())
             .and_then(Value::as_stream_mut)
@@ -1774,13 +1782,17 @@ fn xgroup(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn xack(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     let gname = argv.get(2);
-    // A write lookup: the PEL changes (see `store::freeze`).
-    let Some(s) = typed_or_reply!(ctx, key, false, Value::as_stream_mut) else {
+    // Looked up for reading (a keyspace hit or miss, as in Valkey), then
+    // for writing: the PEL changes (see `store::freeze`).
+    let has_group = typed_or_reply!(ctx, key, true, Value::as_stream_mut)
+        .is_some_and(|s| s.group(gname).is_some());
+    if !has_group {
         return ctx.reply.int(0);
+    }
+    let Ok(Some(s)) = stream_for_write(ctx, key, false) else {
+        unreachable!("just looked up");
     };
-    let Some(g) = s.group_mut(gname) else {
-        return ctx.reply.int(0);
-    };
+    let g = s.group_mut(gname).expect("just looked up");
     let mut ids = Vec::with_capacity(argv.len() - 3);
     for j in 3..argv.len() {
         match parse_strict(argv.get(j), 0) {
