@@ -855,3 +855,38 @@ e2e!(
         }
     }
 );
+
+e2e!(
+    fn streams_replay_from_the_aof_and_its_rewrite(b_) {
+        use ringkv_e2e::server::TempDir;
+        let tmp = TempDir::new("stream-aof");
+        let opts = ringkv_e2e::Opts::new()
+            .dir(tmp.path())
+            .arg("save", "")
+            .arg("appendonly", "yes")
+            .arg("stream-node-max-entries", "4");
+        let want = {
+            let mut srv = b_.start(opts.clone());
+            let mut c = srv.raw();
+            stream_workload(&mut c, 0);
+            // The first half goes into a rewrite's RDB base, the second
+            // stays as commands in the incr file.
+            assert_eq!(c.cmd(&["BGREWRITEAOF"]).text().is_empty(), false);
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while ringkv_e2e::info_field(&c.cmd(&["INFO", "persistence"]).text(), "aof_rewrite_in_progress") != "0" {
+                assert!(std::time::Instant::now() < deadline, "rewrite did not end");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stream_workload(&mut c, 1);
+            let want = replicated_view(&mut c);
+            c.send(&ringkv_e2e::raw::encode_str(&["SHUTDOWN", "NOSAVE"]));
+            srv.wait_exit(Duration::from_secs(10));
+            want
+        };
+        let srv = b_.start(opts);
+        let got = replicated_view(&mut srv.raw());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(g == w, "view {i} differs after the restart:\n{g:?}\n{w:?}");
+        }
+    }
+);
