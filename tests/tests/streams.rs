@@ -871,7 +871,7 @@ e2e!(
             stream_workload(&mut c, 0);
             // The first half goes into a rewrite's RDB base, the second
             // stays as commands in the incr file.
-            assert_eq!(c.cmd(&["BGREWRITEAOF"]).text().is_empty(), false);
+            assert!(!c.cmd(&["BGREWRITEAOF"]).text().is_empty());
             let deadline = std::time::Instant::now() + Duration::from_secs(20);
             while ringkv_e2e::info_field(&c.cmd(&["INFO", "persistence"]).text(), "aof_rewrite_in_progress") != "0" {
                 assert!(std::time::Instant::now() < deadline, "rewrite did not end");
