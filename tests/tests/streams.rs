@@ -541,6 +541,11 @@ e2e!(
             &["XREAD", "STREAMS", "e", "+"],
             &["XINFO", "STREAM", "e"],
             &["XINFO", "GROUPS", "e"],
+            &["XGROUP", "CREATE", "e", "g2", "0", "ENTRIESREAD", "1000"],
+            &["XGROUP", "CREATE", "e", "g3", "$", "ENTRIESREAD", "-1"],
+            &["XGROUP", "CREATE", "e", "g4", "5-5"],
+            &["XGROUP", "SETID", "e", "g", "0", "ENTRIESREAD", "0"],
+            &["XINFO", "GROUPS", "e"],
             // A script cannot block: BLOCK answers as a timeout would.
             &["EVAL", "return redis.call('xread', 'block', '0', 'streams', 'e', '$')", "0"],
             &["EVAL", "return redis.pcall('XREADGROUP', 'GROUP', 'g', 'c', 'BLOCK', '10', 'STREAMS', 'e', '>')", "0"],
