@@ -9,14 +9,16 @@
 #    a fresh server.
 # 2. XREADGROUP GROUP g c COUNT 1 STREAMS q > over a stream of N_GROUP
 #    entries (IDs 1-0 .. N-0), then XACK q g <random id of those>: ns per
-#    request of each, at -P 16; their sum is the cost of one read-and-ack.
+#    request of each, at -P 16 (and at -P 1 over a stream of N_GROUP_P1);
+#    their sum is the cost of one read-and-ack.
 # 3. Memory per entry: used_memory growth over 1,000,000 XADDs of 3
 #    fields (the same command as 1), divided by the entries.
 # 4. The same with small canonical integers for values (a sensor reading:
 #    temp -500..500, hum 0..100, pres 90000..110000; 300,000 entries fed
 #    by redis-cli --pipe), where a listpack stores integers compactly.
 # Servers on core SERVER_CPU, clients on CLIENT_CPU.
-# Env: N_P1 (200000) N_P16 (1000000) N_GROUP (500000) PORT (17684)
+# Env: N_P1 (200000) N_P16 (1000000) N_GROUP (500000) N_GROUP_P1 (100000)
+#      PORT (17684)
 #      SERVER_CPU (0) CLIENT_CPU (1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,7 @@ ROUNDS=${1:-3}
 N_P1=${N_P1:-200000}
 N_P16=${N_P16:-1000000}
 N_GROUP=${N_GROUP:-500000}
+N_GROUP_P1=${N_GROUP_P1:-100000}
 PORT=${PORT:-17684}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -75,7 +78,14 @@ int_entries() {
     printf "XADD m * temp %d hum %d pres %d\n", t, h, p } }'
 }
 
-printf '%-7s %5s %10s %10s %12s %10s %10s %12s\n' server round "XADD P1" "XADD P16" "bytes/entry" "XRG P16" "XACK P16" "int B/entry"
+# group_stream KEY N → KEY holds entries 1-0 .. N-0 and a group g at 0
+group_stream() {
+  for i in $(seq 1 "$2"); do printf 'XADD %s %d-0 f %d\n' "$1" "$i" "$i"; done |
+    redis-cli -p "$PORT" --pipe >/dev/null
+  redis-cli -p "$PORT" XGROUP CREATE "$1" g 0 >/dev/null
+}
+
+printf '%-7s %5s %10s %10s %12s %10s %10s %10s %10s %12s\n' server round "XADD P1" "XADD P16" "bytes/entry" "XRG P1" "XACK P1" "XRG P16" "XACK P16" "int B/entry"
 for r in $(seq 1 "$ROUNDS"); do
   for s in ringkv redis; do
     start "$s"
@@ -87,17 +97,18 @@ for r in $(seq 1 "$ROUNDS"); do
     after=$(used_memory)
     len=$(redis-cli -p "$PORT" XLEN s)
     per=$(((after - before) / len))
-    # The group stream: IDs 1-0 .. N_GROUP-0, one field each.
-    for i in $(seq 1 "$N_GROUP"); do printf 'XADD q %d-0 f %d\n' "$i" "$i"; done |
-      redis-cli -p "$PORT" --pipe >/dev/null
-    redis-cli -p "$PORT" XGROUP CREATE q g 0 >/dev/null
+    # The group streams: IDs 1-0 .. N-0, one field each.
+    group_stream q1 "$N_GROUP_P1"
+    rg1=$(ns 1 "$N_GROUP_P1" 1 XREADGROUP GROUP g c COUNT 1 STREAMS q1 '>')
+    ack1=$(ns 1 "$N_GROUP_P1" "$N_GROUP_P1" XACK q1 g "__rand_int__-0")
+    group_stream q "$N_GROUP"
     rg=$(ns 16 "$N_GROUP" 1 XREADGROUP GROUP g c COUNT 1 STREAMS q '>')
     ack=$(ns 16 "$N_GROUP" "$N_GROUP" XACK q g "__rand_int__-0")
     before=$(used_memory)
     int_entries | redis-cli -p "$PORT" --pipe >/dev/null
     after=$(used_memory)
     iper=$(((after - before) / $(redis-cli -p "$PORT" XLEN m)))
-    printf '%-7s %5s %10s %10s %12s %10s %10s %12s\n' "$s" "$r" "$p1" "$p16" "$per" "$rg" "$ack" "$iper"
+    printf '%-7s %5s %10s %10s %12s %10s %10s %10s %10s %12s\n' "$s" "$r" "$p1" "$p16" "$per" "$rg1" "$ack1" "$rg" "$ack" "$iper"
     stop_server
   done
 done
