@@ -188,7 +188,12 @@ fn load_node(st: &mut Stream, master: StreamId, lp: &[u8]) -> Result<(), String>
     }
     let mut entries: Vec<(u8, StreamId, Vec<Vec<u8>>)> = Vec::new();
     let (mut live, mut dead) = (0, 0);
-    let total = (count + deleted) as usize;
+    // Counts and field counts come from the file: bounded by the elements
+    // there are before anything is sized by them.
+    let total = count
+        .checked_add(deleted)
+        .filter(|&t| t as u64 <= elems.len() as u64)
+        .ok_or("stream listpack counts more entries than it holds")? as usize;
     for _ in 0..total {
         let flags = int(next()?)?;
         if !(0..=3).contains(&flags) {
@@ -203,8 +208,8 @@ fn load_node(st: &mut Stream, master: StreamId, lp: &[u8]) -> Result<(), String>
         );
         let same = flags & FLAG_SAMEFIELDS != 0;
         let n = if same { nmaster } else { int(next()?)? };
-        if n < 0 {
-            return Err("negative field count in a stream entry".into());
+        if n < 0 || n as u64 > elems.len() as u64 {
+            return Err("bad field count in a stream entry".into());
         }
         let mut fv = Vec::with_capacity(2 * n as usize);
         #[allow(clippy::needless_range_loop)]
@@ -369,6 +374,35 @@ mod tests {
             // Before type 21, active time is the seen time.
             let c = g.consumers.values().next().unwrap();
             assert_eq!((c.seen_time, c.active_time), (555, 555));
+        }
+    }
+
+    #[test]
+    fn hostile_counts_in_a_node_are_refused_not_trusted() {
+        use crate::encode::Listpack;
+        let node = |items: &[i64]| {
+            let mut out = Vec::new();
+            let mut lp = Listpack::new(&mut out);
+            for &v in items {
+                lp.push_int(v);
+            }
+            lp.finish();
+            out
+        };
+        let id = StreamId::new(1, 0);
+        for items in [
+            // count + deleted overflows.
+            &[i64::MAX, 1, 0, 0][..],
+            // An entry claiming 2^62 fields.
+            &[1, 0, 0, 0, 0, 0, 0, 1 << 62, 0][..],
+            // More entries than elements.
+            &[1_000_000, 0, 0, 0, 2, 0, 0, 3][..],
+        ] {
+            let mut st = Stream::new();
+            assert!(
+                super::load_node(&mut st, id, &node(items)).is_err(),
+                "{items:?}"
+            );
         }
     }
 
