@@ -506,6 +506,9 @@ pub struct Config {
     pub active_expire_effort: u32,
     /// When small collections leave their compact encodings.
     pub encoding: store::EncodingLimits,
+    /// `stream-node-max-bytes` / `stream-node-max-entries`: where a
+    /// stream's blocks end.
+    pub stream_node: store::types::stream::NodeLimits,
     pub enable_debug_command: Allowed,
     pub enable_protected_configs: Allowed,
     /// `notify-keyspace-events` as `crate::command::notify` flags.
@@ -617,6 +620,7 @@ impl Default for Config {
             lazyfree_lazy_eviction: true,
             active_expire_effort: 1,
             encoding: store::EncodingLimits::default(),
+            stream_node: store::types::stream::NodeLimits::default(),
             enable_debug_command: Allowed::No,
             enable_protected_configs: Allowed::No,
             notify_keyspace_events: 0,
@@ -1088,6 +1092,8 @@ impl Config {
             "set-max-listpack-value" => self.encoding.set_max_listpack_value = num() as usize,
             "zset-max-listpack-entries" => self.encoding.zset_max_listpack_entries = num() as usize,
             "zset-max-listpack-value" => self.encoding.zset_max_listpack_value = num() as usize,
+            "stream-node-max-bytes" => self.stream_node.max_bytes = num() as usize,
+            "stream-node-max-entries" => self.stream_node.max_entries = num() as usize,
             "enable-debug-command" => self.enable_debug_command = allowed(v),
             "enable-protected-configs" => self.enable_protected_configs = allowed(v),
             "save" => {

@@ -65,7 +65,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 25] {
+fn groups() -> [&'static [CommandSpec]; 26] {
     [
         cmd::strings::COMMANDS,
         cmd::lcs::COMMANDS,
@@ -77,6 +77,7 @@ fn groups() -> [&'static [CommandSpec]; 25] {
         cmd::sets::COMMANDS,
         cmd::zsets::COMMANDS,
         cmd::geo::COMMANDS,
+        cmd::streams::COMMANDS,
         cmd::bitmaps::COMMANDS,
         cmd::hyperloglog::COMMANDS,
         cmd::pubsub::COMMANDS,
