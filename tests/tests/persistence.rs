@@ -230,6 +230,7 @@ e2e!(
         }
         {
             let mut srv = b.start(with_points.clone());
+            srv.wait_loaded();
             let c = &mut srv.client();
             assert_eq!(text(&q(c, "GET a")), "1");
             q(c, "SET b 2").unwrap();
@@ -239,6 +240,7 @@ e2e!(
         let no_points = Opts::new().dir(tmp.path()).arg("save", "");
         {
             let mut srv = b.start(no_points.clone());
+            srv.wait_loaded();
             let c = &mut srv.client();
             assert_eq!(q(c, "EXISTS b"), int(0));
             q(c, "SET c 3").unwrap();
@@ -246,6 +248,7 @@ e2e!(
             srv.wait_exit(Duration::from_secs(10));
         }
         let srv = b.start(no_points);
+        srv.wait_loaded();
         assert_eq!(text(&q(&mut srv.client(), "GET c")), "3");
     }
 );

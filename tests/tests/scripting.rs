@@ -518,3 +518,39 @@ e2e!(
         assert_eq!(c.cmd(&["FCALL", "setter", "1", "c", "4"]), Reply::status("OK"));
     }
 );
+
+e2e!(
+    ringkv_only fn the_eval_cache_keeps_500_scripts_as_valkey(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.server();
+        let run = |srv: &ringkv_e2e::Server| {
+            let mut c = srv.raw();
+            let mut seen = vec![c.cmd(&["SCRIPT", "LOAD", "return 'loaded'"])];
+            let first = c.cmd(&["SCRIPT", "LOAD", "return 0"]).text();
+            // `return 0` was loaded, so EVAL does not make it evictable.
+            for i in 0..520 {
+                c.cmd(&["EVAL", &format!("return {i}"), "0"]);
+                if i == 10 {
+                    seen.push(c.cmd(&["EVALSHA", &first, "0"]));
+                }
+            }
+            // Which survived: the least recently used went first.
+            let hex = "return redis.sha1hex(ARGV[1])";
+            let shas: Vec<String> = [0, 1, 2, 10, 19, 20, 21, 22, 519]
+                .iter()
+                .map(|i| c.cmd(&["EVAL", hex, "0", &format!("return {i}")]).text())
+                .collect();
+            let mut exists = vec!["SCRIPT", "EXISTS"];
+            exists.extend(shas.iter().map(String::as_str));
+            seen.push(c.cmd(&exists));
+            seen.push(c.cmd(&["EVALSHA", &shas[1], "0"]));
+            seen.push(c.cmd(&["EVALSHA", &shas[8], "0"]));
+            let info = c.cmd(&["INFO", "everything"]).text();
+            for field in ["evicted_scripts", "number_of_cached_scripts"] {
+                seen.push(Reply::bulk(&ringkv_e2e::info_field(&info, field)));
+            }
+            seen
+        };
+        assert_eq!(run(&ours), run(&theirs));
+    }
+);

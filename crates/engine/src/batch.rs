@@ -77,6 +77,19 @@ impl CommandHint {
     pub fn key_hash(&self) -> u64 {
         self.key_hash
     }
+
+    /// The command may run a Lua script (EVAL and FCALL and their
+    /// variants, and EXEC, whose transaction may hold them): threaded mode
+    /// runs these on the execution thread only (see `crate::busy`).
+    pub fn may_run_script(&self) -> bool {
+        if self.idx == Self::UNKNOWN {
+            return false;
+        }
+        table()
+            .entries
+            .get(self.idx as usize)
+            .is_some_and(|e| e.may_run_script)
+    }
 }
 
 /// The arguments of one command.
@@ -95,6 +108,27 @@ impl<'a> ArgvRef<'a> {
     }
     pub fn get(&self, i: usize) -> &'a [u8] {
         self.spans[i].slice(self.data)
+    }
+    /// The arguments in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+/// Append `args` to `data` as one command's arguments, with their spans:
+/// how a command is kept beyond its request buffer (a queued MULTI
+/// command, a blocked one, a script's call).
+pub fn pack_args<'a>(
+    args: impl IntoIterator<Item = &'a [u8]>,
+    data: &mut Vec<u8>,
+    spans: &mut Vec<Span>,
+) {
+    for a in args {
+        spans.push(Span {
+            start: data.len(),
+            len: a.len(),
+        });
+        data.extend_from_slice(a);
     }
 }
 
@@ -127,6 +161,11 @@ pub struct Job<'a> {
     /// commands, for [`crate::Engine::limits_for`] (only a client's own
     /// commands change it).
     pub auth_required: bool,
+    /// Set by the engine: the client speaks RESP3 after these commands
+    /// (for replies the IO layer writes itself while a script is busy).
+    pub resp3: bool,
+    /// Set by the engine: the client is inside MULTI after these commands.
+    pub in_multi: bool,
 }
 
 /// What the IO layer must do after a job ([`Job::outcome`]).
@@ -140,6 +179,10 @@ pub struct Outcome {
     pub output_class: OutputClass,
     /// The client still has to AUTH (its parser limits are tighter).
     pub auth_required: bool,
+    /// The client speaks RESP3.
+    pub resp3: bool,
+    /// The client is inside MULTI.
+    pub in_multi: bool,
 }
 
 impl<'a> Job<'a> {
@@ -149,6 +192,8 @@ impl<'a> Job<'a> {
             blocked_after: self.blocked.then_some(self.executed),
             output_class: self.output_class,
             auth_required: self.auth_required,
+            resp3: self.resp3,
+            in_multi: self.in_multi,
         }
     }
 
@@ -163,6 +208,8 @@ impl<'a> Job<'a> {
             output_class: OutputClass::Normal,
             bytes_in: 0,
             auth_required: false,
+            resp3: false,
+            in_multi: false,
         }
     }
 }

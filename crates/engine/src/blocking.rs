@@ -48,6 +48,14 @@ pub struct BlockRequest {
     /// Unix ms; `None` blocks forever.
     pub deadline_ms: Option<i64>,
     pub on_timeout: OnTimeout,
+    /// Arguments to replace in the stored command (index, new bytes):
+    /// XREAD's `$` becomes the ID it stood for when the client blocked, so
+    /// running it again serves what arrived since.
+    pub rewrites: Vec<(usize, Vec<u8>)>,
+    /// Answer whatever running the command again replies, a WRONGTYPE
+    /// error included (XREADGROUP: Valkey's `unblock_on_nokey`; a list
+    /// waiter whose key now holds another type stays blocked instead).
+    pub unblock_on_nokey: bool,
 }
 
 /// A blocked client's state, kept in its Session.
@@ -57,6 +65,7 @@ pub struct Blocked {
     pub keys: Vec<Vec<u8>>,
     pub deadline_ms: Option<i64>,
     pub on_timeout: OnTimeout,
+    unblock_on_nokey: bool,
     /// The command to run again, as owned bytes and spans over them.
     data: Vec<u8>,
     spans: Vec<Span>,
@@ -168,7 +177,26 @@ impl Ctx<'_> {
             keys: keys.iter().map(|k| k.to_vec()).collect(),
             deadline_ms,
             on_timeout,
+            rewrites: Vec::new(),
+            unblock_on_nokey: false,
         });
+    }
+
+    /// As [`Ctx::block`], with arguments replaced in the command that will
+    /// run again (see [`BlockRequest::rewrites`]).
+    pub fn block_rewritten(
+        &mut self,
+        keys: &[&[u8]],
+        deadline_ms: Option<i64>,
+        on_timeout: OnTimeout,
+        rewrites: Vec<(usize, Vec<u8>)>,
+        unblock_on_nokey: bool,
+    ) {
+        self.block(keys, deadline_ms, on_timeout);
+        if let Some(r) = self.session.block_request.as_mut() {
+            r.rewrites = rewrites;
+            r.unblock_on_nokey = unblock_on_nokey;
+        }
     }
 }
 
@@ -200,14 +228,13 @@ pub(crate) fn after_command(
     };
     let mut data = Vec::new();
     let mut spans = Vec::with_capacity(argv.len());
-    for i in 0..argv.len() {
-        let a = argv.get(i);
-        spans.push(Span {
-            start: data.len(),
-            len: a.len(),
-        });
-        data.extend_from_slice(a);
-    }
+    let rewritten = argv.iter().enumerate().map(|(i, a)| {
+        match req.rewrites.iter().find(|(at, _)| *at == i) {
+            Some((_, new)) => new.as_slice(),
+            None => a,
+        }
+    });
+    crate::batch::pack_args(rewritten, &mut data, &mut spans);
     let b = &mut srv.blocking;
     for k in &req.keys {
         let q = b.by_key.entry((sess.db, k.clone())).or_default();
@@ -224,6 +251,7 @@ pub(crate) fn after_command(
         keys: req.keys,
         deadline_ms: req.deadline_ms,
         on_timeout: req.on_timeout,
+        unblock_on_nokey: req.unblock_on_nokey,
         data,
         spans,
         cmd,
@@ -291,7 +319,8 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             // client (Valkey only serves waiters of the key's type): it
             // stays blocked instead of getting WRONGTYPE. A WRONGTYPE from
             // elsewhere (BLMOVE's destination) is its answer.
-            let wrong_type = out[before..].starts_with(b"-WRONGTYPE")
+            let wrong_type = !st.unblock_on_nokey
+                && out[before..].starts_with(b"-WRONGTYPE")
                 && !holds_waited_type(srv, slot.0, &slot.1, st.cmd);
             if sess.block_request.take().is_some() || wrong_type {
                 // Still nothing for it (another waiter took it, or the

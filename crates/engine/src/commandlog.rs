@@ -172,15 +172,8 @@ mod tests {
     use resp::Span;
 
     fn record(log: &mut CommandLog, args: &[&[u8]], us: u64) {
-        let mut data = Vec::new();
-        let mut spans = Vec::new();
-        for a in args {
-            spans.push(Span {
-                start: data.len(),
-                len: a.len(),
-            });
-            data.extend_from_slice(a);
-        }
+        let (mut data, mut spans) = (Vec::new(), Vec::new());
+        crate::batch::pack_args(args.iter().copied(), &mut data, &mut spans);
         let argv = ArgvRef {
             data: &data,
             spans: &spans,

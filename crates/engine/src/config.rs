@@ -297,7 +297,7 @@ static DEFS: &[Def] = &[
     m("commandlog-reply-larger-than", -1, LMAX, "1048576", 0),
     i("commandlog-large-reply-max-len", 0, LMAX, "128", 0),
     i("acllog-max-len", 0, LMAX, "128", 0),
-    al(i("busy-reply-threshold", 0, LMAX, "5000", 0), "lua-time-limit"),
+    al(i("busy-reply-threshold", 0, LMAX, "5000", SUP), "lua-time-limit"),
     i("cluster-node-timeout", 0, LMAX, "15000", 0),
     i("cluster-ping-interval", 0, LMAX, "0", HIDDEN),
     al(
@@ -489,6 +489,9 @@ pub struct Config {
     /// stream.
     pub client_output_buffer_limit_replica: OutputLimit,
     pub proto_max_bulk_len: usize,
+    /// `busy-reply-threshold` (`lua-time-limit`), ms: a script running
+    /// longer makes the server busy (see `crate::busy`).
+    pub busy_reply_threshold_ms: u64,
     pub hz: u32,
     pub maxmemory: u64,
     pub maxmemory_policy: MaxmemoryPolicy,
@@ -503,6 +506,9 @@ pub struct Config {
     pub active_expire_effort: u32,
     /// When small collections leave their compact encodings.
     pub encoding: store::EncodingLimits,
+    /// `stream-node-max-bytes` / `stream-node-max-entries`: where a
+    /// stream's blocks end.
+    pub stream_node: store::types::stream::NodeLimits,
     pub enable_debug_command: Allowed,
     pub enable_protected_configs: Allowed,
     /// `notify-keyspace-events` as `crate::command::notify` flags.
@@ -603,6 +609,7 @@ impl Default for Config {
             client_output_buffer_limit_pubsub: OutputLimit::default(),
             client_output_buffer_limit_replica: OutputLimit::default(),
             proto_max_bulk_len: 512 << 20,
+            busy_reply_threshold_ms: 5000,
             hz: 10,
             maxmemory: 0,
             maxmemory_policy: MaxmemoryPolicy::NoEviction,
@@ -613,6 +620,7 @@ impl Default for Config {
             lazyfree_lazy_eviction: true,
             active_expire_effort: 1,
             encoding: store::EncodingLimits::default(),
+            stream_node: store::types::stream::NodeLimits::default(),
             enable_debug_command: Allowed::No,
             enable_protected_configs: Allowed::No,
             notify_keyspace_events: 0,
@@ -1065,6 +1073,7 @@ impl Config {
             }
             "proto-max-bulk-len" => self.proto_max_bulk_len = num() as usize,
             "hz" => self.hz = num().clamp(1, 500) as u32,
+            "busy-reply-threshold" => self.busy_reply_threshold_ms = num().max(0) as u64,
             "maxmemory" => self.maxmemory = num() as u64,
             "maxmemory-policy" => {
                 self.maxmemory_policy = MaxmemoryPolicy::from_name(v).unwrap_or_default()
@@ -1083,6 +1092,8 @@ impl Config {
             "set-max-listpack-value" => self.encoding.set_max_listpack_value = num() as usize,
             "zset-max-listpack-entries" => self.encoding.zset_max_listpack_entries = num() as usize,
             "zset-max-listpack-value" => self.encoding.zset_max_listpack_value = num() as usize,
+            "stream-node-max-bytes" => self.stream_node.max_bytes = num() as usize,
+            "stream-node-max-entries" => self.stream_node.max_entries = num() as usize,
             "enable-debug-command" => self.enable_debug_command = allowed(v),
             "enable-protected-configs" => self.enable_protected_configs = allowed(v),
             "save" => {

@@ -211,6 +211,14 @@ impl Effects {
         self.unit_ops = 0;
     }
 
+    /// Forget the unit being built: a script stopped by SHUTDOWN NOSAVE
+    /// (Valkey exits inside it, before its effects are propagated, so
+    /// neither the AOF nor a replica sees half of it).
+    pub fn discard_unit(&mut self) {
+        self.unit.clear();
+        self.unit_ops = 0;
+    }
+
     /// A command is about to run (top level or inside EXEC).
     #[inline]
     pub fn begin_call(&mut self, dirty: u64) -> CallMark {

@@ -50,6 +50,7 @@ pub fn free_effort(v: ValueRef<'_>) -> usize {
         ValueRef::Set(s) => (s.len(), s.encoding()),
         ValueRef::ZSet(z) => (z.len(), z.encoding()),
         ValueRef::Str(_) => return 1,
+        ValueRef::Stream(s) => return s.free_effort().max(1),
     };
     match encoding {
         "listpack" | "intset" => 1,

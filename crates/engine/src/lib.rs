@@ -49,6 +49,7 @@
 pub mod aof;
 pub mod batch;
 pub mod blocking;
+pub mod busy;
 pub mod cmd;
 pub mod command;
 pub mod commandlog;
@@ -388,6 +389,17 @@ impl Engine {
     /// Register a new connection. `Err(bytes)` means: send these bytes and
     /// close (maxclients reached, protected mode DENIED).
     pub fn connect(&mut self, info: ClientInfo) -> Result<ClientId, Vec<u8>> {
+        self.connect_as(info, None)
+    }
+
+    /// [`Engine::connect`] with an id the IO layer took from
+    /// [`Engine::client_ids`] (a connection it accepted and served while a
+    /// script was busy); `None`: a new one.
+    pub fn connect_as(
+        &mut self,
+        info: ClientInfo,
+        id: Option<ClientId>,
+    ) -> Result<ClientId, Vec<u8>> {
         let srv = &mut self.srv;
         if srv.clients.len() as u64 >= srv.config.maxclients {
             srv.stats.rejected_connections += 1;
@@ -400,11 +412,15 @@ impl Engine {
             srv.stats.rejected_connections += 1;
             return Err(PROTECTED_MODE_DENIED.to_vec());
         }
-        let id = ClientId(srv.next_client_id);
-        srv.next_client_id += 1;
+        let id = id.unwrap_or_else(|| {
+            ClientId(
+                srv.next_client_id
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            )
+        });
         let now = srv.now_ms();
         let mut s = Session::new(id);
-        s.authenticated = !srv.auth_required();
+        s.authenticated = !srv.auth_required() || srv.busy.take_authed_early(id);
         s.peer = Some(info.peer);
         s.local = Some(info.local);
         s.fd = info.fd;
@@ -488,8 +504,37 @@ impl Engine {
     /// whose client is closing (QUIT, CLIENT KILL, SHUTDOWN) stops at that
     /// command and gets `close_after_reply` set.
     pub fn execute_batch(&mut self, jobs: &mut [Job<'_>]) {
+        if self.srv.busy.has_refused() {
+            // Answered while a script was busy, just after it ended (an
+            // AUTH must count before the client's next command).
+            let busy = self.srv.busy.clone();
+            busy.settle(&mut self.srv);
+        }
         let Engine { srv, found, hashes } = self;
         execute_jobs(srv, found, hashes, jobs);
+    }
+
+    /// [`Engine::execute_batch`], with `pump` called from a script that
+    /// has become busy (inline mode: the event loop serves the other
+    /// clients from there; see [`busy`]).
+    pub fn execute_batch_pumped(&mut self, jobs: &mut [Job<'_>], pump: &mut dyn busy::BusyPump) {
+        busy::with_pump(pump, || self.execute_batch(jobs));
+    }
+
+    /// Where client ids come from (see [`Engine::connect_as`]).
+    pub fn client_ids(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        self.srv.next_client_id.clone()
+    }
+
+    /// A busy script has ended since the last call.
+    pub fn busy_ended(&self) -> bool {
+        self.srv.busy.take_ended()
+    }
+
+    /// The busy state of a running script, for the IO layer to answer
+    /// other clients from (see [`busy::BusyState::answer`]).
+    pub fn busy_state(&self) -> std::sync::Arc<busy::BusyState> {
+        self.srv.busy.clone()
     }
 
     /// After [`Engine::execute_batch`] (and before its replies are sent):
@@ -1175,19 +1220,19 @@ fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf, reply_
     }
 }
 
-struct Rejected {
-    msg: String,
-    cmd: Option<usize>,
+pub(crate) struct Rejected {
+    pub(crate) msg: String,
+    pub(crate) cmd: Option<usize>,
 }
 
-/// The table entry to run, or the error Valkey's `processCommand` gives.
+/// [`resolve`]'s checks that depend on the command alone (unknown
+/// command or subcommand, arity): also `busy`'s, which answers without
+/// the engine.
 #[inline]
-fn resolve(
+pub(crate) fn resolve_static(
     table: &table::Table,
     argv: ArgvRef<'_>,
     idx: u32,
-    sess: &Session,
-    srv: &Server,
 ) -> Result<usize, Rejected> {
     if idx == UNKNOWN {
         return Err(Rejected {
@@ -1220,6 +1265,20 @@ fn resolve(
             cmd: Some(i),
         });
     }
+    Ok(i)
+}
+
+/// The table entry to run, or the error Valkey's `processCommand` gives.
+#[inline]
+fn resolve(
+    table: &table::Table,
+    argv: ArgvRef<'_>,
+    idx: u32,
+    sess: &Session,
+    srv: &Server,
+) -> Result<usize, Rejected> {
+    let i = resolve_static(table, argv, idx)?;
+    let e = &table.entries[i];
     if !sess.authenticated && srv.auth_required() && e.spec.flags & command::flags::NO_AUTH == 0 {
         return Err(Rejected {
             msg: "NOAUTH Authentication required.".into(),
@@ -1465,6 +1524,8 @@ fn execute_jobs(
         sess.net_output_bytes += (job.out.len() - start_len) as u64;
         job.output_class = sess.output_class();
         job.auth_required = !sess.authenticated;
+        job.resp3 = sess.proto == resp::Protocol::Resp3;
+        job.in_multi = sess.multi.is_some();
         if let Some(slot) = srv.clients.map.get_mut(&job.client.0) {
             *slot = Some(sess);
         }

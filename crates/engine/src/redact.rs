@@ -54,23 +54,10 @@ fn is_secret(fullname: &str, argv: ArgvRef<'_>, j: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resp::Span;
-
-    fn argv_of(args: &[&str]) -> (Vec<u8>, Vec<Span>) {
-        let mut data = Vec::new();
-        let mut spans = Vec::new();
-        for a in args {
-            spans.push(Span {
-                start: data.len(),
-                len: a.len(),
-            });
-            data.extend_from_slice(a.as_bytes());
-        }
-        (data, spans)
-    }
 
     fn shown_all(fullname: &str, args: &[&str]) -> Vec<String> {
-        let (data, spans) = argv_of(args);
+        let (mut data, mut spans) = (Vec::new(), Vec::new());
+        crate::batch::pack_args(args.iter().map(|a| a.as_bytes()), &mut data, &mut spans);
         let argv = ArgvRef {
             data: &data,
             spans: &spans,

@@ -191,7 +191,9 @@ pub struct Server {
     pub clients: Clients,
     /// The file CONFIG REWRITE writes back to.
     pub config_file: Option<PathBuf>,
-    pub next_client_id: u64,
+    /// Shared with the IO layer, which takes ids for connections it
+    /// accepts while a script is busy (registered after it).
+    pub next_client_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
     pub started: Instant,
     pub start_ms: i64,
     /// Tests pin the clock here (ms since the epoch).
@@ -256,6 +258,9 @@ pub struct Server {
     /// FUNCTION's libraries and their Lua state (created on first use;
     /// taken out while a function runs).
     pub functions: Option<Box<script::functions::Functions>>,
+    /// A running script's busy state, shared with the IO layer (which
+    /// answers other clients from it while the script is busy).
+    pub busy: std::sync::Arc<crate::busy::BusyState>,
     /// `maxmemory` was exceeded (and eviction could not help) when the
     /// running top-level command began: Valkey's `pre_command_oom_state`,
     /// which scripts' denyoom commands are judged by.
@@ -281,7 +286,7 @@ impl Server {
             events: Vec::new(),
             clients: Clients::default(),
             config_file: None,
-            next_client_id: 1,
+            next_client_id: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1)),
             started: Instant::now(),
             start_ms,
             clock_override: None,
@@ -315,13 +320,21 @@ impl Server {
             repl: crate::replication::Replication::new(""),
             scripts: None,
             functions: None,
+            busy: Default::default(),
             pre_command_oom: false,
         };
         srv.repl.replid = srv.run_id.clone();
         srv.sync_expiry_logging();
         srv.sync_output_limits();
         srv.sync_access_policy();
+        srv.sync_busy_auth();
         srv
+    }
+
+    /// The busy state answers AUTH while a script runs: it keeps a copy of
+    /// `requirepass` (start-up, CONFIG SET).
+    pub fn sync_busy_auth(&self) {
+        self.busy.set_password(self.config.requirepass.clone());
     }
 
     /// Tell the store how to stamp accesses for `maxmemory-policy` (LRU

@@ -44,6 +44,17 @@ pub struct Entry {
     pub parent: Option<usize>,
     /// Indices of the subcommands' entries.
     pub subs: Vec<usize>,
+    /// Running it may run a Lua script (see `CommandHint::may_run_script`).
+    pub may_run_script: bool,
+}
+
+/// Commands that may run a Lua script: EVAL and FCALL and their
+/// variants, and EXEC, whose transaction may hold them.
+fn may_run_script(name: &str) -> bool {
+    matches!(
+        name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "exec"
+    )
 }
 
 pub struct Table {
@@ -54,7 +65,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 25] {
+fn groups() -> [&'static [CommandSpec]; 26] {
     [
         cmd::strings::COMMANDS,
         cmd::lcs::COMMANDS,
@@ -66,6 +77,7 @@ fn groups() -> [&'static [CommandSpec]; 25] {
         cmd::sets::COMMANDS,
         cmd::zsets::COMMANDS,
         cmd::geo::COMMANDS,
+        cmd::streams::COMMANDS,
         cmd::bitmaps::COMMANDS,
         cmd::hyperloglog::COMMANDS,
         cmd::pubsub::COMMANDS,
@@ -113,6 +125,7 @@ impl Table {
                     fullname: spec.name.to_string(),
                     parent: None,
                     subs: Vec::new(),
+                    may_run_script: may_run_script(spec.name),
                 });
                 t.top.push(idx);
                 t.index.insert(spec.name.as_bytes(), idx);
@@ -123,6 +136,7 @@ impl Table {
                         fullname: format!("{}|{}", spec.name, sub.name),
                         parent: Some(idx),
                         subs: Vec::new(),
+                        may_run_script: false,
                     });
                     t.entries[idx].subs.push(sidx);
                 }

@@ -8,17 +8,6 @@ mod util;
 use ringkv_engine as engine;
 use util::*;
 
-/// Output delivered out of band since the last call to `client`.
-fn oob(e: &mut engine::Engine, client: engine::ClientId) -> String {
-    let mut s = String::new();
-    e.drain_output(|c, b| {
-        if c == client {
-            s.push_str(&String::from_utf8_lossy(b));
-        }
-    });
-    s
-}
-
 fn monitor_pair() -> (engine::Engine, engine::ClientId, engine::ClientId) {
     let mut e = engine();
     // 1795669265.079544 s: the µs digits come from the pinned ms.
@@ -46,7 +35,10 @@ fn monitor_lines_in_valkeys_format_and_order() {
         r#"+1795669265.079000 [3 127.0.0.1:50002] "AUTH" "(redacted)""#,
         r#"+1795669265.079000 [3 127.0.0.1:50002] "HELLO" "2" "AUTH" "(redacted)" "(redacted)""#,
     ];
-    assert_eq!(oob(&mut e, mon), want.map(|l| format!("{l}\r\n")).concat());
+    assert_eq!(
+        output_for(&mut e, mon),
+        want.map(|l| format!("{l}\r\n")).concat()
+    );
 }
 
 #[test]
@@ -67,7 +59,10 @@ fn monitor_shows_transactions_and_scripts_as_valkey() {
         r#"+1795669265.079000 [0 127.0.0.1:50002] "EVAL" "return redis.call('incr', KEYS[1])" "1" "n""#,
         r#"+1795669265.079000 [0 lua] "incr" "n""#,
     ];
-    assert_eq!(oob(&mut e, mon), want.map(|l| format!("{l}\r\n")).concat());
+    assert_eq!(
+        output_for(&mut e, mon),
+        want.map(|l| format!("{l}\r\n")).concat()
+    );
 }
 
 #[test]
@@ -84,7 +79,7 @@ fn a_monitor_sees_itself_and_leaves_with_reset() {
     assert!(list.contains("flags=O "), "{list}");
     assert_eq!(cmd(&mut e, mon, &["RESET"]), "+RESET\r\n");
     cmd(&mut e, cli, &["SET", "a", "1"]);
-    assert_eq!(oob(&mut e, mon), "");
+    assert_eq!(output_for(&mut e, mon), "");
 }
 
 #[test]
@@ -92,7 +87,7 @@ fn a_gone_monitor_is_forgotten() {
     let (mut e, mon, cli) = monitor_pair();
     e.disconnect(mon);
     cmd(&mut e, cli, &["SET", "a", "1"]);
-    assert_eq!(oob(&mut e, mon), "");
+    assert_eq!(output_for(&mut e, mon), "");
 }
 
 /// SLOWLOG GET's entries without their durations (which vary), as lines.

@@ -8,16 +8,6 @@ mod util;
 use ringkv_engine as engine;
 use util::*;
 
-fn oob(e: &mut engine::Engine, client: engine::ClientId) -> String {
-    let mut s = String::new();
-    e.drain_output(|c, b| {
-        if c == client {
-            s.push_str(&String::from_utf8_lossy(b));
-        }
-    });
-    s
-}
-
 fn info_field(e: &mut engine::Engine, c: engine::ClientId, name: &str) -> String {
     let text = bulk_text(&cmd(e, c, &["INFO", "everything"]));
     text.lines()
@@ -74,7 +64,7 @@ fn evicted_keys_invalidate_and_gone_clients_leave_nothing_behind() {
     cmd(&mut e, w, &["CONFIG", "SET", "maxmemory", "500"]);
     cmd(&mut e, w, &["GET", "x"]);
     assert_eq!(
-        oob(&mut e, t),
+        output_for(&mut e, t),
         ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
     );
     cmd(&mut e, w, &["CONFIG", "SET", "maxmemory", "0"]);
@@ -92,5 +82,5 @@ fn evicted_keys_invalidate_and_gone_clients_leave_nothing_behind() {
     assert_eq!(info_field(&mut e, w, "tracking_clients"), "0");
     // Writes find nobody to tell.
     cmd(&mut e, w, &["SET", "p1", "v"]);
-    assert_eq!(oob(&mut e, b), "");
+    assert_eq!(output_for(&mut e, b), "");
 }

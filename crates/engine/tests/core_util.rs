@@ -163,3 +163,15 @@ pub fn effects(e: &mut Engine, r: &mut effects::Reader) -> Vec<Vec<String>> {
 pub fn v(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
 }
+
+/// The output delivered out of band (pub/sub, MONITOR, invalidations)
+/// to `client` since the last drain; other clients' output is dropped.
+pub fn output_for(e: &mut Engine, client: ClientId) -> String {
+    let mut s = String::new();
+    e.drain_output(|c, b| {
+        if c == client {
+            s.push_str(&String::from_utf8_lossy(b));
+        }
+    });
+    s
+}

@@ -130,6 +130,11 @@ pub(crate) struct Connection {
     /// The `client-output-buffer-limit` class the engine last gave for
     /// this client (it changes with SUBSCRIBE and UNSUBSCRIBE).
     pub(crate) out_class: engine::OutputClass,
+    /// The client speaks RESP3 (as of its last request; for replies
+    /// written here while a script is busy).
+    pub(crate) resp3: bool,
+    /// The client is inside MULTI (as of its last request).
+    pub(crate) in_multi: bool,
     /// Where pending output bytes are published for CLIENT LIST `omem`.
     pub(crate) meter: Option<engine::ClientMeter>,
     /// Since when pending output has been over the soft limit.
@@ -213,6 +218,8 @@ impl Connection {
             in_flight: false,
             limits: None,
             out_class: engine::OutputClass::Normal,
+            resp3: false,
+            in_multi: false,
             meter,
             soft_since: None,
             unreported_in: 0,
@@ -391,6 +398,72 @@ impl Connection {
             self.parsed = 0;
         }
         self.settle(close_after_reply)
+    }
+
+    /// While a script is busy (see `engine::busy`): answer the parsed
+    /// commands from `busy`, in order, up to the first that must wait
+    /// for the script's end; that one and everything after it go back to
+    /// being unparsed input (a protocol error after them is found again
+    /// when they are parsed after the script). Returns true when input is
+    /// left waiting.
+    pub(crate) fn answer_busy(&mut self, busy: &engine::busy::BusyState) -> bool {
+        let mut answered = 0;
+        let mut quit = false;
+        let mut at = 0;
+        for &n in &self.argc {
+            let argv = ArgvRef {
+                data: &self.rbuf,
+                spans: &self.args[at..at + n as usize],
+            };
+            at += n as usize;
+            let who = engine::busy::BusyClient {
+                id: self.client,
+                resp3: self.resp3,
+                in_multi: self.in_multi,
+                subscribed: self.out_class == engine::OutputClass::Pubsub,
+                authenticated: self.limits.is_some_and(|(l, _)| !l.unauthenticated),
+            };
+            match busy.answer(who, argv, &mut self.out) {
+                engine::busy::BusyAnswer::Deferred => break,
+                engine::busy::BusyAnswer::Replied => {}
+                engine::busy::BusyAnswer::Authenticated => {
+                    // The stricter pre-AUTH limits end here, as AUTH's
+                    // reply from the engine would end them.
+                    if let Some((l, _)) = &mut self.limits {
+                        l.unauthenticated = false;
+                    }
+                }
+                engine::busy::BusyAnswer::Close => {
+                    quit = true;
+                    break;
+                }
+            }
+            answered += 1;
+        }
+        let waiting = answered < self.argc.len() || self.error.is_some();
+        let done = answered
+            .checked_sub(1)
+            .and_then(|i| self.ends.get(i).copied())
+            .unwrap_or(0);
+        self.rbuf.drain(..done);
+        self.parsed = 0;
+        self.need = 0;
+        self.resume.reset();
+        self.args.clear();
+        self.argc.clear();
+        self.hints.clear();
+        self.ends.clear();
+        if self.error.take().is_some() {
+            // Set by the parse that found it, not by a close.
+            self.input_closed = false;
+        }
+        if quit {
+            // As after the engine's QUIT: what followed it never runs.
+            self.close_input();
+            self.close(Closing::AfterFlush);
+            return false;
+        }
+        waiting
     }
 
     fn block(&mut self) {

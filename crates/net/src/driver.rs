@@ -97,6 +97,50 @@ impl EngineTimers {
 pub(crate) enum Side {
     Inline(Box<Engine>),
     Io(Box<IoLink>),
+    /// Inline mode while a batch runs: the engine is lent to it, and what
+    /// the loop does meanwhile (only when a script is busy, from
+    /// [`BusyIo`]) leaves the engine alone or keeps it for later.
+    Lent,
+}
+
+/// The backend's part in serving other clients while a script is busy
+/// (inline mode; see `engine::busy`): called from the script's hook
+/// through the engine, with the batch's connections lent to it.
+pub(crate) trait BusyIo {
+    /// Take in what the kernel has, without waiting: accepts (served at
+    /// once, registered with the engine after the batch), input of the
+    /// connections here, sends done. Input for the connections lent to
+    /// the batch waits for it (io_uring: their completions are held;
+    /// epoll: the bytes stay in the socket).
+    fn poll(&mut self, d: &mut Driver);
+    /// Send the output of `slots`.
+    fn flush(&mut self, d: &mut Driver, slots: &[u32]);
+    /// Tear down the closing connections of `slots` that can go (QUIT).
+    fn close(&mut self, d: &mut Driver, slots: &[u32]);
+}
+
+/// The engine's pump during one inline batch: the backend and the driver
+/// (without the engine and the batch, which are lent out).
+struct InlinePump<'a> {
+    d: &'a mut Driver,
+    io: &'a mut dyn BusyIo,
+}
+
+impl engine::busy::BusyPump for InlinePump<'_> {
+    fn pump(&mut self) {
+        let Some(busy) = self.d.busy.clone() else {
+            return;
+        };
+        self.io.poll(self.d);
+        self.d.serve_busy(&busy);
+        let mut list = std::mem::take(&mut self.d.scratch);
+        self.d.take_flush_present(&mut list);
+        self.io.flush(self.d, &list);
+        self.d.take_closing_present(&mut list);
+        self.io.close(self.d, &list);
+        list.clear();
+        self.d.scratch = list;
+    }
 }
 
 pub(crate) struct Driver {
@@ -148,6 +192,23 @@ pub(crate) struct Driver {
     /// and whether the loop announced a sleep on it.
     pub(crate) wake_bell: Option<Arc<Doorbell>>,
     bell_sleeping: bool,
+    /// A running script's busy state (the engine's, shared): while it is
+    /// busy, commands are answered from it ([`Driver::serve_busy`]).
+    busy: Option<Arc<engine::busy::BusyState>>,
+    /// Slots with input that waits for the busy script's end.
+    busy_waiting: Vec<u32>,
+    /// Where client ids come from (the engine's counter, shared): a
+    /// connection accepted while a script is busy takes one at once.
+    ids: Arc<std::sync::atomic::AtomicU64>,
+    /// Inline mode: connections accepted while the engine was lent to a
+    /// batch, registered after it.
+    guests: Vec<(ClientId, ClientInfo)>,
+    /// What a new client gets (as of the last accept; AUTH as of the
+    /// script's start): for connections accepted while busy.
+    guest_limits: (resp::Limits, usize),
+    guest_keepalive: u64,
+    /// Inline mode: clients gone while the engine was lent to a batch.
+    disconnect_later: Vec<ClientId>,
 }
 
 impl Driver {
@@ -170,15 +231,26 @@ impl Driver {
                 b.ring();
             }));
         }
+        let busy = engine.busy_state();
+        let ids = engine.client_ids();
+        let guest = (engine.limits_for(false), engine.tcp_keepalive_s());
         let mut d = Driver::with_side(Side::Inline(Box::new(engine)), out_limits, stop);
         d.wake_bell = bell;
+        d.busy = Some(busy);
+        d.ids = ids;
+        (d.guest_limits, d.guest_keepalive) = guest;
         d
     }
 
     /// An IO thread's driver (threaded mode).
     pub(crate) fn new_io(link: IoLink, stop: &'static AtomicBool) -> Driver {
         let out_limits = link.out_limits.clone();
-        Driver::with_side(Side::Io(Box::new(link)), out_limits, stop)
+        let busy = link.busy.clone();
+        let ids = link.ids.clone();
+        let mut d = Driver::with_side(Side::Io(Box::new(link)), out_limits, stop);
+        d.busy = Some(busy);
+        d.ids = ids;
+        d
     }
 
     fn with_side(side: Side, out_limits: Arc<OutputLimits>, stop: &'static AtomicBool) -> Driver {
@@ -211,6 +283,13 @@ impl Driver {
             bytes_out: 0,
             wake_bell: None,
             bell_sleeping: false,
+            busy: None,
+            busy_waiting: Vec::new(),
+            ids: Default::default(),
+            guests: Vec::new(),
+            guest_limits: (resp::Limits::default(), usize::MAX),
+            guest_keepalive: 300,
+            disconnect_later: Vec::new(),
         }
     }
 
@@ -219,8 +298,13 @@ impl Driver {
     pub(crate) fn engine(&mut self) -> Option<&mut Engine> {
         match &mut self.side {
             Side::Inline(e) => Some(e),
-            Side::Io(_) => None,
+            Side::Io(_) | Side::Lent => None,
         }
+    }
+
+    /// The slot of `client`'s connection here.
+    pub(crate) fn by_client_slot(&self, client: ClientId) -> Option<&u32> {
+        self.by_client.get(&client.0)
     }
 
     pub(crate) fn conn(&mut self, slot: u32) -> Option<&mut Connection> {
@@ -260,12 +344,21 @@ impl Driver {
             listener::close_fd(fd);
             return None;
         };
+        if self.busy_now() {
+            return Some(self.accept_guest(ClientInfo { peer, local, fd }));
+        }
         let engine = match &mut self.side {
             Side::Inline(engine) => engine,
+            Side::Lent => unreachable!("a batch lends the engine only while busy"),
             Side::Io(link) => {
                 // The execution thread registers the client and deals the
                 // socket to an IO thread (maybe this one) with Adopt.
-                link.send(ToExec::Connect(Box::new(Accepted { fd, peer, local })));
+                link.send(ToExec::Connect(Box::new(Accepted {
+                    fd,
+                    peer,
+                    local,
+                    installed: None,
+                })));
                 return None;
             }
         };
@@ -279,10 +372,59 @@ impl Driver {
         };
         let keepalive = engine.tcp_keepalive_s();
         let meter = engine.client_meter(id);
+        let limits = engine.client_limits(id);
         if log::enabled(log::Level::Verbose) {
             log::verbose(&format!("Accepted {peer}"));
         }
-        Some(self.install(fd, id, keepalive, meter))
+        let slot = self.install(fd, id, keepalive, meter);
+        if let Some(c) = self.conn(slot) {
+            // Known before its first command, for a script that turns busy.
+            c.limits = Some(limits);
+        }
+        (self.guest_limits, self.guest_keepalive) = (limits, keepalive);
+        Some(slot)
+    }
+
+    /// A script is busy, and this loop answers for the engine: inline mode
+    /// with the engine lent to the batch (the pump only runs while busy),
+    /// or an IO thread.
+    fn busy_now(&self) -> bool {
+        match self.side {
+            Side::Lent => true,
+            Side::Io(_) => self.busy.as_ref().is_some_and(|b| b.is_busy()),
+            Side::Inline(_) => false,
+        }
+    }
+
+    /// A connection accepted while a script is busy: served at once from
+    /// the busy state (so SCRIPT KILL or SHUTDOWN NOSAVE can come from a
+    /// new connection, as in Valkey) under an id taken now; the engine
+    /// registers it after the script (inline: after the batch; threaded:
+    /// the execution thread, told by `Connect` with `installed`).
+    fn accept_guest(&mut self, info: ClientInfo) -> u32 {
+        let id = ClientId(self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let (mut limits, qbuf_limit) = match &self.side {
+            Side::Io(link) => link.default_limits,
+            _ => self.guest_limits,
+        };
+        limits.unauthenticated = self
+            .busy
+            .as_ref()
+            .is_some_and(|b| b.new_clients_must_auth());
+        let slot = self.install(info.fd, id, self.guest_keepalive, None);
+        if let Some(c) = self.conn(slot) {
+            c.limits = Some((limits, qbuf_limit));
+        }
+        match &mut self.side {
+            Side::Io(link) => link.guest_connected(Accepted {
+                fd: info.fd,
+                peer: info.peer,
+                local: info.local,
+                installed: Some(id),
+            }),
+            _ => self.guests.push((id, info)),
+        }
+        slot
     }
 
     /// Give a registered client's socket a slot.
@@ -358,7 +500,7 @@ impl Driver {
         }
         match self.side {
             Side::Inline(engine) => (*engine, conns),
-            Side::Io(_) => unreachable!("only inline mode hands its engine off"),
+            Side::Io(_) | Side::Lent => unreachable!("only inline mode hands its engine off"),
         }
     }
 
@@ -397,8 +539,9 @@ impl Driver {
         }
         match &mut self.side {
             Side::Inline(engine) => engine.note_client_input(client, n as u64),
-            // Reported to the engine with the client's next request.
-            Side::Io(_) => {
+            // Reported to the engine with the client's next request
+            // (inline mode while busy: counted in the totals only).
+            Side::Io(_) | Side::Lent => {
                 if let Some(c) = conn {
                     c.unreported_in += n as u64;
                 }
@@ -497,6 +640,7 @@ impl Driver {
                 link.flush();
                 return link.before_wait(!self.dirty.is_empty(), MAX_WAIT);
             }
+            Side::Lent => return Duration::ZERO,
         };
         if !self.dirty.is_empty() {
             return Duration::ZERO;
@@ -518,6 +662,7 @@ impl Driver {
     pub(crate) fn after_wait(&mut self, rung: bool) {
         match &mut self.side {
             Side::Io(link) => link.after_wait(rung),
+            Side::Lent => {}
             Side::Inline(_) => {
                 if let Some(b) = &self.wake_bell
                     && (self.bell_sleeping || rung)
@@ -529,9 +674,23 @@ impl Driver {
         }
     }
 
+    /// [`Driver::process_with`] with no backend behind it (tests).
+    #[cfg(test)]
+    pub(crate) fn process(&mut self) {
+        struct NoIo;
+        impl BusyIo for NoIo {
+            fn poll(&mut self, _: &mut Driver) {}
+            fn flush(&mut self, _: &mut Driver, _: &[u32]) {}
+            fn close(&mut self, _: &mut Driver, _: &[u32]) {}
+        }
+        self.process_with(&mut NoIo);
+    }
+
     /// Parse everything new, run one batch for all connections with
     /// complete commands, settle errors and closes, then the engine's events.
-    pub(crate) fn process(&mut self) {
+    /// `io`: the backend, for serving other clients from inside a script
+    /// that turns busy (inline mode).
+    pub(crate) fn process_with(&mut self, io: &mut dyn BusyIo) {
         if matches!(self.side, Side::Io(_)) {
             self.receive();
             if self.backpressured() {
@@ -539,6 +698,15 @@ impl Driver {
                 // input where it is until it drains.
                 return;
             }
+            if self.busy.as_ref().is_some_and(|b| b.is_busy()) {
+                // The execution thread is inside a long script: answer
+                // from its busy state, ship nothing.
+                if let Some(busy) = self.busy.clone() {
+                    self.serve_busy(&busy);
+                }
+                return;
+            }
+            self.end_busy_wait();
         }
         let mut dirty = std::mem::take(&mut self.scratch);
         std::mem::swap(&mut dirty, &mut self.dirty);
@@ -552,9 +720,15 @@ impl Driver {
                 continue;
             }
             let (limits, qbuf_limit) = match &self.side {
-                // Both with one session lookup.
-                Side::Inline(engine) => engine.client_limits(c.client),
+                // Both with one session lookup; kept for parsing while a
+                // script is busy.
+                Side::Inline(engine) => {
+                    let l = engine.client_limits(c.client);
+                    c.limits = Some(l);
+                    l
+                }
                 Side::Io(link) => c.limits.unwrap_or(link.default_limits),
+                Side::Lent => unreachable!("parsed only between batches"),
             };
             if c.in_flight() || c.moving {
                 // Its replies are not back yet, or it is leaving for another
@@ -590,8 +764,9 @@ impl Driver {
 
         if !self.batch.is_empty() {
             match self.side {
-                Side::Inline(_) => self.run_batch(),
+                Side::Inline(_) => self.run_batch(io),
                 Side::Io(_) => self.ship_batch(),
+                Side::Lent => unreachable!("one batch at a time"),
             }
         }
         if matches!(self.side, Side::Inline(_)) {
@@ -605,6 +780,7 @@ impl Driver {
         match &mut self.side {
             Side::Inline(engine) => engine.note_query_buffer_limit(client, len),
             Side::Io(link) => link.send(ToExec::QueryBufferLimit { client, len }),
+            Side::Lent => {}
         }
         c.close_input();
         c.close(Closing::Now);
@@ -615,6 +791,7 @@ impl Driver {
     pub(crate) fn note_protocol_error(&mut self, client: ClientId, err: resp::ProtocolError) {
         match &mut self.side {
             Side::Inline(engine) => engine.note_protocol_error(client, &err),
+            Side::Lent => {}
             Side::Io(link) => link.send(ToExec::ProtocolError {
                 client,
                 err: Box::new(err),
@@ -679,17 +856,22 @@ impl Driver {
         self.scratch = grown;
     }
 
-    fn run_batch(&mut self) {
-        let mut jobs: Vec<Job<'_>> = self
-            .batch
+    fn run_batch(&mut self, io: &mut dyn BusyIo) {
+        // The engine and the batch are lent out, so that a script that
+        // turns busy can have this loop serve other clients meanwhile
+        // (`InlinePump`), through the driver without them.
+        let Side::Inline(mut engine) = std::mem::replace(&mut self.side, Side::Lent) else {
+            unreachable!("inline mode runs batches")
+        };
+        let mut batch_vec = std::mem::take(&mut self.batch);
+        let mut jobs: Vec<Job<'_>> = batch_vec
             .iter_mut()
             .filter(|(_, c, _)| c.has_commands())
             .map(|(_, c, _)| c.job())
             .collect();
-        if !jobs.is_empty()
-            && let Side::Inline(engine) = &mut self.side
-        {
-            engine.execute_batch(&mut jobs);
+        if !jobs.is_empty() {
+            let mut pump = InlinePump { d: self, io };
+            engine.execute_batch_pumped(&mut jobs, &mut pump);
             // Before any reply is queued: with appendfsync always, the
             // batch's writes are on disk when this returns.
             engine.commit_effects();
@@ -698,9 +880,10 @@ impl Driver {
         flags_vec.clear();
         flags_vec.extend(jobs.iter().map(Job::outcome));
         drop(jobs);
+        self.side = Side::Inline(engine);
+        self.after_lending();
 
         let mut flags = flags_vec.iter();
-        let mut batch_vec = std::mem::take(&mut self.batch);
         for (slot, mut c, more) in batch_vec.drain(..) {
             let done = if c.has_commands() {
                 flags.next().copied()
@@ -709,14 +892,179 @@ impl Driver {
             };
             let done = done.unwrap_or(engine::Outcome {
                 output_class: c.out_class,
+                resp3: c.resp3,
+                in_multi: c.in_multi,
+                auth_required: c.limits.is_some_and(|(l, _)| l.unauthenticated),
                 ..Default::default()
             });
             c.out_class = done.output_class;
+            c.resp3 = done.resp3;
+            c.in_multi = done.in_multi;
+            if c.limits
+                .is_some_and(|(l, _)| l.unauthenticated != done.auth_required)
+                && let Side::Inline(engine) = &self.side
+            {
+                // AUTH changed them: current for a script that turns busy
+                // before this client's next parse.
+                c.limits = Some(engine.limits_for(done.auth_required));
+            }
             let err = c.after_batch(done.close_after_reply, done.blocked_after);
             self.settle(slot, c, more, err);
         }
         self.batch = batch_vec;
         self.flags = flags_vec;
+    }
+
+    /// The engine is back from a batch: what the loop kept for it while
+    /// a script was busy (accepts, disconnects, waiting input).
+    fn after_lending(&mut self) {
+        // Registered before the disconnects: one accepted and gone while
+        // busy is registered, then forgotten.
+        for (id, info) in std::mem::take(&mut self.guests) {
+            let Side::Inline(engine) = &mut self.side else {
+                break;
+            };
+            let registered = engine.connect_as(info, Some(id));
+            let (meter, limits) = (engine.client_meter(id), engine.client_limits(id));
+            let Some(&slot) = self.by_client.get(&id.0) else {
+                continue;
+            };
+            match registered {
+                Ok(_) => {
+                    if let Some(c) = self.conn(slot) {
+                        c.meter = meter;
+                        c.limits = Some(limits);
+                    }
+                }
+                Err(reply) => {
+                    // maxclients, protected mode: said after what it got.
+                    if let Some(c) = self.conn(slot) {
+                        c.push_output(&reply);
+                    }
+                    self.queue_flush(slot);
+                    self.close(slot, Closing::AfterFlush);
+                }
+            }
+        }
+        if !self.disconnect_later.is_empty()
+            && let Side::Inline(engine) = &mut self.side
+        {
+            for client in self.disconnect_later.drain(..) {
+                engine.disconnect(client);
+            }
+        }
+        self.end_busy_wait();
+    }
+
+    /// The busy script has ended: input kept waiting is parsed again.
+    fn end_busy_wait(&mut self) {
+        if self.busy_waiting.is_empty() {
+            return;
+        }
+        for slot in std::mem::take(&mut self.busy_waiting) {
+            self.mark_dirty(slot);
+        }
+    }
+
+    /// While a script is busy: parse the connections with new input and
+    /// answer their commands from the busy state (`engine::busy`), in
+    /// order; a connection whose next command needs the engine (or that
+    /// is closing, blocked, unauthenticated, or over a limit) keeps its
+    /// input for after the script.
+    pub(crate) fn serve_busy(&mut self, busy: &engine::busy::BusyState) {
+        let mut dirty = std::mem::take(&mut self.scratch);
+        std::mem::swap(&mut dirty, &mut self.dirty);
+        for &slot in &dirty {
+            let Some(c) = self
+                .conns
+                .get_mut(slot as usize)
+                .and_then(Option::as_deref_mut)
+            else {
+                continue;
+            };
+            c.dirty = false;
+            if c.blocked || c.in_flight() {
+                // Parsed again once unblocked, or once its replies are back.
+                continue;
+            }
+            // A peer that sent commands and left still has them answered
+            // (refused) here, as Valkey does: they must not run after the
+            // script. Its EOF is settled after it.
+            let simple = c.closing == Closing::Open && !c.moving && !c.input_closed();
+            if !simple || c.limits.is_none() {
+                self.busy_waiting.push(slot);
+                continue;
+            }
+            let mut waits = false;
+            let mut over = false;
+            while let Some((limits, qbuf_limit)) = c.limits {
+                // Before AUTH one command at a time, as in `process`: AUTH
+                // changes the limits the next one is parsed with.
+                let max = if limits.unauthenticated {
+                    1
+                } else {
+                    usize::MAX
+                };
+                let r = c.parse(&limits, max, qbuf_limit);
+                over = c.unparsed_len() > qbuf_limit;
+                if !c.has_commands() && !c.has_error() {
+                    break;
+                }
+                waits = c.answer_busy(busy);
+                if waits || over || !r.more {
+                    break;
+                }
+            }
+            let has_output = c.has_output();
+            let closing = c.closing != Closing::Open;
+            if closing {
+                // QUIT: closed once its +OK is out (the engine forgets
+                // the session when the connection is released).
+                self.queue_close(slot);
+            } else if waits || over || c.peer_eof {
+                self.busy_waiting.push(slot);
+            }
+            if has_output {
+                self.enforce_output_limit(slot);
+                self.queue_flush(slot);
+            }
+        }
+        dirty.clear();
+        self.scratch = dirty;
+    }
+
+    /// [`Driver::take_closing`] for the connections here (those lent to a
+    /// batch stay queued).
+    pub(crate) fn take_closing_present(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        let conns = &mut self.conns;
+        self.closing.retain(|&slot| {
+            match conns.get_mut(slot as usize).and_then(Option::as_deref_mut) {
+                Some(c) => {
+                    c.close_queued = false;
+                    out.push(slot);
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+
+    /// [`Driver::take_flush`] for the connections here (those lent to a
+    /// batch stay queued).
+    pub(crate) fn take_flush_present(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        let conns = &mut self.conns;
+        self.flush.retain(|&slot| {
+            match conns.get_mut(slot as usize).and_then(Option::as_deref_mut) {
+                Some(c) => {
+                    c.flush_queued = false;
+                    out.push(slot);
+                    false
+                }
+                None => true,
+            }
+        });
     }
 
     /// After a connection's commands ran (or it had none, only an error or
@@ -817,6 +1165,7 @@ impl Driver {
         match &mut self.side {
             Side::Inline(engine) => engine.note_output_buffer_limit(client, len),
             Side::Io(link) => link.send(ToExec::OutputBufferLimit { client, len }),
+            Side::Lent => {}
         }
         self.close(slot, Closing::Now);
     }
@@ -916,6 +1265,8 @@ impl Driver {
                 net.total_net_output_bytes += self.bytes_out;
             }
             Side::Io(link) => link.count_io(self.reads, self.writes, self.bytes_in, self.bytes_out),
+            // Counted after the batch.
+            Side::Lent => return,
         }
         self.reads = 0;
         self.writes = 0;
@@ -965,6 +1316,7 @@ impl Driver {
         match &mut self.side {
             Side::Inline(engine) => engine.disconnect(c.client),
             Side::Io(link) => link.disconnect(c.client),
+            Side::Lent => self.disconnect_later.push(c.client),
         }
         Some(c)
     }
@@ -986,6 +1338,7 @@ impl Driver {
             match &mut self.side {
                 Side::Inline(engine) => engine.disconnect(c.client),
                 Side::Io(link) => link.disconnect(c.client),
+                Side::Lent => self.disconnect_later.push(c.client),
             }
             let d = crate::detach::Detached {
                 fd,

@@ -13,7 +13,7 @@
 //! ```
 
 use crate::driver::{Driver, EngineTimers};
-use crate::handoff::{Accepted, Adoption, Arrival, Exchange, Outlet, ToExec, ToIo};
+use crate::handoff::{Accepted, Adoption, Arrival, Exchange, Outlet, Registration, ToExec, ToIo};
 use crate::io_thread::IoLink;
 use crate::listener::Listener;
 use crate::{epoll, uring};
@@ -238,8 +238,14 @@ pub(crate) fn try_step(shared: &Mutex<ExecLoop>) -> bool {
         Err(TryLockError::WouldBlock) => return false,
     };
     let batches = ex.batches;
+    ex.on_io = true;
     ex.timed_step();
+    ex.on_io = false;
     ex.batches_on_io += ex.batches - batches;
+    if !ex.script_wait.is_empty() {
+        // Scripts run on the execution thread (see `script_wait`).
+        ex.bell.ring();
+    }
     true
 }
 
@@ -368,6 +374,13 @@ pub(crate) struct ExecLoop {
     flags: Vec<engine::Outcome>,
     /// Messages that must wait until the batch before them has run.
     deferred: Vec<ToExec>,
+    /// The step is running on an IO thread (`io-threads-idle-exec`).
+    on_io: bool,
+    /// Requests that may run a script, taken in by a step on an IO thread:
+    /// they wait for the execution thread, so that a script that turns
+    /// busy never holds up an IO thread, which answers its clients -BUSY
+    /// meanwhile (see `engine::busy`).
+    script_wait: Vec<Pending>,
     events: Vec<Event>,
     shutting_down: bool,
     busy_since_report: Duration,
@@ -418,6 +431,8 @@ impl ExecLoop {
             batch: Vec::new(),
             flags: Vec::new(),
             deferred: Vec::new(),
+            on_io: false,
+            script_wait: Vec::new(),
             events: Vec::new(),
             shutting_down: false,
             busy_since_report: Duration::ZERO,
@@ -449,6 +464,10 @@ impl ExecLoop {
     /// Returns whether anything came in.
     fn step(&mut self) -> bool {
         let mut worked = false;
+        if !self.on_io && !self.script_wait.is_empty() {
+            worked = true;
+            self.batch.append(&mut self.script_wait);
+        }
         for t in 0..self.peers.len() {
             while let Some(msg) = self.peers[t].rx.pop() {
                 worked = true;
@@ -476,7 +495,15 @@ impl ExecLoop {
     fn take(&mut self, thread: usize, msg: ToExec) {
         match msg {
             ToExec::Connect(accepted) => {
-                let Accepted { fd, peer, local } = *accepted;
+                let Accepted {
+                    fd,
+                    peer,
+                    local,
+                    installed,
+                } = *accepted;
+                if let Some(client) = installed {
+                    return self.register_guest(thread, client, ClientInfo { peer, local, fd });
+                }
                 match self.engine.connect(ClientInfo { peer, local, fd }) {
                     Ok(client) => {
                         if log::enabled(log::Level::Verbose) {
@@ -500,13 +527,46 @@ impl ExecLoop {
                     Err(reply) => self.refuse(thread, fd, reply),
                 }
             }
-            ToExec::Commands(ex) => self.batch.push(Pending { thread, ex }),
+            ToExec::Commands(ex) => {
+                if self.on_io && ex.req.hints.iter().any(|h| h.may_run_script()) {
+                    self.script_wait.push(Pending { thread, ex });
+                } else {
+                    self.batch.push(Pending { thread, ex });
+                }
+            }
             ToExec::Released { conn } => self.released(thread, conn),
             // The last reference may be this one: the value is freed on
             // the thread that allocated it.
             ToExec::Spent { refs } => drop(refs),
             ToExec::Exited => self.exited(thread),
             other => self.deferred.push(other),
+        }
+    }
+
+    /// A connection IO thread `t` accepted and served while a script was
+    /// busy: register it there, or refuse it (maxclients, protected mode)
+    /// with the reply and a close.
+    fn register_guest(&mut self, t: usize, client: ClientId, info: ClientInfo) {
+        match self.engine.connect_as(info, Some(client)) {
+            Ok(_) => {
+                self.owner.insert(client.0, t);
+                self.peers[t].clients += 1;
+                let (limits, qbuf_limit) = self.engine.client_limits(client);
+                let meter = self.engine.client_meter(client);
+                self.peers[t].send(ToIo::Registered(Box::new(Registration {
+                    client,
+                    limits,
+                    qbuf_limit,
+                    meter,
+                })));
+            }
+            Err(bytes) => {
+                self.peers[t].send(ToIo::Output { client, bytes });
+                self.peers[t].send(ToIo::Close {
+                    client,
+                    flush: true,
+                });
+            }
         }
     }
 
@@ -547,6 +607,12 @@ impl ExecLoop {
         // Before any reply leaves: with appendfsync always, the batch's
         // writes are on disk when this returns.
         self.engine.commit_effects();
+        if self.engine.busy_ended() {
+            // Input the IO threads kept waiting for the script runs now.
+            for p in &self.peers {
+                p.bell.ring();
+            }
+        }
         let mut flags = std::mem::take(&mut self.flags);
         flags.clear();
         flags.extend(jobs.iter().map(Job::outcome));
@@ -556,6 +622,8 @@ impl ExecLoop {
             // From the job, not the session: one lookup less per request.
             (ex.limits, ex.qbuf_limit) = self.engine.limits_for(done.auth_required);
             ex.out_class = done.output_class;
+            ex.resp3 = done.resp3;
+            ex.in_multi = done.in_multi;
             ex.close_after_reply = done.close_after_reply;
             ex.blocked_after = done.blocked_after;
             self.peers[p.thread].send(ToIo::Replies(p.ex));
@@ -652,9 +720,11 @@ impl ExecLoop {
 
     /// Something to take in, or to hand out once a ring has room.
     fn has_input(&mut self) -> bool {
-        self.peers
-            .iter_mut()
-            .any(|p| !p.rx.is_empty() || p.tx.held_back())
+        !self.script_wait.is_empty()
+            || self
+                .peers
+                .iter_mut()
+                .any(|p| !p.rx.is_empty() || p.tx.held_back())
     }
 
     /// Background work (a replication link's commands) is waiting now.

@@ -180,6 +180,10 @@ pub(crate) struct Exchange {
     pub(crate) qbuf_limit: usize,
     /// The client's output buffer limit class after these commands.
     pub(crate) out_class: engine::OutputClass,
+    /// The client speaks RESP3 after these commands.
+    pub(crate) resp3: bool,
+    /// The client is inside MULTI after these commands.
+    pub(crate) in_multi: bool,
 }
 
 /// A socket just accepted, for the execution thread to admit.
@@ -188,6 +192,21 @@ pub(crate) struct Accepted {
     pub(crate) fd: RawFd,
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
+    /// Accepted while a script was busy: already served by the accepting
+    /// IO thread as this client (an id from `Engine::client_ids`); the
+    /// execution thread registers it there, or refuses it with
+    /// `Output` + `Close`.
+    pub(crate) installed: Option<ClientId>,
+}
+
+/// A connection an IO thread accepted while a script was busy, now
+/// registered: its limits and meter.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    pub(crate) client: ClientId,
+    pub(crate) limits: Limits,
+    pub(crate) qbuf_limit: usize,
+    pub(crate) meter: Option<engine::ClientMeter>,
 }
 
 /// What an IO thread needs to own a client's socket.
@@ -254,6 +273,8 @@ pub(crate) enum ToIo {
     },
     /// The [`Exchange`] of a `Commands`, answered.
     Replies(Box<Exchange>),
+    /// A connection accepted while a script was busy is registered.
+    Registered(Box<Registration>),
     /// Output produced outside the client's own request.
     Output {
         client: ClientId,

@@ -38,6 +38,11 @@ pub(crate) struct IoLink {
     pub(crate) default_limits: (Limits, usize),
     /// `client-output-buffer-limit` in force (the engine updates it).
     pub(crate) out_limits: Arc<engine::OutputLimits>,
+    /// The engine's busy state: while a script is busy, this thread
+    /// answers its clients from it.
+    pub(crate) busy: Arc<engine::busy::BusyState>,
+    /// The engine's client ids (see `Driver::accept_guest`).
+    pub(crate) ids: Arc<std::sync::atomic::AtomicU64>,
     /// Exchanges back from the execution thread, buffers kept, for reuse.
     exchanges: Vec<Box<Exchange>>,
     sleeping: bool,
@@ -69,6 +74,26 @@ fn add(counter: &AtomicU64, n: u64) {
 /// many loop iterations (an iteration is 1–100 µs of work).
 const BUSY_POLLS_PER_CLOCK: u64 = 64;
 
+/// What an IO thread takes from the engine when it starts: limits for
+/// clients not described yet, and handles the engine keeps current.
+pub(crate) struct FromEngine {
+    pub(crate) default_limits: (Limits, usize),
+    pub(crate) out_limits: Arc<engine::OutputLimits>,
+    pub(crate) busy: Arc<engine::busy::BusyState>,
+    pub(crate) ids: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl FromEngine {
+    pub(crate) fn of(engine: &engine::Engine) -> FromEngine {
+        FromEngine {
+            default_limits: (engine.parser_limits(), engine.query_buffer_limit()),
+            out_limits: engine.output_limits().clone(),
+            busy: engine.busy_state(),
+            ids: engine.client_ids(),
+        }
+    }
+}
+
 impl IoLink {
     pub(crate) fn new(
         tx: Outlet<ToExec>,
@@ -76,9 +101,14 @@ impl IoLink {
         exec_bell: Arc<Doorbell>,
         bell: Arc<Doorbell>,
         stats: Arc<IoThreadStats>,
-        default_limits: (Limits, usize),
-        out_limits: Arc<engine::OutputLimits>,
+        from_engine: FromEngine,
     ) -> IoLink {
+        let FromEngine {
+            default_limits,
+            out_limits,
+            busy,
+            ids,
+        } = from_engine;
         IoLink {
             tx,
             rx,
@@ -87,6 +117,8 @@ impl IoLink {
             stats,
             default_limits,
             out_limits,
+            busy,
+            ids,
             exchanges: Vec::new(),
             sleeping: false,
             unrung: false,
@@ -111,6 +143,13 @@ impl IoLink {
             self.unrung = false;
         }
         ran
+    }
+
+    /// A connection accepted (and installed here) while a script is busy:
+    /// the execution thread registers it after the script.
+    pub(crate) fn guest_connected(&mut self, accepted: crate::handoff::Accepted) {
+        self.send(ToExec::Connect(Box::new(accepted)));
+        self.stats.clients.fetch_add(1, Relaxed);
     }
 
     /// Queue a message for the execution thread (sent by [`IoLink::flush`]).
@@ -257,7 +296,9 @@ impl Driver {
     fn link(&mut self) -> &mut IoLink {
         match &mut self.side {
             crate::driver::Side::Io(link) => link,
-            crate::driver::Side::Inline(_) => unreachable!("an IO thread's driver"),
+            crate::driver::Side::Inline(_) | crate::driver::Side::Lent => {
+                unreachable!("an IO thread's driver")
+            }
         }
     }
 
@@ -266,7 +307,9 @@ impl Driver {
     pub(crate) fn doorbell_fd(&self) -> Option<std::os::fd::RawFd> {
         match &self.side {
             crate::driver::Side::Io(link) => Some(link.bell.fd()),
-            crate::driver::Side::Inline(_) => self.wake_bell.as_ref().map(|b| b.fd()),
+            crate::driver::Side::Inline(_) | crate::driver::Side::Lent => {
+                self.wake_bell.as_ref().map(|b| b.fd())
+            }
         }
     }
 
@@ -319,6 +362,8 @@ impl Driver {
                     };
                     c.limits = Some((ex.limits, ex.qbuf_limit));
                     c.out_class = ex.out_class;
+                    c.resp3 = ex.resp3;
+                    c.in_multi = ex.in_multi;
                     let err =
                         c.reattach(&ex.req, &mut ex.out, ex.close_after_reply, ex.blocked_after);
                     // Left over when the connection is closing now.
@@ -353,6 +398,14 @@ impl Driver {
                     }
                     self.link().stats.clients.fetch_add(1, Relaxed);
                     self.note_adopted(slot);
+                }
+                ToIo::Registered(r) => {
+                    if let Some(&slot) = self.by_client_slot(r.client)
+                        && let Some(c) = self.conn(slot)
+                    {
+                        c.limits = Some((r.limits, r.qbuf_limit));
+                        c.meter = r.meter;
+                    }
                 }
                 ToIo::Refuse { fd, reply } => {
                     listener::send_best_effort(fd, &reply);

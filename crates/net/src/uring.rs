@@ -28,7 +28,7 @@
 //!   stop flag is checked. No SQPOLL, no forced IOSQE_ASYNC.
 
 use crate::connection::{Closing, fill_iovecs};
-use crate::driver::{Driver, GEN_MASK};
+use crate::driver::{BusyIo, Driver, GEN_MASK};
 use crate::listener::{self, Listener};
 use crate::probe;
 use engine::log;
@@ -247,6 +247,65 @@ pub(crate) struct Uring {
     /// The loop is letting go of its sockets ([`Uring::detach`]): nothing
     /// new is armed.
     detaching: bool,
+    /// Serving from inside a busy script ([`BusyIo`]): completions of the
+    /// connections lent to the batch are held.
+    lending: bool,
+    /// Held completions, handled first after the batch, in order.
+    held: Vec<(u64, i32, u32)>,
+    /// The doorbell's poll completed while lending (after_wait reads it).
+    bell_seen: bool,
+}
+
+/// Inline mode while a script is busy (see [`BusyIo`]): one
+/// non-waiting round of the loop without the batch.
+impl BusyIo for Uring {
+    fn poll(&mut self, d: &mut Driver) {
+        self.lending = true;
+        // Hands the kernel what was queued and runs its deferred work,
+        // without waiting (a timeout of zero).
+        let r = self
+            .wait(Duration::ZERO, 0)
+            .and_then(|()| {
+                self.collect();
+                self.handle(d)
+            })
+            .and_then(|()| {
+                self.bufs.publish();
+                let rearm = std::mem::take(&mut self.rearm);
+                for slot in rearm {
+                    if d.conn(slot).is_some() {
+                        self.arm_recv(d, slot)?;
+                    } else {
+                        self.rearm.push(slot);
+                    }
+                }
+                Ok(())
+            });
+        if let Err(e) = r {
+            log::warning(&format!("io_uring while a script is busy: {e}"));
+        }
+        self.lending = false;
+    }
+
+    fn flush(&mut self, d: &mut Driver, slots: &[u32]) {
+        for &slot in slots {
+            if let Err(e) = self.send(d, slot) {
+                log::warning(&format!("io_uring while a script is busy: {e}"));
+            }
+        }
+        // Out now, not at the next look.
+        if let Err(e) = self.ring.submit() {
+            log::warning(&format!("io_uring while a script is busy: {e}"));
+        }
+    }
+
+    fn close(&mut self, d: &mut Driver, slots: &[u32]) {
+        for &slot in slots {
+            if let Err(e) = self.try_close(d, slot) {
+                log::warning(&format!("io_uring while a script is busy: {e}"));
+            }
+        }
+    }
 }
 
 fn build_ring() -> Result<(IoUring, bool), String> {
@@ -336,6 +395,9 @@ impl Uring {
             batch_wait_us,
             last_cqes: 0,
             detaching: false,
+            lending: false,
+            held: Vec::new(),
+            bell_seen: false,
         };
         // One round trip proves io_uring_enter itself is allowed (seccomp
         // can refuse it while allowing setup).
@@ -500,7 +562,7 @@ impl Uring {
             self.rearm = rearm;
             self.rearm.clear();
 
-            d.process();
+            d.process_with(&mut self);
             d.take_adopted(&mut list);
             for &slot in &list {
                 self.arm_recv(d, slot)?;
@@ -646,14 +708,24 @@ impl Uring {
     /// the doorbell's poll is among them.
     fn collect(&mut self) -> bool {
         self.cqes.clear();
+        if !self.lending {
+            // Held while a batch had their connections: before anything newer.
+            self.cqes.append(&mut self.held);
+        }
         self.cqes.extend(
             self.ring
                 .completion()
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
-        self.cqes
+        let bell = self
+            .cqes
             .iter()
-            .any(|&(data, _, _)| untag(data).0 == KIND_BELL)
+            .any(|&(data, _, _)| untag(data).0 == KIND_BELL);
+        if self.lending {
+            self.bell_seen |= bell;
+            return false;
+        }
+        bell || std::mem::take(&mut self.bell_seen)
     }
 
     /// Take the completions off the ring and handle them.
@@ -667,6 +739,12 @@ impl Uring {
         let cqes = std::mem::take(&mut self.cqes);
         for &(data, res, flags) in &cqes {
             let (kind, slot, generation) = untag(data);
+            if self.lending && matches!(kind, KIND_RECV | KIND_SEND) && d.conn(slot).is_none() {
+                // Its connection is lent to the running batch (or gone:
+                // then it is ignored after the batch as it would be now).
+                self.held.push((data, res, flags));
+                continue;
+            }
             match kind {
                 KIND_ACCEPT => self.on_accept(d, slot as usize, res, flags)?,
                 KIND_RECV => self.on_recv(d, slot, generation, res, flags),

@@ -40,6 +40,7 @@ pub mod lzf;
 pub mod object;
 pub mod payload;
 pub mod restore;
+mod stream;
 pub mod ziplist;
 pub mod zipmap;
 

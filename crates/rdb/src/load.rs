@@ -718,10 +718,7 @@ pub(crate) fn read_value<S: Source>(
             ))
         }
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
-            Err(Error::new(
-                at - 1,
-                format!("stream values are not supported (type {t})"),
-            ))
+            crate::stream::read_stream(s, t)
         }
         _ => Err(Error::new(at - 1, format!("unknown value type {t}"))),
     }
@@ -936,11 +933,7 @@ impl<R: std::io::Read> Loader<R> {
                 t => {
                     let key = read_string(s)?;
                     let value = match t {
-                        TYPE_MODULE_PRE_GA
-                        | TYPE_MODULE_2
-                        | TYPE_STREAM_LISTPACKS
-                        | TYPE_STREAM_LISTPACKS_2
-                        | TYPE_STREAM_LISTPACKS_3 => {
+                        TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
                             let e = read_value(s, t, &self.limits).expect_err("refused type");
                             return Err(Error::new(
                                 at,
@@ -950,12 +943,17 @@ impl<R: std::io::Read> Loader<R> {
                         TYPE_STRING..=TYPE_ZSET_2
                         | TYPE_HASH_ZIPMAP..=TYPE_LIST_QUICKLIST
                         | TYPE_HASH_LISTPACK..=TYPE_LIST_QUICKLIST_2
-                        | TYPE_SET_LISTPACK => read_value(s, t, &self.limits).map_err(|e| {
-                            Error::new(
-                                e.offset,
-                                format!("{} in key \"{}\" (type {t})", e.msg, show_key(&key)),
-                            )
-                        })?,
+                        | TYPE_SET_LISTPACK
+                        | TYPE_STREAM_LISTPACKS
+                        | TYPE_STREAM_LISTPACKS_2
+                        | TYPE_STREAM_LISTPACKS_3 => {
+                            read_value(s, t, &self.limits).map_err(|e| {
+                                Error::new(
+                                    e.offset,
+                                    format!("{} in key \"{}\" (type {t})", e.msg, show_key(&key)),
+                                )
+                            })?
+                        }
                         _ => {
                             return Err(Error::new(
                                 at,

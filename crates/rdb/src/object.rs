@@ -13,12 +13,13 @@
 use crate::capture::Capture;
 use crate::consts::{
     QUICKLIST_NODE_PACKED, QUICKLIST_NODE_PLAIN, TYPE_HASH, TYPE_HASH_LISTPACK,
-    TYPE_LIST_QUICKLIST_2, TYPE_SET, TYPE_SET_INTSET, TYPE_SET_LISTPACK, TYPE_STRING, TYPE_ZSET_2,
-    TYPE_ZSET_LISTPACK,
+    TYPE_LIST_QUICKLIST_2, TYPE_SET, TYPE_SET_INTSET, TYPE_SET_LISTPACK, TYPE_STREAM_LISTPACKS_3,
+    TYPE_STRING, TYPE_ZSET_2, TYPE_ZSET_LISTPACK,
 };
 use crate::encode::{self, Listpack};
 use store::types::set::Member;
-use store::types::{Hash, List, Set, ZSet};
+use store::types::stream::Elem;
+use store::types::{Hash, List, Set, Stream, ZSet};
 use store::{StrRef, ValueRef};
 
 /// Valkey's `packed_threshold` default (1 GiB): an element at least this
@@ -43,6 +44,7 @@ pub fn type_byte(v: ValueRef<'_>) -> u8 {
             "listpack" => TYPE_HASH_LISTPACK,
             _ => TYPE_HASH,
         },
+        ValueRef::Stream(_) => TYPE_STREAM_LISTPACKS_3,
     }
 }
 
@@ -55,7 +57,100 @@ pub fn write_value(cap: &mut Capture, v: ValueRef<'_>) {
         ValueRef::Set(s) => write_set(cap, s),
         ValueRef::ZSet(z) => write_zset(cap, z),
         ValueRef::Hash(h) => write_hash(cap, h),
+        ValueRef::Stream(s) => write_stream(cap, s),
     }
+}
+
+/// `RDB_TYPE_STREAM_LISTPACKS_3` as Valkey 8 writes it: each block as the
+/// listpack Valkey's node would hold, then the metadata and the groups.
+fn write_stream(cap: &mut Capture, s: &Stream) {
+    cap.length(s.block_count() as u64);
+    for (master, b) in s.blocks() {
+        cap.string(&master.to_be_bytes());
+        cap.string_with(|out| stream_listpack(out, master, b));
+    }
+    cap.length(s.length);
+    for id in [s.last_id, s.first_id, s.max_deleted_id] {
+        cap.length(id.ms);
+        cap.length(id.seq);
+    }
+    cap.length(s.entries_added);
+    cap.length(s.group_count() as u64);
+    let Some(groups) = &s.groups else {
+        return;
+    };
+    for (name, g) in groups.iter() {
+        cap.string(name);
+        cap.length(g.last_id.ms);
+        cap.length(g.last_id.seq);
+        // -1 (unknown) is written as the u64 it is in C.
+        cap.length(g.entries_read as u64);
+        cap.length(g.pel.len() as u64);
+        for (id, n) in &g.pel {
+            cap.raw(&id.to_be_bytes());
+            cap.raw(&n.delivery_time.to_le_bytes());
+            cap.length(n.delivery_count);
+        }
+        cap.length(g.consumers.len() as u64);
+        for c in g.consumers.values() {
+            cap.string(&c.name);
+            cap.raw(&c.seen_time.to_le_bytes());
+            cap.raw(&c.active_time.to_le_bytes());
+            cap.length(c.pel.len() as u64);
+            for id in &c.pel {
+                cap.raw(&id.to_be_bytes());
+            }
+        }
+    }
+}
+
+fn push_elem(lp: &mut Listpack<'_>, e: Elem<'_>) {
+    match e {
+        Elem::Bytes(b) => lp.push(b),
+        Elem::Int(v) => lp.push_int(v),
+    }
+}
+
+/// A block as Valkey's stream listpack: the master entry (count, deleted,
+/// field count, fields, 0), then per entry flags, ID deltas, [field
+/// count, fields and] values, and the entry's element count.
+pub fn stream_listpack(
+    out: &mut Vec<u8>,
+    master: store::StreamId,
+    b: &store::types::stream::Block,
+) {
+    use store::types::stream::FLAG_SAMEFIELDS;
+    let mut lp = Listpack::new(out);
+    lp.push_int(b.live() as i64);
+    lp.push_int(b.deleted() as i64);
+    let fields: Vec<Elem<'_>> = b.master_fields().collect();
+    lp.push_int(fields.len() as i64);
+    for f in &fields {
+        push_elem(&mut lp, *f);
+    }
+    lp.push_int(0);
+    for e in b.entries(master) {
+        let same = e.flags & FLAG_SAMEFIELDS != 0;
+        lp.push_int(i64::from(e.flags));
+        lp.push_int(e.id.ms.wrapping_sub(master.ms) as i64);
+        lp.push_int(e.id.seq.wrapping_sub(master.seq) as i64);
+        if !same {
+            lp.push_int(e.nfields as i64);
+        }
+        for (f, v) in e.pairs() {
+            if !same {
+                push_elem(&mut lp, f);
+            }
+            push_elem(&mut lp, v);
+        }
+        let count = if same {
+            e.nfields + 3
+        } else {
+            2 * e.nfields + 4
+        };
+        lp.push_int(count as i64);
+    }
+    lp.finish();
 }
 
 fn write_list(cap: &mut Capture, l: &List) {

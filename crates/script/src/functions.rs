@@ -257,6 +257,7 @@ impl Functions {
         });
         let restored = swap(self.run_api.clone());
         self.vm.lua.remove_hook();
+        self.vm.install_hook();
         let loading = self
             .pending
             .lock()
@@ -314,6 +315,15 @@ impl Functions {
 
     /// FCALL: run function `name` with `keys` and `args` as its arguments
     /// (the result as [`Scripts::run`]'s).
+    /// See [`Scripts::set_watchdog`] (functions run in a state of their own).
+    pub fn set_watchdog(&mut self, w: Arc<dyn crate::Watchdog>) {
+        self.vm.set_watchdog(w);
+    }
+
+    pub fn has_watchdog(&self) -> bool {
+        self.vm.has_watchdog()
+    }
+
     pub fn call(
         &mut self,
         name: &str,

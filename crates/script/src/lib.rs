@@ -25,6 +25,10 @@
 //! process), shebang flags, the EVAL cache's LRU, the error format
 //! (`ERR user_script:1: ... script: <sha>, on @user_script:1.`).
 //!
+//! A count hook asks the engine's [`Watchdog`] every [`HOOK_EVERY`]
+//! instructions whether to stop (SCRIPT KILL, FUNCTION KILL): the engine
+//! uses it to turn busy and to serve other clients meanwhile.
+//!
 //! What it must not touch: sockets, files, threads, the keyspace. It knows
 //! nothing of commands: every command a script runs goes through the
 //! [`Host`] the engine passes to [`Scripts::run`], on the engine's
@@ -83,6 +87,22 @@ pub trait Host {
     fn set_repl(&mut self, flags: u8);
 }
 
+/// What a running script's count hook consults every [`HOOK_EVERY`] Lua
+/// instructions: the engine's busy state (it may serve other clients from
+/// there, see the engine's `busy` module) and whether SCRIPT KILL or
+/// FUNCTION KILL asked the script to stop.
+pub trait Watchdog: Send + Sync {
+    /// `Some(text)`: stop the script now with the error `ERR <text>` (it is
+    /// then raised again after any `pcall` that catches it, so the script
+    /// cannot go on).
+    fn check(&self) -> Option<&'static str>;
+}
+
+/// Lua instructions between two looks at the [`Watchdog`] (and at the
+/// instruction budget): about 50–100 µs of a busy loop, so a kill or a
+/// client waiting for `-BUSY` is seen quickly, at a negligible cost.
+pub const HOOK_EVERY: u32 = 10_000;
+
 /// Where the Rust functions registered in Lua find the run's state.
 #[derive(Default)]
 struct Shared {
@@ -94,6 +114,12 @@ struct Shared {
     /// Instructions a run may execute before it is stopped (0: no limit).
     budget: AtomicU64,
     spent: AtomicU64,
+    /// Consulted by the count hook while a script runs.
+    watchdog: std::sync::OnceLock<Arc<dyn Watchdog>>,
+    /// The kill text once the watchdog has stopped this run: the error
+    /// handler reports it, and `pcall`/`xpcall`/`coroutine.resume` raise
+    /// it again instead of letting the script catch it.
+    killed: std::sync::Mutex<Option<&'static str>>,
     /// Reply bytes of the command a script runs (reused).
     reply: std::sync::Mutex<Vec<u8>>,
     /// A panic of the host while a script ran, resumed once the script
@@ -176,6 +202,9 @@ impl Scripts {
             rand: AtomicU64::new(self.shared.rand.load(Relaxed)),
             ..Shared::default()
         });
+        if let Some(w) = self.shared.watchdog.get() {
+            let _ = shared.watchdog.set(w.clone());
+        }
         let evicted = self.evicted;
         *self = Scripts::with_shared(shared);
         self.evicted = evicted;
@@ -237,22 +266,41 @@ impl Scripts {
     /// fuzz target's guard against endless loops); `None`: no limit.
     pub fn set_instruction_budget(&mut self, n: Option<u64>) {
         self.shared.budget.store(n.unwrap_or(0), Relaxed);
-        if n.is_some() {
-            let sh = self.shared.clone();
-            let triggers = mlua::HookTriggers::new().every_nth_instruction(1000);
-            let _ = self.lua.set_hook(triggers, move |_, _| {
-                let spent = sh.spent.fetch_add(1000, Relaxed) + 1000;
-                let budget = sh.budget.load(Relaxed);
-                if budget != 0 && spent > budget {
-                    return Err(mlua::Error::runtime(
-                        "script ran out of its instruction budget",
-                    ));
-                }
-                Ok(mlua::VmState::Continue)
-            });
-        } else {
-            self.lua.remove_hook();
-        }
+    }
+
+    /// Who the count hook asks whether to stop (set once; kept across
+    /// SCRIPT FLUSH).
+    pub fn set_watchdog(&mut self, w: Arc<dyn Watchdog>) {
+        let _ = self.shared.watchdog.set(w);
+    }
+
+    /// A watchdog is set.
+    pub fn has_watchdog(&self) -> bool {
+        self.shared.watchdog.get().is_some()
+    }
+
+    /// (Re)install the count hook: at build, and after FUNCTION LOAD used
+    /// a hook of its own. A global hook, so coroutines a script creates
+    /// have it too.
+    pub(crate) fn install_hook(&self) {
+        let sh = self.shared.clone();
+        let triggers = mlua::HookTriggers::new().every_nth_instruction(HOOK_EVERY);
+        let _ = self.lua.set_global_hook(triggers, move |_, _| {
+            let spent = sh.spent.fetch_add(u64::from(HOOK_EVERY), Relaxed) + u64::from(HOOK_EVERY);
+            let budget = sh.budget.load(Relaxed);
+            if budget != 0 && spent > budget {
+                return Err(mlua::Error::runtime(
+                    "script ran out of its instruction budget",
+                ));
+            }
+            if let Some(w) = sh.watchdog.get()
+                && let Some(text) = w.check()
+            {
+                *sh.killed.lock().expect("not poisoned") = Some(text);
+                return Err(mlua::Error::runtime(text));
+            }
+            Ok(mlua::VmState::Continue)
+        });
     }
 
     /// Scripts in the cache (INFO `number_of_cached_scripts`).
@@ -355,6 +403,7 @@ impl Scripts {
     ) -> bool {
         self.shared.resp3.store(false, Relaxed);
         self.shared.spent.store(0, Relaxed);
+        *self.shared.killed.lock().expect("not poisoned") = None;
         let mut h: &mut dyn Host = host;
         self.shared
             .host
@@ -686,8 +735,19 @@ fn check_int(lua: &Lua, v: Option<&Value>, n: usize, fname: &str) -> mlua::Resul
 /// `redis` become read-only proxies, loaded code gets the same
 /// environment, `pcall` unwraps error tables, unknown globals are an error.
 const SETUP: &str = r#"
-local G, P, R, setfenv, loadstring, load = ...
+local G, P, R, setfenv, loadstring, load, killed = ...
 local error, setmetatable, tostring, type = error, setmetatable, tostring, type
+-- A script stopped by SCRIPT/FUNCTION KILL cannot catch that: whatever
+-- catches errors raises it again.
+local function rethrow(...)
+  if killed() then error('killed', 0) end
+  return ...
+end
+do
+  local resume, xpcall = G.coroutine.resume, G.xpcall
+  G.coroutine.resume = function(...) return rethrow(resume(...)) end
+  G.xpcall = function(...) return rethrow(xpcall(...)) end
+end
 local function ro() error('Attempt to modify a readonly table', 2) end
 local function readonly(t)
   return setmetatable({}, {__index = t, __newindex = ro, __metatable = false})
@@ -721,6 +781,7 @@ end
 -- pcall hands a raised error table's text to the script, as Valkey's.
 local pcall, rawget = pcall, rawget
 local function unwrap(ok, ...)
+  if killed() then error('killed', 0) end
   if not ok then
     local e = ...
     if type(e) == 'table' and type(rawget(e, 'err')) == 'string' then
@@ -848,6 +909,11 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     install_raising(&lua, &r)?;
     lua.set_named_registry_value("ringkv.redis", r.clone())?;
     let env = lua.create_table()?;
+    // The real xpcall, for running scripts (the sandbox's is wrapped).
+    let xpcall: Function = g.raw_get("xpcall")?;
+    let sh = shared.clone();
+    let killed =
+        lua.create_function(move |_, ()| Ok(sh.killed.lock().expect("not poisoned").is_some()))?;
     lua.load(SETUP).set_name(INTERNAL).call::<()>((
         g.clone(),
         env.clone(),
@@ -855,10 +921,18 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         setfenv,
         loadstring,
         load,
+        killed,
     ))?;
 
-    let xpcall: Function = g.raw_get("xpcall")?;
-    let handler = lua.create_function(|lua, err: Value| {
+    let sh = shared.clone();
+    let handler = lua.create_function(move |lua, err: Value| {
+        // Stopped by the watchdog (SCRIPT KILL): that text, whatever was
+        // raised last, at the script's line.
+        let kill = *sh.killed.lock().expect("not poisoned");
+        let err = match kill {
+            Some(text) => Value::String(lua.create_string(text)?),
+            None => err,
+        };
         // An error raised by a Rust function (a library's bad argument)
         // carries no position: it gets its caller's, as luaL_error gives.
         let mut needs_where = false;
@@ -893,7 +967,10 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
             let Some((what, source, line)) = frame else {
                 break;
             };
-            if what == "C" || source.as_deref() == Some(INTERNAL) {
+            // A kill raised again by a wrapper that was tail-called: the
+            // script's line is the one that called the wrapper.
+            let tail = kill.is_some() && what == "tail";
+            if what == "C" || source.as_deref() == Some(INTERNAL) || tail {
                 continue;
             }
             if let (Some(s), Some(l)) = (source, line) {
@@ -911,7 +988,7 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         Ok(t)
     })?;
 
-    Ok(Scripts {
+    let scripts = Scripts {
         lua,
         shared,
         globals: g,
@@ -924,7 +1001,9 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         lru_tick: 0,
         evicted: 0,
         runs: 0,
-    })
+    };
+    scripts.install_hook();
+    Ok(scripts)
 }
 
 /// What [`call_host`] found, for [`redis_call_c`] to push: numbers and

@@ -381,3 +381,111 @@ fn cmsgpack_round_trips_and_encodes_as_lua_cmsgpack() {
         .contains("Bad data format in input.")
     );
 }
+
+/// Says "stop" once it has been asked `after` times (a SCRIPT KILL that
+/// arrives while the script runs), counting the looks.
+struct KillAfter {
+    after: usize,
+    looks: std::sync::atomic::AtomicUsize,
+}
+
+impl script::Watchdog for KillAfter {
+    fn check(&self) -> Option<&'static str> {
+        let n = self
+            .looks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        (n > self.after).then_some("Script killed by user with SCRIPT KILL.")
+    }
+}
+
+fn killable(after: usize) -> (Scripts, std::sync::Arc<KillAfter>) {
+    let mut s = Scripts::new();
+    let w = std::sync::Arc::new(KillAfter {
+        after,
+        looks: Default::default(),
+    });
+    s.set_watchdog(w.clone());
+    (s, w)
+}
+
+#[test]
+fn the_watchdog_stops_endless_loops_that_try_to_catch_it() {
+    let loops = [
+        ("while true do end", 1),
+        ("local i = 0\nwhile true do\n  i = i + 1\nend", 3),
+        // pcall, xpcall and coroutines catch errors: not this one.
+        (
+            "while true do pcall(function() while true do end end) end",
+            1,
+        ),
+        (
+            "while true do\n  xpcall(function() while true do end end, function(e) return e end)\nend",
+            2,
+        ),
+        (
+            "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+            1,
+        ),
+        ("while true do redis.pcall('ping') end", 1),
+    ];
+    for (body, line) in loops {
+        let (mut s, w) = killable(3);
+        let reply = eval(&mut s, body);
+        assert_eq!(
+            reply,
+            format!(
+                "-ERR Script killed by user with SCRIPT KILL. script: {}, on @user_script:{line}.\r\n",
+                sha(body)
+            ),
+            "{body}"
+        );
+        // It ran until told, and was not asked again and again after.
+        let looks = w.looks.load(std::sync::atomic::Ordering::Relaxed);
+        assert!((4..=6).contains(&looks), "{body}: {looks} looks");
+        // The next run starts clean: the kill belonged to the last one.
+        w.looks.store(0, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(eval(&mut s, "return 1"), ":1\r\n");
+    }
+}
+
+#[test]
+fn a_script_the_watchdog_lets_run_finishes() {
+    let (mut s, w) = killable(usize::MAX);
+    let reply = eval(
+        &mut s,
+        "local n = 0 for i = 1, 200000 do n = n + 1 end return n",
+    );
+    assert_eq!(reply, ":200000\r\n");
+    assert!(w.looks.load(std::sync::atomic::Ordering::Relaxed) >= 20);
+    // Kept across SCRIPT FLUSH (a new Lua state).
+    s.flush();
+    let (mut s2, _) = killable(0);
+    s2.flush();
+    assert!(eval(&mut s2, "while true do end").starts_with("-ERR Script killed"));
+}
+
+#[test]
+fn eval_cache_keeps_the_500_most_recent_eval_scripts() {
+    let mut s = Scripts::new();
+    let loaded = s.load(b"return 'loaded'").unwrap();
+    let mut shas = Vec::new();
+    for i in 0..script::EVAL_CACHE_LIMIT {
+        shas.push(s.load_for_eval(format!("return {i}").as_bytes()).unwrap());
+    }
+    assert_eq!(s.evicted(), 0);
+    // The oldest one used again: the second oldest goes first.
+    s.touch(&shas[0]);
+    s.load_for_eval(b"return 'new'").unwrap();
+    assert_eq!(s.evicted(), 1);
+    assert!(s.exists(&shas[0]));
+    assert!(!s.exists(&shas[1]));
+    // SCRIPT LOAD's scripts are never evicted.
+    for i in 0..600 {
+        s.load_for_eval(format!("return 'more {i}'").as_bytes())
+            .unwrap();
+    }
+    assert!(s.exists(&loaded));
+    assert_eq!(s.len(), script::EVAL_CACHE_LIMIT + 1);
+    assert_eq!(s.evicted(), 601);
+}

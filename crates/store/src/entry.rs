@@ -27,7 +27,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use crate::table::{Item, addr_word, prefetch_ptr, word_addr};
-use crate::types::{Hash, List, Set, ZSet};
+use crate::types::{Hash, List, Set, Stream, ZSet};
 use crate::{SHARED_STR_MIN, Str, Value, hash_key};
 
 const KIND_MASK: u8 = 0b11;
@@ -94,6 +94,7 @@ pub enum ValueRef<'a> {
     Hash(&'a Hash),
     Set(&'a Set),
     ZSet(&'a ZSet),
+    Stream(&'a Stream),
 }
 
 impl<'a> ValueRef<'a> {
@@ -104,6 +105,7 @@ impl<'a> ValueRef<'a> {
             Value::Hash(h) => ValueRef::Hash(h),
             Value::Set(s) => ValueRef::Set(s),
             Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Stream(s) => ValueRef::Stream(s),
         }
     }
     /// TYPE's answer (and what SCAN TYPE compares against).
@@ -114,6 +116,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(_) => "hash",
             ValueRef::Set(_) => "set",
             ValueRef::ZSet(_) => "zset",
+            ValueRef::Stream(_) => "stream",
         }
     }
     /// OBJECT ENCODING, with Valkey's names. Strings follow Valkey's
@@ -128,6 +131,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::Set(s) => s.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
+            ValueRef::Stream(_) => "stream",
         }
     }
     /// A collection with no elements (Valkey never keeps one).
@@ -138,6 +142,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => h.is_empty(),
             ValueRef::Set(s) => s.is_empty(),
             ValueRef::ZSet(z) => z.is_empty(),
+            // A stream may be empty (XDEL, XTRIM, MKSTREAM) and stays.
+            ValueRef::Stream(_) => false,
         }
     }
     pub fn as_str(self) -> Option<StrRef<'a>> {
@@ -154,6 +160,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => Value::Hash(h.clone()),
             ValueRef::Set(s) => Value::Set(s.clone()),
             ValueRef::ZSet(z) => Value::ZSet(z.clone()),
+            ValueRef::Stream(s) => Value::Stream(Box::new(s.clone())),
         }
     }
 }

@@ -42,4 +42,5 @@ pub use keyspace::{
     AccessPolicy, Db, ExpireStats, Keyspace, LFU_INIT_VAL, lru_clock, restored_access,
 };
 pub use table::{RawTable, Table};
+pub use types::stream::StreamId;
 pub use value::{EncodingLimits, SHARED_STR_MIN, Str, Value};

@@ -1,6 +1,6 @@
 //! Value types: strings here, collections in [`crate::types`].
 
-use crate::types::{Hash, List, Set, ZSet};
+use crate::types::{Hash, List, Set, Stream, ZSet};
 use std::sync::Arc;
 
 /// Strings written whole at or above this length are kept as a shared,
@@ -63,6 +63,7 @@ pub enum Value {
     Hash(Hash),
     Set(Set),
     ZSet(ZSet),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -75,6 +76,12 @@ impl Value {
     pub fn as_hash_mut(&mut self) -> Option<&mut Hash> {
         match self {
             Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+    pub fn as_stream_mut(&mut self) -> Option<&mut Stream> {
+        match self {
+            Value::Stream(s) => Some(s),
             _ => None,
         }
     }
@@ -109,6 +116,7 @@ impl Value {
             Value::Hash(h) => h.memory_usage(),
             Value::Set(s) => s.memory_usage(),
             Value::ZSet(z) => z.memory_usage(),
+            Value::Stream(s) => crate::alloc_size(std::mem::size_of::<Stream>()) + s.memory_usage(),
         }
     }
 }

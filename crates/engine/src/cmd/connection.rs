@@ -196,7 +196,7 @@ fn check_user(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -270,8 +270,20 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ro: bool) {
     };
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| argv.get(i)).collect();
     let args: Vec<&[u8]> = (3 + numkeys..argv.len()).map(|i| argv.get(i)).collect();
-    run_script(ctx, ro || no_writes, allow_oom, |host, reply| {
-        fs.call(&name, &keys, &args, host, reply)
+    if !fs.has_watchdog() {
+        fs.set_watchdog(super::scripting::watchdog(ctx.srv));
+    }
+    let (libraries, functions) = (fs.library_count(), fs.function_count());
+    let describe = || crate::busy::Running {
+        name: name.as_bytes().to_vec(),
+        command: (0..argv.len()).map(|i| argv.get(i).to_vec()).collect(),
+        libraries,
+        functions,
+    };
+    crate::busy::with_running(&describe, || {
+        run_script(ctx, false, ro || no_writes, allow_oom, |host, reply| {
+            fs.call(&name, &keys, &args, host, reply)
+        })
     });
     ctx.srv.functions = Some(fs);
 }
@@ -417,7 +429,8 @@ fn function_stats(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 }
 
 fn function_kill(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.error("NOTBUSY No scripts in execution right now.");
+    // No script runs when the engine executes this (see `crate::busy`).
+    ctx.error(crate::busy::NOTBUSY_ERR);
 }
 
 /// FUNCTION DUMP: each library as RDB's FUNCTION2 opcode and its code

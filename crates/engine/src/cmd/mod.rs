@@ -39,6 +39,7 @@ pub mod server;
 pub mod sets;
 pub mod sort;
 pub mod standalone;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;

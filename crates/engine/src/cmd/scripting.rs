@@ -18,8 +18,10 @@
 //! The script runs as the caller's session with the script's own database
 //! (SELECT inside it does not change the caller's) and protocol
 //! (`redis.setresp`), restored afterwards; commands cannot block
-//! (`in_exec`), as in MULTI. A script cannot be interrupted: there is no
-//! BUSY state, SCRIPT KILL always answers NOTBUSY.
+//! (`in_exec`), as in MULTI. A script past `busy-reply-threshold` makes
+//! the server busy: SCRIPT KILL and FUNCTION KILL are answered from the
+//! busy state while it runs (`crate::busy`); executed here, when no script
+//! runs, they answer NOTBUSY.
 
 use super::{NOT_INT, reply_help};
 use crate::batch::ArgvRef;
@@ -253,6 +255,11 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
+/// What scripts' count hook consults (the busy state).
+pub(crate) fn watchdog(srv: &Server) -> std::sync::Arc<dyn script::Watchdog> {
+    std::sync::Arc::new(crate::busy::Watch(srv.busy.clone()))
+}
+
 /// The script cache, created on first use.
 fn scripts(srv: &mut Server) -> &mut Scripts {
     srv.scripts.get_or_insert_with(|| Box::new(Scripts::new()))
@@ -314,7 +321,10 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
     }
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| argv.get(i)).collect();
     let args: Vec<&[u8]> = (3 + numkeys..argv.len()).map(|i| argv.get(i)).collect();
-    run_script(ctx, ro || no_writes, allow_oom, |host, reply| {
+    if !sc.has_watchdog() {
+        sc.set_watchdog(watchdog(ctx.srv));
+    }
+    run_script(ctx, true, ro || no_writes, allow_oom, |host, reply| {
         sc.run(&sha, &keys, &args, host, reply)
     });
     ctx.srv.scripts = Some(sc);
@@ -326,11 +336,18 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
 /// its own and the caller's come back afterwards.
 pub(crate) fn run_script(
     ctx: &mut Ctx<'_>,
+    eval: bool,
     read_only: bool,
     allow_oom: bool,
     run: impl FnOnce(&mut dyn script::Host, &mut ReplyWriter<'_>) -> bool,
 ) {
     ctx.prevent_propagation();
+    ctx.srv.busy.begin(
+        eval,
+        ctx.srv.config.busy_reply_threshold_ms,
+        ctx.srv.auth_required(),
+        ctx.session.id == crate::replication::PRIMARY_CLIENT,
+    );
     let caller_db = ctx.session.db;
     let caller_proto = ctx.session.proto;
     let caller_in_exec = ctx.session.in_exec;
@@ -347,11 +364,21 @@ pub(crate) fn run_script(
         read_only,
         allow_oom,
         wrote: false,
+        write_noted: false,
         repl: script::repl::ALL,
         data: Vec::new(),
         spans: Vec::new(),
     };
     let counted = run(&mut host, reply);
+    if ctx.srv.busy.stopped_by_shutdown() {
+        // The server stops next: none of the script's writes go out.
+        ctx.srv.effects.discard_unit();
+    }
+    ctx.srv.busy.end();
+    if ctx.srv.busy.has_refused() {
+        let busy = ctx.srv.busy.clone();
+        busy.settle(ctx.srv);
+    }
     // The error reply repeats one counted where it happened.
     ctx.srv.stats.error_counted = counted;
     ctx.session.db = caller_db;
@@ -409,6 +436,9 @@ struct ScriptHost<'a, 'b> {
     /// A command of this run changed the dataset (later denyoom commands
     /// are let through, as Valkey's SCRIPT_WRITE_DIRTY).
     wrote: bool,
+    /// The busy state knows this run has called a write command (it can
+    /// no longer be killed).
+    write_noted: bool,
     repl: u8,
     /// Argument buffers reused from one `redis.call` to the next.
     data: Vec<u8>,
@@ -465,6 +495,10 @@ impl ScriptHost<'_, '_> {
             }
             if let Some(msg) = crate::aof::misconf_error(srv) {
                 return Err(msg);
+            }
+            if !self.write_noted {
+                srv.busy.note_write().map_err(|t| format!("ERR {t}"))?;
+                self.write_noted = true;
             }
         }
         if spec.flags & DENYOOM != 0
@@ -703,8 +737,10 @@ fn script_show(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
 }
 
+/// Run by the engine, so no script is running (while one is busy, the
+/// IO layer answers SCRIPT KILL from `crate::busy`).
 fn script_kill(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.error("NOTBUSY No scripts in execution right now.");
+    ctx.error(crate::busy::NOTBUSY_ERR);
 }
 
 fn script_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {

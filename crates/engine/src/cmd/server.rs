@@ -670,6 +670,9 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();
     ctx.srv.sync_access_policy();
+    if ctx.srv.config.requirepass != before.requirepass {
+        ctx.srv.sync_busy_auth();
+    }
     let max = ctx.srv.config.maxmemory;
     if max != before.maxmemory && max > 0 {
         let used = ctx.srv.used_memory();

@@ -37,14 +37,7 @@ pub struct Multi {
 impl Multi {
     /// Copy `argv` into the queue; `idx` is the resolved table index.
     pub fn queue(&mut self, idx: usize, argv: ArgvRef<'_>) {
-        for i in 0..argv.len() {
-            let a = argv.get(i);
-            self.spans.push(Span {
-                start: self.data.len(),
-                len: a.len(),
-            });
-            self.data.extend_from_slice(a);
-        }
+        crate::batch::pack_args(argv.iter(), &mut self.data, &mut self.spans);
         self.cmds.push((idx as u32, self.spans.len() as u32));
     }
     /// Does a queued command carry one of `flags` (EXEC's OOM check)?

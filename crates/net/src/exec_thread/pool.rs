@@ -154,6 +154,10 @@ fn apply(c: &mut Connection, msg: ToIo) {
             c.close_input();
             c.close(Closing::Now);
         }
+        ToIo::Registered(r) => {
+            c.limits = Some((r.limits, r.qbuf_limit));
+            c.meter = r.meter;
+        }
         // Only ever sent for sockets an IO thread owns.
         ToIo::Adopt { .. }
         | ToIo::Refuse { .. }
@@ -179,18 +183,13 @@ impl ExecLoop {
         let (to_io, from_exec) = spsc::channel(ring_size);
         let bell = Arc::new(Doorbell::new()?);
         let stats = Arc::new(IoThreadStats::default());
-        let default_limits = (
-            self.engine.parser_limits(),
-            self.engine.query_buffer_limit(),
-        );
         let mut link = IoLink::new(
             Outlet::new(to_exec),
             from_exec,
             self.bell.clone(),
             bell.clone(),
             stats.clone(),
-            default_limits,
-            self.engine.output_limits().clone(),
+            crate::io_thread::FromEngine::of(&self.engine),
         );
         if self.engine.config().io_threads_idle_exec
             && let Some(me) = self.me.upgrade()

@@ -96,6 +96,19 @@ pub fn describe(v: &Value) -> (&'static str, &'static str, Vec<Vec<u8>>) {
             .iter()
             .flat_map(|(m, s)| [m.to_vec(), format!("{s:?}").into_bytes()])
             .collect(),
+        // Entries as `id` then fields and values.
+        Value::Stream(s) => {
+            let mut out = Vec::new();
+            s.range(store::StreamId::MIN, store::StreamId::MAX, false, |e| {
+                out.push(e.id.to_vec());
+                for (f, v) in e.pairs() {
+                    out.push(f.to_vec());
+                    out.push(v.to_vec());
+                }
+                true
+            });
+            out
+        }
     };
     (r.type_name(), r.encoding(), elems)
 }

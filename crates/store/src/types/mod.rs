@@ -4,10 +4,12 @@
 pub mod hash;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub(crate) mod strpack;
 pub mod zset;
 
 pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
+pub use stream::{Stream, StreamId};
 pub use zset::ZSet;
