@@ -228,12 +228,13 @@ pub(crate) fn after_command(
     };
     let mut data = Vec::new();
     let mut spans = Vec::with_capacity(argv.len());
-    let rewritten = argv.iter().enumerate().map(|(i, a)| {
-        match req.rewrites.iter().find(|(at, _)| *at == i) {
-            Some((_, new)) => new.as_slice(),
-            None => a,
-        }
-    });
+    let rewritten =
+        argv.iter().enumerate().map(
+            |(i, a)| match req.rewrites.iter().find(|(at, _)| *at == i) {
+                Some((_, new)) => new.as_slice(),
+                None => a,
+            },
+        );
     crate::batch::pack_args(rewritten, &mut data, &mut spans);
     let b = &mut srv.blocking;
     for k in &req.keys {

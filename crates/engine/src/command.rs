@@ -273,6 +273,16 @@ impl KeySpec {
             ..KeySpec::index(0, flags)
         }
     }
+    /// Keys no search can find (SORT's BY/GET patterns, its STORE
+    /// anywhere among the options): GETKEYS falls back to the command's
+    /// [`CommandSpec::getkeys`].
+    pub const fn unknown(flags: u16) -> KeySpec {
+        KeySpec {
+            begin: BeginSearch::Unknown,
+            find: FindKeys::Unknown,
+            ..KeySpec::index(0, flags)
+        }
+    }
     pub const fn range(self, last_key: i32, key_step: i32, limit: i32) -> KeySpec {
         KeySpec {
             find: FindKeys::Range {
@@ -340,6 +350,11 @@ pub enum ArgKind {
         key_spec_index: u32,
     },
     Pattern,
+    /// A pattern whose matches are key names (SORT's BY and GET); the
+    /// index is into the command's key specs.
+    KeyPattern {
+        key_spec_index: u32,
+    },
     UnixTime,
     PureToken,
     /// Exactly one of the sub-arguments.
@@ -356,11 +371,20 @@ impl ArgKind {
             ArgKind::Integer => "integer",
             ArgKind::Double => "double",
             ArgKind::Key { .. } => "key",
-            ArgKind::Pattern => "pattern",
+            ArgKind::Pattern | ArgKind::KeyPattern { .. } => "pattern",
             ArgKind::UnixTime => "unix-time",
             ArgKind::PureToken => "pure-token",
             ArgKind::Oneof => "oneof",
             ArgKind::Block => "block",
+        }
+    }
+    /// The key spec COMMAND DOCS names for the argument, if any.
+    pub const fn key_spec_index(self) -> Option<u32> {
+        match self {
+            ArgKind::Key { key_spec_index } | ArgKind::KeyPattern { key_spec_index } => {
+                Some(key_spec_index)
+            }
+            _ => None,
         }
     }
 }
@@ -428,6 +452,10 @@ impl ArgSpec {
     }
     pub const fn pattern(name: &'static str) -> ArgSpec {
         ArgSpec::new(name, ArgKind::Pattern)
+    }
+    /// A pattern of key names, e.g. SORT's `BY`.
+    pub const fn key_pattern(name: &'static str, key_spec_index: u32) -> ArgSpec {
+        ArgSpec::new(name, ArgKind::KeyPattern { key_spec_index })
     }
     pub const fn unix_time(name: &'static str) -> ArgSpec {
         ArgSpec::new(name, ArgKind::UnixTime)

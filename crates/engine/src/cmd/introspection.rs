@@ -374,7 +374,7 @@ fn reply_args(r: &mut resp::ReplyWriter<'_>, args: &[ArgSpec]) {
         let nested = matches!(a.kind, ArgKind::Oneof | ArgKind::Block);
         let len = 2
             + usize::from(!nested)
-            + usize::from(matches!(a.kind, ArgKind::Key { .. }))
+            + usize::from(a.kind.key_spec_index().is_some())
             + usize::from(a.token.is_some())
             + usize::from(a.summary.is_some())
             + usize::from(a.since.is_some())
@@ -390,7 +390,7 @@ fn reply_args(r: &mut resp::ReplyWriter<'_>, args: &[ArgSpec]) {
             r.bulk(b"display_text");
             r.bulk(a.display_text.unwrap_or(a.name).as_bytes());
         }
-        if let ArgKind::Key { key_spec_index } = a.kind {
+        if let Some(key_spec_index) = a.kind.key_spec_index() {
             r.bulk(b"key_spec_index");
             r.int(key_spec_index as i64);
         }

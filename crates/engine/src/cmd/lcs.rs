@@ -10,7 +10,8 @@ use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::cmd::strings::{as_str, bytes_of, lookup_read};
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, spec};
+use crate::command::key_flags as kf;
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, spec};
 use crate::num::parse_i64;
 
 const LCS_ARGS: &[ArgSpec] = &[
@@ -24,19 +25,22 @@ const LCS_ARGS: &[ArgSpec] = &[
     ArgSpec::pure_token("withmatchlen", "WITHMATCHLEN").optional(),
 ];
 
-pub const COMMANDS: &[CommandSpec] = &[spec(
-    "string",
-    "lcs",
-    -3,
-    READONLY,
-    (1, 2, 1),
-    &["read", "string", "slow"],
-    "7.0.0",
-    "Finds the longest common substring.",
-    "O(N*M) where N and M are the lengths of s1 and s2, respectively",
-    lcs,
-    LCS_ARGS,
-)];
+pub const COMMANDS: &[CommandSpec] = &[CommandSpec {
+    key_specs: &[KeySpec::index(1, kf::RO | kf::ACCESS).range(1, 1, 0)],
+    ..spec(
+        "string",
+        "lcs",
+        -3,
+        READONLY,
+        (1, 2, 1),
+        &["read", "string", "slow"],
+        "7.0.0",
+        "Finds the longest common substring.",
+        "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+        lcs,
+        LCS_ARGS,
+    )
+}];
 
 /// One key's string (empty when missing); `None` for another type.
 fn string_of(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<Vec<u8>> {

@@ -15,7 +15,8 @@ use super::{NOT_INT, SYNTAX_ERR};
 use crate::batch::ArgvRef;
 use crate::cmd::strings::{WRONGTYPE, as_str, bytes_of};
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
+use crate::command::key_flags as kf;
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, notify, spec};
 use crate::num::parse_i64;
 use std::cmp::Ordering;
 use store::types::List;
@@ -30,7 +31,7 @@ const ORDER: ArgSpec = ArgSpec::oneof(
     ],
 )
 .optional();
-const BY: ArgSpec = ArgSpec::pattern("by-pattern")
+const BY: ArgSpec = ArgSpec::key_pattern("by-pattern", 1)
     .token("BY")
     .display("pattern")
     .optional();
@@ -40,7 +41,7 @@ const LIMIT: ArgSpec = ArgSpec::block(
 )
 .token("LIMIT")
 .optional();
-const GET: ArgSpec = ArgSpec::pattern("get-pattern")
+const GET: ArgSpec = ArgSpec::key_pattern("get-pattern", 1)
     .token("GET")
     .display("pattern")
     .optional()
@@ -61,34 +62,80 @@ const SORT_RO_ARGS: &[ArgSpec] = &[ArgSpec::key("key", 0), BY, LIMIT, GET, ORDER
 
 const CX: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
 
+/// The sorted key, then the keys BY and GET patterns name (known only
+/// from the sorted values); SORT adds its STORE destination.
+const SORTED_KEY: KeySpec = KeySpec::index(1, kf::RO | kf::ACCESS);
+const PATTERN_KEYS: KeySpec = KeySpec::unknown(kf::RO | kf::ACCESS).notes(
+    "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort",
+);
+const STORE_KEY: KeySpec = KeySpec::unknown(kf::OW | kf::UPDATE).notes(
+    "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array",
+);
+
 pub const COMMANDS: &[CommandSpec] = &[
-    spec(
-        "generic",
-        "sort",
-        -2,
-        WRITE | DENYOOM,
-        (1, 1, 1),
-        &["write", "set", "sortedset", "list", "slow", "dangerous"],
-        "1.0.0",
-        "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
-        CX,
-        sort,
-        SORT_ARGS,
-    ),
-    spec(
-        "generic",
-        "sort_ro",
-        -2,
-        READONLY,
-        (1, 1, 1),
-        &["read", "set", "sortedset", "list", "slow", "dangerous"],
-        "7.0.0",
-        "Returns the sorted elements of a list, a set, or a sorted set.",
-        CX,
-        sort_ro,
-        SORT_RO_ARGS,
-    ),
+    CommandSpec {
+        key_specs: &[SORTED_KEY, PATTERN_KEYS, STORE_KEY],
+        getkeys: Some(sort_keys),
+        ..spec(
+            "generic",
+            "sort",
+            -2,
+            WRITE | DENYOOM,
+            (1, 1, 1),
+            &["write", "set", "sortedset", "list", "slow", "dangerous"],
+            "1.0.0",
+            "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
+            CX,
+            sort,
+            SORT_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[SORTED_KEY, PATTERN_KEYS],
+        getkeys: Some(sort_ro_keys),
+        ..spec(
+            "generic",
+            "sort_ro",
+            -2,
+            READONLY,
+            (1, 1, 1),
+            &["read", "set", "sortedset", "list", "slow", "dangerous"],
+            "7.0.0",
+            "Returns the sorted elements of a list, a set, or a sorted set.",
+            CX,
+            sort_ro,
+            SORT_RO_ARGS,
+        )
+    },
 ];
+
+/// COMMAND GETKEYS for SORT (Valkey's `sortGetKeys`): the sorted key and
+/// the destination of the last STORE. Options are skipped with their
+/// arguments (LIMIT 2, BY and GET 1), everything else one at a time, so a
+/// STORE's destination is itself read as an option, as in Valkey.
+fn sort_keys(argv: &[&[u8]]) -> Option<Vec<(usize, u16)>> {
+    let mut keys = vec![(1, kf::RO | kf::ACCESS)];
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let arg = argv[i];
+        if arg.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if arg.eq_ignore_ascii_case(b"by") || arg.eq_ignore_ascii_case(b"get") {
+            i += 1;
+        } else if arg.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store.map(|pos| (pos, kf::OW | kf::UPDATE)));
+    Some(keys)
+}
+
+/// COMMAND GETKEYS for SORT_RO (Valkey's `sortROGetKeys`): the sorted key.
+fn sort_ro_keys(_argv: &[&[u8]]) -> Option<Vec<(usize, u16)>> {
+    Some(vec![(1, kf::RO | kf::ACCESS)])
+}
 
 fn sort(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     sort_generic(ctx, argv, false);
@@ -482,5 +529,33 @@ mod tests {
         assert_eq!(sort_score(b"0e5"), Some(0.0));
         assert_eq!(sort_score(b"nan"), None);
         assert_eq!(sort_score(b"12a"), None);
+    }
+
+    fn keys_of(line: &str) -> Vec<(usize, u16)> {
+        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        let spec = COMMANDS
+            .iter()
+            .find(|c| c.name.as_bytes() == argv[0])
+            .unwrap();
+        crate::getkeys::command_keys(spec, &argv)
+    }
+
+    #[test]
+    fn getkeys_finds_the_last_store_past_the_options_arguments() {
+        const SRC: (usize, u16) = (1, kf::RO | kf::ACCESS);
+        let dst = |pos| (pos, kf::OW | kf::UPDATE);
+        assert_eq!(keys_of("sort k"), [SRC]);
+        assert_eq!(keys_of("sort k LIMIT 0 1 store d"), [SRC, dst(6)]);
+        assert_eq!(keys_of("sort k STORE a STORE b"), [SRC, dst(5)]);
+        // A STORE without a destination, or one that is an option's
+        // argument, names no key.
+        assert_eq!(keys_of("sort k STORE"), [SRC]);
+        assert_eq!(keys_of("sort k GET store d"), [SRC]);
+        assert_eq!(keys_of("sort k LIMIT store x STORE d"), [SRC, dst(6)]);
+        // The destination is read as an option too, as Valkey's loop does.
+        assert_eq!(keys_of("sort k store limit 1 2"), [SRC, dst(3)]);
+        assert_eq!(keys_of("sort k store by d"), [SRC, dst(3)]);
+        // SORT_RO never stores.
+        assert_eq!(keys_of("sort_ro k STORE d"), [SRC]);
     }
 }

@@ -14,7 +14,8 @@ use crate::batch::ArgvRef;
 use crate::blocking::OnTimeout;
 use crate::cmd::strings::WRONGTYPE;
 use crate::command::flags::*;
-use crate::command::{ArgSpec, CommandSpec, Ctx, notify, spec};
+use crate::command::key_flags as kf;
+use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, notify, spec};
 use crate::num::parse_i64;
 use resp::ReplyWriter;
 use std::sync::Arc;
@@ -210,7 +211,7 @@ const ID_OR_LAST: ArgSpec = ArgSpec::oneof(
     "id-selector",
     &[ArgSpec::string("id"), ArgSpec::pure_token("new-id", "$")],
 );
-const ENTRIESREAD: ArgSpec = ArgSpec::integer("entries-read")
+const ENTRIESREAD: ArgSpec = ArgSpec::integer("entriesread")
     .token("ENTRIESREAD")
     .optional()
     .display("entries-read");
@@ -221,7 +222,7 @@ const XGROUP_CREATE_ARGS: &[ArgSpec] = &[
     ArgSpec::pure_token("mkstream", "MKSTREAM").optional(),
     ENTRIESREAD,
 ];
-const XGROUP_SETID_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME, ID_OR_LAST, ENTRIESREAD.since("7.0.0")];
+const XGROUP_SETID_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME, ID_OR_LAST, ENTRIESREAD];
 const XGROUP_CONSUMER_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME, ArgSpec::string("consumer")];
 const XGROUP_DESTROY_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME];
 const XINFO_CONSUMERS_ARGS: &[ArgSpec] = &[KEY, GROUP_NAME];
@@ -234,182 +235,255 @@ const XINFO_STREAM_ARGS: &[ArgSpec] = &[
             ArgSpec::integer("count").token("COUNT").optional(),
         ],
     )
-    .optional()
-    .since("6.0.0"),
+    .optional(),
 ];
 
 const SUB_KEY: (i32, i32, i32) = (2, 2, 1);
 
+const READ_KEY: KeySpec = KeySpec::index(1, kf::RO | kf::ACCESS);
+const SUB_READ_KEY: KeySpec = KeySpec::index(2, kf::RO | kf::ACCESS);
+const EXCLUSIVE_RANGES: &[(&str, &str)] = &[("6.2.0", "Added exclusive ranges.")];
+
 pub const COMMANDS: &[CommandSpec] = &[
-    spec(
-        GROUP,
-        "xadd",
-        -5,
-        WRITE | DENYOOM | FAST,
-        ONE,
-        WRITE_FAST,
-        "5.0.0",
-        "Appends a new message to a stream. Creates the key if it doesn't exist.",
-        "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.",
-        xadd,
-        XADD_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xlen",
-        2,
-        READONLY | FAST,
-        ONE,
-        READ_FAST,
-        "5.0.0",
-        "Return the number of messages in a stream.",
-        "O(1)",
-        xlen,
-        KEY_ONLY,
-    ),
-    spec(
-        GROUP,
-        "xrange",
-        -4,
-        READONLY,
-        ONE,
-        READ_SLOW,
-        "5.0.0",
-        "Returns the messages from a stream within a range of IDs.",
-        "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
-        xrange,
-        XRANGE_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xrevrange",
-        -4,
-        READONLY,
-        ONE,
-        READ_SLOW,
-        "5.0.0",
-        "Returns the messages from a stream within a range of IDs in reverse order.",
-        "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
-        xrevrange,
-        XREVRANGE_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xdel",
-        -3,
-        WRITE | FAST,
-        ONE,
-        WRITE_FAST,
-        "5.0.0",
-        "Returns the number of messages after removing them from a stream.",
-        "O(1) for each single item to delete in the stream, regardless of the stream size.",
-        xdel,
-        XDEL_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xtrim",
-        -4,
-        WRITE,
-        ONE,
-        WRITE_SLOW,
-        "5.0.0",
-        "Deletes messages from the beginning of a stream.",
-        "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.",
-        xtrim,
-        XTRIM_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xsetid",
-        -3,
-        WRITE | DENYOOM | FAST,
-        ONE,
-        WRITE_FAST,
-        "5.0.0",
-        "An internal command for replicating stream values.",
-        "O(1)",
-        xsetid,
-        XSETID_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xread",
-        -4,
-        READONLY | BLOCKING,
-        MOVABLE,
-        BLOCK_READ,
-        "5.0.0",
-        "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.",
-        "",
-        xread,
-        XREAD_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xreadgroup",
-        -7,
-        WRITE | BLOCKING,
-        MOVABLE,
-        BLOCK_WRITE,
-        "5.0.0",
-        "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.",
-        "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
-        xreadgroup,
-        XREADGROUP_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xack",
-        -4,
-        WRITE | FAST,
-        ONE,
-        WRITE_FAST,
-        "5.0.0",
-        "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.",
-        "O(1) for each message ID processed.",
-        xack,
-        XACK_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xpending",
-        -3,
-        READONLY,
-        ONE,
-        READ_SLOW,
-        "5.0.0",
-        "Returns the information and entries from a stream consumer group's pending entries list.",
-        "O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer.",
-        xpending,
-        XPENDING_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xclaim",
-        -6,
-        WRITE | FAST,
-        ONE,
-        WRITE_FAST,
-        "5.0.0",
-        "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.",
-        "O(log N) with N being the number of messages in the PEL of the consumer group.",
-        xclaim,
-        XCLAIM_ARGS,
-    ),
-    spec(
-        GROUP,
-        "xautoclaim",
-        -6,
-        WRITE | FAST,
-        ONE,
-        WRITE_FAST,
-        "6.2.0",
-        "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.",
-        "O(1) if COUNT is small.",
-        xautoclaim,
-        XAUTOCLAIM_ARGS,
-    ),
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::UPDATE)
+            .notes("UPDATE instead of INSERT because of the optional trimming feature")],
+        tips: &["nondeterministic_output"],
+        history: &[
+            (
+                "6.2.0",
+                "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option.",
+            ),
+            ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+        ],
+        ..spec(
+            GROUP,
+            "xadd",
+            -5,
+            WRITE | DENYOOM | FAST,
+            ONE,
+            WRITE_FAST,
+            "5.0.0",
+            "Appends a new message to a stream. Creates the key if it doesn't exist.",
+            "O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted.",
+            xadd,
+            XADD_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RO)],
+        ..spec(
+            GROUP,
+            "xlen",
+            2,
+            READONLY | FAST,
+            ONE,
+            READ_FAST,
+            "5.0.0",
+            "Return the number of messages in a stream.",
+            "O(1)",
+            xlen,
+            KEY_ONLY,
+        )
+    },
+    CommandSpec {
+        key_specs: &[READ_KEY],
+        history: EXCLUSIVE_RANGES,
+        ..spec(
+            GROUP,
+            "xrange",
+            -4,
+            READONLY,
+            ONE,
+            READ_SLOW,
+            "5.0.0",
+            "Returns the messages from a stream within a range of IDs.",
+            "O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
+            xrange,
+            XRANGE_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[READ_KEY],
+        history: EXCLUSIVE_RANGES,
+        ..spec(
+            GROUP,
+            "xrevrange",
+            -4,
+            READONLY,
+            ONE,
+            READ_SLOW,
+            "5.0.0",
+            "Returns the messages from a stream within a range of IDs in reverse order.",
+            "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).",
+            xrevrange,
+            XREVRANGE_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::DELETE)],
+        ..spec(
+            GROUP,
+            "xdel",
+            -3,
+            WRITE | FAST,
+            ONE,
+            WRITE_FAST,
+            "5.0.0",
+            "Returns the number of messages after removing them from a stream.",
+            "O(1) for each single item to delete in the stream, regardless of the stream size.",
+            xdel,
+            XDEL_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::DELETE)],
+        tips: &["nondeterministic_output"],
+        history: &[(
+            "6.2.0",
+            "Added the `MINID` trimming strategy and the `LIMIT` option.",
+        )],
+        ..spec(
+            GROUP,
+            "xtrim",
+            -4,
+            WRITE,
+            ONE,
+            WRITE_SLOW,
+            "5.0.0",
+            "Deletes messages from the beginning of a stream.",
+            "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.",
+            xtrim,
+            XTRIM_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::UPDATE)],
+        history: &[(
+            "7.0.0",
+            "Added the `entries_added` and `max_deleted_entry_id` arguments.",
+        )],
+        ..spec(
+            GROUP,
+            "xsetid",
+            -3,
+            WRITE | DENYOOM | FAST,
+            ONE,
+            WRITE_FAST,
+            "5.0.0",
+            "An internal command for replicating stream values.",
+            "O(1)",
+            xsetid,
+            XSETID_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::keyword("STREAMS", 1, kf::RO | kf::ACCESS).range(-1, 1, 2)],
+        ..spec(
+            GROUP,
+            "xread",
+            -4,
+            READONLY | BLOCKING,
+            MOVABLE,
+            BLOCK_READ,
+            "5.0.0",
+            "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.",
+            "",
+            xread,
+            XREAD_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::keyword("STREAMS", 4, kf::RO | kf::ACCESS).range(-1, 1, 2)],
+        ..spec(
+            GROUP,
+            "xreadgroup",
+            -7,
+            WRITE | BLOCKING,
+            MOVABLE,
+            BLOCK_WRITE,
+            "5.0.0",
+            "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.",
+            "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.",
+            xreadgroup,
+            XREADGROUP_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::UPDATE)],
+        ..spec(
+            GROUP,
+            "xack",
+            -4,
+            WRITE | FAST,
+            ONE,
+            WRITE_FAST,
+            "5.0.0",
+            "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.",
+            "O(1) for each message ID processed.",
+            xack,
+            XACK_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[READ_KEY],
+        tips: &["nondeterministic_output"],
+        history: &[(
+            "6.2.0",
+            "Added the `IDLE` option and exclusive range intervals.",
+        )],
+        ..spec(
+            GROUP,
+            "xpending",
+            -3,
+            READONLY,
+            ONE,
+            READ_SLOW,
+            "5.0.0",
+            "Returns the information and entries from a stream consumer group's pending entries list.",
+            "O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer.",
+            xpending,
+            XPENDING_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::UPDATE)],
+        tips: &["nondeterministic_output"],
+        ..spec(
+            GROUP,
+            "xclaim",
+            -6,
+            WRITE | FAST,
+            ONE,
+            WRITE_FAST,
+            "5.0.0",
+            "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.",
+            "O(log N) with N being the number of messages in the PEL of the consumer group.",
+            xclaim,
+            XCLAIM_ARGS,
+        )
+    },
+    CommandSpec {
+        key_specs: &[KeySpec::index(1, kf::RW | kf::DELETE)],
+        tips: &["nondeterministic_output"],
+        history: &[(
+            "7.0.0",
+            "Added an element to the reply array, containing deleted entries the command cleared from the PEL",
+        )],
+        ..spec(
+            GROUP,
+            "xautoclaim",
+            -6,
+            WRITE | FAST,
+            ONE,
+            WRITE_FAST,
+            "6.2.0",
+            "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.",
+            "O(1) if COUNT is small.",
+            xautoclaim,
+            XAUTOCLAIM_ARGS,
+        )
+    },
     CommandSpec {
         name: "xgroup",
         arity: -2,
@@ -419,61 +493,79 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "A container for consumer groups commands.",
         complexity: "Depends on subcommand.",
         subcommands: &[
-            sub(
-                "create",
-                -5,
-                WRITE | DENYOOM,
-                SUB_KEY,
-                &["write", "stream", "slow"],
-                "5.0.0",
-                "Creates a consumer group.",
-                xgroup,
-                XGROUP_CREATE_ARGS,
-            ),
-            sub(
-                "createconsumer",
-                5,
-                WRITE | DENYOOM,
-                SUB_KEY,
-                &["write", "stream", "slow"],
-                "6.2.0",
-                "Creates a consumer in a consumer group.",
-                xgroup,
-                XGROUP_CONSUMER_ARGS,
-            ),
-            sub(
-                "delconsumer",
-                5,
-                WRITE,
-                SUB_KEY,
-                &["write", "stream", "slow"],
-                "5.0.0",
-                "Deletes a consumer from a consumer group.",
-                xgroup,
-                XGROUP_CONSUMER_ARGS,
-            ),
-            sub(
-                "destroy",
-                4,
-                WRITE,
-                SUB_KEY,
-                &["write", "stream", "slow"],
-                "5.0.0",
-                "Destroys a consumer group.",
-                xgroup,
-                XGROUP_DESTROY_ARGS,
-            ),
-            sub(
-                "setid",
-                -5,
-                WRITE,
-                SUB_KEY,
-                &["write", "stream", "slow"],
-                "5.0.0",
-                "Sets the last-delivered ID of a consumer group.",
-                xgroup,
-                XGROUP_SETID_ARGS,
-            ),
+            CommandSpec {
+                key_specs: &[KeySpec::index(2, kf::RW | kf::INSERT)],
+                history: &[("7.0.0", "Added the `entries_read` named argument.")],
+                ..sub(
+                    "create",
+                    -5,
+                    WRITE | DENYOOM,
+                    SUB_KEY,
+                    &["write", "stream", "slow"],
+                    "5.0.0",
+                    "Creates a consumer group.",
+                    xgroup,
+                    XGROUP_CREATE_ARGS,
+                )
+            },
+            CommandSpec {
+                key_specs: &[KeySpec::index(2, kf::RW | kf::INSERT)],
+                ..sub(
+                    "createconsumer",
+                    5,
+                    WRITE | DENYOOM,
+                    SUB_KEY,
+                    &["write", "stream", "slow"],
+                    "6.2.0",
+                    "Creates a consumer in a consumer group.",
+                    xgroup,
+                    XGROUP_CONSUMER_ARGS,
+                )
+            },
+            CommandSpec {
+                key_specs: &[KeySpec::index(2, kf::RW | kf::DELETE)],
+                ..sub(
+                    "delconsumer",
+                    5,
+                    WRITE,
+                    SUB_KEY,
+                    &["write", "stream", "slow"],
+                    "5.0.0",
+                    "Deletes a consumer from a consumer group.",
+                    xgroup,
+                    XGROUP_CONSUMER_ARGS,
+                )
+            },
+            CommandSpec {
+                key_specs: &[KeySpec::index(2, kf::RW | kf::DELETE)],
+                complexity: "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+                ..sub(
+                    "destroy",
+                    4,
+                    WRITE,
+                    SUB_KEY,
+                    &["write", "stream", "slow"],
+                    "5.0.0",
+                    "Destroys a consumer group.",
+                    xgroup,
+                    XGROUP_DESTROY_ARGS,
+                )
+            },
+            CommandSpec {
+                key_specs: &[KeySpec::index(2, kf::RW | kf::UPDATE)],
+                history: &[("7.0.0", "Added the optional `entries_read` argument.")],
+                ..sub(
+                    "setid",
+                    -5,
+                    WRITE,
+                    SUB_KEY,
+                    &["write", "stream", "slow"],
+                    "5.0.0",
+                    "Sets the last-delivered ID of a consumer group.",
+                    xgroup,
+                    XGROUP_SETID_ARGS,
+                )
+            },
             sub(
                 "help",
                 2,
@@ -497,39 +589,65 @@ pub const COMMANDS: &[CommandSpec] = &[
         summary: "A container for stream introspection commands.",
         complexity: "Depends on subcommand.",
         subcommands: &[
-            sub(
-                "consumers",
-                4,
-                READONLY,
-                SUB_KEY,
-                &["read", "stream", "slow"],
-                "5.0.0",
-                "Returns a list of the consumers in a consumer group.",
-                xinfo,
-                XINFO_CONSUMERS_ARGS,
-            ),
-            sub(
-                "groups",
-                3,
-                READONLY,
-                SUB_KEY,
-                &["read", "stream", "slow"],
-                "5.0.0",
-                "Returns a list of the consumer groups of a stream.",
-                xinfo,
-                KEY_ONLY,
-            ),
-            sub(
-                "stream",
-                -3,
-                READONLY,
-                SUB_KEY,
-                &["read", "stream", "slow"],
-                "5.0.0",
-                "Returns information about a stream.",
-                xinfo,
-                XINFO_STREAM_ARGS,
-            ),
+            CommandSpec {
+                key_specs: &[SUB_READ_KEY],
+                tips: &["nondeterministic_output"],
+                history: &[(
+                    "7.2.0",
+                    "Added the `inactive` field, and changed the meaning of `idle`.",
+                )],
+                ..sub(
+                    "consumers",
+                    4,
+                    READONLY,
+                    SUB_KEY,
+                    &["read", "stream", "slow"],
+                    "5.0.0",
+                    "Returns a list of the consumers in a consumer group.",
+                    xinfo,
+                    XINFO_CONSUMERS_ARGS,
+                )
+            },
+            CommandSpec {
+                key_specs: &[SUB_READ_KEY],
+                history: &[("7.0.0", "Added the `entries-read` and `lag` fields")],
+                ..sub(
+                    "groups",
+                    3,
+                    READONLY,
+                    SUB_KEY,
+                    &["read", "stream", "slow"],
+                    "5.0.0",
+                    "Returns a list of the consumer groups of a stream.",
+                    xinfo,
+                    KEY_ONLY,
+                )
+            },
+            CommandSpec {
+                key_specs: &[SUB_READ_KEY],
+                history: &[
+                    ("6.0.0", "Added the `FULL` modifier."),
+                    (
+                        "7.0.0",
+                        "Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields",
+                    ),
+                    (
+                        "7.2.0",
+                        "Added the `active-time` field, and changed the meaning of `seen-time`.",
+                    ),
+                ],
+                ..sub(
+                    "stream",
+                    -3,
+                    READONLY,
+                    SUB_KEY,
+                    &["read", "stream", "slow"],
+                    "5.0.0",
+                    "Returns information about a stream.",
+                    xinfo,
+                    XINFO_STREAM_ARGS,
+                )
+            },
             sub(
                 "help",
                 2,
