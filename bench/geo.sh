@@ -44,23 +44,6 @@ awk -v n="$POINTS" 'BEGIN {
   }
 }' >"$DATA"
 
-start() {
-  # The last server's port must be free (its sockets may close late).
-  for _ in $(seq 1 100); do
-    redis-cli -p "$PORT" PING >/dev/null 2>&1 || break
-    sleep 0.05
-  done
-  sleep 0.2
-  case $1 in
-    ringkv) taskset -c "$SERVER_CPU" "$RINGKV_BIN" --port "$PORT" --save "" >/dev/null 2>&1 & ;;
-    redis) taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" --appendonly no >/dev/null 2>&1 & ;;
-  esac
-  SERVER_PID=$!
-  wait_ready || { echo "$1 did not start" >&2; exit 1; }
-  sleep 0.2
-  kill -0 "$SERVER_PID" 2>/dev/null || { echo "$1 exited (port $PORT taken?)" >&2; exit 1; }
-}
-
 # load_s → server CPU seconds (2 decimals) to load the points
 load_s() {
   local a b tck
@@ -86,7 +69,7 @@ search_ns() {
 printf '%-7s %5s %10s %14s %14s %9s\n' server round "load cpu s" "plain ns/q" "dist ns/q" results
 for r in $(seq 1 "$ROUNDS"); do
   for s in ringkv redis; do
-    start "$s"
+    start_pinned "$s"
     ld=$(load_s)
     plain=$(search_ns)
     dist=$(search_ns WITHDIST WITHCOORD ASC COUNT 20)

@@ -27,6 +27,27 @@ wait_ready() {
   return 1
 }
 
+# start_pinned ringkv|redis → start that server (no persistence) on $PORT,
+# pinned to $SERVER_CPU, and wait until it answers; exits on failure.
+# Uses $RINGKV_BIN for ringkv. Waits first for the previous server's
+# port to be free (its sockets may close late).
+start_pinned() {
+  for _ in $(seq 1 100); do
+    redis-cli -p "$PORT" PING >/dev/null 2>&1 || break
+    sleep 0.05
+  done
+  sleep 0.2
+  case $1 in
+    ringkv) taskset -c "$SERVER_CPU" "$RINGKV_BIN" --port "$PORT" --save "" >/dev/null 2>&1 & ;;
+    redis) taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" --appendonly no >/dev/null 2>&1 & ;;
+  esac
+  SERVER_PID=$!
+  wait_ready || { echo "$1 did not start" >&2; exit 1; }
+  # A PONG from another process on the port is not ours.
+  sleep 0.2
+  kill -0 "$SERVER_PID" 2>/dev/null || { echo "$1 exited (port $PORT taken?)" >&2; exit 1; }
+}
+
 # cpu_ticks PID → utime+stime of the whole process, in clock ticks.
 cpu_ticks() {
   # Fields after the ")" that ends the command name: state is field 3, so

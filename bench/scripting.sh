@@ -28,24 +28,6 @@ trap stop_server EXIT
 SMALL='local v = redis.call("GET", KEYS[1]) return redis.call("INCR", KEYS[1])'
 LOOP='for i = 1, 1000000 do redis.call("INCR", KEYS[1]) end return redis.call("GET", KEYS[1])'
 
-start() {
-  # The last server's port must be free (its sockets may close late).
-  for _ in $(seq 1 100); do
-    redis-cli -p "$PORT" PING >/dev/null 2>&1 || break
-    sleep 0.05
-  done
-  sleep 0.2
-  case $1 in
-    ringkv) taskset -c "$SERVER_CPU" "$RINGKV_BIN" --port "$PORT" --save "" >/dev/null 2>&1 & ;;
-    redis) taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" --appendonly no >/dev/null 2>&1 & ;;
-  esac
-  SERVER_PID=$!
-  wait_ready || { echo "$1 did not start" >&2; exit 1; }
-  # A PONG from another process on the port is not ours.
-  sleep 0.2
-  kill -0 "$SERVER_PID" 2>/dev/null || { echo "$1 exited (port $PORT taken?)" >&2; exit 1; }
-}
-
 # evalsha_ns P N → server CPU ns per EVALSHA
 evalsha_ns() {
   local sha a b tck
@@ -73,7 +55,7 @@ loop_ms() {
 printf '%-7s %5s %12s %12s %12s %12s\n' server round "P1 ns/req" "P16 ns/req" "loop cpu ms" "loop wall ms"
 for r in $(seq 1 "$ROUNDS"); do
   for s in ringkv redis; do
-    start "$s"
+    start_pinned "$s"
     p1=$(evalsha_ns 1 "$N_P1")
     p16=$(evalsha_ns 16 "$N_P16")
     read -r lc lw < <(loop_ms)

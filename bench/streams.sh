@@ -35,23 +35,6 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 ringkv_release_bin
 trap stop_server EXIT
 
-start() {
-  # The last server's port must be free (its sockets may close late).
-  for _ in $(seq 1 100); do
-    redis-cli -p "$PORT" PING >/dev/null 2>&1 || break
-    sleep 0.05
-  done
-  sleep 0.2
-  case $1 in
-    ringkv) taskset -c "$SERVER_CPU" "$RINGKV_BIN" --port "$PORT" --save "" >/dev/null 2>&1 & ;;
-    redis) taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" --appendonly no >/dev/null 2>&1 & ;;
-  esac
-  SERVER_PID=$!
-  wait_ready || { echo "$1 did not start" >&2; exit 1; }
-  sleep 0.2
-  kill -0 "$SERVER_PID" 2>/dev/null || { echo "$1 exited (port $PORT taken?)" >&2; exit 1; }
-}
-
 # ns P N R CMD... → server CPU ns per request of CMD (-c 20, -P P, N
 # requests, __rand_int__ below R)
 ns() {
@@ -88,10 +71,10 @@ group_stream() {
 printf '%-7s %5s %10s %10s %12s %10s %10s %10s %10s %12s\n' server round "XADD P1" "XADD P16" "bytes/entry" "XRG P1" "XACK P1" "XRG P16" "XACK P16" "int B/entry"
 for r in $(seq 1 "$ROUNDS"); do
   for s in ringkv redis; do
-    start "$s"
+    start_pinned "$s"
     p1=$(ns 1 "$N_P1" 1000000000 "${XADD[@]}")
     stop_server
-    start "$s"
+    start_pinned "$s"
     before=$(used_memory)
     p16=$(ns 16 "$N_P16" 1000000000 "${XADD[@]}")
     after=$(used_memory)
