@@ -8,7 +8,7 @@
 //! with Valkey 8.1's.
 
 use ringkv_e2e::server::TempDir;
-use ringkv_e2e::{Backend, Opts, Raw, Reply, e2e, raw::encode_str};
+use ringkv_e2e::{Backend, Opts, Raw, Reply, Server, e2e, raw::encode_str};
 use std::time::{Duration, Instant};
 
 const BUSY_EVAL: &str =
@@ -17,10 +17,8 @@ const BUSY_FUNCTION: &str =
     "BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
-/// The threshold the tests set (ms), and how long they give a script to
-/// pass it.
+/// The threshold the tests set (ms).
 const THRESHOLD: &str = "100";
-const PAST_THRESHOLD: Duration = Duration::from_millis(400);
 
 /// Inline, and threaded in two shapes.
 fn modes() -> Vec<(&'static str, Opts)> {
@@ -37,10 +35,30 @@ fn modes() -> Vec<(&'static str, Opts)> {
 }
 
 /// Start `args` on `caller` without reading its reply, and wait until the
-/// script is past the threshold.
-fn start_busy(caller: &mut Raw, args: &[&str]) {
+/// script is past the threshold: until `srv` logs that it turned busy
+/// (Valkey's and ringkv's "Slow script detected"). A fixed sleep is not
+/// enough on a loaded machine, and a probe command sent too early would
+/// wait behind the script.
+fn start_busy(srv: &Server, caller: &mut Raw, args: &[&str]) {
+    let before = busy_episodes(srv);
     caller.send(&encode_str(args));
-    std::thread::sleep(PAST_THRESHOLD);
+    wait_busy(srv, before);
+}
+
+/// How many times `srv` has logged that a script turned busy.
+fn busy_episodes(srv: &Server) -> usize {
+    srv.log().matches("Slow script detected").count()
+}
+
+/// Wait until `srv` logs a busy script after the `before`-th time, then
+/// a moment for the IO threads to see the state.
+fn wait_busy(srv: &Server, before: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while busy_episodes(srv) <= before {
+        assert!(Instant::now() < deadline, "the script never turned busy");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(50));
 }
 
 fn set_threshold(c: &mut Raw) {
@@ -59,7 +77,7 @@ e2e!(
             let body = "while true do end";
             // The script's id, for the error text.
             let sha = a.cmd(&["SCRIPT", "LOAD", body]).text();
-            start_busy(&mut a, &["EVAL", body, "0"]);
+            start_busy(&srv, &mut a, &["EVAL", body, "0"]);
             assert_eq!(other.cmd(&["PING"]), Reply::err(BUSY_EVAL), "{mode}");
             assert_eq!(other.cmd(&["GET", "x"]), Reply::err(BUSY_EVAL), "{mode}");
             assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Reply::err(BUSY_EVAL), "{mode}");
@@ -101,7 +119,7 @@ e2e!(
             "while true do pcall(redis.call, 'GET', 'x') end",
         ] {
             let (mut a, mut other) = (srv.raw(), srv.raw());
-            start_busy(&mut a, &["EVAL", body, "0"]);
+            start_busy(&srv, &mut a, &["EVAL", body, "0"]);
             assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{body}");
             let reply = a.read_reply().text();
             assert!(
@@ -119,8 +137,7 @@ e2e!(
             let mut srv = b.start(opts);
             let (mut a, mut other) = (srv.raw(), srv.raw());
             set_threshold(&mut a);
-            start_busy(
-                &mut a,
+            start_busy(&srv, &mut a,
                 &["EVAL", "redis.call('SET', 'k', 'v') while true do end", "0"],
             );
             assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::err(UNKILLABLE), "{mode}");
@@ -152,8 +169,7 @@ e2e!(
             let mut srv = b.start(opts.clone());
             let (mut a, mut admin) = (srv.raw(), srv.raw());
             assert_eq!(a.cmd(&["SET", "before", "1"]), Reply::status("OK"));
-            start_busy(
-                &mut a,
+            start_busy(&srv, &mut a,
                 &["EVAL", "redis.call('SET', 'k', 'v') redis.call('INCR', 'before') while true do end", "0"],
             );
             admin.send(&encode_str(&["SHUTDOWN", "NOSAVE"]));
@@ -174,7 +190,7 @@ e2e!(
             let (mut a, mut other) = (srv.raw(), srv.raw());
             let lib = "#!lua name=spinlib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
             assert_eq!(a.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("spinlib"));
-            start_busy(&mut a, &["FCALL", "spin", "0"]);
+            start_busy(&srv, &mut a, &["FCALL", "spin", "0"]);
             assert_eq!(other.cmd(&["PING"]), Reply::err(BUSY_FUNCTION), "{mode}");
             assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::err(BUSY_FUNCTION), "{mode}");
             assert_eq!(other.cmd(&["FUNCTION", "KILL"]), Reply::status("OK"), "{mode}");
@@ -195,7 +211,7 @@ e2e!(
         for (mode, opts) in modes() {
             let srv = b.start(opts.arg("lua-time-limit", THRESHOLD));
             let (mut a, mut killer, mut p) = (srv.raw(), srv.raw(), srv.raw());
-            start_busy(&mut a, &["EVAL", "while true do end", "0"]);
+            start_busy(&srv, &mut a, &["EVAL", "while true do end", "0"]);
             // Answered at once, in order.
             let mut batch = Vec::new();
             for i in 0..200 {
@@ -228,7 +244,7 @@ e2e!(
             assert_eq!(p.read_reply(), Reply::Int(1), "{mode}");
             // A transaction with a refused command is doomed, as in Valkey.
             assert_eq!(p.cmd(&["MULTI"]), Reply::status("OK"));
-            start_busy(&mut a, &["EVAL", "while true do end", "0"]);
+            start_busy(&srv, &mut a, &["EVAL", "while true do end", "0"]);
             assert_eq!(p.cmd(&["SET", "k", "v"]), Reply::err(BUSY_EVAL), "{mode}");
             assert_eq!(killer.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{mode}");
             a.read_reply();
@@ -259,7 +275,7 @@ e2e!(
 
 /// The same conversation with Valkey 8.1 and with ringkv: every reply the
 /// other client and the script's caller get.
-fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
+fn conversation(srv: &Server) -> Vec<Reply> {
     let (mut a, mut other) = (srv.raw(), srv.raw());
     let (mut resp3, mut tx) = (srv.raw(), srv.raw());
     let (mut sub2, mut sub3) = (srv.raw(), srv.raw());
@@ -277,7 +293,7 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
         sub3.cmd(&["SUBSCRIBE", "ch"]),
     ];
     let body = "local n = 0\nwhile true do\n  n = n + 1\nend";
-    start_busy(&mut a, &["EVAL", body, "0"]);
+    start_busy(&srv, &mut a, &["EVAL", body, "0"]);
     // Inside MULTI: a refused command dooms it, a refused EXEC ends it.
     seen.push(tx.cmd(&["SET", "k", "v"]));
     seen.push(tx.cmd(&["EXEC"]));
@@ -311,7 +327,7 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     seen.push(a.cmd(&["EXISTS", "after-quit"]));
     let lib = "#!lua name=difflib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
     seen.push(a.cmd(&["FUNCTION", "LOAD", lib]));
-    start_busy(&mut a, &["FCALL", "spin", "0"]);
+    start_busy(&srv, &mut a, &["FCALL", "spin", "0"]);
     for cmd in [&["GET", "k"][..], &["SCRIPT", "KILL"]] {
         seen.push(other.cmd(cmd));
     }
@@ -322,6 +338,7 @@ fn conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
     let errors = other.cmd(&["INFO", "errorstats"]).text();
     seen.push(Reply::Bulk(errors.into_bytes()));
     start_busy(
+        &srv,
         &mut a,
         &["EVAL", "redis.call('INCR', 'n') while true do end", "0"],
     );
@@ -391,8 +408,9 @@ e2e!(
             // The caller's own pipeline: its PING runs after the script.
             let mut call = encode_str(&["EVAL", "while true do end", "0"]);
             call.extend(encode_str(&["PING"]));
+            let before = busy_episodes(&srv);
             a.send(&call);
-            std::thread::sleep(PAST_THRESHOLD);
+            wait_busy(&srv, before);
             let per_client = 100;
             let mut batch = Vec::new();
             for i in 0..per_client {
@@ -447,7 +465,7 @@ e2e!(
             );
             let mut a = srv.raw();
             assert_eq!(a.cmd(&["AUTH", "pw"]), Reply::status("OK"));
-            start_busy(&mut a, &["EVAL", "while true do end", "0"]);
+            start_busy(&srv, &mut a, &["EVAL", "while true do end", "0"]);
             let noauth = Reply::err("NOAUTH Authentication required.");
             // Connected while the script runs, as `redis-cli -a` would.
             let mut late = srv.raw();
@@ -470,13 +488,13 @@ e2e!(
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// AUTH while busy, with Valkey 8.1 beside ringkv: every reply.
-fn auth_conversation(srv: &ringkv_e2e::Server) -> Vec<Reply> {
+fn auth_conversation(srv: &Server) -> Vec<Reply> {
     let (mut a, mut stranger) = (srv.raw(), srv.raw());
     let mut seen = vec![
         a.cmd(&["AUTH", "pw"]),
         a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]),
     ];
-    start_busy(&mut a, &["EVAL", "while true do end", "0"]);
+    start_busy(&srv, &mut a, &["EVAL", "while true do end", "0"]);
     let mut late = srv.raw();
     for c in [&mut stranger, &mut late] {
         for cmd in [

@@ -16,31 +16,9 @@
 use crate::Error;
 
 /// One element of a packed blob (listpack or ziplist): bytes, or an
-/// integer stored in one of the integer encodings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Elem<'a> {
-    Bytes(&'a [u8]),
-    Int(i64),
-}
-
-impl Elem<'_> {
-    /// Append the element's string form (integers in decimal, as Valkey
-    /// returns them).
-    pub fn write_to(&self, out: &mut Vec<u8>) {
-        match self {
-            Elem::Bytes(b) => out.extend_from_slice(b),
-            Elem::Int(i) => {
-                use std::io::Write;
-                let _ = write!(out, "{i}");
-            }
-        }
-    }
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut v = Vec::new();
-        self.write_to(&mut v);
-        v
-    }
-}
+/// integer stored in one of the integer encodings — the store's own
+/// element type, so loaded streams take their elements as they are.
+pub use store::types::stream::Elem;
 
 const HEADER: usize = 6;
 const EOF: u8 = 0xff;
