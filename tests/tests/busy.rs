@@ -293,7 +293,7 @@ fn conversation(srv: &Server) -> Vec<Reply> {
         sub3.cmd(&["SUBSCRIBE", "ch"]),
     ];
     let body = "local n = 0\nwhile true do\n  n = n + 1\nend";
-    start_busy(&srv, &mut a, &["EVAL", body, "0"]);
+    start_busy(srv, &mut a, &["EVAL", body, "0"]);
     // Inside MULTI: a refused command dooms it, a refused EXEC ends it.
     seen.push(tx.cmd(&["SET", "k", "v"]));
     seen.push(tx.cmd(&["EXEC"]));
@@ -327,7 +327,7 @@ fn conversation(srv: &Server) -> Vec<Reply> {
     seen.push(a.cmd(&["EXISTS", "after-quit"]));
     let lib = "#!lua name=difflib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
     seen.push(a.cmd(&["FUNCTION", "LOAD", lib]));
-    start_busy(&srv, &mut a, &["FCALL", "spin", "0"]);
+    start_busy(srv, &mut a, &["FCALL", "spin", "0"]);
     for cmd in [&["GET", "k"][..], &["SCRIPT", "KILL"]] {
         seen.push(other.cmd(cmd));
     }
@@ -338,7 +338,7 @@ fn conversation(srv: &Server) -> Vec<Reply> {
     let errors = other.cmd(&["INFO", "errorstats"]).text();
     seen.push(Reply::Bulk(errors.into_bytes()));
     start_busy(
-        &srv,
+        srv,
         &mut a,
         &["EVAL", "redis.call('INCR', 'n') while true do end", "0"],
     );
@@ -494,7 +494,7 @@ fn auth_conversation(srv: &Server) -> Vec<Reply> {
         a.cmd(&["AUTH", "pw"]),
         a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]),
     ];
-    start_busy(&srv, &mut a, &["EVAL", "while true do end", "0"]);
+    start_busy(srv, &mut a, &["EVAL", "while true do end", "0"]);
     let mut late = srv.raw();
     for c in [&mut stranger, &mut late] {
         for cmd in [
