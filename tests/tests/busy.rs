@@ -45,6 +45,15 @@ fn start_busy(srv: &Server, caller: &mut Raw, args: &[&str]) {
     wait_busy(srv, before);
 }
 
+/// A connection the server has fully taken in (one round trip done):
+/// one whose hand-over to the engine is still in flight when a script
+/// turns busy waits for the script (README's scripting row).
+fn ready(srv: &Server) -> Raw {
+    let mut c = srv.raw();
+    c.cmd(&["PING"]);
+    c
+}
+
 /// How many times `srv` has logged that a script turned busy.
 fn busy_episodes(srv: &Server) -> usize {
     srv.log().matches("Slow script detected").count()
@@ -72,7 +81,7 @@ e2e!(
     ringkv_only fn script_kill_stops_an_endless_eval_and_others_get_busy(b) {
         for (mode, opts) in modes() {
             let srv = b.start(opts);
-            let (mut a, mut other) = (srv.raw(), srv.raw());
+            let (mut a, mut other) = (ready(&srv), ready(&srv));
             set_threshold(&mut a);
             let body = "while true do end";
             // The script's id, for the error text.
@@ -118,7 +127,7 @@ e2e!(
             "while true do pcall(function() while true do end end) end",
             "while true do pcall(redis.call, 'GET', 'x') end",
         ] {
-            let (mut a, mut other) = (srv.raw(), srv.raw());
+            let (mut a, mut other) = (ready(&srv), ready(&srv));
             start_busy(&srv, &mut a, &["EVAL", body, "0"]);
             assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"), "{body}");
             let reply = a.read_reply().text();
@@ -135,7 +144,7 @@ e2e!(
     ringkv_only fn a_script_that_wrote_is_unkillable_and_shutdown_nosave_stops_the_server(b) {
         for (mode, opts) in modes() {
             let mut srv = b.start(opts);
-            let (mut a, mut other) = (srv.raw(), srv.raw());
+            let (mut a, mut other) = (ready(&srv), ready(&srv));
             set_threshold(&mut a);
             start_busy(&srv, &mut a,
                 &["EVAL", "redis.call('SET', 'k', 'v') while true do end", "0"],
@@ -167,7 +176,7 @@ e2e!(
             .arg("busy-reply-threshold", THRESHOLD);
         {
             let mut srv = b.start(opts.clone());
-            let (mut a, mut admin) = (srv.raw(), srv.raw());
+            let (mut a, mut admin) = (ready(&srv), ready(&srv));
             assert_eq!(a.cmd(&["SET", "before", "1"]), Reply::status("OK"));
             start_busy(&srv, &mut a,
                 &["EVAL", "redis.call('SET', 'k', 'v') redis.call('INCR', 'before') while true do end", "0"],
@@ -187,7 +196,7 @@ e2e!(
     ringkv_only fn function_kill_stops_an_fcall(b) {
         for (mode, opts) in modes() {
             let srv = b.start(opts.arg("busy-reply-threshold", THRESHOLD));
-            let (mut a, mut other) = (srv.raw(), srv.raw());
+            let (mut a, mut other) = (ready(&srv), ready(&srv));
             let lib = "#!lua name=spinlib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
             assert_eq!(a.cmd(&["FUNCTION", "LOAD", lib]), Reply::bulk("spinlib"));
             start_busy(&srv, &mut a, &["FCALL", "spin", "0"]);
@@ -210,7 +219,7 @@ e2e!(
     ringkv_only fn a_client_pipelining_during_busy_gets_every_reply_in_order(b) {
         for (mode, opts) in modes() {
             let srv = b.start(opts.arg("lua-time-limit", THRESHOLD));
-            let (mut a, mut killer, mut p) = (srv.raw(), srv.raw(), srv.raw());
+            let (mut a, mut killer, mut p) = (ready(&srv), ready(&srv), ready(&srv));
             start_busy(&srv, &mut a, &["EVAL", "while true do end", "0"]);
             // Answered at once, in order.
             let mut batch = Vec::new();
@@ -224,7 +233,7 @@ e2e!(
                 batch.extend(encode_str(cmd));
             }
             p.send(&batch);
-            for i in 0..200 {
+                        for i in 0..200 {
                 assert_eq!(p.read_reply(), Reply::err(BUSY_EVAL), "{mode}: reply {i}");
             }
             // WATCH needs the client's session: it and what follows it
@@ -260,7 +269,7 @@ e2e!(
 e2e!(
     ringkv_only fn a_short_script_never_turns_busy(b) {
         let srv = b.start(Opts::new().arg("busy-reply-threshold", "5000"));
-        let (mut a, mut other) = (srv.raw(), srv.raw());
+        let (mut a, mut other) = (ready(&srv), ready(&srv));
         // ~200 ms of work, under the threshold: the other client waits for
         // it and then gets its answer, not BUSY.
         let body = "local t = os.clock() while os.clock() - t < 0.2 do end return 1";
@@ -276,9 +285,9 @@ e2e!(
 /// The same conversation with Valkey 8.1 and with ringkv: every reply the
 /// other client and the script's caller get.
 fn conversation(srv: &Server) -> Vec<Reply> {
-    let (mut a, mut other) = (srv.raw(), srv.raw());
-    let (mut resp3, mut tx) = (srv.raw(), srv.raw());
-    let (mut sub2, mut sub3) = (srv.raw(), srv.raw());
+    let (mut a, mut other) = (ready(srv), ready(srv));
+    let (mut resp3, mut tx) = (ready(srv), ready(srv));
+    let (mut sub2, mut sub3) = (ready(srv), ready(srv));
     // (The HELLO reply names the server: not compared.)
     resp3.cmd(&["HELLO", "3"]);
     sub3.cmd(&["HELLO", "3"]);
@@ -403,8 +412,8 @@ e2e!(
     ringkv_only fn many_clients_pipelining_and_leaving_while_busy_all_get_their_replies(b) {
         for (mode, opts) in modes() {
             let srv = b.start(opts.arg("busy-reply-threshold", THRESHOLD));
-            let mut a = srv.raw();
-            let mut clients: Vec<Raw> = (0..16).map(|_| srv.raw()).collect();
+            let mut a = ready(&srv);
+            let mut clients: Vec<Raw> = (0..16).map(|_| ready(&srv)).collect();
             // The caller's own pipeline: its PING runs after the script.
             let mut call = encode_str(&["EVAL", "while true do end", "0"]);
             call.extend(encode_str(&["PING"]));
@@ -424,7 +433,7 @@ e2e!(
                 let mut gone = srv.raw();
                 gone.send(&batch);
             }
-            for (n, c) in clients.iter_mut().enumerate() {
+                        for (n, c) in clients.iter_mut().enumerate() {
                 for i in 0..per_client {
                     assert_eq!(c.read_reply(), Reply::err(BUSY_EVAL), "{mode}: client {n} reply {i}");
                 }
@@ -463,7 +472,7 @@ e2e!(
                 opts.arg("requirepass", "pw")
                     .arg("busy-reply-threshold", THRESHOLD),
             );
-            let mut a = srv.raw();
+            let mut a = ready(&srv);
             assert_eq!(a.cmd(&["AUTH", "pw"]), Reply::status("OK"));
             start_busy(&srv, &mut a, &["EVAL", "while true do end", "0"]);
             let noauth = Reply::err("NOAUTH Authentication required.");
@@ -489,7 +498,7 @@ const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is dis
 
 /// AUTH while busy, with Valkey 8.1 beside ringkv: every reply.
 fn auth_conversation(srv: &Server) -> Vec<Reply> {
-    let (mut a, mut stranger) = (srv.raw(), srv.raw());
+    let (mut a, mut stranger) = (ready(srv), ready(srv));
     let mut seen = vec![
         a.cmd(&["AUTH", "pw"]),
         a.cmd(&["CONFIG", "SET", "lua-time-limit", THRESHOLD]),
