@@ -45,9 +45,9 @@ fn start_busy(srv: &Server, caller: &mut Raw, args: &[&str]) {
     wait_busy(srv, before);
 }
 
-/// A connection the server has fully taken in (one round trip done):
-/// one whose hand-over to the engine is still in flight when a script
-/// turns busy waits for the script (README's scripting row).
+/// A connection the server has fully taken in (one round trip done).
+/// Under load, clients connected just before a script started were seen
+/// to get their -BUSY replies only after it (README's scripting row).
 fn ready(srv: &Server) -> Raw {
     let mut c = srv.raw();
     c.cmd(&["PING"]);
