@@ -43,8 +43,10 @@ pub fn feed(
     }
     let line = format_line(srv.now_us(), origin, db, fullname, argv);
     let mut me = me;
-    let monitors = srv.monitors.clone();
-    for id in monitors {
+    // By index: writing to a monitor borrows the server, and a copy of
+    // the list per command would be an allocation per command.
+    for i in 0..srv.monitors.len() {
+        let id = srv.monitors[i];
         match me.as_mut() {
             Some(m) if m.id == id => m.reply.simple(&line),
             _ => {
