@@ -5,7 +5,9 @@
 //!   task work), falling back to a plain ring on kernels that refuse them.
 //! * One multishot accept per listener; one multishot recv per connection
 //!   drawing from a provided-buffer ring: bytes are copied into the
-//!   connection's read buffer and the buffer goes straight back to the ring.
+//!   connection's read buffer and the buffer goes straight back, to be put
+//!   in the ring again first (the ring holds a window of the buffers, see
+//!   [`BufRing`]).
 //!   A recv that ends (ENOBUFS when the ring ran dry, or any final
 //!   completion) is re-armed.
 //! * Sends: at most one in flight per connection, from the connection's
@@ -120,6 +122,15 @@ impl Drop for Mapping {
 }
 
 /// The provided-buffer ring and its buffers.
+///
+/// Only a window of the buffers is in the kernel's ring at a time, refilled
+/// from a stack of returned ones, most recently used first. The kernel takes
+/// ring entries in order, so with all 512 published every buffer would be
+/// written in turn and all 8 MiB would stay resident after one busy burst;
+/// with the window the pages that get written are those of the few buffers
+/// in circulation (measured: RSS per key at 16-byte values, docs/BENCHMARKS.md
+/// §4). The window doubles when the ring runs dry (ENOBUFS) and halves after
+/// a long run without that.
 struct BufRing {
     ring: Mapping,
     data: Mapping,
@@ -127,7 +138,25 @@ struct BufRing {
     /// published.
     tail: u16,
     published: u16,
+    /// Buffers the kernel has filled (completions that carried one); the
+    /// ring holds `tail - taken` of them.
+    taken: u16,
+    /// Buffers out of the ring and out of use; the last one pushed is the
+    /// first put back.
+    free: Vec<u16>,
+    /// How many buffers the ring is refilled to.
+    window: u16,
+    /// Buffers taken since the ring last ran dry or the window last shrank.
+    taken_since_dry: u32,
 }
+
+/// The smallest window: one read each for a few dozen connections between
+/// two refills.
+const MIN_WINDOW: u16 = 32;
+/// Buffers taken without the ring running dry, per buffer of the window,
+/// before the window halves. Large, so a window that is needed now and then
+/// is not given up between two bursts.
+const SHRINK_AFTER: u32 = 1024;
 
 impl BufRing {
     fn new() -> io::Result<BufRing> {
@@ -138,16 +167,41 @@ impl BufRing {
             data,
             tail: 0,
             published: 0,
+            taken: 0,
+            // Popped from the end: buffer 0 goes into the ring first.
+            free: (0..BUF_COUNT).rev().collect(),
+            window: MIN_WINDOW,
+            taken_since_dry: 0,
         };
-        for bid in 0..BUF_COUNT {
-            br.recycle(bid);
-        }
         br.publish();
         Ok(br)
     }
 
-    /// Give buffer `bid` back (visible to the kernel after `publish`).
+    /// Buffer `bid` is back from use (put in the ring again by `publish`
+    /// while the window has room).
     fn recycle(&mut self, bid: u16) {
+        self.free.push(bid);
+    }
+
+    /// A completion carried a buffer: the kernel took it off the ring.
+    fn took(&mut self) {
+        self.taken = self.taken.wrapping_add(1);
+        self.taken_since_dry += 1;
+        if self.taken_since_dry >= SHRINK_AFTER * u32::from(self.window) && self.window > MIN_WINDOW
+        {
+            self.window /= 2;
+            self.taken_since_dry = 0;
+        }
+    }
+
+    /// The ring ran dry: a recv ended with ENOBUFS.
+    fn ran_dry(&mut self) {
+        self.window = (self.window * 2).min(BUF_COUNT);
+        self.taken_since_dry = 0;
+    }
+
+    /// Put buffer `bid` at our (unpublished) tail.
+    fn push_entry(&mut self, bid: u16) {
         let idx = usize::from(self.tail & (BUF_COUNT - 1));
         let entry = self.ring.ptr.cast::<RawBuf>();
         // SAFETY: `idx` < BUF_COUNT, so the entry is inside the mapping. The
@@ -163,8 +217,12 @@ impl BufRing {
         self.tail = self.tail.wrapping_add(1);
     }
 
-    /// Publish recycled buffers to the kernel.
+    /// Refill the ring up to the window and publish it to the kernel.
     fn publish(&mut self) {
+        while self.tail.wrapping_sub(self.taken) < self.window {
+            let Some(bid) = self.free.pop() else { break };
+            self.push_entry(bid);
+        }
         if self.published == self.tail {
             return;
         }
@@ -809,6 +867,9 @@ impl Uring {
 
     fn on_recv(&mut self, d: &mut Driver, slot: u32, generation: u32, res: i32, flags: u32) {
         let bid = cqueue::buffer_select(flags);
+        if bid.is_some() {
+            self.bufs.took();
+        }
         let Some(c) = d.conn_gen(slot, generation) else {
             if let Some(bid) = bid {
                 self.bufs.recycle(bid);
@@ -834,6 +895,7 @@ impl Uring {
             d.on_eof(slot);
         } else if -res == libc::ENOBUFS {
             // The ring ran dry; the data waits in the socket.
+            self.bufs.ran_dry();
             if !closing {
                 self.rearm.push(slot);
             }
@@ -1004,5 +1066,73 @@ mod tests {
         ] {
             assert_eq!(untag(tag(k, s, g)), (k, s, g));
         }
+    }
+
+    /// The bids the kernel would take next, in order.
+    fn ring_bids(br: &BufRing) -> Vec<u16> {
+        let entry = br.ring.ptr.cast::<RawBuf>();
+        (0..br.tail.wrapping_sub(br.taken))
+            .map(|k| br.taken.wrapping_add(k))
+            .map(|i| {
+                // SAFETY: the index is masked into the mapping; no kernel is
+                // attached to this ring.
+                unsafe { (*entry.add(usize::from(i & (BUF_COUNT - 1)))).bid }
+            })
+            .collect()
+    }
+
+    /// The kernel fills the buffer at the ring's head, which comes back.
+    fn fill_and_return(br: &mut BufRing) {
+        let entry = br.ring.ptr.cast::<RawBuf>();
+        // SAFETY: as in `ring_bids`.
+        let bid = unsafe { (*entry.add(usize::from(br.taken & (BUF_COUNT - 1)))).bid };
+        br.took();
+        br.recycle(bid);
+        br.publish();
+    }
+
+    #[test]
+    fn the_ring_holds_a_window_refilled_with_the_buffers_used_last() {
+        let mut br = BufRing::new().unwrap();
+        assert_eq!(ring_bids(&br), (0..MIN_WINDOW).collect::<Vec<_>>());
+        // The kernel fills buffers 0 and 1; they come back in that order
+        // and are the next ones put in, behind the rest of the window.
+        for bid in [0, 1] {
+            br.took();
+            br.recycle(bid);
+        }
+        br.publish();
+        let bids = ring_bids(&br);
+        assert_eq!(bids.len(), usize::from(MIN_WINDOW));
+        assert_eq!(&bids[bids.len() - 2..], &[1, 0]);
+        // Running dry doubles the window with buffers never used before.
+        br.ran_dry();
+        br.publish();
+        assert_eq!(ring_bids(&br).len(), usize::from(MIN_WINDOW) * 2);
+        assert!(ring_bids(&br).contains(&(MIN_WINDOW * 2 - 1)));
+    }
+
+    #[test]
+    fn the_window_grows_to_every_buffer_and_shrinks_after_a_long_quiet_run() {
+        let mut br = BufRing::new().unwrap();
+        for _ in 0..10 {
+            br.ran_dry();
+        }
+        br.publish();
+        assert_eq!(ring_bids(&br).len(), usize::from(BUF_COUNT));
+        // Every buffer is in the ring: none is left to add.
+        assert!(br.free.is_empty());
+        // Taking and returning buffers without running dry halves the
+        // window after SHRINK_AFTER per buffer of it; the ring then drains
+        // to the smaller window before it is refilled.
+        for _ in 0..SHRINK_AFTER * u32::from(BUF_COUNT) {
+            fill_and_return(&mut br);
+        }
+        assert_eq!(br.window, BUF_COUNT / 2);
+        assert!(ring_bids(&br).len() <= usize::from(BUF_COUNT));
+        for _ in 0..BUF_COUNT {
+            fill_and_return(&mut br);
+        }
+        assert_eq!(ring_bids(&br).len(), usize::from(BUF_COUNT / 2));
     }
 }
