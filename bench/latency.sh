@@ -15,6 +15,7 @@
 # p99, p99.9 and max (µs, all commands) and of the server's CPU per request.
 #
 # Env:   RATES ("40000 80000")  ROUNDS (3)  DURATION (20s)  KEYS (1000000)
+#        TEST (mixed: SET:GET 1:10; or get, set, ...)
 #        PORT (17601)  SERVER_CPU (0)  CLIENT_CPU (1)  NO_BUILD (1: use the
 #        release binaries as built)  RAW_OUT (TSV of every run)
 # Stops only the servers it started, by PID.
@@ -41,7 +42,8 @@ done
 
 WORK=$(mktemp -d /tmp/ringkv-latency.XXXXXX)
 RAW=$WORK/raw.tsv
-echo -e "rate\tround\tvariant\tp50\tp90\tp99\tp999\tmax\tserver_us\trps" >"$RAW"
+TEST=${TEST:-mixed}
+echo -e "rate\tround\tvariant\tp50\tp90\tp99\tp999\tmax\tserver_us\trps\tclient_us" >"$RAW"
 SERVER_PID=""
 cleanup() {
   stop_server
@@ -82,28 +84,29 @@ for rate in "${RATE_LIST[@]}"; do
     for v in "${order[@]}"; do
       start "$v"
       bench -t set --key-pattern sequential -n "$KEYS" -P 16 -q >/dev/null
-      bench -t mixed --ratio 1:10 --rate "$rate" --duration "$DURATION" --json >"$WORK/run.json"
+      bench -t "$TEST" --ratio 1:10 --rate "$rate" --duration "$DURATION" --json >"$WORK/run.json"
       stop_server
       python3 - "$WORK/run.json" "$rate" "$round" "$v" >>"$RAW" <<'EOF'
 import json, sys
 t = json.load(open(sys.argv[1]))["tests"][0]
 l = t["latency_us"]["all"]
 print("\t".join(sys.argv[2:5] + [str(l[k]) for k in ("p50_us", "p90_us", "p99_us", "p99.9_us", "max_us")]
-                + [str(t["server_cpu_us_per_request"]), str(t["rps"])]))
+                + [str(t["server_cpu_us_per_request"]), str(t["rps"]), str(t["client_cpu_us_per_request"])]))
 EOF
       tail -n 1 "$RAW" >&2
     done
   done
 done
 
-python3 - "$RAW" "$ROUNDS" "$DURATION" "$KEYS" <<'EOF'
+python3 - "$RAW" "$ROUNDS" "$DURATION" "$KEYS" "$TEST" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-print(f"open loop, mixed SET:GET 1:10, 50 connections, 100-byte values, {sys.argv[4]} keys, "
+mix = "mixed SET:GET 1:10" if sys.argv[5] == "mixed" else sys.argv[5].upper()
+print(f"open loop, {mix}, 50 connections, 100-byte values, {sys.argv[4]} keys, "
       f"{sys.argv[3]} per run; medians of {sys.argv[2]} rounds; latency in µs from the intended send time")
 print()
-print("| rate | server | p50 | p90 | p99 | p99.9 | max | server CPU µs/req | requests/s |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| rate | server | p50 | p90 | p99 | p99.9 | max | server CPU µs/req | requests/s | ringkv-bench CPU µs/req |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 seen = []
 for r in rows:
     if (r["rate"], r["variant"]) not in seen:
@@ -112,5 +115,5 @@ for rate, v in seen:
     sel = [r for r in rows if r["rate"] == rate and r["variant"] == v]
     med = lambda k: statistics.median(float(r[k]) for r in sel)
     print(f"| {int(rate):,} | {v} | {med('p50'):.0f} | {med('p90'):.0f} | {med('p99'):.0f} | "
-          f"{med('p999'):.0f} | {med('max'):.0f} | {med('server_us'):.2f} | {med('rps'):,.0f} |")
+          f"{med('p999'):.0f} | {med('max'):.0f} | {med('server_us'):.2f} | {med('rps'):,.0f} | {med('client_us'):.2f} |")
 EOF

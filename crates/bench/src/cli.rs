@@ -24,11 +24,17 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Overlay distributions from --histogram-out files (or saved
-    /// redis-benchmark output) in one SVG.
+    /// redis-benchmark output) in one SVG; with --vs-load, latency against
+    /// offered load from bench/latency.sh's table of runs.
     Plot {
-        /// Percentile tables written by --histogram-out, or redis-benchmark output.
+        /// Percentile tables written by --histogram-out, or redis-benchmark
+        /// output; with --vs-load, tables of runs (bench/latency.sh RAW_OUT).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Latency against load: x is the `rate` column, y the median over
+        /// runs of the column named here (p50, p90, p99, p999, max).
+        #[arg(long = "vs-load", value_name = "COLUMN")]
+        vs_load: Option<String>,
         #[arg(short = 'o', long)]
         out: PathBuf,
         #[arg(long, default_value = "latency by percentile")]

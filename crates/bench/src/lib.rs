@@ -60,6 +60,14 @@ pub fn main_cli() -> i32 {
     let r = match cli.command {
         Some(Command::Plot {
             files,
+            vs_load: Some(column),
+            out,
+            title,
+            log_y,
+        }) => plot_load(&files, &column, &out, &title, log_y),
+        Some(Command::Plot {
+            files,
+            vs_load: None,
             out,
             title,
             log_y,
@@ -107,6 +115,26 @@ fn plot_files(
         }
     }
     write_file(out, &plot::svg(title, &all, log_y))?;
+    Ok(0)
+}
+
+/// `ringkv-bench plot --vs-load p50 runs.tsv -o p50.svg`.
+fn plot_load(
+    files: &[std::path::PathBuf],
+    column: &str,
+    out: &Path,
+    title: &str,
+    log_y: bool,
+) -> Result<i32, String> {
+    let mut all = Vec::new();
+    for f in files {
+        let text =
+            std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        all.extend(
+            stats::parse_load_table(&text, column).map_err(|e| format!("{}: {e}", f.display()))?,
+        );
+    }
+    write_file(out, &plot::svg_vs_load(title, &all, log_y))?;
     Ok(0)
 }
 

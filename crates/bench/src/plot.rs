@@ -1,8 +1,10 @@
-//! Latency-by-percentile plots as hand-written SVG.
+//! Latency plots as hand-written SVG: by percentile, or against load.
 //!
-//! The x axis is HdrHistogram's: log10 of 1/(1-p), so 0%, 90%, 99%, 99.9%,
-//! ... are evenly spaced and the tail gets the room. y is latency in µs,
-//! linear from 0. One polyline per series; a legend names them.
+//! By percentile, the x axis is HdrHistogram's: log10 of 1/(1-p), so 0%,
+//! 90%, 99%, 99.9%, ... are evenly spaced and the tail gets the room.
+//! Against load, x is the offered rate, linear from 0. y is latency in µs,
+//! linear from 0 or logarithmic. One polyline per series; a legend names
+//! them.
 
 use crate::stats::Series;
 use std::fmt::Write as _;
@@ -47,10 +49,78 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Render `series` to an SVG document, y linear from 0 or (`log_y`)
-/// logarithmic, which keeps the body of the distribution readable when
-/// the tail is 10× higher.
+/// What the x axis of a chart is.
+enum XAxis {
+    /// Percentiles 0..=1 (`decades`).
+    Percentile,
+    /// Offered requests/s, 0..=`max`.
+    Load { max: f64 },
+}
+
+impl XAxis {
+    /// Position of `v` as a fraction of the axis.
+    fn frac(&self, v: f64) -> f64 {
+        match self {
+            XAxis::Percentile => decades(v) / DECADES as f64,
+            XAxis::Load { max } => (v / max).clamp(0.0, 1.0),
+        }
+    }
+
+    /// Grid lines: (fraction of the axis, label).
+    fn ticks(&self) -> Vec<(f64, String)> {
+        match self {
+            XAxis::Percentile => ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"]
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (i as f64 / DECADES as f64, l.to_string()))
+                .collect(),
+            XAxis::Load { max } => (0..=5)
+                .map(|i| (i as f64 / 5.0, fmt_rate(max * i as f64 / 5.0)))
+                .collect(),
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        match self {
+            XAxis::Percentile => "percentile",
+            XAxis::Load { .. } => "offered load (requests/s)",
+        }
+    }
+}
+
+fn fmt_rate(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{}k", fmt_tick(v / 1000.0))
+    } else {
+        fmt_tick(v)
+    }
+}
+
+/// Render `series` (points: percentile 0..=1, latency µs) to an SVG
+/// document, y linear from 0 or (`log_y`) logarithmic, which keeps the body
+/// of the distribution readable when the tail is 10× higher.
 pub fn svg(title: &str, series: &[Series], log_y: bool) -> String {
+    chart(title, series, log_y, &XAxis::Percentile)
+}
+
+/// Render `series` (points: offered requests/s, latency µs) to an SVG
+/// document: latency against load.
+pub fn svg_vs_load(title: &str, series: &[Series], log_y: bool) -> String {
+    let max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    chart(
+        title,
+        series,
+        log_y,
+        &XAxis::Load {
+            max: nice_ceiling(max),
+        },
+    )
+}
+
+fn chart(title: &str, series: &[Series], log_y: bool, xaxis: &XAxis) -> String {
     let values = || series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let ymax = nice_ceiling(values().fold(0.0, f64::max));
     let ymin = if log_y {
@@ -66,7 +136,7 @@ pub fn svg(title: &str, series: &[Series], log_y: bool) -> String {
     let ymax = if log_y { ymax.max(ymin * 10.0) } else { ymax };
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
-    let x = |p: f64| LEFT + decades(p) / DECADES as f64 * pw;
+    let x = |p: f64| LEFT + xaxis.frac(p) * pw;
     let frac = |v: f64| {
         if log_y {
             (v.max(ymin).log10() - ymin.log10()) / (ymax.log10() - ymin.log10())
@@ -90,9 +160,8 @@ pub fn svg(title: &str, series: &[Series], log_y: bool) -> String {
     );
 
     // Grid and axis labels.
-    let labels = ["0%", "90%", "99%", "99.9%", "99.99%", "99.999%"];
-    for (i, label) in labels.iter().enumerate() {
-        let gx = LEFT + i as f64 / DECADES as f64 * pw;
+    for (f, label) in xaxis.ticks() {
+        let gx = LEFT + f * pw;
         let _ = writeln!(
             o,
             r##"<line x1="{gx:.1}" y1="{TOP}" x2="{gx:.1}" y2="{:.1}" stroke="#ddd"/>"##,
@@ -140,9 +209,10 @@ pub fn svg(title: &str, series: &[Series], log_y: bool) -> String {
     );
     let _ = writeln!(
         o,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">percentile</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + pw / 2.0,
-        H - 14.0
+        H - 14.0,
+        xaxis.title()
     );
     let _ = writeln!(
         o,
@@ -232,6 +302,22 @@ mod tests {
             )),
             "{s}"
         );
+    }
+
+    #[test]
+    fn latency_against_load_has_a_linear_rate_axis() {
+        let series = vec![Series {
+            label: "redis p50".into(),
+            points: vec![(20_000.0, 60.0), (80_000.0, 100.0)],
+        }];
+        let s = svg_vs_load("vs load", &series, false);
+        assert!(s.contains(">offered load (requests/s)</text>"));
+        // 0 .. 100k in fifths; 80k sits at 4/5 of the width, at the top.
+        for tick in [">0</text>", ">20k</text>", ">100k</text>"] {
+            assert!(s.contains(tick), "missing tick {tick}");
+        }
+        let x80 = LEFT + (W - LEFT - RIGHT) * 0.8;
+        assert!(s.contains(&format!("{x80:.1},{TOP:.1}")), "{s}");
     }
 
     #[test]

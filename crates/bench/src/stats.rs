@@ -333,6 +333,69 @@ pub fn summary_json(s: &Summary) -> String {
     o
 }
 
+/// Latency against load from a table of runs: tab-separated, a header
+/// naming at least `rate`, `variant` and `column` (bench/latency.sh's
+/// RAW_OUT), one row per run. One series per variant, in order of first
+/// appearance: for each rate, the median of `column` over its runs.
+pub fn parse_load_table(text: &str, column: &str) -> Result<Vec<Series>, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> = lines.next().ok_or("empty table")?.split('\t').collect();
+    let find = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| format!("no column {name:?} in the header"))
+    };
+    let (rate_i, variant_i, value_i) = (find("rate")?, find("variant")?, find(column)?);
+    // variant -> rate -> values
+    let mut runs: Vec<(String, Vec<(f64, Vec<f64>)>)> = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let get = |i: usize| {
+            f.get(i)
+                .ok_or_else(|| format!("row {}: too few columns", n + 2))
+        };
+        let num = |i: usize| -> Result<f64, String> {
+            let v = get(i)?;
+            v.parse()
+                .map_err(|_| format!("row {}: {v:?} is not a number", n + 2))
+        };
+        let (rate, value, variant) = (num(rate_i)?, num(value_i)?, get(variant_i)?.to_string());
+        let idx = match runs.iter().position(|(v, _)| *v == variant) {
+            Some(i) => i,
+            None => {
+                runs.push((variant, Vec::new()));
+                runs.len() - 1
+            }
+        };
+        let rates = &mut runs[idx].1;
+        match rates.iter_mut().find(|(r, _)| *r == rate) {
+            Some((_, vs)) => vs.push(value),
+            None => rates.push((rate, vec![value])),
+        }
+    }
+    Ok(runs
+        .into_iter()
+        .map(|(label, mut rates)| {
+            rates.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let points = rates
+                .into_iter()
+                .map(|(r, mut vs)| {
+                    vs.sort_by(f64::total_cmp);
+                    let m = vs.len() / 2;
+                    let med = if vs.len() % 2 == 1 {
+                        vs[m]
+                    } else {
+                        (vs[m - 1] + vs[m]) / 2.0
+                    };
+                    (r, med)
+                })
+                .collect();
+            Series { label, points }
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,5 +515,20 @@ mod tests {
         assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
         assert_eq!(json_num(f64::NAN), "null");
         assert_eq!(json_num(1.23456), "1.235");
+    }
+
+    #[test]
+    fn load_table_gives_medians_per_rate_and_variant() {
+        let t = "rate\tround\tvariant\tp50\n\
+                 20000\t1\tredis\t60\n20000\t1\tringkv\t50\n\
+                 20000\t2\tredis\t70\n20000\t2\tringkv\t55\n\
+                 20000\t3\tredis\t90\n10000\t1\tredis\t40\n";
+        let s = parse_load_table(t, "p50").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].label, "redis");
+        assert_eq!(s[0].points, vec![(10000.0, 40.0), (20000.0, 70.0)]);
+        assert_eq!(s[1].points, vec![(20000.0, 52.5)]);
+        assert!(parse_load_table(t, "p99").unwrap_err().contains("p99"));
+        assert!(parse_load_table("rate\tvariant\tp50\n1\tx\tfast\n", "p50").is_err());
     }
 }
