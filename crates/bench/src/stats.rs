@@ -347,8 +347,9 @@ pub fn parse_load_table(text: &str, column: &str) -> Result<Vec<Series>, String>
             .ok_or_else(|| format!("no column {name:?} in the header"))
     };
     let (rate_i, variant_i, value_i) = (find("rate")?, find("variant")?, find(column)?);
-    // variant -> rate -> values
-    let mut runs: Vec<(String, Vec<(f64, Vec<f64>)>)> = Vec::new();
+    /// A variant's runs: each rate with the values measured at it.
+    type Runs = Vec<(f64, Vec<f64>)>;
+    let mut runs: Vec<(String, Runs)> = Vec::new();
     for (n, line) in lines.enumerate() {
         let f: Vec<&str> = line.split('\t').collect();
         let get = |i: usize| {
