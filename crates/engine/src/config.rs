@@ -141,6 +141,9 @@ static DEFS: &[Def] = &[
     // ringkv's own: how long (µs) a loaded io_uring loop may wait to batch
     // completions (see net's `Uring::wait`); 0 = wake on the first one.
     i("io-uring-batch-wait-us", 0, 10_000, "0", SUP | IMM),
+    // ringkv's own: after the event loop last read input, it polls
+    // without sleeping for this long (µs) before it sleeps; 0 = sleep at once.
+    i("io-busy-poll-us", 0, 10_000, "0", SUP),
     i("io-threads-ring-size", 2, 1 << 20, "4096", SUP | IMM),
     b("io-threads-idle-exec", true, SUP | IMM),
     // ringkv's own: the number of IO threads taking connections follows
@@ -450,6 +453,9 @@ pub struct Config {
     pub io_uring: IoUringMode,
     /// `io-uring-batch-wait-us`.
     pub io_uring_batch_wait_us: u32,
+    /// `io-busy-poll-us` (ringkv's own): how long an event loop polls
+    /// without sleeping after it last read input.
+    pub io_busy_poll_us: u32,
     /// `io-threads-ring-size` (ringkv's own): messages each hand-off ring
     /// holds, per IO thread and direction.
     pub io_threads_ring_size: usize,
@@ -589,6 +595,7 @@ impl Default for Config {
             tcp_backlog: 511,
             io_uring: IoUringMode::Auto,
             io_uring_batch_wait_us: 0,
+            io_busy_poll_us: 0,
             io_threads_ring_size: 4096,
             io_threads_idle_exec: true,
             io_threads_adaptive: true,
@@ -1050,6 +1057,7 @@ impl Config {
                 }
             }
             "io-uring-batch-wait-us" => self.io_uring_batch_wait_us = num() as u32,
+            "io-busy-poll-us" => self.io_busy_poll_us = num() as u32,
             "io-threads-ring-size" => self.io_threads_ring_size = num() as usize,
             "io-threads-idle-exec" => self.io_threads_idle_exec = v == "yes",
             "io-threads-adaptive" => self.io_threads_adaptive = v == "yes",

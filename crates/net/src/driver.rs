@@ -62,6 +62,7 @@ impl EngineTimers {
         engine.background_step();
         if now >= self.next_cron {
             engine.cron();
+            crate::busy_poll::set_window_us(engine.config().io_busy_poll_us);
             let period = Duration::from_micros(1_000_000 / u64::from(engine.hz().clamp(1, 500)));
             self.next_cron += period;
             if self.next_cron < now {
@@ -209,6 +210,8 @@ pub(crate) struct Driver {
     guest_keepalive: u64,
     /// Inline mode: clients gone while the engine was lent to a batch.
     disconnect_later: Vec<ClientId>,
+    /// `io-busy-poll-us`: poll instead of sleeping just after input.
+    busy_poll: crate::busy_poll::BusyPoll,
 }
 
 impl Driver {
@@ -290,6 +293,7 @@ impl Driver {
             guest_limits: (resp::Limits::default(), usize::MAX),
             guest_keepalive: 300,
             disconnect_later: Vec::new(),
+            busy_poll: Default::default(),
         }
     }
 
@@ -532,6 +536,7 @@ impl Driver {
     /// `n` bytes were read straight into the connection's buffer.
     pub(crate) fn note_read(&mut self, slot: u32, client: ClientId, n: usize) {
         self.reads += 1;
+        self.busy_poll.input();
         self.bytes_in += n as u64;
         let conn = self.conns[slot as usize].as_deref_mut();
         if let Some(c) = &conn {
@@ -638,11 +643,12 @@ impl Driver {
             Side::Io(link) => {
                 link.give_back(&mut self.spent);
                 link.flush();
-                return link.before_wait(!self.dirty.is_empty(), MAX_WAIT);
+                let polling = self.busy_poll.keep_polling();
+                return link.before_wait(!self.dirty.is_empty() || polling, MAX_WAIT);
             }
             Side::Lent => return Duration::ZERO,
         };
-        if !self.dirty.is_empty() {
+        if !self.dirty.is_empty() || self.busy_poll.keep_polling() {
             return Duration::ZERO;
         }
         if let Some(b) = &self.wake_bell {

@@ -40,6 +40,9 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 const SQ_ENTRIES: u32 = 1024;
+/// io_uring_enter's flag to reap completions (include/uapi/linux/io_uring.h);
+/// the io-uring crate keeps its copy private.
+const IORING_ENTER_GETEVENTS: u32 = 1;
 const CQ_ENTRIES: u32 = 16384;
 /// Provided-buffer group for all recvs.
 const BGID: u16 = 0;
@@ -739,6 +742,9 @@ impl Uring {
     /// a request waits at most the knob's value, while the loop serves
     /// more connections per wake-up.
     fn wait(&mut self, timeout: Duration, live: usize) -> io::Result<()> {
+        if timeout.is_zero() {
+            return self.poll_completions();
+        }
         let ts = types::Timespec::new()
             .sec(timeout.as_secs())
             .nsec(timeout.subsec_nanos());
@@ -757,6 +763,32 @@ impl Uring {
                 Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {
                     Ok(())
                 }
+                _ => Err(e),
+            },
+        }
+    }
+
+    /// Submit what is queued and run the kernel's deferred work without
+    /// waiting: an enter that asks for no completion returns as soon as the
+    /// new ones are posted. (A zero timeout with one completion wanted would
+    /// arm a timer and may sleep on it, which a busy poll must not.)
+    fn poll_completions(&mut self) -> io::Result<()> {
+        let pending = self.ring.submission().len() as u32;
+        // SAFETY: no argument is passed; the SQEs being submitted point at
+        // memory this loop keeps alive until their completions (as for
+        // every submission here).
+        let r = unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                pending,
+                0,
+                IORING_ENTER_GETEVENTS,
+                None,
+            )
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => Ok(()),
                 _ => Err(e),
             },
         }
