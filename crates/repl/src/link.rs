@@ -16,7 +16,9 @@
 //!
 //! A `REPLCONF` from the primary is always handed over in a chunk of its
 //! own, so that the engine answers a GETACK with exactly the bytes applied
-//! before it. The engine's answer ([`PrimaryLink::ack`]) is written from
+//! before it, and a `MULTI ... EXEC` is handed over whole, so that the
+//! engine's offset (what it relays to its own replicas) never ends inside
+//! a transaction. The engine's answer ([`PrimaryLink::ack`]) is written from
 //! the engine's thread on a clone of the socket, under a lock shared with
 //! the periodic ACK.
 
@@ -520,9 +522,14 @@ fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
-        // Whole commands from `pos`; a REPLCONF travels alone.
+        // Whole commands from `pos`; a REPLCONF travels alone; a MULTI
+        // ... EXEC only whole (the offset the engine reaches is never
+        // inside one, as Valkey's reploff: our own replicas' full syncs
+        // are cut there, and a lost link continues from the MULTI).
         let start = c.pos;
         let mut at = c.pos;
+        // Where an unfinished MULTI starts: (byte, args, commands).
+        let mut multi: Option<(usize, usize, usize)> = None;
         loop {
             one.clear();
             let parsed = resp::parse_command(&c.buf[at..], &limits, &mut one)
@@ -533,6 +540,14 @@ fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
             let replconf = n > 0 && one[0].slice(&c.buf[at..]).eq_ignore_ascii_case(b"replconf");
             if replconf && at > start {
                 break;
+            }
+            let name = |n: usize, word: &[u8]| {
+                n > 0 && one[0].slice(&c.buf[at..]).eq_ignore_ascii_case(word)
+            };
+            if multi.is_none() && name(n, b"multi") {
+                multi = Some((at, args.len(), argc.len()));
+            } else if name(n, b"exec") {
+                multi = None;
             }
             if n > 0 {
                 args.extend(one.iter().map(|s| resp::Span {
@@ -545,6 +560,12 @@ fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
             if replconf {
                 break;
             }
+        }
+        if let Some((byte, nargs, ncmds)) = multi.take() {
+            // The transaction goes over once its EXEC is here.
+            at = byte;
+            args.truncate(nargs);
+            argc.truncate(ncmds);
         }
         if at > start {
             let data = c.buf[start..at].to_vec();

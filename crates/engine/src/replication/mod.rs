@@ -97,6 +97,7 @@ pub fn restore_saved(srv: &mut crate::server::Server, saved: crate::persist::Sav
         if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT) {
             s.db = saved.stream_db.max(0) as usize;
         }
+        replica::sync_shift(srv);
         return;
     }
     let stream = srv.effects.offset() as i64;
@@ -106,6 +107,17 @@ pub fn restore_saved(srv: &mut crate::server::Server, saved: crate::persist::Sav
     r.replid = crate::server::new_replid();
     r.shift = saved.offset as i64 - stream;
     primary::ensure_backlog(srv);
+}
+
+/// The database the primary's stream is in (`repl-stream-db` of the full
+/// sync's file; -1: unknown, the stream will say).
+pub fn set_stream_db(srv: &mut crate::server::Server, db: i64) {
+    if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT)
+        && db >= 0
+        && (db as usize) < srv.keyspace.dbs.len()
+    {
+        s.db = db as usize;
+    }
 }
 
 /// The AUX fields a snapshot carries about the stream, at its instant:
