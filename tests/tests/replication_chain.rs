@@ -26,13 +26,23 @@ fn start(backend: Backend) -> Server {
 }
 
 /// top -> middle -> bottom, synced: the top holds `fill`'s dataset.
+/// The bottom joins while the stream is in database 2, and the stream
+/// goes on there without a SELECT: the bottom must take the database
+/// from the middle's RDB (`repl-stream-db`).
 fn chain(top: Backend, middle: Backend, bottom: Backend) -> (Server, Server, Server) {
     let (t, m, b) = (start(top), start(middle), start(bottom));
     let (tc, mc, bc) = (&mut t.client(), &mut m.client(), &mut b.client());
     fill(tc);
     follow(mc, &t);
     wait_caught_up(tc, mc);
+    assert_eq!(q(tc, "SELECT 2"), ok());
+    assert_eq!(q(tc, "SET chain:before 1"), ok());
+    wait_caught_up(tc, mc);
     follow(bc, &m);
+    wait_caught_up(mc, bc);
+    assert_eq!(q(tc, "SET chain:after 1"), ok());
+    assert_eq!(q(tc, "SELECT 0"), ok());
+    wait_caught_up(tc, mc);
     wait_caught_up(mc, bc);
     (t, m, b)
 }
@@ -254,5 +264,54 @@ e2e!(
         wait_caught_up(oc, mc);
         wait_caught_up(mc, bc);
         assert_same(&plain_view(bc), &want, "the bottom after the new stream");
+    }
+);
+
+e2e!(
+    ringkv_only fn a_replicas_aof_holds_its_primarys_stream_and_loads_back(b) {
+        // The replica's AOF is the stream it relays; a rewrite's new incr
+        // file must start in the database that stream is in, which the
+        // stream itself does not say again.
+        let t = b.server();
+        let tc = &mut t.client();
+        let tmp = ringkv_e2e::server::TempDir::new("chain-aof");
+        let mut m = b.start(
+            Opts::new()
+                .dir(tmp.path())
+                .arg("save", "")
+                .arg("appendonly", "yes"),
+        );
+        let mc = &mut m.client();
+        follow(mc, &t);
+        wait_caught_up(tc, mc);
+        // The stream selects database 2 once, before the rewrite.
+        assert_eq!(q(tc, "SELECT 2"), ok());
+        assert_eq!(q(tc, "SET before 1"), ok());
+        wait_caught_up(tc, mc);
+        assert!(q(mc, "BGREWRITEAOF").is_ok());
+        within(30, "the AOF rewrite to finish", || {
+            let info = text(&q(mc, "INFO persistence"));
+            info_field(&info, "aof_rewrite_in_progress") == "0"
+                && info_field(&info, "aof_rewrite_scheduled") == "0"
+        });
+        // Still in database 2 on the top: no SELECT in the stream.
+        assert_eq!(q(tc, "SET after 2"), ok());
+        assert_eq!(int_of(&q(tc, "INCR counter")), 1);
+        let _ = q(tc, "SELECT 0");
+        let want = plain_view(tc);
+        wait_caught_up(tc, mc);
+        let _ = q(mc, "SHUTDOWN NOSAVE");
+        m.wait_exit(std::time::Duration::from_secs(10));
+        // Loaded back by ringkv and by Valkey 8.1, not as a replica.
+        for backend in [b, Backend::Valkey] {
+            let r = backend.start(
+                Opts::new()
+                    .dir(tmp.path())
+                    .arg("save", "")
+                    .arg("appendonly", "yes"),
+            );
+            let rc = &mut r.client();
+            assert_same(&plain_view(rc), &want, &format!("the AOF loaded by {backend:?}"));
+        }
     }
 );
