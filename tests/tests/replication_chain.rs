@@ -87,7 +87,10 @@ fn three_ringkv_servers(b: Backend, seed: u64) {
     // A script's writes travel as one MULTI/EXEC.
     let script = "redis.call('SET', 'lua:a', ARGV[1]); redis.call('INCR', 'lua:n'); return 1";
     for i in 0..3 {
-        assert_eq!(int_of(&query(tc, &["EVAL", script, "0", &i.to_string()])), 1);
+        assert_eq!(
+            int_of(&query(tc, &["EVAL", script, "0", &i.to_string()])),
+            1
+        );
     }
     let want = write_and_settle(tc, seed, 1500);
     wait_caught_up(tc, mc);
@@ -114,7 +117,10 @@ fn three_ringkv_servers(b: Backend, seed: u64) {
     );
     // WAIT on a replica is Valkey's error, sub-replicas or not.
     let err = q(mc, "WAIT 1 100").unwrap_err();
-    assert!(err.starts_with("ERR WAIT cannot be used with replica instances."), "{err}");
+    assert!(
+        err.starts_with("ERR WAIT cannot be used with replica instances."),
+        "{err}"
+    );
     assert_eq!(stat(mc, "stats", "sync_full"), "1");
     assert_eq!(stat(tc, "stats", "sync_full"), "1");
 }
@@ -170,7 +176,11 @@ fn middle_link_cut(b: Backend, bottom: Backend) {
     let (tc, mc, bc) = (&mut t.client(), &mut m.client(), &mut bo.client());
     let mut rng = Rng::new(45);
     for round in 0..3 {
-        assert_eq!(int_of(&q(mc, "CLIENT KILL TYPE master")), 1, "round {round}");
+        assert_eq!(
+            int_of(&q(mc, "CLIENT KILL TYPE master")),
+            1,
+            "round {round}"
+        );
         for _ in 0..200 {
             random_write(tc, &mut rng);
         }
@@ -211,10 +221,14 @@ fn middle_promoted(b: Backend, bottom: Backend) {
     let old_id = stat(mc, "replication", "master_replid");
     assert_eq!(q(mc, "REPLICAOF NO ONE"), ok());
     // The bottom reconnects and continues with the old id (replid2).
-    within(20, "the bottom to continue from the promoted middle", || {
-        stat(mc, "stats", "sync_partial_ok") == "1"
-            && stat(bc, "replication", "master_link_status") == "up"
-    });
+    within(
+        20,
+        "the bottom to continue from the promoted middle",
+        || {
+            stat(mc, "stats", "sync_partial_ok") == "1"
+                && stat(bc, "replication", "master_link_status") == "up"
+        },
+    );
     let info = text(&q(mc, "INFO replication"));
     assert_eq!(info_field(&info, "role"), "master");
     assert_eq!(info_field(&info, "master_replid2"), old_id);
@@ -222,7 +236,11 @@ fn middle_promoted(b: Backend, bottom: Backend) {
     // Writes on the new primary reach the bottom.
     let want = write_and_settle(mc, 47, 500);
     wait_caught_up(mc, bc);
-    assert_same(&plain_view(bc), &want, "after writes on the promoted middle");
+    assert_same(
+        &plain_view(bc),
+        &want,
+        "after writes on the promoted middle",
+    );
     assert_same_offsets(&mut [mc, bc]);
     assert_ne!(stat(bc, "replication", "master_replid"), old_id);
 }

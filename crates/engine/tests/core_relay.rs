@@ -111,7 +111,10 @@ fn a_replica_relays_what_it_applies_verbatim_and_emits_its_own_effects_once_prom
     }
     e.background_step();
     assert_eq!(stream_bytes(&mut e, &mut r), sent);
-    assert_eq!(info_field(&mut e, c, "master_repl_offset"), sent.len().to_string());
+    assert_eq!(
+        info_field(&mut e, c, "master_repl_offset"),
+        sent.len().to_string()
+    );
     assert_eq!(info_field(&mut e, c, "master_replid"), id);
     cmd(&mut e, c, &["select", "1"]);
     assert_eq!(bulk_text(&cmd(&mut e, c, &["get", "n"])), "1.5");

@@ -615,8 +615,14 @@ mod tests {
         let (mut one, mut out, mut pos) = (Vec::new(), Vec::new(), 0);
         loop {
             let (mut args, mut argc) = (Vec::new(), Vec::new());
-            let n = next_chunk(&buf.as_bytes()[pos..], &limits, &mut one, &mut args, &mut argc)
-                .unwrap();
+            let n = next_chunk(
+                &buf.as_bytes()[pos..],
+                &limits,
+                &mut one,
+                &mut args,
+                &mut argc,
+            )
+            .unwrap();
             if n == 0 {
                 return out;
             }
@@ -647,7 +653,10 @@ mod tests {
         let exec = cmd(&["EXEC"]);
         assert_eq!(chunks(&(head.clone() + &exec[..5])), [vec!["SET"]]);
         let whole = head + &exec + &cmd(&["DEL", "a"]);
-        assert_eq!(chunks(&whole), [vec!["SET", "MULTI", "INCR", "EXEC", "DEL"]]);
+        assert_eq!(
+            chunks(&whole),
+            [vec!["SET", "MULTI", "INCR", "EXEC", "DEL"]]
+        );
         // Lower case too.
         let lower = cmd(&["multi"]) + &cmd(&["set", "b", "2"]);
         assert!(chunks(&lower).is_empty());

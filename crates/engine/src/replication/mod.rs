@@ -14,6 +14,11 @@
 //! primary's stream applied; on a primary, bytes of the effects stream
 //! plus a fixed shift, so that a replica promoted by REPLICAOF NO ONE goes
 //! on counting from where its primary's stream left it.
+//!
+//! A replica feeds replicas of its own (chained replication) with the
+//! same machinery: its effects stream is in relay mode, holding exactly
+//! the bytes of its primary's stream it applied, so the shift is fixed
+//! there too and its replicas see its primary's id, offsets and bytes.
 
 pub mod primary;
 pub mod replica;
