@@ -159,6 +159,35 @@ e2e!(
     }
 );
 
+/// The names of INFO replication's fields, in order.
+fn info_names(c: &mut redis::Connection) -> Vec<String> {
+    text(&q(c, "INFO replication"))
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string()))
+        .collect()
+}
+
+e2e!(
+    ringkv_only fn a_middle_reports_as_a_valkey_middle_does(b) {
+        let (t, m, _bo) = chain(Backend::Valkey, b, Backend::Valkey);
+        let (vm, vb) = (start(Backend::Valkey), start(Backend::Valkey));
+        let (tc, vmc, vbc) = (&mut t.client(), &mut vm.client(), &mut vb.client());
+        follow(vmc, &t);
+        wait_caught_up(tc, vmc);
+        follow(vbc, &vm);
+        wait_caught_up(vmc, vbc);
+        let mc = &mut m.client();
+        wait_caught_up(tc, mc);
+        let names = info_names(mc);
+        assert!(names.iter().any(|n| n == "slave0"), "{names:?}");
+        assert_eq!(names, info_names(vmc));
+        let (role, vrole) = (strings(&q(mc, "ROLE")), strings(&q(vmc, "ROLE")));
+        assert_eq!(role.len(), vrole.len());
+        assert_eq!(role[..4], vrole[..4]);
+        assert_eq!(q(mc, "WAIT 1 100"), q(vmc, "WAIT 1 100"));
+    }
+);
+
 e2e!(
     ringkv_only fn valkey_then_ringkv_then_redis_7(b) {
         ringkv_between(b, Backend::Valkey, Backend::Redis, 43);
