@@ -314,6 +314,14 @@ e2e!(
     }
 );
 
+fn wait_rewrite_done(c: &mut redis::Connection) {
+    within(30, "the AOF rewrite to finish", || {
+        let info = text(&q(c, "INFO persistence"));
+        info_field(&info, "aof_rewrite_in_progress") == "0"
+            && info_field(&info, "aof_rewrite_scheduled") == "0"
+    });
+}
+
 e2e!(
     ringkv_only fn a_replicas_aof_holds_its_primarys_stream_and_loads_back(b) {
         // The replica's AOF is the stream it relays; a rewrite's new incr
@@ -331,16 +339,14 @@ e2e!(
         let mc = &mut m.client();
         follow(mc, &t);
         wait_caught_up(tc, mc);
+        // The rewrite that follows the full sync.
+        wait_rewrite_done(mc);
         // The stream selects database 2 once, before the rewrite.
         assert_eq!(q(tc, "SELECT 2"), ok());
         assert_eq!(q(tc, "SET before 1"), ok());
         wait_caught_up(tc, mc);
         assert!(q(mc, "BGREWRITEAOF").is_ok());
-        within(30, "the AOF rewrite to finish", || {
-            let info = text(&q(mc, "INFO persistence"));
-            info_field(&info, "aof_rewrite_in_progress") == "0"
-                && info_field(&info, "aof_rewrite_scheduled") == "0"
-        });
+        wait_rewrite_done(mc);
         // Still in database 2 on the top: no SELECT in the stream.
         assert_eq!(q(tc, "SET after 2"), ok());
         assert_eq!(int_of(&q(tc, "INCR counter")), 1);
@@ -360,5 +366,46 @@ e2e!(
             let rc = &mut r.client();
             assert_same(&plain_view(rc), &want, &format!("the AOF loaded by {backend:?}"));
         }
+    }
+);
+
+e2e!(
+    ringkv_only fn a_replicas_aof_after_a_full_sync_holds_the_primarys_dataset(b) {
+        // A full sync replaces the dataset: the AOF is rewritten from it
+        // (as Valkey restarts its AOF after a sync), so the file does not
+        // replay the stream onto what the replica had before.
+        let t = b.server();
+        let tc = &mut t.client();
+        fill(tc);
+        let tmp = ringkv_e2e::server::TempDir::new("chain-aof-sync");
+        let mut m = b.start(
+            Opts::new()
+                .dir(tmp.path())
+                .arg("save", "")
+                .arg("appendonly", "yes"),
+        );
+        let mc = &mut m.client();
+        assert_eq!(q(mc, "SET replica:own 1"), ok());
+        let rewrites = stat(mc, "persistence", "aof_rewrites");
+        follow(mc, &t);
+        wait_caught_up(tc, mc);
+        within(30, "the AOF rewrite after the sync to finish", || {
+            let info = text(&q(mc, "INFO persistence"));
+            info_field(&info, "aof_rewrite_in_progress") == "0"
+                && info_field(&info, "aof_rewrite_scheduled") == "0"
+                && info_field(&info, "aof_rewrites") != rewrites
+        });
+        let want = write_and_settle(tc, 51, 300);
+        wait_caught_up(tc, mc);
+        let _ = q(mc, "SHUTDOWN NOSAVE");
+        m.wait_exit(std::time::Duration::from_secs(10));
+        let r = b.start(
+            Opts::new()
+                .dir(tmp.path())
+                .arg("save", "")
+                .arg("appendonly", "yes"),
+        );
+        let rc = &mut r.client();
+        assert_same(&plain_view(rc), &want, "the replica's AOF loaded back");
     }
 );

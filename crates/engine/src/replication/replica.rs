@@ -262,6 +262,8 @@ pub fn background_step(srv: &mut Server) {
         if p.loading {
             p.loading = false;
             log::notice("MASTER <-> REPLICA sync: Finished with success");
+            restart_aof(srv);
+            continue;
         }
         let Some(link) = p.link.as_mut() else {
             return;
@@ -338,6 +340,7 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
         "MASTER <-> REPLICA sync: Flushing old data, loading {file}"
     ));
     crate::snapshot::abort_bgsave(srv);
+    crate::aof::abort_rewrite(srv);
     // Our history ends here: our replicas sync again, from the new
     // dataset (Valkey's replicationAttachToNewPrimary).
     super::primary::stop_feeding(srv, "its primary did a full resync");
@@ -370,6 +373,21 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
     if let Some(p) = srv.repl.primary.as_mut() {
         p.state = LinkState::Connected;
         p.synced = true;
+    }
+}
+
+/// The dataset is the primary's file now: what the AOF holds no longer
+/// leads to it, so it is rewritten from the dataset (Valkey's
+/// restartAOFAfterSYNC); the stream follows in the new incr file.
+fn restart_aof(srv: &mut Server) {
+    if srv.aof.log.is_none() || srv.aof.temporary {
+        return;
+    }
+    let now = srv.now_ms();
+    if let Err(e) = crate::aof::start_rewrite(srv, now) {
+        log::warning(&format!(
+            "Failed to rewrite the AOF after the sync with the primary: {e}"
+        ));
     }
 }
 
