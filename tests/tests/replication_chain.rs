@@ -2,9 +2,12 @@
 //! (top -> middle -> bottom). The middle relays its primary's stream byte
 //! for byte, so the three report the same replication id and offset; its
 //! own link to the top can drop and continue without touching the
-//! bottom; promoted, it lets the bottom continue; synced in full from a
-//! new primary, it makes the bottom sync again. Valkey 8.1 and
-//! redis-server 7.0 at either end of a ringkv middle.
+//! bottom; the bottom's link can drop and continue from the middle's
+//! backlog; promoted, the middle lets the bottom continue; synced in full
+//! from a new primary, it makes the bottom sync again. Valkey 8.1 and
+//! redis-server 7.0 at either end of a ringkv middle; the middle's INFO,
+//! ROLE and WAIT against a Valkey middle's; the middle's AOF (the relayed
+//! stream) loaded back by ringkv and Valkey.
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::replication::{assert_same, follow, settled_view, wait_caught_up};
@@ -238,6 +241,46 @@ e2e!(
 e2e!(
     ringkv_only fn a_valkey_bottom_stays_while_the_middle_reconnects(b) {
         middle_link_cut(b, Backend::Valkey);
+    }
+);
+
+fn bottom_link_cut(b: Backend, bottom: Backend) {
+    let (t, m, bo) = chain(b, b, bottom);
+    let (tc, mc, bc) = (&mut t.client(), &mut m.client(), &mut bo.client());
+    let mut rng = Rng::new(52);
+    for round in 0..3 {
+        // From either end of the link.
+        let killed = if round % 2 == 0 {
+            q(bc, "CLIENT KILL TYPE master")
+        } else {
+            q(mc, "CLIENT KILL TYPE replica")
+        };
+        assert_eq!(int_of(&killed), 1, "round {round}");
+        for _ in 0..200 {
+            random_write(tc, &mut rng);
+        }
+        let _ = q(tc, "SELECT 0");
+        let want = settled_view(tc);
+        wait_caught_up(tc, mc);
+        wait_caught_up(mc, bc);
+        assert_same(&plain_view(bc), &want, &format!("round {round}"));
+        assert_same_offsets(&mut [tc, mc, bc]);
+    }
+    // The bottom continued from the middle's backlog every time.
+    assert_eq!(stat(mc, "stats", "sync_full"), "1");
+    assert_eq!(stat(mc, "stats", "sync_partial_ok"), "3");
+    assert_eq!(stat(tc, "stats", "sync_full"), "1");
+}
+
+e2e!(
+    ringkv_only fn the_bottom_continues_from_the_middles_backlog(b) {
+        bottom_link_cut(b, b);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_valkey_bottom_continues_from_the_middles_backlog(b) {
+        bottom_link_cut(b, Backend::Valkey);
     }
 );
 
