@@ -452,3 +452,33 @@ e2e!(
         assert_same(&plain_view(rc), &want, "the replica's AOF loaded back");
     }
 );
+
+e2e!(
+    ringkv_only fn a_primary_turned_replica_keeps_its_replicas_when_its_history_continues(b) {
+        // A failover: the replica `n` is promoted, the old primary `t`
+        // follows it and continues (+CONTINUE with `n`'s new id); `t`'s
+        // other replica `s` stays with `t` — reconnected to learn the new
+        // id, it continues from `t`'s backlog — and gets `n`'s stream
+        // through it.
+        let (t, n, s) = (b.server(), b.server(), b.server());
+        let (tc, nc, sc) = (&mut t.client(), &mut n.client(), &mut s.client());
+        fill(tc);
+        follow(nc, &t);
+        follow(sc, &t);
+        wait_caught_up(tc, nc);
+        wait_caught_up(tc, sc);
+        assert_eq!(q(nc, "REPLICAOF NO ONE"), ok());
+        follow(tc, &n);
+        wait_caught_up(nc, tc);
+        assert_eq!(stat(nc, "stats", "sync_partial_ok"), "1");
+        assert_eq!(stat(nc, "stats", "sync_full"), "0");
+        let want = write_and_settle(nc, 53, 500);
+        wait_caught_up(nc, tc);
+        wait_caught_up(tc, sc);
+        assert_same(&plain_view(sc), &want, "the old primary's replica");
+        assert_same_offsets(&mut [nc, tc, sc]);
+        assert_eq!(stat(tc, "stats", "sync_full"), "2", "n and s at the start only");
+        assert_eq!(stat(tc, "stats", "sync_partial_ok"), "1");
+        assert_eq!(stat(tc, "replication", "connected_slaves"), "1");
+    }
+);
