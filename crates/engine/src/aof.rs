@@ -93,8 +93,14 @@ pub trait AppendLog: Send {
     }
     /// BGREWRITEAOF: stream bytes from `offset` on go to a new incr file
     /// (listed in the manifest at once, so a crash loses nothing); the
-    /// returned sink writes the new base (an RDB file).
-    fn begin_rewrite(&mut self, offset: u64) -> Result<Box<dyn SnapshotSink>, String>;
+    /// returned sink writes the new base (an RDB file). `select`: the new
+    /// incr file starts with `SELECT select` (a replica's stream is its
+    /// primary's and need not start with one).
+    fn begin_rewrite(
+        &mut self,
+        offset: u64,
+        select: Option<usize>,
+    ) -> Result<Box<dyn SnapshotSink>, String>;
     /// The base is written (`ok`) or failed: swap the manifest to the new
     /// base and the incr files after it, delete what it replaced; or
     /// remove the failed base and keep the old one.
@@ -370,8 +376,16 @@ pub fn start_rewrite(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
 fn begin_rewrite(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     let offset = srv.effects.publish();
     srv.effects.force_select();
+    // A replica's stream is its primary's, relayed as it came: the
+    // database it is in at the cut is the primary client's.
+    let select = if srv.repl.is_replica() {
+        use crate::replication::PRIMARY_CLIENT;
+        Some(srv.clients.get(PRIMARY_CLIENT).map_or(0, |s| s.db))
+    } else {
+        None
+    };
     let log = srv.aof.log.as_mut().expect("AOF open");
-    let sink = match log.begin_rewrite(offset) {
+    let sink = match log.begin_rewrite(offset, select) {
         Ok(s) => s,
         Err(e) => {
             log::warning(&format!(

@@ -57,6 +57,11 @@ pub struct Effects {
     /// Consumers attached (the AOF, the replication backlog): the stream
     /// runs while there is one.
     consumers: usize,
+    /// This server is a replica: the stream carries its primary's stream
+    /// byte for byte ([`Effects::relay`]) and nothing of its own.
+    relaying: bool,
+    /// A stream runs and takes this server's own effects (`on()`).
+    emitting: bool,
 }
 
 /// What [`Effects::begin_call`] saved, for [`Effects::end_call`].
@@ -71,7 +76,36 @@ impl Effects {
     /// Is anyone consuming effects? When not, nothing is recorded.
     #[inline]
     pub fn on(&self) -> bool {
-        self.stream.is_some()
+        self.emitting
+    }
+
+    fn sync_emitting(&mut self) {
+        self.emitting = self.stream.is_some() && !self.relaying;
+    }
+
+    /// A replica's stream is its primary's (Valkey's
+    /// `replicationFeedStreamFromPrimaryStream`): what the replica applies
+    /// is appended verbatim by [`Effects::relay`], so its offsets are its
+    /// primary's, and its own effects of those commands are not emitted.
+    /// Turned off (promotion), the next command emitted starts with a
+    /// SELECT.
+    pub fn set_relaying(&mut self, on: bool) {
+        self.relaying = on;
+        self.stream_db = None;
+        self.unit.clear();
+        self.unit_ops = 0;
+        self.sync_emitting();
+    }
+
+    /// Append bytes of the primary's stream that were just applied (whole
+    /// commands, never part of a MULTI ... EXEC). The offset moves on even
+    /// while no stream runs, so it keeps counting the primary's bytes.
+    pub fn relay(&mut self, bytes: &[u8]) {
+        match self.stream.as_mut() {
+            Some(w) if self.relaying => w.append(bytes),
+            Some(_) => {}
+            None => self.ended_at += bytes.len() as u64,
+        }
     }
 
     /// A consumer starts: the stream starts at `offset` (or the running
@@ -84,8 +118,10 @@ impl Effects {
             .stream
             .get_or_insert_with(|| effects::Writer::new(offset));
         w.publish();
+        let reader = w.reader();
         self.stream_db = None;
-        w.reader()
+        self.sync_emitting();
+        reader
     }
 
     /// A consumer is gone. Once none is left the stream is dropped (its
@@ -100,6 +136,7 @@ impl Effects {
         self.stream_db = None;
         self.unit.clear();
         self.unit_ops = 0;
+        self.sync_emitting();
     }
 
     /// The next command emitted is preceded by a SELECT (a consumer starts
@@ -134,7 +171,7 @@ impl Effects {
     /// Emit one command of the current unit (outside any call: a unit of
     /// its own), in database `db`.
     pub fn emit<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-        if self.stream.is_none() {
+        if !self.emitting {
             return;
         }
         if self.depth == 0 {
@@ -154,7 +191,7 @@ impl Effects {
     /// ahead of the unit being built (a deletion by expiry or eviction,
     /// which Valkey propagates as it happens).
     pub fn emit_now<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-        let Some(w) = self.stream.as_mut() else {
+        let Some(w) = self.stream.as_mut().filter(|_| self.emitting) else {
             return;
         };
         let mut buf = std::mem::take(&mut self.scratch);
@@ -172,7 +209,7 @@ impl Effects {
     /// REPLCONF GETACK: what a primary sends its replicas), with no
     /// SELECT, as a unit of its own.
     pub fn emit_anywhere(&mut self, argv: &[&[u8]]) {
-        let Some(w) = self.stream.as_mut() else {
+        let Some(w) = self.stream.as_mut().filter(|_| self.emitting) else {
             return;
         };
         let mut buf = std::mem::take(&mut self.scratch);
@@ -185,7 +222,7 @@ impl Effects {
     /// A unit is complete: append it to the stream (wrapped in MULTI/EXEC
     /// if it holds more than one command).
     pub fn end_unit(&mut self) {
-        let Some(w) = self.stream.as_mut() else {
+        let Some(w) = self.stream.as_mut().filter(|_| self.emitting) else {
             return;
         };
         if self.unit_ops == 0 {

@@ -642,6 +642,10 @@ fn replication(srv: &Server, out: &mut String, now_ms: i64) {
             let read = link.map_or(r.offset, |l| l.received().max(r.offset));
             field!(out, "slave_read_repl_offset:{read}");
             field!(out, "slave_repl_offset:{}", r.offset);
+            // Valkey 8's buffer of the stream during a dual-channel sync,
+            // which ringkv does not do.
+            field!(out, "replicas_repl_buffer_size:0");
+            field!(out, "replicas_repl_buffer_peak:0");
             if let (true, Some(l)) = (transfer, link) {
                 let (total, got) = l.transfer();
                 let left = if total < 0 { 0 } else { total - got as i64 };

@@ -115,8 +115,15 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
             }
             LoadStep::Done { expired, repl } => {
                 let ld = srv.persist.loading.take().expect("loading");
-                if let (true, Some(saved)) = (ld.at_startup, repl) {
-                    crate::replication::restore_saved(srv, saved);
+                match repl {
+                    Some(saved) if ld.at_startup => crate::replication::restore_saved(srv, saved),
+                    // A full sync's file: the stream that follows runs in
+                    // the database it names (a replica's replicas get a
+                    // stream that does not start with a SELECT).
+                    Some(saved) if srv.repl.primary.as_ref().is_some_and(|p| p.loading) => {
+                        crate::replication::set_stream_db(srv, saved.stream_db)
+                    }
+                    _ => {}
                 }
                 log::notice(&format!(
                     "Done loading RDB, keys loaded: {}, keys expired: {expired}.",

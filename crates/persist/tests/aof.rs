@@ -307,7 +307,7 @@ impl Stream {
 
 /// A base holding one string key, written through the rewrite's sink.
 fn write_base(log: &mut dyn AppendLog, offset: u64, key: &[u8], ok: bool) {
-    let mut sink = log.begin_rewrite(offset).unwrap();
+    let mut sink = log.begin_rewrite(offset, None).unwrap();
     let mut c = rdb::Capture::new();
     c.aux(b"aof-base", b"1");
     c.select_db(0);

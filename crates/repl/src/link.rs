@@ -16,7 +16,9 @@
 //!
 //! A `REPLCONF` from the primary is always handed over in a chunk of its
 //! own, so that the engine answers a GETACK with exactly the bytes applied
-//! before it. The engine's answer ([`PrimaryLink::ack`]) is written from
+//! before it, and a `MULTI ... EXEC` is handed over whole, so that the
+//! engine's offset (what it relays to its own replicas) never ends inside
+//! a transaction. The engine's answer ([`PrimaryLink::ack`]) is written from
 //! the engine's thread on a clone of the socket, under a lock shared with
 //! the periodic ACK.
 
@@ -520,32 +522,8 @@ fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
-        // Whole commands from `pos`; a REPLCONF travels alone.
         let start = c.pos;
-        let mut at = c.pos;
-        loop {
-            one.clear();
-            let parsed = resp::parse_command(&c.buf[at..], &limits, &mut one)
-                .map_err(|e| format!("protocol error in the stream: {}", e.message()))?;
-            let resp::Parsed::Command { consumed, argc: n } = parsed else {
-                break;
-            };
-            let replconf = n > 0 && one[0].slice(&c.buf[at..]).eq_ignore_ascii_case(b"replconf");
-            if replconf && at > start {
-                break;
-            }
-            if n > 0 {
-                args.extend(one.iter().map(|s| resp::Span {
-                    start: s.start + at - start,
-                    len: s.len,
-                }));
-                argc.push(n as u32);
-            }
-            at += consumed;
-            if replconf {
-                break;
-            }
-        }
+        let at = start + next_chunk(&c.buf[start..], &limits, &mut one, &mut args, &mut argc)?;
         if at > start {
             let data = c.buf[start..at].to_vec();
             c.pos = at;
@@ -560,5 +538,128 @@ fn stream(shared: &Shared, c: &mut Conn) -> Result<(), String> {
         } else {
             c.fill(shared)?;
         }
+    }
+}
+
+/// The next chunk to hand over from `buf` (stream bytes not handed over
+/// yet): its length, its commands' spans appended to `args` and `argc`
+/// (0: wait for more bytes). Whole commands only; a `REPLCONF` travels
+/// alone; a `MULTI ... EXEC` only whole, so the offset the engine reaches
+/// is never inside one (as Valkey's reploff): our own replicas' full
+/// syncs are cut at such offsets, and a lost link continues from the
+/// MULTI.
+fn next_chunk(
+    buf: &[u8],
+    limits: &resp::Limits,
+    one: &mut Vec<resp::Span>,
+    args: &mut Vec<resp::Span>,
+    argc: &mut Vec<u32>,
+) -> Result<usize, String> {
+    let mut at = 0;
+    // Where an unfinished MULTI starts: (byte, args, commands).
+    let mut multi: Option<(usize, usize, usize)> = None;
+    loop {
+        one.clear();
+        let parsed = resp::parse_command(&buf[at..], limits, one)
+            .map_err(|e| format!("protocol error in the stream: {}", e.message()))?;
+        let resp::Parsed::Command { consumed, argc: n } = parsed else {
+            break;
+        };
+        let is = |word: &[u8]| n > 0 && one[0].slice(&buf[at..]).eq_ignore_ascii_case(word);
+        let replconf = is(b"replconf");
+        if replconf && at > 0 {
+            break;
+        }
+        if multi.is_none() && is(b"multi") {
+            multi = Some((at, args.len(), argc.len()));
+        } else if is(b"exec") {
+            multi = None;
+        }
+        if n > 0 {
+            args.extend(one.iter().map(|s| resp::Span {
+                start: s.start + at,
+                len: s.len,
+            }));
+            argc.push(n as u32);
+        }
+        at += consumed;
+        if replconf {
+            break;
+        }
+    }
+    if let Some((byte, nargs, ncmds)) = multi {
+        // The transaction goes over once its EXEC is here.
+        at = byte;
+        args.truncate(nargs);
+        argc.truncate(ncmds);
+    }
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_chunk;
+
+    fn cmd(argv: &[&str]) -> String {
+        let mut s = format!("*{}\r\n", argv.len());
+        for a in argv {
+            s += &format!("${}\r\n{a}\r\n", a.len());
+        }
+        s
+    }
+
+    /// The chunks `stream` would hand over, as command names, while
+    /// `buf` is all that arrived.
+    fn chunks(buf: &str) -> Vec<Vec<String>> {
+        let limits = resp::Limits::default();
+        let (mut one, mut out, mut pos) = (Vec::new(), Vec::new(), 0);
+        loop {
+            let (mut args, mut argc) = (Vec::new(), Vec::new());
+            let n = next_chunk(
+                &buf.as_bytes()[pos..],
+                &limits,
+                &mut one,
+                &mut args,
+                &mut argc,
+            )
+            .unwrap();
+            if n == 0 {
+                return out;
+            }
+            let data = &buf.as_bytes()[pos..pos + n];
+            let mut names = Vec::new();
+            let mut i = 0;
+            for c in argc {
+                names.push(String::from_utf8_lossy(args[i].slice(data)).into_owned());
+                i += c as usize;
+            }
+            out.push(names);
+            pos += n;
+        }
+    }
+
+    #[test]
+    fn a_replconf_travels_alone() {
+        let s = cmd(&["SET", "a", "1"]) + &cmd(&["REPLCONF", "GETACK", "*"]) + &cmd(&["PING"]);
+        assert_eq!(chunks(&s), [vec!["SET"], vec!["REPLCONF"], vec!["PING"]]);
+    }
+
+    #[test]
+    fn a_transaction_goes_over_only_with_its_exec() {
+        let head = cmd(&["SET", "a", "1"]) + &cmd(&["MULTI"]) + &cmd(&["INCR", "n"]);
+        // Its EXEC has not arrived: only what comes before the MULTI.
+        assert_eq!(chunks(&head), [vec!["SET"]]);
+        // Half of the EXEC: still not.
+        let exec = cmd(&["EXEC"]);
+        assert_eq!(chunks(&(head.clone() + &exec[..5])), [vec!["SET"]]);
+        let whole = head + &exec + &cmd(&["DEL", "a"]);
+        assert_eq!(
+            chunks(&whole),
+            [vec!["SET", "MULTI", "INCR", "EXEC", "DEL"]]
+        );
+        // Lower case too.
+        let lower = cmd(&["multi"]) + &cmd(&["set", "b", "2"]);
+        assert!(chunks(&lower).is_empty());
+        assert_eq!(chunks(&(lower + &cmd(&["exec"]))).len(), 1);
     }
 }

@@ -14,6 +14,11 @@
 //! primary's stream applied; on a primary, bytes of the effects stream
 //! plus a fixed shift, so that a replica promoted by REPLICAOF NO ONE goes
 //! on counting from where its primary's stream left it.
+//!
+//! A replica feeds replicas of its own (chained replication) with the
+//! same machinery: its effects stream is in relay mode, holding exactly
+//! the bytes of its primary's stream it applied, so the shift is fixed
+//! there too and its replicas see its primary's id, offsets and bytes.
 
 pub mod primary;
 pub mod replica;
@@ -97,6 +102,7 @@ pub fn restore_saved(srv: &mut crate::server::Server, saved: crate::persist::Sav
         if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT) {
             s.db = saved.stream_db.max(0) as usize;
         }
+        replica::sync_shift(srv);
         return;
     }
     let stream = srv.effects.offset() as i64;
@@ -106,6 +112,17 @@ pub fn restore_saved(srv: &mut crate::server::Server, saved: crate::persist::Sav
     r.replid = crate::server::new_replid();
     r.shift = saved.offset as i64 - stream;
     primary::ensure_backlog(srv);
+}
+
+/// The database the primary's stream is in (`repl-stream-db` of the full
+/// sync's file; -1: unknown, the stream will say).
+pub fn set_stream_db(srv: &mut crate::server::Server, db: i64) {
+    if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT)
+        && db >= 0
+        && (db as usize) < srv.keyspace.dbs.len()
+    {
+        s.db = db as usize;
+    }
 }
 
 /// The AUX fields a snapshot carries about the stream, at its instant:

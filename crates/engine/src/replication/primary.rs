@@ -194,11 +194,10 @@ pub fn psync(
     offset: Option<i64>,
     now_ms: i64,
 ) -> Result<(), String> {
-    if srv.repl.is_replica() {
-        if !srv.repl.link_up() {
-            return Err(NOMASTERLINK_ERR.into());
-        }
-        return Err("ERR ringkv does not feed replicas while it is a replica itself yet".into());
+    // A replica feeds its own replicas its primary's stream (chained
+    // replication), once it is in sync with that primary.
+    if srv.repl.is_replica() && !srv.repl.link_up() {
+        return Err(NOMASTERLINK_ERR.into());
     }
     if srv.repl.feeds.senders.is_none() {
         return Err("ERR this server cannot feed replicas (no replication IO)".into());
@@ -534,7 +533,10 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     }
     let period_ms = srv.config.repl_ping_replica_period_s as i64 * 1000;
     // Nothing more goes into the stream once the final save has cut it.
+    // A replica's replicas get its primary's PINGs (in the stream it
+    // relays), never its own.
     if !srv.repl.feeds.replicas.is_empty()
+        && !srv.repl.is_replica()
         && !srv.shutting_down
         && now_ms - srv.repl.feeds.last_ping_ms >= period_ms
     {
@@ -553,13 +555,20 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     start_waiting_sync(srv, now_ms);
 }
 
-/// This server becomes a replica: its own replicas and backlog go.
-pub fn stop_feeding(srv: &mut Server) {
+/// Every replica is disconnected (they reconnect and PSYNC: a new
+/// replication id, or a promotion, is learnt that way).
+pub fn disconnect_replicas(srv: &mut Server, why: &str) {
     abort_sync(srv);
     let ids: Vec<ClientId> = srv.repl.feeds.replicas.iter().map(|r| r.id).collect();
     for id in ids {
-        drop_replica(srv, id, "this server became a replica");
+        drop_replica(srv, id, why);
     }
+}
+
+/// Our history ends (a replica's full sync): the replicas and the
+/// backlog go; a replica that comes back syncs in full.
+pub fn stop_feeding(srv: &mut Server, why: &str) {
+    disconnect_replicas(srv, why);
     if srv.repl.feeds.backlog.take().is_some() {
         srv.effects.detach();
         srv.sync_expiry_logging();

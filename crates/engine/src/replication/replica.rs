@@ -150,10 +150,14 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
     }
     let was_replica = srv.repl.primary.take().is_some();
     if !was_replica {
-        super::primary::stop_feeding(srv);
         // What we had as a primary continues as history a partial sync
-        // could use (Valkey's replicationCachePrimaryUsingMyself).
+        // could use (Valkey's replicationCachePrimaryUsingMyself): our
+        // offset is where our stream is. Our replicas stay connected, as
+        // in Valkey: if the new primary continues our history, so do they
+        // (a full sync or a new replication id drops them).
+        srv.repl.offset = super::master_offset(srv);
         crate::blocking::unblock_all_for_role_change(srv);
+        srv.effects.set_relaying(true);
     }
     srv.repl.primary = Some(Primary {
         host: host.to_string(),
@@ -191,6 +195,11 @@ pub fn unset_primary(srv: &mut Server) {
     drop(p.link);
     srv.clients.map.remove(&PRIMARY_CLIENT.0);
     set_replica_expiry(srv, false, false);
+    // From here on the stream is our own effects, after a SELECT.
+    srv.effects.set_relaying(false);
+    // Our replicas must learn the new id: they reconnect and continue
+    // with the old one (replid2), as Valkey's replicationUnsetPrimary.
+    super::primary::disconnect_replicas(srv, "this server was promoted");
     let stream = srv.effects.offset() as i64;
     let r = &mut srv.repl;
     r.replid2 = std::mem::replace(&mut r.replid, crate::server::new_replid());
@@ -253,6 +262,8 @@ pub fn background_step(srv: &mut Server) {
         if p.loading {
             p.loading = false;
             log::notice("MASTER <-> REPLICA sync: Finished with success");
+            restart_aof(srv);
+            continue;
         }
         let Some(link) = p.link.as_mut() else {
             return;
@@ -286,6 +297,9 @@ pub fn background_step(srv: &mut Server) {
                     let r = &mut srv.repl;
                     r.replid2 = std::mem::replace(&mut r.replid, id);
                     r.second_offset = r.offset as i64 + 1;
+                    // Our replicas learn the new id by reconnecting (and
+                    // continue with the old one as replid2).
+                    super::primary::disconnect_replicas(srv, "the replication id changed");
                 }
             }
             LinkEvent::Commands { data, args, argc } => {
@@ -326,6 +340,10 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
         "MASTER <-> REPLICA sync: Flushing old data, loading {file}"
     ));
     crate::snapshot::abort_bgsave(srv);
+    crate::aof::abort_rewrite(srv);
+    // Our history ends here: our replicas sync again, from the new
+    // dataset (Valkey's replicationAttachToNewPrimary).
+    super::primary::stop_feeding(srv, "its primary did a full resync");
     for db in &mut srv.keyspace.dbs {
         db.clear();
     }
@@ -336,6 +354,7 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
     srv.repl.offset = offset;
     srv.repl.replid2 = "0".repeat(40);
     srv.repl.second_offset = -1;
+    sync_shift(srv);
     let now = srv.now_ms();
     let started = crate::loading::start_file(srv, file, now);
     let Some(p) = srv.repl.primary.as_mut() else {
@@ -357,6 +376,21 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
     }
 }
 
+/// The dataset is the primary's file now: what the AOF holds no longer
+/// leads to it, so it is rewritten from the dataset (Valkey's
+/// restartAOFAfterSYNC); the stream follows in the new incr file.
+fn restart_aof(srv: &mut Server) {
+    if srv.aof.log.is_none() || srv.aof.temporary {
+        return;
+    }
+    let now = srv.now_ms();
+    if let Err(e) = crate::aof::start_rewrite(srv, now) {
+        log::warning(&format!(
+            "Failed to rewrite the AOF after the sync with the primary: {e}"
+        ));
+    }
+}
+
 /// A full sync's file could not be loaded: empty what was half loaded and
 /// sync again (a replica does not exit over its primary's file).
 pub fn load_failed(srv: &mut Server, why: &str) {
@@ -373,8 +407,16 @@ pub fn load_failed(srv: &mut Server, why: &str) {
         p.state = LinkState::Connecting;
     }
     // Nothing of the old history is valid any more.
+    super::primary::stop_feeding(srv, "the primary's dataset failed to load");
     srv.repl.replid = crate::server::new_replid();
     srv.repl.offset = 0;
+    sync_shift(srv);
+}
+
+/// A replica's offset moved by other means than the stream (a full sync,
+/// a file loaded): the stream's offsets count from it again.
+pub(crate) fn sync_shift(srv: &mut Server) {
+    srv.repl.shift = srv.repl.offset as i64 - srv.effects.offset() as i64;
 }
 
 /// Run whole commands of the stream as the primary's client.
@@ -391,6 +433,10 @@ fn apply(srv: &mut Server, data: &[u8], args: &[resp::Span], argc: &[u32]) {
     set_replica_expiry(srv, true, false);
     crate::execute_replayed(srv, &mut job);
     set_replica_expiry(srv, true, true);
+    // Our replicas get exactly these bytes (the link never splits a
+    // MULTI ... EXEC across chunks, so a snapshot's instant is never
+    // inside one).
+    srv.effects.relay(data);
     srv.repl.offset += data.len() as u64;
     let offset = srv.repl.offset;
     if let Some(link) = srv.repl.primary.as_mut().and_then(|p| p.link.as_mut()) {

@@ -787,7 +787,11 @@ impl AppendLog for FileLog {
         self.sh.failed.load(Ordering::Relaxed)
     }
 
-    fn begin_rewrite(&mut self, offset: u64) -> Result<Box<dyn SnapshotSink>, String> {
+    fn begin_rewrite(
+        &mut self,
+        offset: u64,
+        select: Option<usize>,
+    ) -> Result<Box<dyn SnapshotSink>, String> {
         let sh = &self.sh;
         let mut st = lock(&sh.st);
         if st.rewrite.is_some() {
@@ -850,6 +854,11 @@ impl AppendLog for FileLog {
             st.fsynced = 0;
             st.at_boundary = true;
             st.failed_at = None;
+        }
+        if let Some(db) = select {
+            // Written ahead of the stream's next bytes, outside its offsets.
+            let db = db.to_string();
+            st.prefix = format!("*2\r\n$6\r\nSELECT\r\n${}\r\n{db}\r\n", db.len()).into_bytes();
         }
         st.publish(sh);
         let seq = st.disk.as_ref().map_or(0, |m| m.base_seq()) + 1;
