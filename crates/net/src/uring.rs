@@ -778,12 +778,9 @@ impl Uring {
         // memory this loop keeps alive until their completions (as for
         // every submission here).
         let r = unsafe {
-            self.ring.submitter().enter::<libc::sigset_t>(
-                pending,
-                0,
-                IORING_ENTER_GETEVENTS,
-                None,
-            )
+            self.ring
+                .submitter()
+                .enter::<libc::sigset_t>(pending, 0, IORING_ENTER_GETEVENTS, None)
         };
         match r {
             Ok(_) => Ok(()),
