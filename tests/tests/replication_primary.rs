@@ -585,3 +585,86 @@ e2e!(
         assert_eq!(text(&q(rc, "GET k")), "v");
     }
 );
+
+/// The primary's CLIENT LIST line for its one replica, with the fields
+/// whose values depend on the run (ids, ports, times, byte counts) blanked.
+fn replica_line_shape(pc: &mut redis::Connection) -> (String, String) {
+    let list = text(&q(pc, "CLIENT LIST TYPE replica"));
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 1, "{list}");
+    let varying = [
+        "id",
+        "addr",
+        "fd",
+        "age",
+        "idle",
+        "rbs",
+        "tot-mem",
+        "tot-net-in",
+        "tot-net-out",
+        "tot-cmds",
+        "qbuf-free",
+        "rbp",
+        "argv-mem",
+    ];
+    let shape = lines[0]
+        .split(' ')
+        .map(|f| match f.split_once('=') {
+            Some((k, _)) if varying.contains(&k) => format!("{k}=*"),
+            Some((k, v)) if k == "laddr" => format!("{k}={}", v.split(':').next().unwrap()),
+            _ => f.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let id = lines[0]
+        .split(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("id=")
+        .to_string();
+    (shape, id)
+}
+
+e2e!(
+    ringkv_only fn a_replica_is_listed_and_killed_by_its_client_id_as_in_valkey(b) {
+        // The same replica (Valkey 8.1) of a Valkey 8.1 primary and of ours.
+        let vp = Backend::Valkey.start(Opts::new());
+        let vr = peer(Backend::Valkey);
+        follow(&mut vr.client(), &vp);
+        wait_caught_up(&mut vp.client(), &mut vr.client());
+        // Once the replica has ACKed (every second) its last command is
+        // REPLCONF.
+        let acked = |c: &mut redis::Connection| {
+            within(10, "the replica's first ACK", || {
+                replica_line_shape(c).0.contains(" cmd=replconf ")
+            })
+        };
+        acked(&mut vp.client());
+        let (want, _) = replica_line_shape(&mut vp.client());
+
+        let p = b.server();
+        let pc = &mut p.client();
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        acked(pc);
+        let (got, id) = replica_line_shape(pc);
+        assert_eq!(got, want);
+        assert!(got.contains(" flags=S "), "{got}");
+        // Listed among the others, by id; not a normal client.
+        let all = text(&q(pc, "CLIENT LIST"));
+        assert!(all.contains(&format!("id={id} ")), "{all}");
+        let normal = text(&q(pc, "CLIENT LIST TYPE normal"));
+        assert!(!normal.contains(" flags=S "), "{normal}");
+        // CLIENT KILL by its id drops the link; the replica comes back by
+        // a partial resync.
+        assert_eq!(int_of(&query(pc, &["CLIENT", "KILL", "ID", &id])), 1);
+        within(30, "the replica to reconnect", || {
+            stat(pc, "stats", "sync_partial_ok") == "1" && stat(pc, "replication", "connected_slaves") == "1"
+        });
+        wait_caught_up(pc, rc);
+        let (_, new_id) = replica_line_shape(pc);
+        assert_ne!(new_id, id);
+    }
+);

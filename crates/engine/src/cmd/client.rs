@@ -854,6 +854,80 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
     o
 }
 
+/// What CLIENT LIST shows of a replica: its session left the client table
+/// for its feed thread at PSYNC. As in Valkey the line is the session's,
+/// with flags `S`, and `cmd=psync` until the first `REPLCONF ACK`
+/// (`cmd=replconf` and idle time from the last ACK after it). Unlike
+/// Valkey's, its byte and command counters stay those of the handshake
+/// (the feed thread reads the ACKs).
+pub struct ReplicaCard {
+    pub id: ClientId,
+    addr: String,
+    laddr: String,
+    created_ms: i64,
+    psync_ms: i64,
+    /// The line up to `name=...`; from the flags to `events=...`; from
+    /// `user=` on.
+    head: String,
+    middle: String,
+    tail: String,
+}
+
+impl ReplicaCard {
+    /// The card of `s`, which is turning into a replica by PSYNC now.
+    pub fn of(s: &Session, now_ms: i64) -> ReplicaCard {
+        let line = client_line(s, now_ms);
+        // No field before `flags=` holds a space (names cannot), so the
+        // line splits cleanly into its fields.
+        let (head, rest) = line.split_once(" age=").unwrap_or((&line, ""));
+        let fields = rest.split(' ').skip(2).map(|f| {
+            match f.split_once('=') {
+                Some(("flags", _)) => "flags=S".to_string(),
+                // The PSYNC in the buffer is being run.
+                Some(("qbuf", _)) => "qbuf=0".to_string(),
+                Some(("tot-cmds", n)) => {
+                    // PSYNC itself, counted once it ran.
+                    format!("tot-cmds={}", n.parse::<u64>().unwrap_or(0) + 1)
+                }
+                _ => f.to_string(),
+            }
+        });
+        let fields: Vec<String> = fields.collect();
+        let cmd = fields.iter().position(|f| f.starts_with("cmd="));
+        let (middle, tail) = match cmd {
+            Some(i) => (fields[..i].join(" "), fields[i + 1..].join(" ")),
+            None => (fields.join(" "), String::new()),
+        };
+        ReplicaCard {
+            id: s.id,
+            addr: s.addr_string(),
+            laddr: s.laddr_string(),
+            created_ms: s.created_ms,
+            psync_ms: now_ms,
+            head: head.to_string(),
+            middle,
+            tail,
+        }
+    }
+
+    /// The line at `now_ms`, the replica's last ACK at `ack_ms` (0: none yet).
+    fn line(&self, now_ms: i64, ack_ms: i64) -> String {
+        let (cmd, last) = if ack_ms > 0 {
+            ("replconf", ack_ms)
+        } else {
+            ("psync", self.psync_ms)
+        };
+        format!(
+            "{} age={} idle={} {} cmd={cmd} {}",
+            self.head,
+            (now_ms / 1000 - self.created_ms / 1000).max(0),
+            (now_ms / 1000 - last / 1000).max(0),
+            self.middle,
+            self.tail
+        )
+    }
+}
+
 /// Calls `f` for every session in connection order, including the one
 /// running this command (which is taken out of the map meanwhile).
 fn for_each_client(ctx: &mut Ctx<'_>, mut f: impl FnMut(&Session, bool)) {
@@ -910,13 +984,24 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return ctx.error(&e);
     }
     let now = ctx.now_ms;
-    let mut text = String::new();
+    // By id, as Valkey lists clients in the order they connected.
+    let mut lines: Vec<(u64, String)> = Vec::new();
     for_each_client(ctx, |s, is_me| {
         if f.matches(s, is_me, now) {
-            text.push_str(&client_line(s, now));
-            text.push('\n');
+            lines.push((s.id.0, client_line(s, now)));
         }
     });
+    for (card, ack_ms) in crate::replication::primary::replica_cards(ctx.srv) {
+        if f.matches_replica(card, now) {
+            lines.push((card.id.0, card.line(now, ack_ms)));
+        }
+    }
+    lines.sort_by_key(|(id, _)| *id);
+    let mut text = String::new();
+    for (_, line) in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
     ctx.reply.verbatim("txt", text.as_bytes());
 }
 
@@ -1035,6 +1120,23 @@ impl ClientFilter {
         self.maxage
             .is_none_or(|age| now_ms / 1000 - s.created_ms / 1000 >= age)
     }
+
+    /// The same filters for a replica (never the caller, user `default`).
+    fn matches_replica(&self, r: &ReplicaCard, now_ms: i64) -> bool {
+        (self.ids.is_empty() || self.ids.contains(&r.id.0))
+            && matches!(self.ctype, None | Some(ClientType::Replica))
+            && self
+                .addr
+                .as_ref()
+                .is_none_or(|a| r.addr.as_bytes() == a.as_slice())
+            && self
+                .laddr
+                .as_ref()
+                .is_none_or(|a| r.laddr.as_bytes() == a.as_slice())
+            && self
+                .maxage
+                .is_none_or(|age| now_ms / 1000 - r.created_ms / 1000 >= age)
+    }
 }
 
 fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -1072,11 +1174,14 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &ClientFilter) -> usize {
     let now = ctx.now_ms;
     let me = ctx.session.id;
     let mut count = 0;
-    // Replicas have left the client table for their feeds: only a filter
-    // on type and ids can name them.
-    if matches!(f.ctype, None | Some(ClientType::Replica)) && f.addr.is_none() && f.laddr.is_none()
-    {
-        count += crate::replication::primary::kill_replicas(ctx.srv, &f.ids);
+    // Replicas have left the client table for their feeds: their cards
+    // name them.
+    let replicas: Vec<u64> = crate::replication::primary::replica_cards(ctx.srv)
+        .filter(|(card, _)| f.matches_replica(card, now))
+        .map(|(card, _)| card.id.0)
+        .collect();
+    if !replicas.is_empty() {
+        count += crate::replication::primary::kill_replicas(ctx.srv, &replicas);
     }
     if killable(f, ctx.session, true, now) {
         // Killing ourselves: the reply still goes out, then we close.

@@ -133,6 +133,8 @@ pub struct Replica {
     pub since_ms: i64,
     /// Since when its feed has been behind by more than the soft limit.
     pub soft_since: Option<i64>,
+    /// Its CLIENT LIST line.
+    pub card: crate::cmd::client::ReplicaCard,
 }
 
 impl Replica {
@@ -245,6 +247,7 @@ pub fn psync(
             feed: Some(feed),
             since_ms: now_ms,
             soft_since: None,
+            card: crate::cmd::client::ReplicaCard::of(sess, now_ms),
         });
         srv.events.push(crate::Event::Detach { client: sess.id });
         return Ok(());
@@ -264,6 +267,7 @@ pub fn psync(
         feed: None,
         since_ms: now_ms,
         soft_since: None,
+        card: crate::cmd::client::ReplicaCard::of(sess, now_ms),
     });
     start_waiting_sync(srv, now_ms);
     Ok(())
@@ -456,6 +460,18 @@ fn add_zerocopy(sum: &mut ZeroCopyStats, s: ZeroCopyStats) {
     sum.copied += s.copied;
     sum.in_flight += s.in_flight;
     sum.tracker_bytes += s.tracker_bytes;
+}
+
+/// The CLIENT LIST cards of the replicas we feed, each with the time of
+/// its last ACK (unix ms; 0 before the first).
+pub fn replica_cards(
+    srv: &Server,
+) -> impl Iterator<Item = (&crate::cmd::client::ReplicaCard, i64)> {
+    srv.repl
+        .feeds
+        .replicas
+        .iter()
+        .map(|r| (&r.card, r.feed.as_ref().map_or(0, |f| f.ack().1)))
 }
 
 /// CLIENT KILL of replicas: those whose id is in `ids` (all when empty).
