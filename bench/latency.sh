@@ -4,7 +4,8 @@
 # threaded (io-threads N, default settings).
 #
 # Usage: bench/latency.sh [VARIANT...]   (default: redis ringkv-t1 ringkv-t2)
-#   VARIANT: redis | ringkv-tN | ringkv-tN-epoll   (ringkv: io_uring unless -epoll)
+#   VARIANT: redis | ringkv-tN[-epoll][-pollU]   (ringkv: io_uring unless -epoll;
+#            -pollU: io-busy-poll-us U)
 #
 # Per round, per variant (order reversed every other round): the server
 # starts on core SERVER_CPU, its keyspace is filled (KEYS keys of 100
@@ -58,11 +59,15 @@ start() { # variant → server on $PORT, answering PING
   case $v in
     redis) taskset -c "$SERVER_CPU" "$REDIS_BIN" "${args[@]}" >"$WORK/server.log" 2>&1 & ;;
     ringkv-t*)
-      local n=${v#ringkv-t} uring=yes
+      local n=${v#ringkv-t} uring=yes poll=0
+      if [[ $n == *-poll* ]]; then
+        poll=${n##*-poll}
+        n=${n%-poll*}
+      fi
       [[ $n == *-epoll ]] && uring=no
       n=${n%-epoll}
       taskset -c "$SERVER_CPU" "$TARGET/ringkv-server" "${args[@]}" --io-uring "$uring" \
-        --io-threads "$n" >"$WORK/server.log" 2>&1 & ;;
+        --io-threads "$n" --io-busy-poll-us "$poll" >"$WORK/server.log" 2>&1 & ;;
     *) echo "latency.sh: unknown variant $v" >&2; exit 1 ;;
   esac
   SERVER_PID=$!
