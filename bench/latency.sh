@@ -54,28 +54,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-start() { # variant → server on $PORT, answering PING
-  local v=$1 args=(--port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK")
-  case $v in
-    redis) taskset -c "$SERVER_CPU" "$REDIS_BIN" "${args[@]}" >"$WORK/server.log" 2>&1 & ;;
-    ringkv-t*)
-      local n=${v#ringkv-t} uring=yes poll=0
-      if [[ $n == *-poll* ]]; then
-        poll=${n##*-poll}
-        n=${n%-poll*}
-      fi
-      [[ $n == *-epoll ]] && uring=no
-      n=${n%-epoll}
-      taskset -c "$SERVER_CPU" "$TARGET/ringkv-server" "${args[@]}" --io-uring "$uring" \
-        --io-threads "$n" --io-busy-poll-us "$poll" >"$WORK/server.log" 2>&1 & ;;
-    *) echo "latency.sh: unknown variant $v" >&2; exit 1 ;;
-  esac
-  SERVER_PID=$!
-  wait_ready && return 0
-  echo "latency.sh: $v did not start:" >&2
-  tail -n 20 "$WORK/server.log" >&2
-  exit 1
-}
+start() { start_variant "$1" "$WORK"; }
 
 bench() { taskset -c "$CLIENT_CPU" "$TARGET/ringkv-bench" -p "$PORT" -c 50 -d 100 --keyspace "$KEYS" "$@"; }
 

@@ -84,3 +84,31 @@ child_dirty_kib() {
   [ -n "$c" ] || { echo 0; return; }
   awk '/^Private_Dirty/ {print $2}' "/proc/$c/smaps_rollup" 2>/dev/null || echo 0
 }
+
+# start_variant VARIANT DIR → a server on $PORT pinned to $SERVER_CPU, with
+# DIR as its dir and DIR/server.log, answering PING (SERVER_PID set); exits
+# on failure. VARIANT: redis ($REDIS_BIN, default redis-server) |
+# ringkv-tN[-epoll][-pollU] ($TARGET/ringkv-server: io-threads N, io_uring
+# unless -epoll, io-busy-poll-us U).
+start_variant() {
+  local v=$1 dir=$2 args=(--port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$2")
+  case $v in
+    redis) taskset -c "$SERVER_CPU" "${REDIS_BIN:-redis-server}" "${args[@]}" >"$dir/server.log" 2>&1 & ;;
+    ringkv-t*)
+      local n=${v#ringkv-t} uring=yes poll=0
+      if [[ $n == *-poll* ]]; then
+        poll=${n##*-poll}
+        n=${n%-poll*}
+      fi
+      [[ $n == *-epoll ]] && uring=no
+      n=${n%-epoll}
+      taskset -c "$SERVER_CPU" "$TARGET/ringkv-server" "${args[@]}" --io-uring "$uring" \
+        --io-threads "$n" --io-busy-poll-us "$poll" >"$dir/server.log" 2>&1 & ;;
+    *) echo "unknown variant $v" >&2; exit 1 ;;
+  esac
+  SERVER_PID=$!
+  wait_ready && return 0
+  echo "$v did not start:" >&2
+  tail -n 20 "$dir/server.log" >&2
+  exit 1
+}

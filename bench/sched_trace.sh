@@ -6,7 +6,8 @@
 # send, syscalls per wake-up.
 #
 # Usage: bench/sched_trace.sh [VARIANT...]   (default: redis ringkv-t1 ringkv-t1-epoll)
-#   VARIANT: redis | ringkv-t1 | ringkv-t1-epoll (inline mode only: one loop thread)
+#   VARIANT: redis | ringkv-t1[-epoll][-pollU] (bench/lib.sh start_variant;
+#            inline mode only: the loop is the main thread)
 # Env: RATE (30000)  DURATION (6s)  KEYS (1000000)  PORT (17611)
 #      SERVER_CPU (0)  CLIENT_CPU (1)  NO_BUILD (1: use target/release)
 # Needs perf and root. Stops only the servers it started, by PID.
@@ -30,15 +31,7 @@ trap 'stop_server; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
 for v in "${VARIANTS[@]}"; do
-  args=(--port "$PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK")
-  case $v in
-    redis) taskset -c "$SERVER_CPU" redis-server "${args[@]}" >/dev/null 2>&1 & ;;
-    ringkv-t1) taskset -c "$SERVER_CPU" "$TARGET/ringkv-server" "${args[@]}" --io-uring yes >/dev/null 2>&1 & ;;
-    ringkv-t1-epoll) taskset -c "$SERVER_CPU" "$TARGET/ringkv-server" "${args[@]}" --io-uring no >/dev/null 2>&1 & ;;
-    *) echo "sched_trace.sh: unknown variant $v" >&2; exit 1 ;;
-  esac
-  SERVER_PID=$!
-  wait_ready || { echo "$v did not start" >&2; exit 1; }
+  start_variant "$v" "$WORK"
   bench() { taskset -c "$CLIENT_CPU" "$TARGET/ringkv-bench" -p "$PORT" -c 50 -d 100 --keyspace "$KEYS" "$@"; }
   bench -t set --key-pattern sequential -n "$KEYS" -P 16 -q >/dev/null
   bench -t get --rate "$RATE" --duration "$DURATION" -q >"$WORK/bench.txt" 2>&1 &
