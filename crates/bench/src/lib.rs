@@ -84,6 +84,10 @@ pub fn main_cli() -> i32 {
     }
 }
 
+fn read_file(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
 fn write_file(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -97,8 +101,7 @@ fn plot_files(
 ) -> Result<i32, String> {
     let mut all = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        let text = read_file(f)?;
         let stem = f.file_stem().map_or_else(
             || f.display().to_string(),
             |s| s.to_string_lossy().into_owned(),
@@ -128,8 +131,7 @@ fn plot_load(
 ) -> Result<i32, String> {
     let mut all = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        let text = read_file(f)?;
         all.extend(
             stats::parse_load_table(&text, column).map_err(|e| format!("{}: {e}", f.display()))?,
         );
