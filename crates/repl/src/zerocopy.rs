@@ -385,6 +385,66 @@ mod tests {
         assert_eq!(uring.min_size(), 10);
     }
 
+    /// A replica that stops reading: a SEND_ZC waits for room until its
+    /// timeout; the feed ends, the send is cancelled (as the drain does
+    /// first), and once the connection is gone the drain sees every
+    /// notification.
+    #[test]
+    fn a_send_that_finds_no_room_times_out_and_drains_when_cancelled() {
+        use std::os::fd::AsRawFd;
+        let set = |fd: RawFd, opt: libc::c_int| {
+            let n: libc::c_int = 4096;
+            // SAFETY: setsockopt reads an int we own for its duration.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&n as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            }
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set(listener.as_raw_fd(), libc::SO_RCVBUF);
+        let sock = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (never_reads, _) = listener.accept().unwrap();
+        set(sock.as_raw_fd(), libc::SO_SNDBUF);
+        let Ok(ring) = SendZc::new(sock.as_raw_fd()) else {
+            eprintln!("skipped: no IORING_OP_SEND_ZC here");
+            return;
+        };
+        let mut z = ZeroCopy {
+            tracker: Tracker::new(0, 0),
+            via: Via::SendZc(Box::new(ring)),
+        };
+        let mut timed_out = None;
+        for s in slices(64, 16 << 10) {
+            if let Err(e) = z.send(&s, Duration::from_millis(200)) {
+                timed_out = Some(e);
+                break;
+            }
+        }
+        assert_eq!(timed_out.as_deref(), Some("write error: timed out"));
+        let Via::SendZc(ring) = &mut z.via else {
+            unreachable!()
+        };
+        assert!(ring.submitted(), "the send still waits for room");
+        ring.cancel();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while ring.submitted() && Instant::now() < deadline {
+            ring.wait(Duration::from_millis(10));
+            ring.reap(&mut z.tracker);
+        }
+        assert!(!ring.submitted(), "the cancelled send never completed");
+        // The replica's end goes away with unread bytes: a reset, and the
+        // kernel lets go of every queued send.
+        drop(never_reads);
+        z.drain(Duration::from_secs(5));
+        assert_eq!(z.in_flight(), 0);
+        assert_eq!(z.tracker.bytes_in_flight, 0);
+    }
+
     #[test]
     fn a_held_send_is_kept_but_not_counted() {
         let mut t = Tracker::new(0, 0);
