@@ -15,7 +15,7 @@
 //! engine rings the bell after each batch it publishes, which costs a
 //! syscall only when the thread is asleep.
 
-use crate::zerocopy::Tracker;
+use crate::zerocopy::ZeroCopy;
 use engine::ClientId;
 use engine::log;
 use engine::persist::{ChannelSink, SinkMsg, SinkWriter, SnapshotSink};
@@ -43,7 +43,7 @@ const TICK: Duration = Duration::from_millis(100);
 /// wake-up (an eventfd write and a context switch) per batch.
 const LINGER: Duration = Duration::from_millis(1);
 /// A blocked write gives up after this long (the replica stopped reading).
-const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A socket on its way from the event loop to its feed.
 struct Adopted {
@@ -294,22 +294,30 @@ fn serve(
             shared.online.store(true, Ordering::Relaxed);
         }
     }
-    let tracker = start
+    let zc = start
         .zerocopy_min
         .filter(|_| !is_loopback(sock))
-        .and_then(|min| Tracker::enable(sock.as_raw_fd(), min));
+        .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring));
+    if let Some(z) = &zc {
+        let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        log::notice(&format!(
+            "Replica connection {peer}: stream writes of at least {} bytes go zero-copy with {}",
+            z.min_size(),
+            z.mechanism()
+        ));
+    }
     let mut stream = Stream {
         sock,
         reader: start.stream,
         input: unparsed,
-        tracker,
+        zc,
     };
     if hold_until_ack {
         stream.await_first_ack(shared)?;
         shared.online.store(true, Ordering::Relaxed);
     }
     let r = stream.run(shared);
-    if let Some(t) = stream.tracker.as_mut() {
+    if let Some(t) = stream.zc.as_mut() {
         // Seed 003's rule: a socket with zero-copy sends in flight is
         // closed only once the kernel has let go of their buffers.
         t.drain(Duration::from_secs(2));
@@ -393,7 +401,7 @@ struct Stream<'a> {
     reader: effects::Reader,
     /// What the replica sent that is not parsed yet (its ACKs).
     input: Vec<u8>,
-    tracker: Option<Tracker>,
+    zc: Option<ZeroCopy>,
 }
 
 impl Stream<'_> {
@@ -432,7 +440,7 @@ impl Stream<'_> {
                 shared.sent.store(self.reader.offset(), Ordering::Relaxed);
                 sent = true;
             }
-            if let Some(t) = self.tracker.as_mut() {
+            if let Some(t) = self.zc.as_mut() {
                 t.reap();
                 t.publish(&shared.zc);
             }
@@ -465,10 +473,10 @@ impl Stream<'_> {
     }
 
     fn send(&mut self, slice: &effects::Slice, shared: &Shared) -> Result<(), String> {
-        if let Some(t) = self.tracker.as_mut()
+        if let Some(t) = self.zc.as_mut()
             && slice.len() >= t.min_size()
         {
-            t.send(slice)?;
+            t.send(slice, WRITE_TIMEOUT)?;
             t.publish(&shared.zc);
             return Ok(());
         }
@@ -490,9 +498,16 @@ impl Stream<'_> {
                 events: libc::POLLIN,
                 revents: 0,
             },
+            // SEND_ZC's ring: readable when notifications come.
+            libc::pollfd {
+                fd: self.zc.as_ref().and_then(ZeroCopy::poll_fd).unwrap_or(-1),
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
-        // SAFETY: `fds` is a valid array of two pollfd for the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout.as_millis() as i32) };
+        // SAFETY: `fds` is a valid array of three pollfd for the call
+        // (negative descriptors are skipped).
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout.as_millis() as i32) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == ErrorKind::Interrupted {
@@ -500,11 +515,12 @@ impl Stream<'_> {
             }
             return Err(format!("poll: {e}"));
         }
-        if fds[0].revents & libc::POLLERR != 0
-            && let Some(t) = self.tracker.as_mut()
+        if (fds[0].revents & libc::POLLERR != 0 || fds[2].revents & libc::POLLIN != 0)
+            && let Some(t) = self.zc.as_mut()
         {
-            // The error queue holds zero-copy completions.
+            // The error queue or the ring holds zero-copy completions.
             t.reap();
+            t.publish(&shared.zc);
         }
         let readable = fds[0].revents & (libc::POLLIN | libc::POLLHUP) != 0;
         Ok((readable, fds[1].revents & libc::POLLIN != 0))

@@ -10,8 +10,9 @@
 //!   ([`adopt`]), sends the full sync's RDB as the snapshot capture
 //!   produces it, then the write-effects stream straight from its
 //!   refcounted blocks ([`FeedThreads`]).
-//! * [`zerocopy`]: `MSG_ZEROCOPY` sends from those blocks and the tracker
-//!   of sends in flight (seed 003).
+//! * [`zerocopy`]: zero-copy sends from those blocks (`MSG_ZEROCOPY`, or
+//!   `IORING_OP_SEND_ZC` under the io_uring backend) and the tracker of
+//!   sends in flight (seed 003).
 //!
 //! This crate owns replication sockets, transfer files while they are
 //! written, and the framing of the stream on the wire. It must not touch

@@ -1,20 +1,27 @@
 //! Zero-copy sends of the stream to one replica (seed 003): writes of at
-//! least `tcp-zerocopy-min-write-size` bytes go out with `MSG_ZEROCOPY`,
-//! so the kernel sends from the effects block itself instead of copying
-//! it into the socket buffer.
+//! least `tcp-zerocopy-min-write-size` bytes go out without the kernel
+//! copying them into the socket buffer — it sends from the effects block
+//! itself.
 //!
 //! The price is that the bytes must not change or be freed until the
 //! kernel says it is done with them. Published stream bytes never change;
 //! the [`Tracker`] keeps them alive by holding each send's
-//! [`effects::Slice`] (a reference on its block) until its completion
-//! comes back on the socket's error queue:
+//! [`effects::Slice`] (a reference on its block) under an id until the
+//! completion for that id comes back. Two mechanisms deliver completions,
+//! and share the tracker (ids, slices, counters, the give-up rule):
 //!
 //! ```text
-//!  send(MSG_ZEROCOPY) ─► id n (a per-socket u32 counter, wrapping)
-//!                         tracker: [(n, slice) ...]
-//!  error queue ◄─ SO_EE_ORIGIN_ZEROCOPY [lo, hi]: every id in the range is
-//!                 done (ranges coalesce; ids wrap past u32::MAX);
-//!                 SO_EE_CODE_ZEROCOPY_COPIED: the kernel copied after all
+//!  MSG_ZEROCOPY (errqueue.rs; the epoll backend)
+//!   send(MSG_ZEROCOPY) ─► id n (the kernel's per-socket u32, wrapping)
+//!   error queue ◄─ SO_EE_ORIGIN_ZEROCOPY [lo, hi]: every id in the range
+//!                  is done (ranges coalesce; ids wrap past u32::MAX);
+//!                  SO_EE_CODE_ZEROCOPY_COPIED: the kernel copied after all
+//!
+//!  IORING_OP_SEND_ZC (sendzc.rs; the io_uring backend)
+//!   SQE SEND_ZC, user_data = id n (ours, u32, wrapping)
+//!   CQE 1: bytes sent, IORING_CQE_F_MORE ─► a notification follows
+//!   CQE 2: IORING_CQE_F_NOTIF: id n is done; res has
+//!          IORING_NOTIF_USAGE_ZC_COPIED when the kernel copied
 //! ```
 //!
 //! A socket with sends in flight is closed only after the tracker has
@@ -22,25 +29,155 @@
 //! drop the notifications, and the slices would have to be kept forever
 //! or freed while possibly still read.
 
+mod errqueue;
+mod sendzc;
+
 use effects::Slice;
+use errqueue::ErrQueue;
+use sendzc::SendZc;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// `linux/errqueue.h`: a notification about zero-copy sends (libc does
-/// not name these two).
-const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
-/// The kernel could not send from the pages and copied them.
-const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
 /// Completions looked at before deciding that the kernel copies anyway.
 const PROBE: u64 = 32;
 
-/// The in-flight zero-copy sends of one socket.
-pub struct Tracker {
-    fd: RawFd,
+/// A replica's zero-copy sender: the tracker and the mechanism that
+/// delivers its completions.
+pub struct ZeroCopy {
+    tracker: Tracker,
+    via: Via,
+}
+
+enum Via {
+    ErrQueue(ErrQueue),
+    SendZc(Box<SendZc>),
+}
+
+impl ZeroCopy {
+    /// Zero-copy sends of at least `min` bytes on `fd`: with
+    /// `IORING_OP_SEND_ZC` when the server runs io_uring (`io_uring`) and
+    /// the kernel has it, else with `MSG_ZEROCOPY`; `None` if the kernel
+    /// refuses both.
+    pub fn start(fd: RawFd, min: usize, io_uring: bool) -> Option<ZeroCopy> {
+        if io_uring {
+            match SendZc::new(fd) {
+                Ok(s) => {
+                    return Some(ZeroCopy {
+                        tracker: Tracker::new(min, 0),
+                        via: Via::SendZc(Box::new(s)),
+                    });
+                }
+                Err(why) => {
+                    // Once per process: every feed would say the same.
+                    static SAID: AtomicBool = AtomicBool::new(false);
+                    if !SAID.swap(true, Ordering::Relaxed) {
+                        engine::log::notice(&format!(
+                            "IORING_OP_SEND_ZC is not available ({why}): replica feeds use MSG_ZEROCOPY"
+                        ));
+                    }
+                }
+            }
+        }
+        ErrQueue::enable(fd).map(|e| ZeroCopy {
+            tracker: Tracker::new(min, 0),
+            via: Via::ErrQueue(e),
+        })
+    }
+
+    /// The mechanism, for the log.
+    pub fn mechanism(&self) -> &'static str {
+        match self.via {
+            Via::ErrQueue(_) => "MSG_ZEROCOPY",
+            Via::SendZc(_) => "IORING_OP_SEND_ZC",
+        }
+    }
+
+    /// Sends of at least this many bytes go zero-copy (none, once the
+    /// tracker gave up on this socket).
+    pub fn min_size(&self) -> usize {
+        self.tracker.min_size()
+    }
+
+    /// Send all of `slice`, zero-copy; blocks until the kernel took it
+    /// all (or `timeout` passed without progress: the replica stopped
+    /// reading).
+    pub fn send(&mut self, slice: &Slice, timeout: Duration) -> Result<(), String> {
+        match &mut self.via {
+            Via::ErrQueue(e) => e.send(&mut self.tracker, slice),
+            Via::SendZc(s) => s.send(&mut self.tracker, slice, timeout),
+        }
+    }
+
+    /// Take every completion that has come, without waiting.
+    pub fn reap(&mut self) {
+        match &mut self.via {
+            Via::ErrQueue(e) => e.reap(&mut self.tracker),
+            Via::SendZc(s) => s.reap(&mut self.tracker),
+        }
+    }
+
+    /// A descriptor besides the socket that becomes readable when
+    /// completions come (the ring's), for the feed's poll. The error
+    /// queue's show as POLLERR on the socket itself.
+    pub fn poll_fd(&self) -> Option<RawFd> {
+        match &self.via {
+            Via::ErrQueue(_) => None,
+            Via::SendZc(s) => Some(s.ring_fd()),
+        }
+    }
+
+    /// Sends the kernel may still read from.
+    fn in_flight(&self) -> usize {
+        let submitted = match &self.via {
+            Via::ErrQueue(_) => false,
+            Via::SendZc(s) => s.submitted(),
+        };
+        self.tracker.in_flight.len() + usize::from(submitted)
+    }
+
+    /// Before the socket closes: wait (up to `limit`) for every send in
+    /// flight to complete.
+    pub fn drain(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        if let Via::SendZc(s) = &mut self.via {
+            // A send still waiting for room (a write that timed out).
+            s.cancel();
+        }
+        while self.in_flight() > 0 && Instant::now() < deadline {
+            let tick = Duration::from_millis(10);
+            match &mut self.via {
+                Via::ErrQueue(e) => e.wait(tick),
+                Via::SendZc(s) => s.wait(tick),
+            }
+            self.reap();
+        }
+        let left = self.in_flight();
+        if left > 0 {
+            // The kernel may still read these blocks: keep them forever
+            // rather than free memory it could touch.
+            engine::log::warning(&format!(
+                "replica feed: {left} zero-copy sends still in flight at close; their buffers are leaked"
+            ));
+            self.tracker.leak();
+            if let Via::SendZc(s) = &mut self.via {
+                s.leak();
+            }
+        }
+    }
+
+    /// Copy the counters where INFO reads them.
+    pub(crate) fn publish(&self, shared: &crate::feed::SharedCounters) {
+        self.tracker.publish(shared);
+    }
+}
+
+/// The in-flight zero-copy sends of one socket, whatever delivers their
+/// completions.
+struct Tracker {
     min: usize,
-    /// The id the kernel gives the next successful zero-copy send.
+    /// The id of the next send tracked.
     next_id: u32,
     in_flight: VecDeque<(u32, Slice)>,
     bytes_in_flight: u64,
@@ -56,25 +193,8 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// Turn SO_ZEROCOPY on for `fd`; `None` if the kernel refuses.
-    pub fn enable(fd: RawFd, min: usize) -> Option<Tracker> {
-        let one: libc::c_int = 1;
-        // SAFETY: setsockopt reads an int we own for its duration.
-        let r = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_ZEROCOPY,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        (r == 0).then(|| Tracker::new(fd, min, 0))
-    }
-
-    fn new(fd: RawFd, min: usize, first_id: u32) -> Tracker {
+    fn new(min: usize, first_id: u32) -> Tracker {
         Tracker {
-            fd,
             min,
             next_id: first_id,
             in_flight: VecDeque::new(),
@@ -87,68 +207,25 @@ impl Tracker {
         }
     }
 
-    /// Sends of at least this many bytes go zero-copy (none, once the
-    /// tracker gave up on this socket).
-    pub fn min_size(&self) -> usize {
+    fn min_size(&self) -> usize {
         if self.gave_up { usize::MAX } else { self.min }
     }
 
-    /// Send all of `slice`, zero-copy; a kernel short of option memory
-    /// (ENOBUFS) gets an ordinary copying send instead.
-    pub fn send(&mut self, slice: &Slice) -> Result<(), String> {
-        let mut at = 0;
-        while at < slice.len() {
-            let rest = &slice[at..];
-            // SAFETY: the bytes stay valid and unchanged until the kernel's
-            // completion for this send: `self.in_flight` holds the block.
-            let n = unsafe {
-                libc::send(
-                    self.fd,
-                    rest.as_ptr().cast(),
-                    rest.len(),
-                    libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL,
-                )
-            };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::ENOBUFS) => {
-                        // SAFETY: an ordinary send of bytes we hold.
-                        let m = unsafe {
-                            libc::send(
-                                self.fd,
-                                rest.as_ptr().cast(),
-                                rest.len(),
-                                libc::MSG_NOSIGNAL,
-                            )
-                        };
-                        if m < 0 {
-                            return Err(format!(
-                                "write error: {}",
-                                std::io::Error::last_os_error()
-                            ));
-                        }
-                        at += m as usize;
-                        continue;
-                    }
-                    _ => return Err(format!("write error: {e}")),
-                }
-            }
-            let n = n as usize;
-            self.track(slice.split_from(at).truncate(n));
-            at += n;
-        }
-        Ok(())
-    }
-
     /// A send the kernel accepted: it has the next id.
-    fn track(&mut self, sent: Slice) {
+    fn track(&mut self, sent: Slice) -> u32 {
         self.writes += 1;
         self.bytes += sent.len() as u64;
-        self.bytes_in_flight += sent.len() as u64;
-        self.in_flight.push_back((self.next_id, sent));
-        self.next_id = self.next_id.wrapping_add(1);
+        self.hold(sent)
+    }
+
+    /// Keep `slice` until the completion of the next id, without counting
+    /// a write (a failed send whose notification is still to come).
+    fn hold(&mut self, slice: Slice) -> u32 {
+        let id = self.next_id;
+        self.bytes_in_flight += slice.len() as u64;
+        self.in_flight.push_back((id, slice));
+        self.next_id = id.wrapping_add(1);
+        id
     }
 
     /// Sends `[lo, hi]` (inclusive, ids wrapping) are complete.
@@ -191,73 +268,14 @@ impl Tracker {
         }
     }
 
-    /// Read every completion waiting on the error queue.
-    pub fn reap(&mut self) {
-        loop {
-            let mut control = [0u64; 16];
-            // SAFETY: an all-zero msghdr is valid; we point it at our own
-            // control buffer for the duration of the call.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&control) as _;
-            // SAFETY: recvmsg fills `msg` and `control`, which we own.
-            let r = unsafe {
-                libc::recvmsg(self.fd, &mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT)
-            };
-            if r < 0 {
-                return;
-            }
-            // SAFETY: the CMSG macros walk the control buffer recvmsg
-            // filled, within `msg_controllen`.
-            unsafe {
-                let mut cm = libc::CMSG_FIRSTHDR(&msg);
-                while !cm.is_null() {
-                    let level = (*cm).cmsg_level;
-                    let ty = (*cm).cmsg_type;
-                    let ip = level == libc::SOL_IP && ty == libc::IP_RECVERR;
-                    let ip6 = level == libc::SOL_IPV6 && ty == libc::IPV6_RECVERR;
-                    if ip || ip6 {
-                        let ee = libc::CMSG_DATA(cm) as *const libc::sock_extended_err;
-                        let ee = std::ptr::read_unaligned(ee);
-                        if ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY && ee.ee_errno == 0 {
-                            let copied = ee.ee_code & SO_EE_CODE_ZEROCOPY_COPIED != 0;
-                            self.complete(ee.ee_info, ee.ee_data, copied);
-                        }
-                    }
-                    cm = libc::CMSG_NXTHDR(&msg, cm);
-                }
-            }
-        }
+    /// Never free the blocks of the sends in flight (the kernel may still
+    /// read them).
+    fn leak(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.in_flight));
+        self.bytes_in_flight = 0;
     }
 
-    /// Before the socket closes: wait (up to `limit`) for every send in
-    /// flight to complete.
-    pub fn drain(&mut self, limit: Duration) {
-        let deadline = Instant::now() + limit;
-        while !self.in_flight.is_empty() && Instant::now() < deadline {
-            let mut p = libc::pollfd {
-                fd: self.fd,
-                events: 0,
-                revents: 0,
-            };
-            // SAFETY: one pollfd we own; POLLERR is reported with no
-            // events asked for.
-            unsafe { libc::poll(&mut p, 1, 10) };
-            self.reap();
-        }
-        if !self.in_flight.is_empty() {
-            // The kernel may still read these blocks: keep them forever
-            // rather than free memory it could touch.
-            engine::log::warning(&format!(
-                "replica feed: {} zero-copy sends still in flight at close; their buffers are leaked",
-                self.in_flight.len()
-            ));
-            std::mem::forget(std::mem::take(&mut self.in_flight));
-        }
-    }
-
-    /// Copy the counters where INFO reads them.
-    pub(crate) fn publish(&self, shared: &crate::feed::SharedCounters) {
+    fn publish(&self, shared: &crate::feed::SharedCounters) {
         use std::sync::atomic::Ordering::Relaxed;
         shared.writes.store(self.writes, Relaxed);
         shared.bytes.store(self.bytes, Relaxed);
@@ -270,24 +288,30 @@ impl Tracker {
     }
 }
 
+/// Test helpers shared by the mechanisms' tests.
+#[cfg(test)]
+fn test_slices(n: usize, len: usize) -> Vec<Slice> {
+    let mut w = effects::Writer::new(0);
+    let mut r = w.reader();
+    w.append(&vec![7u8; n * len]);
+    w.publish();
+    let all = r.next_slice().expect("published");
+    (0..n)
+        .map(|i| all.split_from(i * len).truncate(len))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn slices(n: usize, len: usize) -> Vec<Slice> {
-        let mut w = effects::Writer::new(0);
-        let mut r = w.reader();
-        w.append(&vec![7u8; n * len]);
-        w.publish();
-        let all = r.next_slice().expect("published");
-        (0..n)
-            .map(|i| all.split_from(i * len).truncate(len))
-            .collect()
+        test_slices(n, len)
     }
 
     #[test]
     fn ids_wrap_past_u32_max_and_ranges_coalesce() {
-        let mut t = Tracker::new(-1, 0, u32::MAX - 2);
+        let mut t = Tracker::new(0, u32::MAX - 2);
         for s in slices(6, 10) {
             t.track(s);
         }
@@ -307,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_path_that_always_copies_ends_zero_copy_sends() {
-        let mut t = Tracker::new(-1, 100, 0);
+        let mut t = Tracker::new(100, 0);
         for s in slices(PROBE as usize, 4) {
             t.track(s);
         }
@@ -316,7 +340,7 @@ mod tests {
         t.complete(PROBE as u32 - 1, PROBE as u32 - 1, true);
         assert_eq!(t.min_size(), usize::MAX);
         // One send the kernel really did without a copy keeps it on.
-        let mut t = Tracker::new(-1, 100, 0);
+        let mut t = Tracker::new(100, 0);
         for s in slices(PROBE as usize, 4) {
             t.track(s);
         }
@@ -327,7 +351,7 @@ mod tests {
 
     #[test]
     fn out_of_order_ranges_release_only_their_sends() {
-        let mut t = Tracker::new(-1, 0, 100);
+        let mut t = Tracker::new(0, 100);
         for s in slices(5, 4) {
             t.track(s);
         }
@@ -336,6 +360,100 @@ mod tests {
         assert_eq!(ids, [100, 101, 104]);
         t.complete(100, 101, false);
         t.complete(104, 104, false);
+        assert!(t.in_flight.is_empty());
+        assert_eq!(t.bytes_in_flight, 0);
+    }
+
+    #[test]
+    fn the_backend_chooses_the_mechanism() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let fd = sock.as_raw_fd();
+        let epoll = ZeroCopy::start(fd, 10, false).expect("SO_ZEROCOPY");
+        assert_eq!(epoll.mechanism(), "MSG_ZEROCOPY");
+        assert_eq!(epoll.poll_fd(), None);
+        let uring = ZeroCopy::start(fd, 10, true).expect("either mechanism");
+        match SendZc::new(fd) {
+            Ok(_) => {
+                assert_eq!(uring.mechanism(), "IORING_OP_SEND_ZC");
+                assert!(uring.poll_fd().is_some_and(|r| r != fd));
+            }
+            // A kernel without it: the fallback.
+            Err(_) => assert_eq!(uring.mechanism(), "MSG_ZEROCOPY"),
+        }
+        assert_eq!(uring.min_size(), 10);
+    }
+
+    /// A replica that stops reading: a SEND_ZC waits for room until its
+    /// timeout; the feed ends, the send is cancelled (as the drain does
+    /// first), and once the connection is gone the drain sees every
+    /// notification.
+    #[test]
+    fn a_send_that_finds_no_room_times_out_and_drains_when_cancelled() {
+        use std::os::fd::AsRawFd;
+        let set = |fd: RawFd, opt: libc::c_int| {
+            let n: libc::c_int = 4096;
+            // SAFETY: setsockopt reads an int we own for its duration.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&n as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            }
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set(listener.as_raw_fd(), libc::SO_RCVBUF);
+        let sock = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (never_reads, _) = listener.accept().unwrap();
+        set(sock.as_raw_fd(), libc::SO_SNDBUF);
+        let Ok(ring) = SendZc::new(sock.as_raw_fd()) else {
+            eprintln!("skipped: no IORING_OP_SEND_ZC here");
+            return;
+        };
+        let mut z = ZeroCopy {
+            tracker: Tracker::new(0, 0),
+            via: Via::SendZc(Box::new(ring)),
+        };
+        let mut timed_out = None;
+        for s in slices(64, 16 << 10) {
+            if let Err(e) = z.send(&s, Duration::from_millis(200)) {
+                timed_out = Some(e);
+                break;
+            }
+        }
+        assert_eq!(timed_out.as_deref(), Some("write error: timed out"));
+        let Via::SendZc(ring) = &mut z.via else {
+            unreachable!()
+        };
+        assert!(ring.submitted(), "the send still waits for room");
+        ring.cancel();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while ring.submitted() && Instant::now() < deadline {
+            ring.wait(Duration::from_millis(10));
+            ring.reap(&mut z.tracker);
+        }
+        assert!(!ring.submitted(), "the cancelled send never completed");
+        // The replica's end goes away with unread bytes: a reset, and the
+        // kernel lets go of every queued send.
+        drop(never_reads);
+        z.drain(Duration::from_secs(5));
+        assert_eq!(z.in_flight(), 0);
+        assert_eq!(z.tracker.bytes_in_flight, 0);
+    }
+
+    #[test]
+    fn a_held_send_is_kept_but_not_counted() {
+        let mut t = Tracker::new(0, 0);
+        let s = slices(2, 8);
+        t.track(s[0].clone());
+        let held = t.hold(s[1].truncate(0));
+        assert_eq!(held, 1);
+        assert_eq!((t.writes, t.bytes, t.in_flight.len()), (1, 8, 2));
+        t.complete(0, 1, false);
         assert!(t.in_flight.is_empty());
         assert_eq!(t.bytes_in_flight, 0);
     }

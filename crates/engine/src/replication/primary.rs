@@ -79,6 +79,9 @@ pub struct FeedStart {
     pub stream: effects::Reader,
     /// `tcp-tx-zerocopy` and the size from which sends go zero-copy.
     pub zerocopy_min: Option<usize>,
+    /// The event loops run io_uring: zero-copy sends use
+    /// `IORING_OP_SEND_ZC` (else `MSG_ZEROCOPY`).
+    pub io_uring: bool,
     /// Rung on every ACK (a WAIT may be waiting for it).
     pub wake: std::sync::Arc<crate::wake::Wake>,
 }
@@ -230,6 +233,7 @@ pub fn psync(
             rdb_version: rdb::RDB_VERSION,
             stream,
             zerocopy_min: zerocopy_min(srv),
+            io_uring: srv.net.backend == "io_uring",
             wake: srv.repl.wake.clone(),
         };
         let feed = srv
@@ -347,6 +351,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         rdb_version: hello.rdb_version(),
         stream,
         zerocopy_min: zerocopy_min(srv),
+        io_uring: srv.net.backend == "io_uring",
         wake: srv.repl.wake.clone(),
     };
     let Some(senders) = srv.repl.feeds.senders.as_mut() else {
