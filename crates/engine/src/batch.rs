@@ -54,12 +54,29 @@ impl CommandHint {
     pub(crate) const UNKNOWN: u32 = u32::MAX;
 
     pub fn of(argv: ArgvRef<'_>) -> CommandHint {
-        let table = table();
         let idx = if argv.is_empty() {
             None
         } else {
-            table.lookup(argv.get(0))
+            table().lookup(argv.get(0))
         };
+        Self::with_entry(argv, idx)
+    }
+
+    /// [`CommandHint::of`], looking the name up through `names`: a
+    /// parser keeps one per connection, so a pipeline of one command (16
+    /// SETs) looks its name up in the table once, not per command.
+    pub fn of_cached(argv: ArgvRef<'_>, names: &mut NameCache) -> CommandHint {
+        let idx = if argv.is_empty() {
+            None
+        } else {
+            names.lookup(argv.get(0))
+        };
+        Self::with_entry(argv, idx)
+    }
+
+    #[inline]
+    fn with_entry(argv: ArgvRef<'_>, idx: Option<usize>) -> CommandHint {
+        let table = table();
         let mut key_hash = 0;
         if let Some(i) = idx {
             let fk = table.entries[i].spec.first_key;
@@ -89,6 +106,39 @@ impl CommandHint {
             .entries
             .get(self.idx as usize)
             .is_some_and(|e| e.may_run_script)
+    }
+}
+
+/// The command name looked up last, as the client spelled it, and its
+/// table entry ([`CommandHint::of_cached`]).
+#[derive(Clone, Debug, Default)]
+pub struct NameCache {
+    name: [u8; NameCache::MAX],
+    /// Bytes of `name` in use; 0: nothing cached.
+    len: u8,
+    /// Its table index, or [`CommandHint::UNKNOWN`].
+    idx: u32,
+}
+
+impl NameCache {
+    /// Longer names are looked up every time (every command name but a
+    /// few subcommand-only ones fits).
+    const MAX: usize = 16;
+
+    /// The top-level command `name` (any case), as [`crate::table::Table::lookup`].
+    #[inline]
+    pub fn lookup(&mut self, name: &[u8]) -> Option<usize> {
+        let len = self.len as usize;
+        if len != 0 && name == &self.name[..len] {
+            return (self.idx != CommandHint::UNKNOWN).then_some(self.idx as usize);
+        }
+        let idx = table().lookup(name);
+        if !name.is_empty() && name.len() <= Self::MAX {
+            self.name[..name.len()].copy_from_slice(name);
+            self.len = name.len() as u8;
+            self.idx = idx.map_or(CommandHint::UNKNOWN, |i| i as u32);
+        }
+        idx
     }
 }
 
@@ -210,6 +260,52 @@ impl<'a> Job<'a> {
             auth_required: false,
             resp3: false,
             in_multi: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_cache_answers_as_the_table_does() {
+        let t = table();
+        let mut names = NameCache::default();
+        // Repeats (served from the cache), other spellings, unknown and
+        // over-long names, in an order that changes the cached name.
+        let long = [b'x'; 40];
+        let seq: [&[u8]; 12] = [
+            b"SET", b"SET", b"set", b"GET", b"nosuch", b"nosuch", b"GET", b"CLIENT", b"cluster",
+            &long, &long, b"",
+        ];
+        for name in seq {
+            assert_eq!(
+                names.lookup(name),
+                t.lookup(name),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+    }
+
+    #[test]
+    fn cached_hints_equal_uncached_ones() {
+        let data = b"SETkeyvalGETkeyset";
+        let span = |start, len| Span { start, len };
+        let cmds: [&[Span]; 4] = [
+            &[span(0, 3), span(3, 3), span(6, 3)],
+            &[span(0, 3), span(3, 3), span(6, 3)],
+            &[span(9, 3), span(3, 3)],
+            &[span(15, 3), span(3, 3), span(6, 3)],
+        ];
+        let mut names = NameCache::default();
+        for spans in cmds {
+            let argv = ArgvRef { data, spans };
+            assert_eq!(
+                CommandHint::of_cached(argv, &mut names),
+                CommandHint::of(argv)
+            );
         }
     }
 }

@@ -81,7 +81,7 @@ pub mod tracking;
 pub mod wake;
 pub mod watch;
 
-pub use batch::{ArgvRef, CommandHint, CommandsView, Job, Outcome};
+pub use batch::{ArgvRef, CommandHint, CommandsView, Job, NameCache, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, MaxmemoryPolicy, OutputLimit};
 pub use output::{ClientMeter, OutputClass, OutputLimits};
 pub use server::{
@@ -266,6 +266,14 @@ struct CmdTimer {
     /// Nanoseconds charged below the microsecond, carried so that many
     /// short calls add up.
     rem_ns: u64,
+    /// `prev` was read when the previous command of this client finished,
+    /// and only that command's bookkeeping ran since: a command timed on
+    /// its own (SLOWLOG) may start from it instead of reading the clock
+    /// again. A pipeline of SETs (not `fast`, so timed one by one) then
+    /// reads the clock once per SET, not twice. Cleared by anything
+    /// that does more between two commands (a new job, a prefetch
+    /// window, serving blocked clients, feeding monitors, logging).
+    chained: bool,
 }
 
 impl CmdTimer {
@@ -274,6 +282,7 @@ impl CmdTimer {
             prev: Instant::now(),
             run: None,
             rem_ns: 0,
+            chained: false,
         }
     }
 
@@ -292,11 +301,12 @@ impl CmdTimer {
         ns
     }
 
-    /// The time from now on belongs to `next`.
+    /// The time from now on belongs to `next`. True if that read the
+    /// clock (a different command than the run's): `prev` is now.
     #[inline]
-    fn switch(&mut self, srv: &mut Server, next: Option<usize>) {
+    fn switch(&mut self, srv: &mut Server, next: Option<usize>) -> bool {
         if next.is_some() && next == self.run {
-            return;
+            return false;
         }
         let t = Instant::now();
         if let Some(i) = self.run {
@@ -309,6 +319,7 @@ impl CmdTimer {
         }
         self.prev = t;
         self.run = next;
+        true
     }
 }
 
@@ -933,6 +944,9 @@ fn execute_one(
     timer: &mut CmdTimer,
 ) {
     let table = table();
+    // Whether the clock was last read as the previous command finished
+    // (CmdTimer::chained); anything but the plain path below clears it.
+    let chained = std::mem::replace(&mut timer.chained, false);
     sess.last_interaction_ms = now_ms;
     sess.commands_processed += 1;
     if sess.reply_mode == ReplyMode::Skip {
@@ -1012,10 +1026,12 @@ fn execute_one(
     // Set before running so CLIENT LIST shows itself as `cmd=client|list`.
     sess.last_cmd = Some(i);
     // Charge what ran before to its command (INFO commandstats sees it).
-    timer.switch(srv, Some(i));
+    let switched = timer.switch(srv, Some(i));
     let slow_threshold = srv.config.slowlog_log_slower_than;
     let exact = commandlog::CommandLog::wants_exact(slow_threshold, spec.flags);
-    if exact {
+    // Timed on its own: from a clock read made just now (a switch of
+    // command) or as the previous command finished, else read it here.
+    if exact && !switched && !chained {
         timer.split(srv);
     }
     if srv.tracking.clients > 0 {
@@ -1040,12 +1056,26 @@ fn execute_one(
     }
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
     let mut slow_us = None;
+    // Stays true while only this command's bookkeeping runs after the
+    // split below (CmdTimer::chained).
+    let mut plain = exact;
     if exact {
         let us = timer.split(srv) / 1000;
         match sess.blocked.as_deref_mut() {
             Some(b) if blocked => b.call_us = us,
-            _ => slow_us = Some(us),
+            // The log takes `us >= threshold` (CommandLog::record), as
+            // configured after the command (CONFIG SET may change it).
+            _ if srv.config.slowlog_log_slower_than >= 0
+                && us >= srv.config.slowlog_log_slower_than as u64 =>
+            {
+                slow_us = Some(us);
+                plain = false;
+            }
+            _ => {}
         }
+    }
+    if !srv.monitors.is_empty() {
+        plain = false;
     }
     {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
@@ -1060,6 +1090,7 @@ fn execute_one(
         if tracking::running_has_output(srv) {
             let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
             tracking::flush_running(srv, sess, &mut w);
+            plain = false;
         }
     }
     if let Some(t) = sess.tracking.as_deref_mut()
@@ -1078,9 +1109,11 @@ fn execute_one(
             reply: &mut w,
         };
         pubsub::drain_expired(srv, Some(me));
+        plain = false;
     }
     if srv.blocking.has_ready() {
         blocking::serve_ready(srv, now_ms);
+        plain = false;
     }
     let st: &mut CmdStat = &mut srv.stats.commands[i];
     // A blocked command is counted when it is served.
@@ -1095,6 +1128,7 @@ fn execute_one(
         srv.config.commandlog_reply_larger_than,
     );
     if let Some(n) = commandlog::request_size(argv, request_t) {
+        plain = false;
         log_command(
             srv,
             commandlog::Kind::LargeRequest,
@@ -1107,6 +1141,7 @@ fn execute_one(
     }
     let reply_len = (out.len() - reply_len0) as u64;
     if reply_t >= 0 && reply_len >= reply_t as u64 {
+        plain = false;
         log_command(
             srv,
             commandlog::Kind::LargeReply,
@@ -1117,6 +1152,7 @@ fn execute_one(
             now_ms,
         );
     }
+    timer.chained = plain;
 }
 
 /// COMMANDLOG `slow`: `us` is what command `i` took.
@@ -1477,11 +1513,14 @@ fn execute_jobs(
         }
         let start_len = job.out.len();
         job.executed = 0;
+        // Another client's command is not this one's predecessor.
+        timer.chained = false;
         for (k, argv) in job.commands.iter().enumerate() {
             let g = at - n + k;
             if window > 0 && g >= next_prefetch {
                 next_prefetch = (g + window).min(found.len());
                 prefetch_window(srv, hashes, &found[g..next_prefetch]);
+                timer.chained = false;
             }
             if job.close_after_reply
                 || sess.close_after_reply

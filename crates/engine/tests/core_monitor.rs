@@ -191,6 +191,92 @@ fn slowlog_keeps_fast_commands_out_above_a_millisecond() {
     assert!(got[0].starts_with("EVAL "), "{got:?}");
 }
 
+/// A script that runs for 3 ms.
+const SPIN_3MS: &str = "local t = redis.call('TIME') while true do local n = redis.call('TIME') if (n[1]-t[1])*1000000 + (n[2]-t[2]) > 3000 then break end end";
+
+/// Commands timed on their own in a pipeline start their clock where the
+/// previous one stopped; a long fast command (not timed above 1 ms)
+/// between two SETs must not be charged to the second SET.
+#[test]
+fn slowlog_times_each_command_of_a_pipeline_alone() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "1000"],
+    );
+    let fields: Vec<String> = (0..150_000).map(|i| format!("f{i}")).collect();
+    let mut hset = vec!["HSET", "h"];
+    for f in &fields {
+        hset.push(f);
+        hset.push("v");
+    }
+    let t = std::time::Instant::now();
+    let (out, _) = run_job(
+        &mut e,
+        c,
+        &encode(&[
+            &["SET", "a", "1"],
+            &["SET", "b", "1"],
+            &hset,
+            &["SET", "c", "1"],
+            &["EVAL", SPIN_3MS, "0"],
+            &["SET", "d", "1"],
+        ]),
+    );
+    // Only meaningful if the HSET took longer than the threshold.
+    assert!(t.elapsed() > std::time::Duration::from_millis(5));
+    assert!(
+        out.to_vec()
+            .starts_with(b"+OK\r\n+OK\r\n:150000\r\n+OK\r\n")
+    );
+    // HSET is `fast`: above 1 ms it is not timed; EVAL is, on its own.
+    let got = slowlog_args(&mut e, c);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].starts_with("EVAL "), "{got:?}");
+    // Every command of the pipeline charged to its own commandstats.
+    let info = cmd(&mut e, c, &["INFO", "commandstats"]);
+    assert!(info.contains("cmdstat_set:calls=4,"), "{info}");
+    assert!(info.contains("cmdstat_hset:calls=1,"), "{info}");
+}
+
+/// Feeding monitors after a command is not charged to the next command
+/// of the pipeline: that one reads the clock afresh.
+#[test]
+fn slowlog_does_not_charge_monitor_feeds_to_the_next_command() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "1000"],
+    );
+    for _ in 0..4000 {
+        let m = connect(&mut e);
+        assert_eq!(cmd(&mut e, m, &["MONITOR"]), "+OK\r\n");
+    }
+    for round in 0..3 {
+        cmd(&mut e, c, &["SLOWLOG", "RESET"]);
+        let t = std::time::Instant::now();
+        run_job(
+            &mut e,
+            c,
+            &encode(&[&["SET", "a", "1"], &["SET", "b", "1"], &["SET", "c", "1"]]),
+        );
+        let took = t.elapsed();
+        // Each SET's feed of 4000 monitors must outlast the threshold for
+        // this to test anything; on a fast machine it may not.
+        if took < std::time::Duration::from_millis(6) {
+            eprintln!("round {round}: three feeds took {took:?}, too fast to tell");
+            continue;
+        }
+        let got = slowlog_args(&mut e, c);
+        // SLOWLOG RESET itself is not `fast`, and may be logged.
+        assert!(got.iter().all(|l| !l.starts_with("SET ")), "{got:?}");
+    }
+}
+
 /// Run `words` as `client`; the reply, and whether the engine held the
 /// client (CLIENT PAUSE) instead of running it.
 fn try_cmd(e: &mut engine::Engine, client: engine::ClientId, words: &[&str]) -> (String, bool) {

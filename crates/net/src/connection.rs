@@ -21,7 +21,7 @@
 //! allocated the values.
 
 use crate::handoff::Request;
-use engine::{ArgvRef, ClientId, CommandHint, CommandsView, Job};
+use engine::{ArgvRef, ClientId, CommandHint, CommandsView, Job, NameCache};
 use resp::{Limits, Parsed, ProtocolError, ReplyBuf, Resume, SharedBytes, Span};
 use std::os::fd::RawFd;
 
@@ -88,6 +88,9 @@ pub(crate) struct Connection {
     /// Per parsed command, its table entry and key hash, worked out here
     /// while its bytes are hot (see [`CommandHint`]).
     hints: Vec<CommandHint>,
+    /// The command name this connection sent last, looked up once for a
+    /// pipeline of the same command.
+    names: NameCache,
     /// Where each parsed command ends in `rbuf`, so a client that blocks
     /// mid-batch keeps the commands after it.
     ends: Vec<usize>,
@@ -201,6 +204,7 @@ impl Connection {
             args: Vec::new(),
             argc: Vec::new(),
             hints: Vec::new(),
+            names: NameCache::default(),
             ends: Vec::new(),
             blocked: false,
             resume: Resume::default(),
@@ -322,10 +326,13 @@ impl Connection {
                             span.start += at;
                         }
                         self.argc.push(argc as u32);
-                        self.hints.push(CommandHint::of(ArgvRef {
-                            data: &self.rbuf,
-                            spans: &self.args[base..],
-                        }));
+                        self.hints.push(CommandHint::of_cached(
+                            ArgvRef {
+                                data: &self.rbuf,
+                                spans: &self.args[base..],
+                            },
+                            &mut self.names,
+                        ));
                         self.ends.push(at + consumed);
                         result.commands += 1;
                     }
