@@ -715,6 +715,11 @@ impl MaxmemoryPolicy {
             VolatileLru | VolatileLfu | VolatileRandom | VolatileTtl
         )
     }
+    /// Chooses its victims through the candidate pool (not at random).
+    pub fn pooled(self) -> bool {
+        use MaxmemoryPolicy::*;
+        !matches!(self, AllkeysRandom | VolatileRandom | NoEviction)
+    }
     pub fn is_lfu(self) -> bool {
         matches!(
             self,

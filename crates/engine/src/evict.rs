@@ -14,6 +14,20 @@
 //!           rest continues from the IO loop (Engine::expire_blocked)
 //! ```
 //!
+//! **Batches.** An eviction waits on misses in a row (a random bucket,
+//! then the nodes it points to), each a TLB miss too on a large keyspace,
+//! and a write load evicts about one key per command. So the pool
+//! policies evict in small batches: a run that has to evict goes on, while
+//! memory stays within a small headroom under the limit
+//! ([`HEADROOM_SHIFT`]), up to [`BATCH`] keys, and samples for all of them
+//! at once: one run of `maxmemory-samples` × keys consecutive slots from
+//! a random bucket (so one random bucket per batch, not per key), whose
+//! nodes are all requested before any is read. Each victim still comes
+//! from a pool that saw `maxmemory-samples` new keys per victim, as in
+//! Valkey; the next commands of the load find memory under the limit and
+//! evict nothing until the headroom is used up. As a batch ends, the
+//! bucket the next one starts from is requested, to land meanwhile.
+//!
 //! The freed amount of a key is what used memory dropped across its
 //! removal, as Valkey measures it. Memory not counted toward maxmemory
 //! (Valkey's `freeMemoryGetNotCountedMemory`) is the replication buffers'
@@ -28,6 +42,16 @@ use store::AccessPolicy;
 
 /// Candidates kept between runs (Valkey's `EVPOOL_SIZE`).
 pub const POOL_SIZE: usize = 16;
+
+/// The most keys one eviction batch takes (see the module doc), and fewer
+/// when `maxmemory-samples` × keys would pass what one sample takes
+/// ([`store::keyspace::MAX_SAMPLE`]).
+pub const BATCH: usize = 8;
+
+/// A batch may leave memory this far under the limit: `maxmemory >> 12`
+/// (1/4096, 51 KB of 200 MB, 4 KB of 16 MB). A limit smaller than
+/// 4096 keys' size gets no headroom and evicts one key at a time.
+pub const HEADROOM_SHIFT: u32 = 12;
 
 /// Valkey's OOM reply to a denyoom command.
 pub const OOM_ERR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -65,9 +89,15 @@ pub struct Evictor {
     spare: Vec<Vec<u8>>,
     /// The random policies visit the databases in turn.
     next_db: usize,
-    /// The seed (and database) of a next sample whose first bucket was
-    /// prefetched.
+    /// The seed (and database) of the next sample, whose first bucket was
+    /// prefetched as the last batch ended.
     prefetched: Option<(usize, u64)>,
+    /// Victims still to take from the pool before it is sampled again:
+    /// a batch samples for all of its victims at once.
+    pops_left: usize,
+    /// Memory one evicted key freed, on average over the last run (0:
+    /// none yet): sizes the next batch.
+    key_bytes: u64,
     seed: u64,
     /// A run stopped at its time limit: continue soon from the IO loop.
     pub running: bool,
@@ -153,9 +183,10 @@ impl Evictor {
         }
     }
 
-    /// The next eviction will most likely remove the pool's best candidate
-    /// and sample `db` again: start the misses of both now, so that they
-    /// land while the command that needed this eviction runs.
+    /// A batch ended with a victim from `db`: the next one will most
+    /// likely remove the pool's best candidate and sample `db` again.
+    /// Start the misses of both now, so that they land while the commands
+    /// in between run.
     fn prefetch_next(&mut self, keyspace: &store::Keyspace, db: usize, volatile: bool) {
         if let Some(c) = self.pool.last() {
             keyspace.dbs[c.db].prefetch_key(c.hash);
@@ -164,6 +195,24 @@ impl Evictor {
             let seed = self.next_seed();
             keyspace.dbs[db].prefetch_sample(seed);
             self.prefetched = Some((db, seed));
+        }
+    }
+
+    /// Start the misses of removing the `k` best candidates (their buckets,
+    /// then their nodes), which the batch is about to evict.
+    fn prefetch_victims(&self, keyspace: &store::Keyspace, k: usize) {
+        let top = &self.pool[self.pool.len().saturating_sub(k)..];
+        let mut hashes = [0u64; POOL_SIZE];
+        for (i, c) in top.iter().enumerate() {
+            if top[..i].iter().any(|o| o.db == c.db) {
+                continue;
+            }
+            let mut n = 0;
+            for o in top[i..].iter().filter(|o| o.db == c.db) {
+                hashes[n] = o.hash;
+                n += 1;
+            }
+            keyspace.dbs[c.db].prefetch_removals(&hashes[..n]);
         }
     }
 
@@ -249,15 +298,38 @@ fn evict_until(
     me: &mut Option<Me<'_, '_>>,
 ) -> Outcome {
     let limit = Duration::from_micros(time_limit_us(srv.config.maxmemory_eviction_tenacity));
-    let start = Instant::now();
+    // The clock starts once a second batch is needed: under a write load
+    // most runs are one batch, and a clock read is a good part of its
+    // cost (the limit, 50 µs and up, then leaves out one batch's time).
+    let mut start = None;
     let lazy = srv.config.lazyfree_lazy_eviction;
+    // Keys this run may evict beyond what brings memory under the limit:
+    // a batch, sized by what a key freed last time (see the module doc).
+    let headroom = srv.config.maxmemory >> HEADROOM_SHIFT;
+    let most = BATCH.min(store::keyspace::MAX_SAMPLE / srv.config.maxmemory_samples.max(1));
+    let rounds = match srv.evict.key_bytes {
+        _ if !srv.config.maxmemory_policy.pooled() => 1,
+        0 => 1,
+        per_key => ((*to_free + headroom) / per_key).clamp(1, most.max(1) as u64) as usize,
+    };
     let mut freed: u64 = 0;
     let mut keys_freed = 0u64;
     srv.evict.running = false;
-    while freed < *to_free {
+    loop {
+        if freed >= *to_free {
+            // Under the limit: one more key only if the batch has room for
+            // it and it fits in the headroom.
+            let per_key = freed / keys_freed.max(1);
+            if keys_freed >= rounds as u64 || freed + per_key > *to_free + headroom {
+                break;
+            }
+        }
+        if keys_freed == BATCH as u64 {
+            start = Some(Instant::now());
+        }
         let before = srv.used_memory();
-        let Some((db, key, entry)) = pick(srv, now_ms) else {
-            return cant_free(srv, start, limit);
+        let Some((db, key, entry)) = pick(srv, now_ms, rounds) else {
+            return cant_free(srv, start.unwrap_or_else(Instant::now), limit);
         };
         if lazy {
             srv.lazyfree.free(entry);
@@ -287,11 +359,14 @@ fn evict_until(
             if lazy && bytes_to_free(srv) == 0 {
                 break;
             }
-            if start.elapsed() > limit {
+            if start.is_some_and(|t| t.elapsed() > limit) {
                 srv.evict.running = true;
                 break;
             }
         }
+    }
+    if freed > 0 {
+        srv.evict.key_bytes = freed / keys_freed;
     }
     if srv.evict.running {
         Outcome::Running
@@ -313,65 +388,23 @@ fn cant_free(srv: &mut Server, start: Instant, limit: Duration) -> Outcome {
 }
 
 /// Take the next key to evict out of its database: `(db, key, entry)`, or
-/// `None` when no key can go.
-fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Vec<u8>, store::Entry)> {
+/// `None` when no key can go. `rounds`: the victims of this batch, which a
+/// pool policy samples for together.
+fn pick(srv: &mut Server, now_ms: i64, rounds: usize) -> Option<(usize, Vec<u8>, store::Entry)> {
     let policy = srv.config.maxmemory_policy;
     let volatile = policy.volatile_only();
-    let ndb = srv.keyspace.dbs.len();
-    let len = |db: &store::Db| if volatile { db.expires_len() } else { db.len() };
-    if matches!(
-        policy,
-        MaxmemoryPolicy::AllkeysRandom | MaxmemoryPolicy::VolatileRandom
-    ) {
-        // One random key, visiting the databases in turn.
-        for _ in 0..ndb {
-            srv.evict.next_db = (srv.evict.next_db + 1) % ndb;
-            let i = srv.evict.next_db;
-            if len(&srv.keyspace.dbs[i]) == 0 {
-                continue;
-            }
-            let seed = srv.evict.next_seed();
-            let mut found = None;
-            let db = &mut srv.keyspace.dbs[i];
-            db.sample(1, volatile, seed, |e| found = Some(e.key().to_vec()));
-            if let Some(k) = found
-                && let Some(entry) = db.remove(store::hash_key(&k), &k)
-            {
-                return Some((i, k, entry));
-            }
-        }
-        return None;
+    if !policy.pooled() {
+        return pick_random(srv, volatile);
     }
-    let samples = srv.config.maxmemory_samples.max(1);
-    let decay = srv.config.lfu_decay_time;
     loop {
-        // Fill the pool from every database, so the choice is not local
-        // to one of them.
-        let mut total = 0;
-        let Server {
-            keyspace, evict, ..
-        } = srv;
-        for (i, db) in keyspace.dbs.iter_mut().enumerate() {
-            let n = len(db);
-            if n == 0 {
-                continue;
+        if srv.evict.pops_left == 0 || srv.evict.pool.is_empty() {
+            if !populate(srv, now_ms, rounds) {
+                return None;
             }
-            total += n;
-            let seed = evict.seed_for(i);
-            db.sample(samples, volatile, seed, |e| {
-                let score = match policy {
-                    MaxmemoryPolicy::AllkeysLru | MaxmemoryPolicy::VolatileLru => e.idle_ms(now_ms),
-                    MaxmemoryPolicy::AllkeysLfu | MaxmemoryPolicy::VolatileLfu => {
-                        255 - u64::from(e.lfu_counter(now_ms, decay))
-                    }
-                    // Sooner expiry is a better pick.
-                    _ => u64::MAX - e.expire_at_ms().unwrap_or(i64::MAX).max(0) as u64,
-                };
-                evict.offer(score, i, e.key());
-            });
-        }
-        if total == 0 {
-            return None;
+            srv.evict.pops_left = rounds;
+            if rounds > 1 {
+                srv.evict.prefetch_victims(&srv.keyspace, rounds);
+            }
         }
         // Best first; a candidate deleted since it was pooled is a ghost,
         // skipped (and under a volatile policy, one made persistent since
@@ -385,8 +418,75 @@ fn pick(srv: &mut Server, now_ms: i64) -> Option<(usize, Vec<u8>, store::Entry)>
                 db.insert(c.hash, &c.key, entry);
                 continue;
             }
-            srv.evict.prefetch_next(&srv.keyspace, c.db, volatile);
+            let ev = &mut srv.evict;
+            ev.pops_left -= 1;
+            if ev.pops_left == 0 {
+                ev.prefetch_next(&srv.keyspace, c.db, volatile);
+            }
             return Some((c.db, c.key, entry));
         }
+        srv.evict.pops_left = 0;
     }
+}
+
+/// Fill the pool with a sample of `maxmemory-samples` × `rounds` keys
+/// from every database, so the choice is not local to one of them. For
+/// more than one round, the sample's nodes are all requested before any
+/// is read (one key's sample does that itself). Returns false when no
+/// database has a key the policy may evict.
+fn populate(srv: &mut Server, now_ms: i64, rounds: usize) -> bool {
+    let policy = srv.config.maxmemory_policy;
+    let volatile = policy.volatile_only();
+    let samples = srv.config.maxmemory_samples.max(1);
+    let count = samples * rounds;
+    let decay = srv.config.lfu_decay_time;
+    let mut any = false;
+    let Server {
+        keyspace, evict, ..
+    } = srv;
+    for (i, db) in keyspace.dbs.iter_mut().enumerate() {
+        if (if volatile { db.expires_len() } else { db.len() }) == 0 {
+            continue;
+        }
+        any = true;
+        let seed = evict.seed_for(i);
+        if !volatile && rounds > 1 {
+            db.prefetch_sample_nodes(seed, count);
+        }
+        db.sample(count, volatile, seed, |e| {
+            let score = match policy {
+                MaxmemoryPolicy::AllkeysLru | MaxmemoryPolicy::VolatileLru => e.idle_ms(now_ms),
+                MaxmemoryPolicy::AllkeysLfu | MaxmemoryPolicy::VolatileLfu => {
+                    255 - u64::from(e.lfu_counter(now_ms, decay))
+                }
+                // Sooner expiry is a better pick.
+                _ => u64::MAX - e.expire_at_ms().unwrap_or(i64::MAX).max(0) as u64,
+            };
+            evict.offer(score, i, e.key());
+        });
+    }
+    any
+}
+
+/// The random policies: one random key, visiting the databases in turn.
+fn pick_random(srv: &mut Server, volatile: bool) -> Option<(usize, Vec<u8>, store::Entry)> {
+    let ndb = srv.keyspace.dbs.len();
+    for _ in 0..ndb {
+        srv.evict.next_db = (srv.evict.next_db + 1) % ndb;
+        let i = srv.evict.next_db;
+        let db = &srv.keyspace.dbs[i];
+        if (if volatile { db.expires_len() } else { db.len() }) == 0 {
+            continue;
+        }
+        let seed = srv.evict.next_seed();
+        let mut found = None;
+        let db = &mut srv.keyspace.dbs[i];
+        db.sample(1, volatile, seed, |e| found = Some(e.key().to_vec()));
+        if let Some(k) = found
+            && let Some(entry) = db.remove(store::hash_key(&k), &k)
+        {
+            return Some((i, k, entry));
+        }
+    }
+    None
 }

@@ -494,3 +494,61 @@ fn tenacity_time_limits_are_valkeys() {
     assert_eq!(time_limit(11), 575);
     assert_eq!(time_limit(100), u64::MAX);
 }
+
+/// A write load on a limit large enough for a headroom of several keys
+/// (`maxmemory >> 12`): once a run has measured what a key frees, each run
+/// evicts a batch of 8 keys, sampled together, and the next commands evict
+/// nothing until the headroom is used up. Memory never ends a run over the
+/// limit, and the victims are still the least recently used keys.
+#[test]
+fn a_write_load_evicts_in_batches_within_the_headroom() {
+    // 40,000 keys of room: a headroom of 9,765 bytes, 9 keys of 1,000.
+    let room = 40_000u64;
+    let (mut e, c) = setup("allkeys-lru", room);
+    let max = room * KEY_COST;
+    // Half the keys old, half a minute younger: the old ones are the
+    // least recently used.
+    for (prefix, at) in [("old", T0), ("new", T0 + 60_000)] {
+        e.pin_clock(Some(at));
+        // MSET stamps new keys with the database's clock as of its last
+        // lookup: a lookup first brings it to `at`.
+        assert_eq!(cmd(&mut e, c, &["GET", "nothing"]), "$-1\r\n");
+        for chunk in 0..20 {
+            let mut words = vec!["MSET".to_string()];
+            for i in 0..1000 {
+                words.push(format!("{prefix}:{}", chunk * 1000 + i));
+                words.push("v".into());
+            }
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            ok(&mut e, c, &words);
+        }
+    }
+    e.pin_clock(Some(T0 + 61_000));
+    assert_eq!(keys(&e.server().keyspace), room);
+    let mut seen = Vec::new();
+    for i in 0..20 {
+        ok(&mut e, c, &["SET", &format!("w:{i}"), "v"]);
+        // Read without a command (a command would evict first).
+        seen.push(e.server().stats.evicted_keys);
+        // Each command ran after its eviction: at most one key over.
+        assert!(per_key(&e.server().keyspace) <= max + KEY_COST);
+    }
+    // The first SET fits; the second evicts one key (no per-key size
+    // known yet); the third a batch of 8, after which the headroom takes
+    // 7 more SETs before the next batch.
+    assert_eq!(
+        seen,
+        [
+            0, 1, 9, 9, 9, 9, 9, 9, 9, 9, 17, 17, 17, 17, 17, 17, 17, 17, 25, 25
+        ]
+    );
+    let old_left = e.server().keyspace.dbs[0]
+        .iter()
+        .filter(|(k, _)| k.starts_with(b"old:"))
+        .count() as u64;
+    assert_eq!(
+        old_left,
+        20_000 - 25,
+        "a victim was not one of the old keys"
+    );
+}

@@ -625,6 +625,16 @@ impl Entry {
         self.value().encoding()
     }
 
+    /// The node's first line only: its header (flags, access bits, expire
+    /// time) and, for a short key, the key. What eviction's sample reads
+    /// to score a key and keep it as a candidate, and its removal to
+    /// compare the key: [`Item::prefetch`]'s second line would be one more
+    /// miss per node that nothing reads.
+    #[inline(always)]
+    pub(crate) fn prefetch_header(&self) {
+        prefetch_ptr(self.ptr());
+    }
+
     /// After [`Item::prefetch`] (the node's first two lines): the rest of
     /// an inline value, up to [`VALUE_PREFETCH_BYTES`].
     pub fn prefetch_value(&self) {

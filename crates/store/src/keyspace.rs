@@ -118,7 +118,7 @@ pub struct ExpireStats {
 const RANDOM_TRIES: usize = 32;
 /// The most keys one [`Db::sample`] call takes (Valkey caps
 /// `maxmemory-samples` at 64).
-const MAX_SAMPLE: usize = 64;
+pub const MAX_SAMPLE: usize = 64;
 /// Expiry index items popped between two looks at the clock.
 const POPS_PER_CLOCK_READ: usize = 16;
 
@@ -498,7 +498,7 @@ impl Db {
             let mut picked = [None; MAX_SAMPLE];
             let mut n = 0;
             self.table.sample_run(next(), count.min(MAX_SAMPLE), |e| {
-                e.prefetch();
+                e.prefetch_header();
                 picked[n] = Some(e);
                 n += 1;
             });
@@ -514,6 +514,24 @@ impl Db {
     pub fn prefetch_sample(&self, seed: u64) {
         let s = next_sample_seed(seed);
         self.table.prefetch_sample(s ^ (s >> 29));
+    }
+    /// The second step of a later [`Db::sample`]'s prefetch, once its
+    /// first bucket is expected in cache ([`Db::prefetch_sample`] with the
+    /// same seed, some time before): read the bucket run and start the
+    /// misses of the `count` nodes the sample will score. Nothing is read
+    /// from the nodes; a table changed since costs useless prefetches,
+    /// never a wrong sample.
+    pub fn prefetch_sample_nodes(&self, seed: u64, count: usize) {
+        let s = next_sample_seed(seed);
+        self.table
+            .sample_run(s ^ (s >> 29), count.min(MAX_SAMPLE), Entry::prefetch_header);
+    }
+    /// Start the misses of removing these keys (eviction's next victims):
+    /// their buckets, then the first line of each node whose tag matches
+    /// (all a removal reads of a node: its key and flags).
+    pub fn prefetch_removals(&self, hashes: &[u64]) {
+        self.table
+            .prefetch_batch_with(hashes, Entry::prefetch_header);
     }
     /// Start the miss of `hash`'s home bucket (eviction's next victim).
     pub fn prefetch_key(&self, hash: u64) {

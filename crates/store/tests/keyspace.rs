@@ -247,3 +247,39 @@ fn expiry_index_memory_is_reported_apart_from_the_table() {
     }
     assert!(db.memory_usage() >= db.table_overhead() + 100 * 16);
 }
+
+#[test]
+fn a_batch_sample_takes_its_whole_count_and_the_prefetch_hints_change_nothing() {
+    // Eviction's batches sample maxmemory-samples × keys in one run and
+    // prefetch it first; on an empty table, and while it shrinks (two
+    // arrays), the hints must neither fail nor change a thing.
+    let mut db = Db::default();
+    db.prefetch_sample(1);
+    db.prefetch_sample_nodes(1, 40);
+    db.prefetch_removals(&[hash_key(b"k1")]);
+    let mut n = 0;
+    db.sample(40, false, 1, |_| n += 1);
+    assert_eq!(n, 0);
+    for i in 0..5000 {
+        put(&mut db, &format!("k{i}"), None);
+    }
+    for i in 0..4000 {
+        let k = format!("k{i}");
+        db.remove(hash_key(k.as_bytes()), k.as_bytes());
+        if i % 500 == 0 {
+            let hashes: Vec<u64> = (i..i + 8)
+                .map(|j| hash_key(format!("k{j}").as_bytes()))
+                .collect();
+            for seed in 0..20u64 {
+                db.prefetch_sample(seed);
+                db.prefetch_sample_nodes(seed, 40);
+                db.prefetch_removals(&hashes);
+                let mut keys = vec![];
+                db.sample(40, false, seed, |e| keys.push(db_keys_view(e)));
+                assert_eq!(keys.len(), 40, "a run of 40 from {} keys", db.len());
+                assert!(keys.iter().all(|k| has(&db, k)));
+            }
+        }
+    }
+    assert_eq!(db.len(), 1000);
+}

@@ -81,6 +81,7 @@ impl Rng {
 /// RINGKV_BENCH_CPU_TIME=1: time the thread's CPU instead of the wall
 /// clock, so other processes sharing the machine inflate the numbers less
 /// (they still share caches).
+#[allow(dead_code)] // evict_load always measures CPU time
 pub fn cpu_time() -> bool {
     std::env::var("RINGKV_BENCH_CPU_TIME").is_ok_and(|v| v == "1")
 }
@@ -125,7 +126,7 @@ pub fn measure_each<T>(
 }
 
 /// This thread's CPU time (`cpu_time`) or the monotonic clock, in ns.
-fn now_ns(cpu_time: bool) -> u64 {
+pub fn now_ns(cpu_time: bool) -> u64 {
     let t = rustix::time::clock_gettime(if cpu_time {
         rustix::time::ClockId::ThreadCPUTime
     } else {
