@@ -73,7 +73,8 @@ for rate in "${RATE_LIST[@]}"; do
       python3 - "$WORK/run.json" "$rate" "$round" "$v" >>"$RAW" <<'EOF'
 import json, sys
 t = json.load(open(sys.argv[1]))["tests"][0]
-l = t["latency_us"]["all"]
+# "all" for a mix, the command's name for a single command.
+l = t["latency_us"].get("all") or next(iter(t["latency_us"].values()))
 print("\t".join(sys.argv[2:5] + [str(l[k]) for k in ("p50_us", "p90_us", "p99_us", "p99.9_us", "max_us")]
                 + [str(t["server_cpu_us_per_request"]), str(t["rps"]), str(t["client_cpu_us_per_request"])]))
 EOF
