@@ -21,7 +21,7 @@
 mod support;
 
 use resp::ReplyBuf;
-use ringkv_engine::{ClientId, Config, Engine, Job};
+use ringkv_engine::{ClientId, Config, Engine};
 use std::hint::black_box;
 use support::{Input, Rng};
 
@@ -37,16 +37,7 @@ fn env_or(name: &str, default: &str) -> String {
 }
 
 fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [ReplyBuf]) {
-    let mut jobs: Vec<Job<'_>> = clients
-        .iter()
-        .zip(inputs)
-        .zip(outs.iter_mut())
-        .map(|((&client, inp), out)| {
-            out.clear();
-            Job::new(client, inp.view(true), out)
-        })
-        .collect();
-    e.execute_batch(&mut jobs);
+    support::run_batch(e, clients, inputs, outs, true);
 }
 
 fn command(e: &mut Engine, client: ClientId, out: &mut ReplyBuf, words: &[&str]) {

@@ -32,7 +32,7 @@ mod support;
 
 use criterion::{Criterion, Throughput};
 use resp::ReplyBuf;
-use ringkv_engine::{ClientId, Config, Engine, Job};
+use ringkv_engine::{ClientId, Config, Engine};
 use std::hint::black_box;
 use support::{Input, Rng};
 
@@ -48,16 +48,7 @@ fn key(i: u64) -> String {
 }
 
 fn run(e: &mut Engine, clients: &[ClientId], inputs: &[Input], outs: &mut [ReplyBuf], hints: bool) {
-    let mut jobs: Vec<Job<'_>> = clients
-        .iter()
-        .zip(inputs)
-        .zip(outs.iter_mut())
-        .map(|((&client, inp), out)| {
-            out.clear();
-            Job::new(client, inp.view(hints), out)
-        })
-        .collect();
-    e.execute_batch(&mut jobs);
+    support::run_batch(e, clients, inputs, outs, hints);
 }
 
 /// Read every line of a batch's input (bytes, spans, argc, hints), as the

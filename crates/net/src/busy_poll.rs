@@ -35,20 +35,32 @@ impl BusyPoll {
 
     /// Whether the loop should poll rather than sleep now: within the
     /// window after its last input.
-    pub(crate) fn keep_polling(&mut self) -> bool {
+    pub(crate) fn next(&mut self) -> Poll {
         let window = WINDOW_US.load(Relaxed);
         let had_input = std::mem::take(&mut self.had_input);
         if window == 0 {
-            return false;
+            return Poll::Sleep;
         }
         let now = Instant::now();
         if had_input {
             self.last_input = Some(now);
-            return true;
+            return Poll::AfterInput;
         }
-        self.last_input
-            .is_some_and(|t| now.duration_since(t) < Duration::from_micros(u64::from(window)))
+        let within = self
+            .last_input
+            .is_some_and(|t| now.duration_since(t) < Duration::from_micros(u64::from(window)));
+        if within { Poll::Idle } else { Poll::Sleep }
     }
+}
+
+/// What a loop does instead of sleeping.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Poll {
+    Sleep,
+    /// Poll; this iteration read input (its time was work).
+    AfterInput,
+    /// Poll; nothing came since the last poll (its time was idle).
+    Idle,
 }
 
 #[cfg(test)]
@@ -60,14 +72,14 @@ mod tests {
         let mut p = BusyPoll::default();
         // One process-wide setting: only this test changes it.
         set_window_us(20_000);
-        assert!(!p.keep_polling(), "no input yet: sleep");
+        assert_eq!(p.next(), Poll::Sleep, "no input yet");
         p.input();
-        assert!(p.keep_polling());
-        assert!(p.keep_polling(), "still within the window");
+        assert_eq!(p.next(), Poll::AfterInput);
+        assert_eq!(p.next(), Poll::Idle, "still within the window");
         std::thread::sleep(Duration::from_millis(25));
-        assert!(!p.keep_polling(), "window over: sleep");
+        assert_eq!(p.next(), Poll::Sleep, "window over");
         set_window_us(0);
         p.input();
-        assert!(!p.keep_polling(), "off: sleep at once");
+        assert_eq!(p.next(), Poll::Sleep, "off: sleep at once");
     }
 }

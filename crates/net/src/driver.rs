@@ -643,12 +643,12 @@ impl Driver {
             Side::Io(link) => {
                 link.give_back(&mut self.spent);
                 link.flush();
-                let polling = self.busy_poll.keep_polling();
-                return link.before_wait(!self.dirty.is_empty() || polling, MAX_WAIT);
+                let poll = self.busy_poll.next();
+                return link.before_wait(!self.dirty.is_empty(), poll, MAX_WAIT);
             }
             Side::Lent => return Duration::ZERO,
         };
-        if !self.dirty.is_empty() || self.busy_poll.keep_polling() {
+        if !self.dirty.is_empty() || self.busy_poll.next() != crate::busy_poll::Poll::Sleep {
             return Duration::ZERO;
         }
         if let Some(b) = &self.wake_bell {

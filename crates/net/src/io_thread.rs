@@ -7,6 +7,7 @@
 //! same [`Driver`] as inline mode; only where the inline driver calls the
 //! engine does this module send a message instead.
 
+use crate::busy_poll::Poll;
 use crate::connection::{Connection, READ_CHUNK};
 use crate::driver::Driver;
 use crate::exec_thread::{SharedExec, try_step};
@@ -203,8 +204,19 @@ impl IoLink {
     /// How long to wait: zero if there is work, else announce the sleep
     /// (then anything the execution thread publishes rings the doorbell,
     /// whose fd the backend waits on).
-    pub(crate) fn before_wait(&mut self, busy: bool, max: Duration) -> Duration {
+    /// `poll`: `io-busy-poll-us` keeps the loop from sleeping just after
+    /// input. Time spent polling is idle, not busy, for the pool's measure
+    /// of load (`io-threads-adaptive`), as a sleep would be.
+    pub(crate) fn before_wait(&mut self, busy: bool, poll: Poll, max: Duration) -> Duration {
         self.ring_exec();
+        if !busy && poll != Poll::Sleep && !self.backpressured() {
+            let now = Instant::now();
+            if poll == Poll::AfterInput {
+                self.count_busy(now);
+            }
+            self.woke = now;
+            return Duration::ZERO;
+        }
         if busy && !self.backpressured() {
             // Busy time runs on through a zero-timeout poll: the clock is
             // read when the thread may really wait, and now and then

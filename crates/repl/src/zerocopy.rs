@@ -301,6 +301,22 @@ fn test_slices(n: usize, len: usize) -> Vec<Slice> {
         .collect()
 }
 
+/// Tests' small socket buffers (SO_RCVBUF / SO_SNDBUF of `n` bytes).
+#[cfg(test)]
+pub(crate) fn set_socket_buffer(fd: RawFd, opt: libc::c_int, n: libc::c_int) {
+    // SAFETY: setsockopt reads an int we own for its duration.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&n as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "setsockopt");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,24 +408,11 @@ mod tests {
     #[test]
     fn a_send_that_finds_no_room_times_out_and_drains_when_cancelled() {
         use std::os::fd::AsRawFd;
-        let set = |fd: RawFd, opt: libc::c_int| {
-            let n: libc::c_int = 4096;
-            // SAFETY: setsockopt reads an int we own for its duration.
-            unsafe {
-                libc::setsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&n as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            }
-        };
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        set(listener.as_raw_fd(), libc::SO_RCVBUF);
+        set_socket_buffer(listener.as_raw_fd(), libc::SO_RCVBUF, 4096);
         let sock = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (never_reads, _) = listener.accept().unwrap();
-        set(sock.as_raw_fd(), libc::SO_SNDBUF);
+        set_socket_buffer(sock.as_raw_fd(), libc::SO_SNDBUF, 4096);
         let Ok(ring) = SendZc::new(sock.as_raw_fd()) else {
             eprintln!("skipped: no IORING_OP_SEND_ZC here");
             return;

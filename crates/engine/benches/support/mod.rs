@@ -134,3 +134,25 @@ pub fn now_ns(cpu_time: bool) -> u64 {
     });
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
+
+/// Run one batch: job i is `inputs[i]` from `clients[i]`, its replies in
+/// `outs[i]` (cleared first); `hints`: hand the engine the parser's hints.
+#[allow(dead_code)] // large_get compiles this module too
+pub fn run_batch(
+    e: &mut ringkv_engine::Engine,
+    clients: &[ringkv_engine::ClientId],
+    inputs: &[Input],
+    outs: &mut [resp::ReplyBuf],
+    hints: bool,
+) {
+    let mut jobs: Vec<ringkv_engine::Job<'_>> = clients
+        .iter()
+        .zip(inputs)
+        .zip(outs.iter_mut())
+        .map(|((&client, inp), out)| {
+            out.clear();
+            ringkv_engine::Job::new(client, inp.view(hints), out)
+        })
+        .collect();
+    e.execute_batch(&mut jobs);
+}

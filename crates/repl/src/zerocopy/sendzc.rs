@@ -401,19 +401,7 @@ mod tests {
         // Small buffers on both ends: the receiver's window bounds the
         // kernel's segments (to half of it), the sender's buffer how many
         // it queues before a send comes back short.
-        let small = |fd: RawFd, opt: libc::c_int, n: libc::c_int| {
-            // SAFETY: setsockopt reads an int we own for its duration.
-            let r = unsafe {
-                libc::setsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&n as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            assert_eq!(r, 0);
-        };
+        let small = crate::zerocopy::set_socket_buffer;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         small(listener.as_raw_fd(), libc::SO_RCVBUF, 16 << 10);
         let tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
