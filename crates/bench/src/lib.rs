@@ -60,18 +60,11 @@ pub fn main_cli() -> i32 {
     let r = match cli.command {
         Some(Command::Plot {
             files,
-            vs_load: Some(column),
+            vs_load,
             out,
             title,
             log_y,
-        }) => plot_load(&files, &column, &out, &title, log_y),
-        Some(Command::Plot {
-            files,
-            vs_load: None,
-            out,
-            title,
-            log_y,
-        }) => plot_files(&files, &out, &title, log_y),
+        }) => plot_files(&files, vs_load.as_deref(), &out, &title, log_y),
         Some(Command::Evict(a)) => evict::run(&a),
         None => bench(&cli.run),
     };
@@ -92,9 +85,12 @@ fn write_file(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// `ringkv-bench plot a.hgrm b.hgrm -o cmp.svg`.
+/// `ringkv-bench plot a.hgrm b.hgrm -o cmp.svg` (latency by percentile),
+/// or with `vs_load` = a column, `ringkv-bench plot --vs-load p50 runs.tsv
+/// -o p50.svg` (latency against load).
 fn plot_files(
     files: &[std::path::PathBuf],
+    vs_load: Option<&str>,
     out: &Path,
     title: &str,
     log_y: bool,
@@ -102,6 +98,12 @@ fn plot_files(
     let mut all = Vec::new();
     for f in files {
         let text = read_file(f)?;
+        if let Some(column) = vs_load {
+            let series = stats::parse_load_table(&text, column)
+                .map_err(|e| format!("{}: {e}", f.display()))?;
+            all.extend(series);
+            continue;
+        }
         let stem = f.file_stem().map_or_else(
             || f.display().to_string(),
             |s| s.to_string_lossy().into_owned(),
@@ -117,26 +119,11 @@ fn plot_files(
             all.push(s);
         }
     }
-    write_file(out, &plot::svg(title, &all, log_y))?;
-    Ok(0)
-}
-
-/// `ringkv-bench plot --vs-load p50 runs.tsv -o p50.svg`.
-fn plot_load(
-    files: &[std::path::PathBuf],
-    column: &str,
-    out: &Path,
-    title: &str,
-    log_y: bool,
-) -> Result<i32, String> {
-    let mut all = Vec::new();
-    for f in files {
-        let text = read_file(f)?;
-        all.extend(
-            stats::parse_load_table(&text, column).map_err(|e| format!("{}: {e}", f.display()))?,
-        );
-    }
-    write_file(out, &plot::svg_vs_load(title, &all, log_y))?;
+    let svg = match vs_load {
+        Some(_) => plot::svg_vs_load(title, &all, log_y),
+        None => plot::svg(title, &all, log_y),
+    };
+    write_file(out, &svg)?;
     Ok(0)
 }
 

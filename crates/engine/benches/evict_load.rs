@@ -57,12 +57,7 @@ fn command(e: &mut Engine, client: ClientId, out: &mut ReplyBuf, words: &[&str])
 fn one_mode(limited: bool, sets: u64, maxmemory: &str) -> (f64, f64, u64) {
     let mut e = Engine::new(Config::default(), None);
     e.set_used_memory_probe(ringkv_alloc::used_memory);
-    let clients: Vec<ClientId> = (0..CLIENTS)
-        .map(|_| e.connect(support::client_info()).unwrap())
-        .collect();
-    let mut outs: Vec<ReplyBuf> = (0..CLIENTS)
-        .map(|_| ReplyBuf::with_capacity(1 << 16))
-        .collect();
+    let (clients, mut outs) = support::clients(&mut e, CLIENTS);
     if limited {
         command(
             &mut e,

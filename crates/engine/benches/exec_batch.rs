@@ -92,12 +92,7 @@ fn main() {
         .unwrap_or(10_000_000);
     let value = "v".repeat(512);
     let mut e = Engine::new(Config::default(), None);
-    let clients: Vec<ClientId> = (0..CLIENTS)
-        .map(|_| e.connect(support::client_info()).unwrap())
-        .collect();
-    let mut outs: Vec<ReplyBuf> = (0..CLIENTS)
-        .map(|_| ReplyBuf::with_capacity(1 << 16))
-        .collect();
+    let (clients, mut outs) = support::clients(&mut e, CLIENTS);
 
     // Load every key once, in batches of the same shape.
     let t = std::time::Instant::now();

@@ -156,3 +156,16 @@ pub fn run_batch(
         .collect();
     e.execute_batch(&mut jobs);
 }
+
+/// `n` clients of `e`, and a reply buffer for each.
+#[allow(dead_code)] // large_get compiles this module too
+pub fn clients(
+    e: &mut ringkv_engine::Engine,
+    n: usize,
+) -> (Vec<ringkv_engine::ClientId>, Vec<resp::ReplyBuf>) {
+    let clients = (0..n).map(|_| e.connect(client_info()).unwrap()).collect();
+    let outs = (0..n)
+        .map(|_| resp::ReplyBuf::with_capacity(1 << 16))
+        .collect();
+    (clients, outs)
+}
