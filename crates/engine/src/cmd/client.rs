@@ -861,7 +861,6 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
 /// Valkey's, its byte and command counters stay those of the handshake
 /// (the feed thread reads the ACKs).
 pub struct ReplicaCard {
-    pub id: ClientId,
     addr: String,
     laddr: String,
     created_ms: i64,
@@ -899,7 +898,6 @@ impl ReplicaCard {
             None => (fields.join(" "), String::new()),
         };
         ReplicaCard {
-            id: s.id,
             addr: s.addr_string(),
             laddr: s.laddr_string(),
             created_ms: s.created_ms,
@@ -991,9 +989,9 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             lines.push((s.id.0, client_line(s, now)));
         }
     });
-    for (card, ack_ms) in crate::replication::primary::replica_cards(ctx.srv) {
-        if f.matches_replica(card, now) {
-            lines.push((card.id.0, card.line(now, ack_ms)));
+    for (id, card, ack_ms) in crate::replication::primary::replica_cards(ctx.srv) {
+        if f.matches_replica(id, card, now) {
+            lines.push((id.0, card.line(now, ack_ms)));
         }
     }
     lines.sort_by_key(|(id, _)| *id);
@@ -1122,8 +1120,8 @@ impl ClientFilter {
     }
 
     /// The same filters for a replica (never the caller, user `default`).
-    fn matches_replica(&self, r: &ReplicaCard, now_ms: i64) -> bool {
-        (self.ids.is_empty() || self.ids.contains(&r.id.0))
+    fn matches_replica(&self, id: ClientId, r: &ReplicaCard, now_ms: i64) -> bool {
+        (self.ids.is_empty() || self.ids.contains(&id.0))
             && matches!(self.ctype, None | Some(ClientType::Replica))
             && self
                 .addr
@@ -1176,13 +1174,12 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &ClientFilter) -> usize {
     let mut count = 0;
     // Replicas have left the client table for their feeds: their cards
     // name them.
-    let replicas: Vec<u64> = crate::replication::primary::replica_cards(ctx.srv)
-        .filter(|(card, _)| f.matches_replica(card, now))
-        .map(|(card, _)| card.id.0)
+    let replicas: Vec<ClientId> = crate::replication::primary::replica_cards(ctx.srv)
+        .filter(|&(id, card, _)| f.matches_replica(id, card, now))
+        .map(|(id, _, _)| id)
         .collect();
-    if !replicas.is_empty() {
-        count += crate::replication::primary::kill_replicas(ctx.srv, &replicas);
-    }
+    crate::replication::primary::kill_replicas(ctx.srv, &replicas);
+    count += replicas.len();
     if killable(f, ctx.session, true, now) {
         // Killing ourselves: the reply still goes out, then we close.
         ctx.session.close_after_reply = true;

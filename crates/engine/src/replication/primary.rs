@@ -467,32 +467,23 @@ fn add_zerocopy(sum: &mut ZeroCopyStats, s: ZeroCopyStats) {
     sum.tracker_bytes += s.tracker_bytes;
 }
 
-/// The CLIENT LIST cards of the replicas we feed, each with the time of
-/// its last ACK (unix ms; 0 before the first).
+/// The CLIENT LIST cards of the replicas we feed: each replica's id, its
+/// card and the time of its last ACK (unix ms; 0 before the first).
 pub fn replica_cards(
     srv: &Server,
-) -> impl Iterator<Item = (&crate::cmd::client::ReplicaCard, i64)> {
+) -> impl Iterator<Item = (ClientId, &crate::cmd::client::ReplicaCard, i64)> {
     srv.repl
         .feeds
         .replicas
         .iter()
-        .map(|r| (&r.card, r.feed.as_ref().map_or(0, |f| f.ack().1)))
+        .map(|r| (r.id, &r.card, r.feed.as_ref().map_or(0, |f| f.ack().1)))
 }
 
-/// CLIENT KILL of replicas: those whose id is in `ids` (all when empty).
-pub fn kill_replicas(srv: &mut Server, ids: &[u64]) -> usize {
-    let victims: Vec<ClientId> = srv
-        .repl
-        .feeds
-        .replicas
-        .iter()
-        .map(|r| r.id)
-        .filter(|id| ids.is_empty() || ids.contains(&id.0))
-        .collect();
-    for &id in &victims {
+/// CLIENT KILL of these replicas (ids from [`replica_cards`]).
+pub fn kill_replicas(srv: &mut Server, ids: &[ClientId]) {
+    for &id in ids {
         drop_replica(srv, id, "killed by a client");
     }
-    victims.len()
 }
 
 /// Zero-copy counters of every feed, live and ended.
