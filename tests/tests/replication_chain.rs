@@ -459,8 +459,10 @@ e2e!(
         // follows it and continues (+CONTINUE with `n`'s new id); `t`'s
         // other replica `s` stays with `t` — reconnected to learn the new
         // id, it continues from `t`'s backlog — and gets `n`'s stream
-        // through it.
-        let (t, n, s) = (b.server(), b.server(), b.server());
+        // through it. `t` must not PING between `n`'s catching up and its
+        // promotion: `t` would then be ahead of `n` and need a full sync.
+        let quiet = Opts::new().arg("repl-ping-replica-period", "3600");
+        let (t, n, s) = (b.start(quiet), b.server(), b.server());
         let (tc, nc, sc) = (&mut t.client(), &mut n.client(), &mut s.client());
         fill(tc);
         follow(nc, &t);

@@ -547,8 +547,11 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     // Nothing more goes into the stream once the final save has cut it.
     // A replica's replicas get its primary's PINGs (in the stream it
     // relays), never its own.
-    if !srv.repl.feeds.replicas.is_empty()
-        && !srv.repl.is_replica()
+    // The period counts from the first replica's arrival: a PING at once
+    // would move the offset under a replica that has just caught up.
+    if srv.repl.feeds.replicas.is_empty() {
+        srv.repl.feeds.last_ping_ms = now_ms;
+    } else if !srv.repl.is_replica()
         && !srv.shutting_down
         && now_ms - srv.repl.feeds.last_ping_ms >= period_ms
     {
