@@ -415,7 +415,7 @@ fn pick(srv: &mut Server, now_ms: i64, rounds: usize) -> Option<(usize, Vec<u8>,
                 continue;
             };
             if volatile && entry.expire_at_ms().is_none() {
-                db.insert(c.hash, &c.key, entry);
+                db.insert(c.hash, &c.key, entry, now_ms);
                 continue;
             }
             let ev = &mut srv.evict;

@@ -146,6 +146,7 @@ fn select_and_swapdb() {
         hash,
         b"k",
         store::Entry::new(store::Value::Str(store::Str::from_bytes(b"v"))),
+        0,
     );
     assert_eq!(cmd(&mut e, c, &["select", "0"]), "+OK\r\n");
     assert_eq!(cmd(&mut e, c, &["dbsize"]), ":0\r\n");

@@ -16,7 +16,12 @@ const T0: i64 = 1_700_000_000_000;
 fn put(e: &mut Engine, db: usize, key: &str, val: Str) {
     let mut entry = Entry::new(Value::Str(val));
     entry.set_access(store::lru_clock(T0 - 100_000));
-    e.server_mut().keyspace.dbs[db].insert(store::hash_key(key.as_bytes()), key.as_bytes(), entry);
+    e.server_mut().keyspace.dbs[db].insert(
+        store::hash_key(key.as_bytes()),
+        key.as_bytes(),
+        entry,
+        T0,
+    );
 }
 
 fn put_s(e: &mut Engine, key: &str, val: &str) {
@@ -749,6 +754,29 @@ fn touch_and_idletime() {
     assert_eq!(cmd(&mut e, c, &["object", "idletime", "k2"]), ":10\r\n");
     assert_eq!(cmd(&mut e, c, &["touch", "k2"]), ":1\r\n");
     assert_eq!(cmd(&mut e, c, &["object", "idletime", "k2"]), ":0\r\n");
+}
+
+#[test]
+fn keys_made_without_a_lookup_are_stamped_with_the_time_of_their_command() {
+    // MSET, SUNIONSTORE, RESTORE and COPY create keys without looking
+    // them up first: their clock is the command's, not the last lookup's.
+    let (mut e, c) = setup();
+    cmd(&mut e, c, &["set", "src", "v"]);
+    cmd(&mut e, c, &["sadd", "s", "m"]);
+    e.pin_clock(Some(T0 + 30_000));
+    cmd(&mut e, c, &["mset", "a", "1", "b", "2"]);
+    cmd(&mut e, c, &["msetnx", "n", "1"]);
+    cmd(&mut e, c, &["sunionstore", "u", "s"]);
+    cmd(&mut e, c, &["copy", "src", "dst", "db", "3"]);
+    for key in ["a", "b", "n", "u"] {
+        assert_eq!(
+            cmd(&mut e, c, &["object", "idletime", key]),
+            ":0\r\n",
+            "{key}"
+        );
+    }
+    cmd(&mut e, c, &["select", "3"]);
+    assert_eq!(cmd(&mut e, c, &["object", "idletime", "dst"]), ":0\r\n");
 }
 
 #[test]

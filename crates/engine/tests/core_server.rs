@@ -82,6 +82,7 @@ fn dbsize_flushdb_flushall() {
             store::hash_key(key.as_bytes()),
             key.as_bytes(),
             store::Entry::new(store::Value::Str(store::Str::from_bytes(b"v"))),
+            0,
         );
     }
     assert_eq!(cmd(&mut e, c, &["dbsize"]), ":2\r\n");

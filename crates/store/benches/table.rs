@@ -181,6 +181,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
             hash_key(&k),
             &k,
             Entry::keyed_str(&k, StrRef::Int(i as i64), None),
+            1,
         );
     }
     let mut g = c.benchmark_group(format!("db/{}", label(n)));
@@ -197,7 +198,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
         b.iter(|| {
             let p = next();
             for (h, k) in &queries[p..p + BATCH] {
-                black_box(db.insert(*h, k, Entry::keyed_str(k, StrRef::Int(7), None)));
+                black_box(db.insert(*h, k, Entry::keyed_str(k, StrRef::Int(7), None), 1));
             }
         })
     });

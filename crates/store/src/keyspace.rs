@@ -285,7 +285,14 @@ impl Db {
     /// A new key's access bits are stamped fresh unless `entry` carries
     /// some (a moved key keeps its own); an overwrite under LFU keeps the
     /// old key's counter, as Valkey's `dbSetValue`.
-    pub fn insert(&mut self, hash: u64, key: &[u8], mut entry: Entry) -> Option<Entry> {
+    pub fn insert(
+        &mut self,
+        hash: u64,
+        key: &[u8],
+        mut entry: Entry,
+        now_ms: i64,
+    ) -> Option<Entry> {
+        self.clock_ms = now_ms;
         self.before_write(hash, key, true);
         if entry.key() != key {
             entry = entry.rekey(key);

@@ -80,13 +80,19 @@ fn overwrites_and_moves_keep_lookups_working() {
     for i in 0..5000u32 {
         let k = format!("key:{i}");
         let h = hash_key(k.as_bytes());
-        db.insert(h, k.as_bytes(), Entry::new(Value::Str(Str::Int(i as i64))));
+        db.insert(
+            h,
+            k.as_bytes(),
+            Entry::new(Value::Str(Str::Int(i as i64))),
+            NOW,
+        );
         // Overwrite half of them at once: the replaced slot keeps its tag.
         if i % 2 == 0 {
             let old = db.insert(
                 h,
                 k.as_bytes(),
                 Entry::keyed_str(k.as_bytes(), StrRef::Bytes(b"v"), None),
+                NOW,
             );
             assert_eq!(old.unwrap().str(), Some(StrRef::Int(i as i64)));
         }
@@ -110,7 +116,7 @@ fn overwrites_and_moves_keep_lookups_working() {
     let h = hash_key(b"key:1");
     db.set_expire(h, b"key:1", Some(NOW + 1000));
     let e = db.remove(h, b"key:1").unwrap();
-    db.insert(hash_key(b"dst"), b"dst", e);
+    db.insert(hash_key(b"dst"), b"dst", e, NOW);
     let d = db.peek(hash_key(b"dst"), b"dst").unwrap();
     assert_eq!((d.expire_at_ms(), d.key()), (Some(NOW + 1000), &b"dst"[..]));
     assert_eq!(db.expires_len(), 1);
@@ -121,8 +127,7 @@ fn lru_and_lfu_stamps_follow_valkey() {
     let mut ks = Keyspace::new(1);
     let db = &mut ks.dbs[0];
     let h = hash_key(b"k");
-    db.get(h, b"k", NOW); // sets the clock new keys are stamped with
-    db.insert(h, b"k", Entry::new(Value::Str(Str::Int(1))));
+    db.insert(h, b"k", Entry::new(Value::Str(Str::Int(1))), NOW);
     assert_eq!(db.peek(h, b"k").unwrap().idle_ms(NOW + 5_000), 5_000);
     db.get(h, b"k", NOW + 5_000);
     assert_eq!(db.peek(h, b"k").unwrap().idle_ms(NOW + 5_000), 0);
@@ -131,7 +136,12 @@ fn lru_and_lfu_stamps_follow_valkey() {
         decay_time: 1,
     });
     let db = &mut ks.dbs[0];
-    db.insert(hash_key(b"f"), b"f", Entry::new(Value::Str(Str::Int(1))));
+    db.insert(
+        hash_key(b"f"),
+        b"f",
+        Entry::new(Value::Str(Str::Int(1))),
+        NOW,
+    );
     let e = db.peek(hash_key(b"f"), b"f").unwrap();
     assert_eq!(e.lfu_counter(NOW, 1), 5, "LFU_INIT_VAL");
     // Logarithmic: 1000 hits at log factor 10 stay far below 255.

@@ -13,7 +13,7 @@ fn entry(i: i64, ttl_at: Option<i64>) -> Entry {
 }
 
 fn put(db: &mut Db, k: &str, at: Option<i64>) {
-    db.insert(hash_key(k.as_bytes()), k.as_bytes(), entry(0, at));
+    db.insert(hash_key(k.as_bytes()), k.as_bytes(), entry(0, at), NOW);
 }
 
 fn has(db: &Db, k: &str) -> bool {
@@ -60,9 +60,9 @@ fn get_updates_access_clock() {
     let h = hash_key(b"k");
     assert_eq!(db.get(h, b"k", 42_999).unwrap().access(), 42);
     assert_eq!(db.peek(h, b"k").unwrap().access(), 42);
-    // New entries take the last clock seen instead of 0.
-    put(&mut db, "j", None);
-    assert_eq!(db.peek(hash_key(b"j"), b"j").unwrap().access(), 42);
+    // A new entry takes the clock of its insert, not the last lookup's.
+    db.insert(hash_key(b"j"), b"j", entry(0, None), 57_000);
+    assert_eq!(db.peek(hash_key(b"j"), b"j").unwrap().access(), 57);
 }
 
 #[test]

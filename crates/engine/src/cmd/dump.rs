@@ -190,7 +190,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     {
         entry.set_access(bits);
     }
-    db.insert(h, key, entry);
+    db.insert(h, key, entry, now);
     ctx.touched(dbi, key);
     ctx.notify(notify::GENERIC, "restore", key);
     if ttl > 0 && !absttl {

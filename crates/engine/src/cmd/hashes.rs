@@ -339,7 +339,12 @@ fn hash_for_write<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Hash> 
         }
         Ok(Some(_)) => {}
         Ok(None) => {
-            ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::Hash(Hash::new())));
+            ctx.srv.keyspace.dbs[db].insert(
+                h,
+                key,
+                Entry::new(Value::Hash(Hash::new())),
+                ctx.now_ms,
+            );
         }
     }
     match ctx.srv.keyspace.dbs[db]

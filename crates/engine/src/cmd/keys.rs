@@ -854,10 +854,11 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, nx: bool) {
     if lookup_in(ctx, db, hd, dst, Lookup::Write).is_some() && nx {
         return ctx.reply.int(0);
     }
+    let now = ctx.now_ms;
     let d = ctx.db();
     if let Some(entry) = d.remove(hs, src) {
         // The entry carries its TTL and access clock to the new name.
-        d.insert(hd, dst, entry);
+        d.insert(hd, dst, entry, now);
     }
     ctx.touched(db, src);
     ctx.touched(db, dst);
@@ -920,7 +921,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if lookup_in(ctx, dst_db, hd, dst, Lookup::Write).is_some() && !replace {
         return ctx.reply.int(0);
     }
-    ctx.srv.keyspace.dbs[dst_db].insert(hd, dst, copied);
+    ctx.srv.keyspace.dbs[dst_db].insert(hd, dst, copied, ctx.now_ms);
     ctx.touched(dst_db, dst);
     ctx.notify_db(notify::GENERIC, "copy_to", dst_db, dst);
     ctx.reply.int(1);
@@ -943,7 +944,7 @@ fn move_key(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let dbs = &mut ctx.srv.keyspace.dbs;
     if let Some(entry) = dbs[src_db].remove(hash, key) {
-        dbs[dst_db].insert(hash, key, entry);
+        dbs[dst_db].insert(hash, key, entry, ctx.now_ms);
     }
     ctx.touched(src_db, key);
     ctx.touched(dst_db, key);

@@ -379,7 +379,7 @@ fn sadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let limits = ctx.srv.config.encoding;
     if typed_or_reply!(ctx, key, false, Value::as_set_mut).is_none() {
         let s = Set::new_for(argv.get(2), argv.len() - 2, &limits);
-        ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::Set(s)));
+        ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::Set(s)), ctx.now_ms);
     }
     let s = typed_or_reply!(ctx, key, false, Value::as_set_mut).expect("just created");
     let mut added = 0;
@@ -594,7 +594,7 @@ fn smove(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !dst_exists {
         let h = ctx.key_hash(dst);
         let s = Set::new_for(m, 1, &limits);
-        ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::Set(s)));
+        ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::Set(s)), ctx.now_ms);
     }
     typed_or_reply!(ctx, dst, false, Value::as_set_mut)
         .expect("exists")
@@ -717,7 +717,7 @@ fn setop_store(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, op: Op, event: &str) {
     for m in &out {
         s.add(m, &limits);
     }
-    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::Set(s)));
+    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::Set(s)), ctx.now_ms);
     ctx.reply.int(out.len() as i64);
     ctx.notify(notify::SET, event, dst);
     ctx.touched(db, dst);

@@ -507,7 +507,7 @@ fn store_list(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<Vec<u8>>) {
     let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
     let mut list = List::new();
     list.push(End::Right, &refs, &lim);
-    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::List(list)));
+    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::List(list)), ctx.now_ms);
     ctx.reply.int(n as i64);
     ctx.notify(notify::LIST, "sortstore", dst);
     ctx.touched(db, dst);

@@ -787,7 +787,12 @@ fn stream_for_write<'c>(
         if !create {
             return Ok(None);
         }
-        ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::Stream(Box::default())));
+        ctx.srv.keyspace.dbs[db].insert(
+            h,
+            key,
+            Entry::new(Value::Stream(Box::default())),
+            ctx.now_ms,
+        );
     }
     lookup_typed(ctx.srv, db, key, h, now, false, Value::as_stream_mut)
 }

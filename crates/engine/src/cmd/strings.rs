@@ -585,7 +585,7 @@ pub(crate) fn store_arg(
 }
 
 fn store_entry(db: &mut Db, h: u64, key: &[u8], e: Entry, now_ms: i64) -> bool {
-    db.insert(h, key, e)
+    db.insert(h, key, e, now_ms)
         .is_none_or(|old| old.is_expired(now_ms))
 }
 

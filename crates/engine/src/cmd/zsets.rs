@@ -1012,7 +1012,7 @@ pub(crate) fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], pairs: Vec<(Vec<u8>, f
         return ctx.reply.int(0);
     }
     let z = ZSet::from_pairs(pairs, &ctx.srv.config.encoding);
-    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::ZSet(z)));
+    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::ZSet(z)), ctx.now_ms);
     ctx.reply.int(n as i64);
     ctx.notify(notify::ZSET, event, dst);
     ctx.touched(db, dst);
@@ -1307,7 +1307,7 @@ pub(crate) fn zadd_pairs(
         }
         z.shrink();
         if !existing && !fresh.is_empty() {
-            ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::ZSet(fresh)));
+            ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::ZSet(fresh)), ctx.now_ms);
         }
     }
     if nan {

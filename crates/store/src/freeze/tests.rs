@@ -18,7 +18,12 @@ fn key(i: u32) -> Vec<u8> {
 }
 
 fn put(db: &mut Db, k: &[u8], v: &[u8], exp: Option<i64>) {
-    db.insert(hash_key(k), k, Entry::keyed_str(k, StrRef::Bytes(v), exp));
+    db.insert(
+        hash_key(k),
+        k,
+        Entry::keyed_str(k, StrRef::Bytes(v), exp),
+        0,
+    );
 }
 
 fn state(e: &Entry) -> (Vec<u8>, State) {
