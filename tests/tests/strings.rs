@@ -292,3 +292,43 @@ e2e!(
         let _ = v::text(&q(c, "PING x"));
     }
 );
+
+e2e!(
+    ringkv_only fn set_ifeq_replies_as_valkey(b) {
+        // SET IFEQ is Valkey 8.1's: random SETs with and without it, the
+        // same on both servers, every reply and the values compared.
+        let ours = b.server();
+        let theirs = ringkv_e2e::server::Backend::Valkey.server();
+        let (mut a, mut v) = (ours.raw(), theirs.raw());
+        let mut rng = ringkv_e2e::Rng::new(25);
+        let keys = ["k1", "k2", "k3", "list"];
+        let values = ["a", "b", "10", "010", "-3", ""];
+        let options: &[&[&str]] = &[
+            &[], &["GET"], &["NX"], &["XX"], &["KEEPTTL"], &["PX", "100000"],
+            &["EX", "0"], &["IFEQ"], &["BOGUS"],
+        ];
+        assert_eq!(a.cmd(&["RPUSH", "list", "a"]), v.cmd(&["RPUSH", "list", "a"]));
+        for _ in 0..600 {
+            let mut cmd = vec!["SET", *rng.pick(&keys), *rng.pick(&values)];
+            if rng.below(3) > 0 {
+                cmd.extend(["IFEQ", *rng.pick(&values)]);
+            }
+            for _ in 0..rng.below(3) {
+                let opt: &[&str] = rng.pick::<&[&str]>(options);
+                cmd.extend_from_slice(opt);
+            }
+            assert_eq!(a.cmd(&cmd), v.cmd(&cmd), "{cmd:?}");
+        }
+        for k in keys {
+            for c in [&["TYPE", k][..], &["GET", k], &["PTTL", k]] {
+                let (x, y) = (a.cmd(c), v.cmd(c));
+                // PTTL may be a few ms apart; only its sign must agree.
+                if c[0] == "PTTL" {
+                    assert_eq!(format!("{x:?}").contains('-'), format!("{y:?}").contains('-'), "{c:?}");
+                } else {
+                    assert_eq!(x, y, "{c:?}");
+                }
+            }
+        }
+    }
+);

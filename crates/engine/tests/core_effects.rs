@@ -6,6 +6,9 @@
 //! `*.incr.aof` read back), default config unless said:
 //! * expiries: SET EX/PX/EXAT (also with NX, XX, GET), SETEX, PSETEX →
 //!   `SET k v PXAT ms` (NX/XX/GET dropped; PXAT and KEEPTTL as sent);
+//!   SET IFEQ → `SET k v [KEEPTTL|PXAT ms]` (Valkey 8.1 writes IFEQ as
+//!   sent unless it rewrites an expiry; ringkv always drops it, decided
+//!   on the primary, so that replicas and loaders before 8.1 accept it);
 //!   EXPIRE, PEXPIRE, EXPIREAT → `PEXPIREAT k ms` + options as sent
 //!   (PEXPIREAT as sent); GETEX EX/PX/EXAT/PXAT → `PEXPIREAT`, GETEX
 //!   PERSIST → `PERSIST`; a time already past → `UNLINK k` (`DEL` with
@@ -147,6 +150,39 @@ fn run(e: &mut Engine, c: ringkv_engine::ClientId, cmds: &[&[&str]]) {
     for w in cmds {
         cmd(e, c, w);
     }
+}
+
+#[test]
+fn set_ifeq_is_emitted_without_its_condition() {
+    let mut e = engine();
+    e.pin_clock(Some(1_000_000));
+    let c = connect(&mut e);
+    let mut r = e.attach_effects();
+    run(
+        &mut e,
+        c,
+        &[
+            &["set", "k", "v1"],
+            &["set", "k", "v2", "ifeq", "v1"],
+            &["set", "k", "v3", "ifeq", "nope"],
+            &["set", "k", "v3", "ifeq", "v2", "get"],
+            &["set", "k", "v4", "ifeq", "v3", "ex", "100"],
+            &["set", "k", "v5", "ifeq", "v4", "keepttl"],
+            &["set", "k", "v6", "IFEQ", "v5", "pxat", "9000000"],
+        ],
+    );
+    assert_eq!(
+        effects(&mut e, &mut r),
+        vec![
+            v(&["SELECT", "0"]),
+            v(&["set", "k", "v1"]),
+            v(&["SET", "k", "v2"]),
+            v(&["SET", "k", "v3"]),
+            v(&["SET", "k", "v4", "PXAT", "1100000"]),
+            v(&["SET", "k", "v5", "KEEPTTL"]),
+            v(&["SET", "k", "v6", "PXAT", "9000000"]),
+        ]
+    );
 }
 
 #[test]

@@ -96,6 +96,72 @@ fn integers_are_stored_as_integers() {
     assert_eq!(value(&e, "b"), Some(store::Str::Bytes(b"x".to_vec())));
 }
 
+/// Replies as valkey-server 8.1 gave them for the same commands.
+#[test]
+fn set_ifeq_replaces_only_an_equal_string() {
+    let (mut e, c) = setup();
+    assert_eq!(cmd(&mut e, c, &["set", "k", "v1"]), OK);
+    assert_eq!(cmd(&mut e, c, &["set", "k", "v2", "ifeq", "v0"]), NIL);
+    assert_eq!(cmd(&mut e, c, &["get", "k"]), bulk("v1"));
+    assert_eq!(cmd(&mut e, c, &["set", "k", "v2", "IFEQ", "v1"]), OK);
+    assert_eq!(cmd(&mut e, c, &["get", "k"]), bulk("v2"));
+    // A missing key is not created.
+    assert_eq!(cmd(&mut e, c, &["set", "nok", "v", "ifeq", "x"]), NIL);
+    assert_eq!(
+        cmd(&mut e, c, &["set", "nok", "v", "ifeq", "x", "get"]),
+        NIL
+    );
+    assert_eq!(cmd(&mut e, c, &["exists", "nok"]), int(0));
+    // GET answers with the old value whether or not it was replaced.
+    assert_eq!(
+        cmd(&mut e, c, &["set", "k", "v3", "ifeq", "v2", "get"]),
+        bulk("v2")
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["set", "k", "v4", "ifeq", "no", "get"]),
+        bulk("v3")
+    );
+    assert_eq!(cmd(&mut e, c, &["get", "k"]), bulk("v3"));
+    // Other types are an error, with or without GET.
+    cmd(&mut e, c, &["lpush", "l", "a"]);
+    let wrongtype = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    assert_eq!(cmd(&mut e, c, &["set", "l", "v", "ifeq", "a"]), wrongtype);
+    assert_eq!(
+        cmd(&mut e, c, &["set", "l", "v", "ifeq", "a", "get"]),
+        wrongtype
+    );
+    // An integer compares as its text.
+    assert_eq!(cmd(&mut e, c, &["set", "n", "10"]), OK);
+    assert_eq!(cmd(&mut e, c, &["set", "n", "12", "ifeq", "010"]), NIL);
+    assert_eq!(cmd(&mut e, c, &["set", "n", "-11", "ifeq", "10"]), OK);
+    assert_eq!(cmd(&mut e, c, &["set", "n", "12", "ifeq", "-11"]), OK);
+    // Expiry options go with it; without KEEPTTL the TTL is cleared.
+    assert_eq!(
+        cmd(&mut e, c, &["set", "k", "v5", "ifeq", "v3", "px", "100000"]),
+        OK
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["set", "k", "v6", "ifeq", "v5", "keepttl"]),
+        OK
+    );
+    assert_ne!(cmd(&mut e, c, &["pttl", "k"]), int(-1));
+    assert_eq!(cmd(&mut e, c, &["set", "k", "v7", "ifeq", "v6"]), OK);
+    assert_eq!(cmd(&mut e, c, &["pttl", "k"]), int(-1));
+    // Never with NX or XX, only once, and it needs its value.
+    for bad in [
+        &["set", "k", "v", "ifeq", "v7", "nx"][..],
+        &["set", "k", "v", "nx", "ifeq", "v7"],
+        &["set", "k", "v", "ifeq", "v7", "xx"],
+        &["set", "k", "v", "xx", "ifeq", "v7"],
+        &["set", "k", "v", "ifeq", "v7", "ifeq", "v7"],
+        &["set", "k", "v", "ifeq"],
+        &["getex", "k", "ifeq", "v7"],
+    ] {
+        assert_eq!(cmd(&mut e, c, bad), SYNTAX, "{bad:?}");
+    }
+    assert_eq!(cmd(&mut e, c, &["get", "k"]), bulk("v7"));
+}
+
 #[test]
 fn set_nx_xx_get() {
     let (mut e, c) = setup();

@@ -648,17 +648,39 @@ mod opt {
     pub const PX: u32 = 1 << 6;
     pub const EXAT: u32 = 1 << 7;
     pub const PXAT: u32 = 1 << 8;
+    pub const IFEQ: u32 = 1 << 9;
     pub const ANY_EXPIRE: u32 = EX | PX | EXAT | PXAT;
+}
+
+/// SET's and GETEX's options as parsed.
+struct SetOptions<'a> {
+    flags: u32,
+    /// The argument of EX, PX, EXAT or PXAT.
+    expire: Option<&'a [u8]>,
+    /// IFEQ's comparison value.
+    ifeq: Option<&'a [u8]>,
+}
+
+impl<'a> SetOptions<'a> {
+    /// The options SETNX, SETEX and PSETEX imply.
+    fn only(flags: u32, expire: Option<&'a [u8]>) -> Self {
+        SetOptions {
+            flags,
+            expire,
+            ifeq: None,
+        }
+    }
 }
 
 /// Valkey's `parseExtendedCommandArgumentsOrReply`: each option is refused
 /// (syntax error) when a conflicting one came before it; repeating the same
-/// option is allowed and the last value wins. Returns the flags and the
-/// expire argument.
-fn parse_options<'a>(argv: ArgvRef<'a>, set: bool) -> Option<(u32, Option<&'a [u8]>)> {
+/// option is allowed and the last value wins, except IFEQ (once, and
+/// never with NX or XX).
+fn parse_options<'a>(argv: ArgvRef<'a>, set: bool) -> Option<SetOptions<'a>> {
     use opt::*;
     let mut flags = 0u32;
     let mut expire = None;
+    let mut ifeq = None;
     let mut j = if set { 3 } else { 2 };
     while j < argv.len() {
         let a = argv.get(j);
@@ -675,10 +697,14 @@ fn parse_options<'a>(argv: ArgvRef<'a>, set: bool) -> Option<(u32, Option<&'a [u
         } else {
             0
         };
-        if set && is("nx") && flags & XX == 0 {
+        if set && is("nx") && flags & (XX | IFEQ) == 0 {
             flags |= NX;
-        } else if set && is("xx") && flags & NX == 0 {
+        } else if set && is("xx") && flags & (NX | IFEQ) == 0 {
             flags |= XX;
+        } else if set && is("ifeq") && has_next && flags & (NX | XX | IFEQ) == 0 {
+            flags |= IFEQ;
+            ifeq = Some(argv.get(j + 1));
+            j += 1;
         } else if set && is("get") {
             flags |= GET;
         } else if set && is("keepttl") && flags & (PERSIST | ANY_EXPIRE) == 0 {
@@ -694,7 +720,11 @@ fn parse_options<'a>(argv: ArgvRef<'a>, set: bool) -> Option<(u32, Option<&'a [u
         }
         j += 1;
     }
-    Some((flags, expire))
+    Some(SetOptions {
+        flags,
+        expire,
+        ifeq,
+    })
 }
 
 /// Valkey's `getExpireMillisecondsOrReply`: the absolute expiry in ms, or
@@ -726,15 +756,19 @@ enum SetReplies {
 /// Valkey's `setGenericCommand`.
 fn set_generic(
     ctx: &mut Ctx<'_>,
-    flags: u32,
+    opts: SetOptions<'_>,
     key: &[u8],
     val: &[u8],
-    expire: Option<&[u8]>,
     cmd: &str,
     replies: SetReplies,
 ) {
     let now = ctx.now_ms;
-    let when = match expire.map(|e| expire_at(e, flags, now, cmd)).transpose() {
+    let flags = opts.flags;
+    let when = match opts
+        .expire
+        .map(|e| expire_at(e, flags, now, cmd))
+        .transpose()
+    {
         Ok(w) => w,
         Err(msg) => return ctx.error(&msg),
     };
@@ -746,6 +780,17 @@ fn set_generic(
     let dbi = ctx.session.db;
     let past = when.is_some_and(|t| ctx.already_expired(t));
     let db = &mut ctx.srv.keyspace.dbs[dbi];
+    if let Some(expected) = opts.ifeq {
+        // Only an existing string equal to `expected` is replaced; SET GET
+        // has answered with the old value (or WRONGTYPE) already.
+        let equal = lookup_write(db, h, key, now).map(|e| as_str(e).map(|s| s.eq_bytes(expected)));
+        match equal {
+            Some(Some(true)) => {}
+            Some(None) if !with_get => return ctx.error(WRONGTYPE),
+            _ if !with_get => return ctx.reply.null(),
+            _ => return,
+        }
+    }
     let mut old_ttl = None;
     let mut done = false;
     if let Some(e) = lookup_write(db, h, key, now) {
@@ -761,9 +806,7 @@ fn set_generic(
     }
     let found = old_ttl.is_some();
     if done {
-        if let Some(t) = when {
-            propagate_set_pxat(ctx, flags, key, val, t);
-        }
+        propagate_set(ctx, flags, key, val, when);
         set_done(ctx, dbi, key, false, when.is_some(), with_get, replies);
         return;
     }
@@ -796,22 +839,29 @@ fn set_generic(
         None => None,
     };
     store_arg(db, h, key, val, ttl, now);
-    if let Some(t) = when {
-        propagate_set_pxat(ctx, flags, key, val, t);
-    }
+    propagate_set(ctx, flags, key, val, when);
     set_done(ctx, dbi, key, !found, when.is_some(), with_get, replies);
 }
 
 /// A SET with EX, PX or EXAT (SETEX, PSETEX) is propagated as `SET key
 /// value PXAT <ms>`: the time made absolute, NX/XX/GET dropped (they were
 /// decided here), as Valkey rewrites it. PXAT as sent is kept as sent.
-fn propagate_set_pxat(ctx: &mut Ctx<'_>, flags: u32, key: &[u8], val: &[u8], at_ms: i64) {
-    if flags & opt::PXAT != 0 || !ctx.srv.effects.on() {
+/// IFEQ, decided here too, is always dropped: replicas and AOF loaders
+/// older than Valkey 8.1 would refuse it.
+fn propagate_set(ctx: &mut Ctx<'_>, flags: u32, key: &[u8], val: &[u8], at_ms: Option<i64>) {
+    let ifeq = flags & opt::IFEQ != 0;
+    if !ctx.srv.effects.on() || (at_ms.is_none() || flags & opt::PXAT != 0) && !ifeq {
         return;
     }
     let mut n = [0u8; resp::num::I64_MAX_LEN];
-    let n = resp::num::fmt_i64(at_ms, &mut n);
-    ctx.propagate(&[b"SET", key, val, b"PXAT", n]);
+    match at_ms {
+        Some(t) => {
+            let n = resp::num::fmt_i64(t, &mut n);
+            ctx.propagate(&[b"SET", key, val, b"PXAT", n]);
+        }
+        None if flags & opt::KEEPTTL != 0 => ctx.propagate(&[b"SET", key, val, b"KEEPTTL"]),
+        None => ctx.propagate(&[b"SET", key, val]),
+    }
 }
 
 /// After a SET stored its value: WATCH and blocked clients, keyspace events
@@ -840,15 +890,14 @@ fn set_done(
 }
 
 fn set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let Some((flags, expire)) = parse_options(argv, true) else {
+    let Some(opts) = parse_options(argv, true) else {
         return ctx.error(SYNTAX_ERR);
     };
     set_generic(
         ctx,
-        flags,
+        opts,
         argv.get(1),
         argv.get(2),
-        expire,
         "set",
         SetReplies::OkNull,
     );
@@ -857,10 +906,9 @@ fn set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn setnx(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     set_generic(
         ctx,
-        opt::NX,
+        SetOptions::only(opt::NX, None),
         argv.get(1),
         argv.get(2),
-        None,
         "setnx",
         SetReplies::OneZero,
     );
@@ -870,10 +918,9 @@ fn setex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let (key, ttl, val) = (argv.get(1), argv.get(2), argv.get(3));
     set_generic(
         ctx,
-        opt::EX,
+        SetOptions::only(opt::EX, Some(ttl)),
         key,
         val,
-        Some(ttl),
         "setex",
         SetReplies::OkNull,
     );
@@ -883,10 +930,9 @@ fn psetex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let (key, ttl, val) = (argv.get(1), argv.get(2), argv.get(3));
     set_generic(
         ctx,
-        opt::PX,
+        SetOptions::only(opt::PX, Some(ttl)),
         key,
         val,
-        Some(ttl),
         "psetex",
         SetReplies::OkNull,
     );
@@ -895,7 +941,7 @@ fn psetex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 /// GETEX. Valkey 8 looks the key up before it validates the expire time,
 /// so a missing key replies nil even to `EX 0`.
 fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let Some((flags, expire)) = parse_options(argv, false) else {
+    let Some(SetOptions { flags, expire, .. }) = parse_options(argv, false) else {
         return ctx.error(SYNTAX_ERR);
     };
     let now = ctx.now_ms;
