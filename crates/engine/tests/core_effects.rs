@@ -152,16 +152,21 @@ fn run(e: &mut Engine, c: ringkv_engine::ClientId, cmds: &[&[&str]]) {
     }
 }
 
-#[test]
-fn set_ifeq_is_emitted_without_its_condition() {
+/// What `cmds`, sent by one client of a fresh engine whose clock reads
+/// 1,000 s, emit.
+fn effects_of(cmds: &[&[&str]]) -> Vec<Vec<String>> {
     let mut e = engine();
     e.pin_clock(Some(1_000_000));
     let c = connect(&mut e);
     let mut r = e.attach_effects();
-    run(
-        &mut e,
-        c,
-        &[
+    run(&mut e, c, cmds);
+    effects(&mut e, &mut r)
+}
+
+#[test]
+fn set_ifeq_is_emitted_without_its_condition() {
+    assert_eq!(
+        effects_of(&[
             &["set", "k", "v1"],
             &["set", "k", "v2", "ifeq", "v1"],
             &["set", "k", "v3", "ifeq", "nope"],
@@ -169,10 +174,7 @@ fn set_ifeq_is_emitted_without_its_condition() {
             &["set", "k", "v4", "ifeq", "v3", "ex", "100"],
             &["set", "k", "v5", "ifeq", "v4", "keepttl"],
             &["set", "k", "v6", "IFEQ", "v5", "pxat", "9000000"],
-        ],
-    );
-    assert_eq!(
-        effects(&mut e, &mut r),
+        ]),
         vec![
             v(&["SELECT", "0"]),
             v(&["set", "k", "v1"]),
@@ -280,14 +282,8 @@ fn relative_expiries_are_emitted_as_absolute_times() {
 
 #[test]
 fn an_expire_time_already_past_deletes_and_emits_the_deletion() {
-    let mut e = engine();
-    e.pin_clock(Some(1_000_000));
-    let c = connect(&mut e);
-    let mut r = e.attach_effects();
-    run(
-        &mut e,
-        c,
-        &[
+    assert_eq!(
+        effects_of(&[
             // Missing keys: nothing to delete, nothing emitted.
             &["set", "a", "v", "EXAT", "1"],
             &["set", "a", "v", "PXAT", "1", "GET"],
@@ -302,10 +298,7 @@ fn an_expire_time_already_past_deletes_and_emits_the_deletion() {
             &["config", "set", "lazyfree-lazy-expire", "no"],
             &["set", "a", "1"],
             &["expire", "a", "0"],
-        ],
-    );
-    assert_eq!(
-        effects(&mut e, &mut r),
+        ]),
         vec![
             v(&["SELECT", "0"]),
             v(&["set", "a", "1"]),
@@ -324,14 +317,8 @@ fn an_expire_time_already_past_deletes_and_emits_the_deletion() {
 
 #[test]
 fn string_and_hash_commands_emit_their_result() {
-    let mut e = engine();
-    e.pin_clock(Some(1_000_000));
-    let c = connect(&mut e);
-    let mut r = e.attach_effects();
-    run(
-        &mut e,
-        c,
-        &[
+    assert_eq!(
+        effects_of(&[
             &["set", "g", "1"],
             &["getset", "g", "2"],
             &["getdel", "g"],
@@ -341,10 +328,7 @@ fn string_and_hash_commands_emit_their_result() {
             &["hincrbyfloat", "h", "x", "2.5"],
             &["hincrbyfloat", "h", "x", "0"],
             &["hincrby", "h", "y", "3"],
-        ],
-    );
-    assert_eq!(
-        effects(&mut e, &mut r),
+        ]),
         vec![
             v(&["SELECT", "0"]),
             v(&["set", "g", "1"]),
