@@ -441,3 +441,94 @@ e2e!(
         assert_eq!(ours, theirs);
     }
 );
+
+/// One command of LATENCY HISTOGRAM: its name, calls, and (µs, calls at
+/// or below) buckets.
+type CommandHistogram = (String, i64, Vec<(i64, i64)>);
+
+/// LATENCY HISTOGRAM's reply in RESP3, sorted by command.
+fn latency_histograms(c: &mut ringkv_e2e::Raw, names: &[&str]) -> Vec<CommandHistogram> {
+    let mut args = vec!["LATENCY", "HISTOGRAM"];
+    args.extend_from_slice(names);
+    let Reply::Map(commands) = c.cmd(&args) else {
+        panic!("not a map");
+    };
+    let int = |r: &Reply| match r {
+        Reply::Int(n) => *n,
+        other => panic!("not an integer: {other:?}"),
+    };
+    let mut out: Vec<_> = commands
+        .into_iter()
+        .map(|(name, body)| {
+            let Reply::Map(fields) = body else {
+                panic!("not a map: {body:?}");
+            };
+            assert_eq!(fields[0].0, Reply::bulk("calls"));
+            assert_eq!(fields[1].0, Reply::bulk("histogram_usec"));
+            let Reply::Map(buckets) = &fields[1].1 else {
+                panic!("buckets not a map");
+            };
+            let buckets = buckets.iter().map(|(k, v)| (int(k), int(v))).collect();
+            (name.text(), int(&fields[0].1), buckets)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+e2e!(
+    ringkv_only fn latency_statistics_read_as_valkeys(b) {
+        // The same commands on both servers: the same commands and calls
+        // in LATENCY HISTOGRAM, buckets from the same series, and the same
+        // INFO latencystats lines (durations aside).
+        let ours = b.server();
+        let theirs = ringkv_e2e::Backend::Valkey.server();
+        let script: &[&[&str]] = &[
+            &["SET", "k", "v"],
+            &["SET", "k", "w"],
+            &["GET", "k"],
+            &["CONFIG", "GET", "hz"],
+            &["MULTI"],
+            &["INCR", "n"],
+            &["INCR", "n"],
+            &["EXEC"],
+            &["BLPOP", "empty", "0.01"],
+            &["CONFIG", "SET", "latency-tracking-info-percentiles", "50 99.99 100"],
+        ];
+        let mut seen = Vec::new();
+        for srv in [&ours, &theirs] {
+            let mut c = srv.raw();
+            c.cmd(&["HELLO", "3"]);
+            for cmd in script {
+                c.cmd(cmd);
+            }
+            let hists = latency_histograms(&mut c, &["set", "get", "config", "incr", "exec", "blpop", "nosuch"]);
+            for (name, calls, buckets) in &hists {
+                // Cumulative counts that end at the calls; bucket bounds
+                // from Valkey's series (1, 2, 4, 8, 16, 33, 66, 132 µs ...).
+                assert_eq!(buckets.last().map(|b| b.1), Some(*calls), "{name}");
+                assert!(buckets.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1), "{name}");
+                assert!(buckets.iter().all(|&(us, _)| [1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816].contains(&us)), "{name}: {buckets:?}");
+            }
+            let summary: Vec<(String, i64)> = hists.into_iter().map(|(n, calls, _)| (n, calls)).collect();
+            let Reply::Verbatim(_, info) = c.cmd(&["INFO", "latencystats"]) else {
+                panic!("INFO not verbatim");
+            };
+            let mut lines: Vec<String> = String::from_utf8(info)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.starts_with("latency_percentiles_usec_hello") && !l.starts_with("latency_percentiles_usec_latency"))
+                .map(|l| {
+                    // Keep the names, drop the durations.
+                    l.split(',')
+                        .map(|kv| kv.split('=').next().unwrap().to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
+            lines.sort();
+            seen.push((summary, lines));
+        }
+        assert_eq!(seen[0], seen[1]);
+    }
+);

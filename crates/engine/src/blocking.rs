@@ -333,6 +333,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 unregister(&mut srv.blocking, id, &st);
                 srv.stats.commands[st.cmd].calls += 1;
                 let us = st.call_us + started.elapsed().as_micros() as u64;
+                srv.record_latency(st.cmd, us * 1000, 1);
                 crate::log_if_slow(srv, &sess, st.cmd, st.argv(), us, now_ms);
                 deliver_pending(srv, &mut sess, out);
                 srv.events.push(Event::Unblocked { client: id });
@@ -438,6 +439,7 @@ pub(crate) fn unblock_with(srv: &mut Server, id: ClientId, how: Unblock<'_>) -> 
     // Counted as a call now, as Valkey's updateStatsOnUnblock does for
     // every way out of the blocked state.
     srv.stats.commands[st.cmd].calls += 1;
+    srv.record_latency(st.cmd, st.call_us * 1000, 1);
     let now_ms = srv.now_ms();
     crate::log_if_slow(srv, &sess, st.cmd, st.argv(), st.call_us, now_ms);
     deliver_pending(srv, &mut sess, out);

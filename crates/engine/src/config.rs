@@ -509,6 +509,10 @@ pub struct Config {
     /// Minutes per halving step of an idle key's LFU counter.
     pub lfu_decay_time: u32,
     pub lazyfree_lazy_eviction: bool,
+    /// `latency-tracking`: per-command latency histograms.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`.
+    pub latency_percentiles: Vec<f64>,
     pub active_expire_effort: u32,
     /// When small collections leave their compact encodings.
     pub encoding: store::EncodingLimits,
@@ -625,6 +629,8 @@ impl Default for Config {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             lazyfree_lazy_eviction: true,
+            latency_tracking: true,
+            latency_percentiles: vec![50.0, 99.0, 99.9],
             active_expire_effort: 1,
             encoding: store::EncodingLimits::default(),
             stream_node: store::types::stream::NodeLimits::default(),
@@ -1096,6 +1102,13 @@ impl Config {
             "lfu-log-factor" => self.lfu_log_factor = num() as u32,
             "lfu-decay-time" => self.lfu_decay_time = num() as u32,
             "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = v == "yes",
+            "latency-tracking" => self.latency_tracking = v == "yes",
+            "latency-tracking-info-percentiles" => {
+                self.latency_percentiles = v
+                    .split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect()
+            }
             "active-expire-effort" => self.active_expire_effort = num() as u32,
             "list-max-listpack-size" => self.encoding.list_max_listpack_size = num(),
             "hash-max-listpack-entries" => self.encoding.hash_max_listpack_entries = num() as usize,

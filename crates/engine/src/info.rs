@@ -31,6 +31,7 @@ const ORDER: &[&str] = &[
     "modules",
     "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
     "threads",
@@ -81,6 +82,7 @@ pub fn render(srv: &mut Server, sections: &[&[u8]], now_ms: i64) -> String {
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => commandstats(srv, &mut out),
             "errorstats" => errorstats(&srv.stats, &mut out),
+            "latencystats" => latencystats(srv, &mut out),
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => keyspace(srv, &mut out, now_ms),
             "threads" => threads(srv, &mut out),
@@ -773,6 +775,29 @@ fn commandstats(srv: &Server, out: &mut String) {
             st.rejected_calls,
             st.failed_calls
         );
+    }
+}
+
+/// One line per command that has run: the configured percentiles of its
+/// call durations in µs (nothing while `latency-tracking` is off).
+fn latencystats(srv: &Server, out: &mut String) {
+    use crate::latency_stats::{percentile_name, value_at_percentile};
+    out.push_str("# Latencystats\r\n");
+    if !srv.config.latency_tracking {
+        return;
+    }
+    let t = table();
+    for (i, e) in t.entries.iter().enumerate() {
+        let Some(h) = srv.stats.latency.get(i) else {
+            continue;
+        };
+        let _ = write!(out, "latency_percentiles_usec_{}:", e.fullname);
+        for (n, &p) in srv.config.latency_percentiles.iter().enumerate() {
+            let us = value_at_percentile(h, p) as f64 / 1000.0;
+            let sep = if n > 0 { "," } else { "" };
+            let _ = write!(out, "{sep}{}={us:.3}", percentile_name(p));
+        }
+        out.push_str("\r\n");
     }
 }
 

@@ -60,6 +60,7 @@ pub mod geohash;
 pub mod getkeys;
 pub mod glob;
 pub mod info;
+pub mod latency_stats;
 pub mod lazyfree;
 pub mod loading;
 pub mod log;
@@ -266,6 +267,10 @@ struct CmdTimer {
     /// Nanoseconds charged below the microsecond, carried so that many
     /// short calls add up.
     rem_ns: u64,
+    /// Calls of the run's command since the time was last charged: the
+    /// charge is recorded as that many calls of equal length (INFO
+    /// latencystats).
+    calls: u64,
     /// `prev` was read when the previous command of this client finished,
     /// and only that command's bookkeeping ran since: a command timed on
     /// its own (SLOWLOG) may start from it instead of reading the clock
@@ -282,7 +287,31 @@ impl CmdTimer {
             prev: Instant::now(),
             run: None,
             rem_ns: 0,
+            calls: 0,
             chained: false,
+        }
+    }
+
+    /// One more call of the run's command has finished.
+    #[inline]
+    fn call_done(&mut self) {
+        self.calls += 1;
+    }
+
+    /// `ns` since the last read belong to the run's command: its
+    /// commandstats time, and its calls since the last charge in its
+    /// latency histogram.
+    #[inline]
+    fn charge(&mut self, srv: &mut Server, ns: u64) {
+        let Some(i) = self.run else {
+            return;
+        };
+        let total = ns + self.rem_ns;
+        srv.stats.commands[i].usec += total / 1000;
+        self.rem_ns = total % 1000;
+        let calls = std::mem::take(&mut self.calls);
+        if let Some(each) = ns.checked_div(calls) {
+            srv.record_latency(i, each, calls);
         }
     }
 
@@ -292,11 +321,7 @@ impl CmdTimer {
     fn split(&mut self, srv: &mut Server) -> u64 {
         let t = Instant::now();
         let ns = t.duration_since(self.prev).as_nanos() as u64;
-        if let Some(i) = self.run {
-            let total = ns + self.rem_ns;
-            srv.stats.commands[i].usec += total / 1000;
-            self.rem_ns = total % 1000;
-        }
+        self.charge(srv, ns);
         self.prev = t;
         ns
     }
@@ -309,11 +334,7 @@ impl CmdTimer {
             return false;
         }
         let t = Instant::now();
-        if let Some(i) = self.run {
-            let ns = t.duration_since(self.prev).as_nanos() as u64 + self.rem_ns;
-            srv.stats.commands[i].usec += ns / 1000;
-            self.rem_ns = ns % 1000;
-        }
+        self.charge(srv, t.duration_since(self.prev).as_nanos() as u64);
         if next != self.run {
             self.rem_ns = 0;
         }
@@ -1055,6 +1076,10 @@ fn execute_one(
         }
     }
     let blocked = sess.block_request.is_some() && blocking::after_command(srv, sess, i, argv);
+    // A blocked command is recorded when it is served.
+    if !blocked {
+        timer.call_done();
+    }
     let mut slow_us = None;
     // Stays true while only this command's bookkeeping runs after the
     // split below (CmdTimer::chained).

@@ -97,6 +97,8 @@ pub struct Stats {
     pub errors: BTreeMap<String, u64>,
     /// Indexed like [`crate::table::Table::entries`].
     pub commands: Vec<CmdStat>,
+    /// Call durations per command (`latency-tracking`).
+    pub latency: crate::latency_stats::LatencyStats,
     pub expired_keys_active: u64,
     pub unexpected_error_replies: u64,
     pub total_reads_processed: u64,
@@ -391,6 +393,15 @@ impl Server {
                     db.take_expired();
                 }
             }
+        }
+    }
+
+    /// `calls` calls of command `cmd` took `ns_each` each (INFO
+    /// latencystats, LATENCY HISTOGRAM), while `latency-tracking` is on.
+    #[inline]
+    pub fn record_latency(&mut self, cmd: usize, ns_each: u64, calls: u64) {
+        if self.config.latency_tracking {
+            self.stats.latency.record(cmd, ns_each, calls);
         }
     }
 

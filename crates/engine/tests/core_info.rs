@@ -255,3 +255,125 @@ fn command_count_info_docs_list_getkeys() {
         "-ERR The command has no key arguments\r\n"
     );
 }
+
+/// The `latencystats` lines of INFO, as (command, percentile names).
+fn latency_lines(e: &mut engine::Engine, c: engine::ClientId) -> Vec<(String, Vec<String>)> {
+    let t = bulk_text(&cmd(e, c, &["info", "latencystats"]));
+    assert!(t.starts_with("# Latencystats\r\n"), "{t}");
+    t.lines()
+        .filter_map(|l| l.strip_prefix("latency_percentiles_usec_"))
+        .map(|l| {
+            let (name, rest) = l.split_once(':').unwrap();
+            let names = rest
+                .split(',')
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap();
+                    // Microseconds with three decimals, as Valkey prints them.
+                    let (whole, frac) = v.split_once('.').unwrap();
+                    assert!(whole.parse::<u64>().is_ok() && frac.len() == 3, "{l}");
+                    k.to_string()
+                })
+                .collect();
+            (name.to_string(), names)
+        })
+        .collect()
+}
+
+#[test]
+fn latencystats_and_latency_histogram() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    for _ in 0..3 {
+        cmd(&mut e, c, &["set", "k", "v"]);
+    }
+    cmd(&mut e, c, &["get", "k"]);
+    cmd(&mut e, c, &["config", "get", "hz"]);
+    let lines = latency_lines(&mut e, c);
+    let names: Vec<&str> = lines.iter().map(|(n, _)| n.as_str()).collect();
+    for want in ["set", "get", "config|get"] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    assert!(lines.iter().all(|(_, p)| p == &["p50", "p99", "p99.9"]));
+    // All and everything include the section; the default does not.
+    let all = bulk_text(&cmd(&mut e, c, &["info", "all"]));
+    assert!(all.contains("# Latencystats\r\nlatency_percentiles_usec_"));
+    let default = bulk_text(&cmd(&mut e, c, &["info"]));
+    assert!(!default.contains("Latencystats"));
+
+    // LATENCY HISTOGRAM: calls and cumulative buckets per command.
+    let r = cmd(&mut e, c, &["latency", "histogram", "SET", "nosuch"]);
+    assert!(
+        r.starts_with("*2\r\n$3\r\nset\r\n*4\r\n$5\r\ncalls\r\n:3\r\n$14\r\nhistogram_usec\r\n*"),
+        "{r}"
+    );
+    assert!(
+        r.ends_with(":3\r\n"),
+        "the last bucket holds every call: {r}"
+    );
+    // A container brings its subcommands that ran.
+    let r = cmd(&mut e, c, &["latency", "histogram", "config"]);
+    assert!(r.starts_with("*2\r\n$10\r\nconfig|get\r\n"), "{r}");
+    let r = cmd(&mut e, c, &["latency", "histogram", "config|set", "lpush"]);
+    assert_eq!(r, "*0\r\n");
+    cmd(&mut e, c, &["hello", "3"]);
+    let r = cmd(&mut e, c, &["latency", "histogram", "get"]);
+    assert!(
+        r.starts_with(
+            "%1\r\n$3\r\nget\r\n%2\r\n$5\r\ncalls\r\n:1\r\n$14\r\nhistogram_usec\r\n%1\r\n:"
+        ),
+        "{r}"
+    );
+    cmd(&mut e, c, &["hello", "2"]);
+
+    // Percentiles as configured.
+    cmd(
+        &mut e,
+        c,
+        &[
+            "config",
+            "set",
+            "latency-tracking-info-percentiles",
+            "0 99.99 100",
+        ],
+    );
+    let lines = latency_lines(&mut e, c);
+    assert!(
+        lines.iter().all(|(_, p)| p == &["p0", "p99.99", "p100"]),
+        "{lines:?}"
+    );
+
+    // Tracking off: nothing recorded, and INFO shows an empty section
+    // (LATENCY HISTOGRAM still answers with what was recorded).
+    cmd(&mut e, c, &["config", "set", "latency-tracking", "no"]);
+    cmd(&mut e, c, &["lpush", "l", "a"]);
+    assert_eq!(latency_lines(&mut e, c), []);
+    assert_eq!(cmd(&mut e, c, &["latency", "histogram", "lpush"]), "*0\r\n");
+    cmd(&mut e, c, &["config", "set", "latency-tracking", "yes"]);
+
+    // CONFIG RESETSTAT forgets them.
+    cmd(&mut e, c, &["config", "resetstat"]);
+    let names: Vec<String> = latency_lines(&mut e, c)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["config|resetstat"]);
+}
+
+#[test]
+fn commands_in_a_transaction_are_recorded_one_by_one() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["multi"]);
+    cmd(&mut e, c, &["incr", "n"]);
+    cmd(&mut e, c, &["incr", "n"]);
+    cmd(&mut e, c, &["exec"]);
+    let r = cmd(&mut e, c, &["latency", "histogram", "incr", "exec"]);
+    assert!(
+        r.starts_with("*4\r\n$4\r\nincr\r\n*4\r\n$5\r\ncalls\r\n:2\r\n"),
+        "{r}"
+    );
+    assert!(
+        r.contains("$4\r\nexec\r\n*4\r\n$5\r\ncalls\r\n:1\r\n"),
+        "{r}"
+    );
+}

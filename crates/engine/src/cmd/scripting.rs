@@ -566,7 +566,11 @@ impl ScriptHost<'_, '_> {
         if srv.persist.dirty > dirty {
             self.wrote = true;
         }
-        let slow_us = started.map(|t0| t0.elapsed().as_micros() as u64);
+        let slow_ns = started.map(|t0| t0.elapsed().as_nanos() as u64);
+        if let Some(ns) = slow_ns {
+            srv.record_latency(i, ns, 1);
+        }
+        let slow_us = slow_ns.map(|ns| ns / 1000);
         crate::observe::after_call(srv, session, i, args, true, slow_us, None, self.now_ms);
         if subscribed {
             split_pushes(srv, session, out, proto);

@@ -265,6 +265,24 @@ pub const COMMANDS: &[CommandSpec] = &[
                     zero_reply,
                 )
             },
+            CommandSpec {
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_nodes",
+                    "response_policy:special",
+                ],
+                complexity: "O(N) where N is the number of commands with latency information being retrieved.",
+                args: &[ArgSpec::string("command").optional().multiple()],
+                ..cfg_sub(
+                    "histogram",
+                    -2,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "7.0.0",
+                    "Returns the cumulative distribution of latencies of a subset or all commands.",
+                    latency_histogram,
+                )
+            },
             cfg_sub(
                 "help",
                 2,
@@ -809,6 +827,45 @@ fn latency_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "RESET [<event> ...]",
             "    Reset latency data of one or more <event> classes.",
             "    (default: reset all data for all event classes)",
+            "HISTOGRAM [COMMAND ...]",
+            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+            "    If no commands are specified then all histograms are replied.",
         ],
     );
+}
+
+/// LATENCY HISTOGRAM [command ...]: for each command named (a container
+/// brings those of its subcommands that have run; unknown names bring
+/// nothing), or every command when none is, its calls and the cumulative
+/// distribution of their durations by power-of-two µs buckets.
+fn latency_histogram(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let t = crate::table::table();
+    let mut picked = Vec::new();
+    if argv.len() == 2 {
+        picked.extend(0..t.len());
+    }
+    for j in 2..argv.len() {
+        let Some(i) = t.lookup_fullname(argv.get(j)) else {
+            continue;
+        };
+        picked.push(i);
+        picked.extend_from_slice(&t.entries[i].subs);
+    }
+    let stats = &ctx.srv.stats.latency;
+    picked.retain(|&i| stats.get(i).is_some());
+    ctx.reply.map_len(picked.len());
+    for i in picked {
+        let h = stats.get(i).expect("kept above");
+        ctx.reply.bulk(t.entries[i].fullname.as_bytes());
+        ctx.reply.map_len(2);
+        ctx.reply.bulk(b"calls");
+        ctx.reply.int(h.len() as i64);
+        ctx.reply.bulk(b"histogram_usec");
+        let buckets = crate::latency_stats::cumulative_buckets(h);
+        ctx.reply.map_len(buckets.len());
+        for (us, calls) in buckets {
+            ctx.reply.int(us as i64);
+            ctx.reply.int(calls as i64);
+        }
+    }
 }

@@ -226,7 +226,9 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         }
         // Each command counts on its own, as Valkey's call() does.
         let t = Instant::now();
-        let us = t.duration_since(t_prev).as_micros() as u64;
+        let ns = t.duration_since(t_prev).as_nanos() as u64;
+        let us = ns / 1000;
+        ctx.srv.record_latency(idx, ns, 1);
         let st = &mut ctx.srv.stats.commands[idx];
         st.calls += 1;
         st.usec += us;
