@@ -532,3 +532,45 @@ e2e!(
         assert_eq!(seen[0], seen[1]);
     }
 );
+
+e2e!(
+    ringkv_only fn the_latency_monitor_answers_as_valkeys(b) {
+        let opts = || {
+            Opts::new()
+                .arg("enable-debug-command", "yes")
+                .arg("latency-monitor-threshold", "5")
+        };
+        let ours = b.start(opts());
+        let theirs = ringkv_e2e::Backend::Valkey.start(opts());
+        let mut seen = Vec::new();
+        for srv in [&ours, &theirs] {
+            let mut c = srv.raw();
+            assert_eq!(c.cmd(&["LATENCY", "LATEST"]), Reply::Array(vec![]));
+            c.cmd(&["DEBUG", "SLEEP", "0.02"]);
+            c.cmd(&["DEBUG", "SLEEP", "0"]);
+            let Reply::Array(events) = c.cmd(&["LATENCY", "LATEST"]) else {
+                panic!("LATEST not an array");
+            };
+            // One event, `command`: its time, latest, max, sum and count.
+            let shape: Vec<(String, usize)> = events
+                .iter()
+                .map(|e| match e {
+                    Reply::Array(f) => (f[0].text(), f.len()),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let Reply::Array(f) = &events[0] else { unreachable!() };
+            let int = |r: &Reply| match r {
+                Reply::Int(n) => *n,
+                other => panic!("{other:?}"),
+            };
+            assert!(int(&f[2]) >= 20 && int(&f[3]) >= 20 && int(&f[5]) == 1, "{f:?}");
+            let Reply::Array(history) = c.cmd(&["LATENCY", "HISTORY", "command"]) else {
+                panic!("HISTORY not an array");
+            };
+            let resets = (c.cmd(&["LATENCY", "RESET", "nosuch"]), c.cmd(&["LATENCY", "RESET"]));
+            seen.push((shape, history.len(), resets));
+        }
+        assert_eq!(seen[0], seen[1]);
+    }
+);

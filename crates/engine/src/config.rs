@@ -511,6 +511,8 @@ pub struct Config {
     pub lazyfree_lazy_eviction: bool,
     /// `latency-tracking`: per-command latency histograms.
     pub latency_tracking: bool,
+    /// `latency-monitor-threshold` (ms; 0: the monitor is off).
+    pub latency_monitor_threshold_ms: u64,
     /// `latency-tracking-info-percentiles`.
     pub latency_percentiles: Vec<f64>,
     pub active_expire_effort: u32,
@@ -630,6 +632,7 @@ impl Default for Config {
             lfu_decay_time: 1,
             lazyfree_lazy_eviction: true,
             latency_tracking: true,
+            latency_monitor_threshold_ms: 0,
             latency_percentiles: vec![50.0, 99.0, 99.9],
             active_expire_effort: 1,
             encoding: store::EncodingLimits::default(),
@@ -1103,6 +1106,7 @@ impl Config {
             "lfu-decay-time" => self.lfu_decay_time = num() as u32,
             "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = v == "yes",
             "latency-tracking" => self.latency_tracking = v == "yes",
+            "latency-monitor-threshold" => self.latency_monitor_threshold_ms = num().max(0) as u64,
             "latency-tracking-info-percentiles" => {
                 self.latency_percentiles = v
                     .split_whitespace()

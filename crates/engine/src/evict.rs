@@ -275,7 +275,10 @@ pub fn perform_evictions(srv: &mut Server, now_ms: i64, mut me: Option<Me<'_, '_
         srv.evict.running = false;
         Outcome::Fail
     } else {
-        evict_until(srv, now_ms, &mut to_free, &mut me)
+        let watch = srv.latency_watch();
+        let outcome = evict_until(srv, now_ms, &mut to_free, &mut me);
+        srv.latency_event_since(watch, "eviction-cycle", now_ms);
+        outcome
     };
     let ev = &mut srv.evict;
     match outcome {

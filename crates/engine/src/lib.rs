@@ -60,6 +60,7 @@ pub mod geohash;
 pub mod getkeys;
 pub mod glob;
 pub mod info;
+pub mod latency_monitor;
 pub mod latency_stats;
 pub mod lazyfree;
 pub mod loading;
@@ -600,12 +601,14 @@ impl Engine {
             let effort = srv.config.active_expire_effort.max(1) as u64 - 1;
             let budget_us = 1_000_000 * (25 + 2 * effort) / hz / 100;
             let ndb = srv.keyspace.dbs.len().max(1) as u64;
+            let watch = srv.latency_watch();
             for db in srv.keyspace.dbs.iter_mut() {
                 if db.expires_len() > 0 {
                     let n = db.active_expire(now, (budget_us / ndb).max(1));
                     srv.stats.expired_keys_active += n as u64;
                 }
             }
+            srv.latency_event_since(watch, "expire-cycle", now);
             // WATCH invalidation and `expired` events for what it removed.
             pubsub::drain_expired(srv, None);
             tracking::broadcast(srv);

@@ -188,6 +188,8 @@ pub struct Server {
     pub keyspace: Keyspace,
     pub config: Config,
     pub stats: Stats,
+    /// LATENCY LATEST / HISTORY: spikes by event class.
+    pub latency_monitor: crate::latency_monitor::LatencyMonitor,
     pub net: NetStats,
     pub events: Vec<Event>,
     pub clients: Clients,
@@ -284,6 +286,7 @@ impl Server {
                 commands: vec![CmdStat::default(); table().len()],
                 ..Stats::default()
             },
+            latency_monitor: Default::default(),
             net: NetStats::default(),
             events: Vec::new(),
             clients: Clients::default(),
@@ -396,12 +399,43 @@ impl Server {
         }
     }
 
-    /// `calls` calls of command `cmd` took `ns_each` each (INFO
-    /// latencystats, LATENCY HISTOGRAM), while `latency-tracking` is on.
+    /// `calls` calls of command `cmd` took `ns_each` each: INFO
+    /// latencystats and LATENCY HISTOGRAM while `latency-tracking` is on,
+    /// and a `command` or `fast-command` spike for the latency monitor.
     #[inline]
     pub fn record_latency(&mut self, cmd: usize, ns_each: u64, calls: u64) {
         if self.config.latency_tracking {
             self.stats.latency.record(cmd, ns_each, calls);
+        }
+        let threshold = self.config.latency_monitor_threshold_ms;
+        if threshold > 0 && ns_each >= threshold * 1_000_000 {
+            let fast = crate::table::table().entries[cmd].spec.flags & crate::command::flags::FAST;
+            let event = if fast != 0 { "fast-command" } else { "command" };
+            let now = self.now_ms();
+            self.latency_monitor
+                .add_if_needed(threshold, event, ns_each / 1_000_000, now);
+        }
+    }
+
+    /// A start time for [`Server::latency_event_since`], read only while
+    /// the latency monitor is on.
+    #[inline]
+    pub fn latency_watch(&self) -> Option<Instant> {
+        (self.config.latency_monitor_threshold_ms > 0).then(Instant::now)
+    }
+
+    /// The work since `watch` was the latency event `event`.
+    pub fn latency_event_since(
+        &mut self,
+        watch: Option<Instant>,
+        event: &'static str,
+        now_ms: i64,
+    ) {
+        if let Some(t) = watch {
+            let ms = t.elapsed().as_millis() as u64;
+            let threshold = self.config.latency_monitor_threshold_ms;
+            self.latency_monitor
+                .add_if_needed(threshold, event, ms, now_ms);
         }
     }
 

@@ -74,6 +74,56 @@ fn time_role_slowlog_latency() {
 }
 
 #[test]
+fn the_latency_monitor_keeps_spikes_over_its_threshold() {
+    let cfg = Config::load(None, &["--enable-debug-command".into(), "local".into()]).unwrap();
+    let mut e = engine_with(cfg);
+    let c = connect(&mut e);
+    e.pin_clock(Some(1_800_000_000_123));
+    // Off (threshold 0): nothing is kept.
+    cmd(&mut e, c, &["debug", "sleep", "0.003"]);
+    assert_eq!(cmd(&mut e, c, &["latency", "latest"]), "*0\r\n");
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["config", "set", "latency-monitor-threshold", "2"]
+        ),
+        "+OK\r\n"
+    );
+    cmd(&mut e, c, &["debug", "sleep", "0"]);
+    assert_eq!(
+        cmd(&mut e, c, &["latency", "latest"]),
+        "*0\r\n",
+        "under the threshold"
+    );
+    cmd(&mut e, c, &["debug", "sleep", "0.003"]);
+    e.pin_clock(Some(1_800_000_001_500));
+    cmd(&mut e, c, &["debug", "sleep", "0.005"]);
+    let latest = cmd(&mut e, c, &["latency", "latest"]);
+    // command, the newest sample's second, its ms, the maximum, the sum, the count.
+    let parts: Vec<&str> = latest.split("\r\n").collect();
+    assert_eq!(&parts[..4], ["*1", "*6", "$7", "command"], "{latest}");
+    assert_eq!(parts[4], ":1800000001");
+    let ms: Vec<i64> = parts[5..9]
+        .iter()
+        .map(|p| p[1..].parse().unwrap())
+        .collect();
+    assert!(
+        ms[0] >= 5 && ms[1] >= 5 && ms[2] >= 8 && ms[3] == 2,
+        "{latest}"
+    );
+    let history = cmd(&mut e, c, &["latency", "history", "command"]);
+    assert!(
+        history.starts_with("*2\r\n*2\r\n:1800000000\r\n:"),
+        "{history}"
+    );
+    assert_eq!(cmd(&mut e, c, &["latency", "history", "nosuch"]), "*0\r\n");
+    assert_eq!(cmd(&mut e, c, &["latency", "reset", "nosuch"]), ":0\r\n");
+    assert_eq!(cmd(&mut e, c, &["latency", "reset"]), ":1\r\n");
+    assert_eq!(cmd(&mut e, c, &["latency", "latest"]), "*0\r\n");
+}
+
+#[test]
 fn dbsize_flushdb_flushall() {
     let mut e = engine();
     let c = connect(&mut e);

@@ -232,7 +232,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                     ADMIN_ACL,
                     "2.8.13",
                     "Returns the latest latency samples for all events.",
-                    empty_array,
+                    latency_latest,
                 )
             },
             CommandSpec {
@@ -249,7 +249,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                     ADMIN_ACL,
                     "2.8.13",
                     "Returns timestamp-latency samples for an event.",
-                    empty_array,
+                    latency_history,
                 )
             },
             CommandSpec {
@@ -262,7 +262,7 @@ pub const COMMANDS: &[CommandSpec] = &[
                     ADMIN_ACL,
                     "2.8.13",
                     "Resets the latency data for one or more events.",
-                    zero_reply,
+                    latency_reset,
                 )
             },
             CommandSpec {
@@ -781,14 +781,6 @@ fn config_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     );
 }
 
-fn empty_array(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.reply.array_len(0);
-}
-
-fn zero_reply(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.reply.int(0);
-}
-
 /// LOLWUT [VERSION v]: the version line. (Valkey draws art for versions
 /// 5 and 6; ringkv draws none.)
 fn lolwut(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -832,6 +824,44 @@ fn latency_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             "    If no commands are specified then all histograms are replied.",
         ],
     );
+}
+
+/// LATENCY LATEST: per event with spikes, its newest sample's time and
+/// latency, its maximum, and the sum and count of all its spikes.
+fn latency_latest(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let mon = &ctx.srv.latency_monitor;
+    let events: Vec<_> = mon.events().collect();
+    ctx.reply.array_len(events.len());
+    for (name, e) in events {
+        let latest = e.latest();
+        ctx.reply.array_len(6);
+        ctx.reply.bulk(name.as_bytes());
+        ctx.reply.int(latest.time);
+        for n in [latest.latency, e.max, e.sum, e.count] {
+            ctx.reply.int(n as i64);
+        }
+    }
+}
+
+/// LATENCY HISTORY event: its samples, oldest first, as (time, ms).
+fn latency_history(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let Some(e) = ctx.srv.latency_monitor.event(argv.get(2)) else {
+        return ctx.reply.array_len(0);
+    };
+    let samples: Vec<_> = e.samples().collect();
+    ctx.reply.array_len(samples.len());
+    for s in samples {
+        ctx.reply.array_len(2);
+        ctx.reply.int(s.time);
+        ctx.reply.int(s.latency as i64);
+    }
+}
+
+/// LATENCY RESET [event ...]: how many event classes were forgotten.
+fn latency_reset(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let names: Vec<&[u8]> = (2..argv.len()).map(|j| argv.get(j)).collect();
+    let n = ctx.srv.latency_monitor.reset(&names);
+    ctx.reply.int(n as i64);
 }
 
 /// LATENCY HISTOGRAM [command ...]: for each command named (a container
