@@ -4,7 +4,8 @@
 //!
 //! * [`link`]: this server as a replica — one `repl-link` thread per
 //!   primary connects, handshakes, receives the RDB into a file and hands
-//!   the stream over as whole commands ([`TcpLinks`]).
+//!   the stream over as whole commands ([`TcpLinks`]); [`preamble`]
+//!   reads what the primary answers before the stream.
 //! * [`feed`]: this server as a primary — one `repl-feed` thread per
 //!   replica takes the replica's socket from the event loop after PSYNC
 //!   ([`adopt`]), sends the full sync's RDB as the snapshot capture
@@ -22,6 +23,7 @@
 
 pub mod feed;
 pub mod link;
+pub mod preamble;
 pub mod zerocopy;
 
 pub use feed::{FeedThreads, adopt};

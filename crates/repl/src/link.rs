@@ -22,6 +22,9 @@
 //! the engine's thread on a clone of the socket, under a lock shared with
 //! the periodic ACK.
 
+use crate::preamble::{
+    EOF_MARK_LEN, PsyncReply, TransferSize, parse_psync_reply, parse_transfer_header,
+};
 use engine::log;
 use engine::replication::{LinkEvent, LinkOptions, LinkState, Links, PrimaryLink};
 use std::collections::VecDeque;
@@ -42,8 +45,6 @@ const READ_SIZE: usize = 64 * 1024;
 /// Stream bytes handed over but not applied yet past which the thread
 /// stops reading (the primary's output buffer holds the rest).
 const MAX_QUEUED: u64 = 64 * 1024 * 1024;
-/// The RDB marker of a diskless transfer is this long.
-const EOF_MARK_LEN: usize = 40;
 
 /// Opens a [`TcpLink`] per REPLICAOF.
 #[derive(Debug, Default)]
@@ -364,29 +365,26 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
         shared,
         &[b"PSYNC", opts.replid.as_bytes(), offset.as_bytes()],
     )?;
-    if let Some(rest) = reply.strip_prefix("+FULLRESYNC") {
-        let mut it = rest.split_whitespace();
-        let (Some(id), Some(off)) = (it.next(), it.next().and_then(|o| o.parse::<u64>().ok()))
-        else {
-            return Err(format!("bad FULLRESYNC reply '{reply}'"));
-        };
-        log::notice(&format!("Full resync from master: {id}:{off}"));
-        shared.push(LinkEvent::State(LinkState::Transfer));
-        let file = transfer(opts, shared, c)?;
-        shared.received.store(off, Ordering::Relaxed);
-        shared.applied.store(off, Ordering::Relaxed);
-        shared.push(LinkEvent::FullSync {
-            replid: id.to_string(),
-            offset: off,
-            file,
-        });
-    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
-        let id = rest.split_whitespace().next().map(str::to_string);
-        log::notice("Successful partial resynchronization with master.");
-        shared.received.store(opts.offset, Ordering::Relaxed);
-        shared.push(LinkEvent::Continue { replid: id });
-    } else {
-        return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+    match parse_psync_reply(&reply)? {
+        PsyncReply::FullResync { replid, offset } => {
+            log::notice(&format!("Full resync from master: {replid}:{offset}"));
+            shared.push(LinkEvent::State(LinkState::Transfer));
+            let file = transfer(opts, shared, c)?;
+            shared.received.store(offset, Ordering::Relaxed);
+            shared.applied.store(offset, Ordering::Relaxed);
+            shared.push(LinkEvent::FullSync {
+                replid: replid.to_string(),
+                offset,
+                file,
+            });
+        }
+        PsyncReply::Continue { replid } => {
+            log::notice("Successful partial resynchronization with master.");
+            shared.received.store(opts.offset, Ordering::Relaxed);
+            shared.push(LinkEvent::Continue {
+                replid: replid.map(str::to_string),
+            });
+        }
     }
     shared.push(LinkEvent::State(LinkState::Connected));
     Ok(())
@@ -397,22 +395,9 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
 /// file's name.
 fn transfer(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<String, String> {
     let header = c.line(shared)?;
-    let Some(spec) = header.strip_prefix('$') else {
-        return Err(format!(
-            "Bad protocol from MASTER, the first byte is not '$': '{header}'"
-        ));
-    };
-    let eof_mark = spec
-        .strip_prefix("EOF:")
-        .map(|m| m.as_bytes().to_vec())
-        .filter(|m| m.len() == EOF_MARK_LEN);
-    let total = match &eof_mark {
-        Some(_) => -1,
-        None => spec
-            .parse::<i64>()
-            .ok()
-            .filter(|&n| n >= 0)
-            .ok_or_else(|| format!("Bad RDB length from MASTER: '{header}'"))?,
+    let (total, eof_mark) = match parse_transfer_header(&header)? {
+        TransferSize::Bytes(n) => (n as i64, None),
+        TransferSize::UntilMark(mark) => (-1, Some(mark)),
     };
     shared.transfer_total.store(total, Ordering::Relaxed);
     shared.transfer_read.store(0, Ordering::Relaxed);
