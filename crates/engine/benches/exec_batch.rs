@@ -27,6 +27,8 @@
 //! Each command carries the hint (table entry, key hash) an IO thread
 //! works out while parsing; RINGKV_BENCH_NO_HINTS=1 leaves them out, so
 //! the execution thread reads every request to work them out itself.
+//! RINGKV_BENCH_CONFIG="latency-tracking no" applies settings (name value
+//! pairs) to the engine.
 
 mod support;
 
@@ -91,7 +93,18 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000_000);
     let value = "v".repeat(512);
-    let mut e = Engine::new(Config::default(), None);
+    let mut cfg = Config::default();
+    // RINGKV_BENCH_CONFIG="latency-tracking no": settings for the engine,
+    // as name value pairs.
+    if let Ok(v) = std::env::var("RINGKV_BENCH_CONFIG") {
+        let words: Vec<&str> = v.split_whitespace().collect();
+        let pairs: Vec<(&[u8], &[u8])> = words
+            .chunks(2)
+            .map(|p| (p[0].as_bytes(), p.get(1).copied().unwrap_or("").as_bytes()))
+            .collect();
+        cfg.set_many(&pairs).expect("RINGKV_BENCH_CONFIG: valid settings");
+    }
+    let mut e = Engine::new(cfg, None);
     let (clients, mut outs) = support::clients(&mut e, CLIENTS);
 
     // Load every key once, in batches of the same shape.
