@@ -164,3 +164,46 @@ e2e!(
         assert!(info_field(&t, "mem_allocator").starts_with("jemalloc-"));
     }
 );
+
+/// A subscriber that stops reading while 24 MB are published to it, with
+/// `maxmemory-clients 2mb`: it is evicted (INFO `evicted_clients`), and
+/// its connection ends; the publisher, small, stays.
+fn slow_subscriber_is_evicted(srv: &ringkv_e2e::Server) {
+    use std::io::Read;
+    let c = &mut srv.client();
+    assert_eq!(q(c, "CONFIG SET maxmemory-clients 2mb"), ok());
+    let mut sub = srv.raw();
+    sub.cmd(&["SUBSCRIBE", "news"]);
+    // Small messages, so that the publisher's own query buffer never
+    // makes it the bigger client.
+    let payload = "x".repeat(64 << 10);
+    for _ in 0..384 {
+        assert!(int_of(&query(c, &["PUBLISH", "news", &payload])) <= 1);
+    }
+    ringkv_e2e::within(10, "the subscriber to be evicted", || {
+        info_field(&text(&q(c, "INFO stats")), "evicted_clients") == "1"
+    });
+    assert_eq!(q(c, "PING").map(|_| ()), Ok(()));
+    // What the kernel already held arrives, then the end.
+    sub.stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut sink = vec![0u8; 1 << 20];
+    let mut got = 0usize;
+    loop {
+        match sub.stream.read(&mut sink) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the evicted subscriber's socket: {e} after {got} bytes"),
+        }
+    }
+    assert!(got < 24 << 20, "not everything was delivered: {got} bytes");
+}
+
+e2e!(
+    ringkv_only fn maxmemory_clients_evicts_a_slow_subscriber_as_valkey_does(b) {
+        slow_subscriber_is_evicted(&b.server());
+        slow_subscriber_is_evicted(&ringkv_e2e::Backend::Valkey.server());
+    }
+);

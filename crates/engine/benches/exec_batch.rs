@@ -102,7 +102,8 @@ fn main() {
             .chunks(2)
             .map(|p| (p[0].as_bytes(), p.get(1).copied().unwrap_or("").as_bytes()))
             .collect();
-        cfg.set_many(&pairs).expect("RINGKV_BENCH_CONFIG: valid settings");
+        cfg.set_many(&pairs)
+            .expect("RINGKV_BENCH_CONFIG: valid settings");
     }
     let mut e = Engine::new(cfg, None);
     let (clients, mut outs) = support::clients(&mut e, CLIENTS);

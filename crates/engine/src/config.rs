@@ -209,7 +209,7 @@ static DEFS: &[Def] = &[
     b("disable-thp", true, SUP | IMM),
     b("cluster-allow-replica-migration", true, 0),
     b("replica-announced", true, 0),
-    b("latency-tracking", true, 0),
+    b("latency-tracking", true, SUP),
     b("aof-disable-auto-gc", false, HIDDEN),
     b("replica-ignore-disk-write-errors", false, 0),
     b("extended-redis-compatibility", false, 0),
@@ -307,7 +307,7 @@ static DEFS: &[Def] = &[
         i("commandlog-execution-slower-than", -1, LMAX, "10000", 0),
         "slowlog-log-slower-than",
     ),
-    i("latency-monitor-threshold", 0, LMAX, "0", 0),
+    i("latency-monitor-threshold", 0, LMAX, "0", SUP),
     i("stream-node-max-entries", 0, LMAX, "100", 0),
     m("repl-backlog-size", 1, LMAX, "1048576", SUP),
     m("cluster-link-sendbuf-limit", 0, LMAX, "0", 0),
@@ -322,7 +322,7 @@ static DEFS: &[Def] = &[
     al(m("zset-max-listpack-value", 0, LMAX, "64", SUP), "zset-max-ziplist-value"),
     m("hll-sparse-max-bytes", 0, LMAX, "3000", SUP),
     i("tracking-table-max-keys", 0, LMAX, "1000000", 0),
-    def("maxmemory-clients", Kind::Mem { min: -100, max: LMAX, percent: true }, 0, "0"),
+    def("maxmemory-clients", Kind::Mem { min: -100, max: LMAX, percent: true }, SUP, "0"),
     i("repl-backlog-ttl", 0, LMAX, "3600", 0),
     m("auto-aof-rewrite-min-size", 0, LMAX, "67108864", SUP),
     i("loading-process-events-interval-bytes", 1024, INT_MAX, "2097152", HIDDEN),
@@ -350,7 +350,7 @@ static DEFS: &[Def] = &[
     sp("oom-score-adj-values", "0 200 800", 0),
     def("notify-keyspace-events", Kind::Special, SUP, ""),
     al(sp("replicaof", "", IMM | SUP), "slaveof"),
-    sp("latency-tracking-info-percentiles", "50 99 99.9", 0),
+    sp("latency-tracking-info-percentiles", "50 99 99.9", SUP),
 ];
 
 /// Valkey's `CONFIG_MIN_RESERVED_FDS`.
@@ -511,6 +511,8 @@ pub struct Config {
     pub lazyfree_lazy_eviction: bool,
     /// `latency-tracking`: per-command latency histograms.
     pub latency_tracking: bool,
+    /// `maxmemory-clients`: bytes, or minus a percentage of maxmemory.
+    pub maxmemory_clients: i64,
     /// `latency-monitor-threshold` (ms; 0: the monitor is off).
     pub latency_monitor_threshold_ms: u64,
     /// `latency-tracking-info-percentiles`.
@@ -633,6 +635,7 @@ impl Default for Config {
             lazyfree_lazy_eviction: true,
             latency_tracking: true,
             latency_monitor_threshold_ms: 0,
+            maxmemory_clients: 0,
             latency_percentiles: vec![50.0, 99.0, 99.9],
             active_expire_effort: 1,
             encoding: store::EncodingLimits::default(),
@@ -1106,6 +1109,12 @@ impl Config {
             "lfu-decay-time" => self.lfu_decay_time = num() as u32,
             "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = v == "yes",
             "latency-tracking" => self.latency_tracking = v == "yes",
+            "maxmemory-clients" => {
+                self.maxmemory_clients = match v.strip_suffix('%') {
+                    Some(p) => -p.parse::<i64>().unwrap_or(0),
+                    None => num(),
+                }
+            }
             "latency-monitor-threshold" => self.latency_monitor_threshold_ms = num().max(0) as u64,
             "latency-tracking-info-percentiles" => {
                 self.latency_percentiles = v

@@ -50,6 +50,7 @@ pub mod aof;
 pub mod batch;
 pub mod blocking;
 pub mod busy;
+pub mod client_evict;
 pub mod cmd;
 pub mod command;
 pub mod commandlog;
@@ -635,6 +636,7 @@ impl Engine {
                 }
             }
         }
+        client_evict::evict_clients(srv);
         persist::cron(srv, now);
         aof::cron(srv, now);
         replication::cron(srv, now);

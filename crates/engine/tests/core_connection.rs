@@ -434,6 +434,58 @@ fn parse_all(input: &[u8], args: &mut Vec<resp::Span>, argc: &mut Vec<u32>) {
 }
 
 #[test]
+fn maxmemory_clients_evicts_the_biggest_clients_first() {
+    let mut e = engine();
+    let (big, bigger, exempt, small) = (
+        connect(&mut e),
+        connect(&mut e),
+        connect(&mut e),
+        connect(&mut e),
+    );
+    let closes = |e: &mut engine::Engine| -> Vec<ClientId> {
+        e.cron();
+        events(e)
+            .into_iter()
+            .filter_map(|ev| match ev {
+                Event::Close { client, .. } => Some(client),
+                _ => None,
+            })
+            .collect()
+    };
+    e.client_meter(big).unwrap().set_output(600 << 10);
+    e.client_meter(bigger).unwrap().set_input(900 << 10, 0);
+    e.client_meter(exempt).unwrap().set_output(800 << 10);
+    assert_eq!(
+        cmd(&mut e, exempt, &["client", "no-evict", "on"]),
+        "+OK\r\n"
+    );
+    // Off by default.
+    assert_eq!(closes(&mut e), []);
+    // 1 MB: the biggest clients go until the rest (the exempt one's
+    // memory counts too) is under it.
+    cmd(
+        &mut e,
+        small,
+        &["config", "set", "maxmemory-clients", "1mb"],
+    );
+    assert_eq!(closes(&mut e), [bigger, big]);
+    let stats = bulk_text(&cmd(&mut e, small, &["info", "stats"]));
+    assert!(stats.contains("\r\nevicted_clients:2\r\n"), "{stats}");
+    // Each only once.
+    assert_eq!(closes(&mut e), []);
+    // A percentage of maxmemory, and never under 128 KiB.
+    let mut e = engine();
+    let (c, heavy) = (connect(&mut e), connect(&mut e));
+    e.client_meter(heavy).unwrap().set_output(200 << 10);
+    cmd(&mut e, c, &["config", "set", "maxmemory-clients", "1%"]);
+    assert_eq!(closes(&mut e), [], "no maxmemory: no percentage");
+    cmd(&mut e, c, &["config", "set", "maxmemory", "100mb"]);
+    assert_eq!(closes(&mut e), [], "1% of 100 MB is more");
+    cmd(&mut e, c, &["config", "set", "maxmemory-clients", "1000"]);
+    assert_eq!(closes(&mut e), [heavy], "over the 128 KiB floor");
+}
+
+#[test]
 fn idle_timeout_closes_clients_from_cron() {
     let mut cfg = Config::default();
     cfg.set_many(&[(b"timeout", b"10")]).unwrap();
