@@ -8,6 +8,9 @@
 //!              +FULLRESYNC replid offset, the RDB of a fork-less snapshot
 //!              (the BGSAVE capture, into the feed's sink), stream from
 //!              the snapshot's instant
+//!            (repl-diskless-sync no: a BGSAVE of dbfilename shared by
+//!             the replicas that can attach, +FULLRESYNC at once, the
+//!             file's name to each feed once it is written)
 //!  Event::Detach ─► the IO layer lets go of the socket; the feed thread
 //!                   (`ringkv-repl`) owns it from then on
 //!  after each batch: feeds woken with the published offset
@@ -822,6 +825,9 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
 /// replication id, or a promotion, is learnt that way).
 pub fn disconnect_replicas(srv: &mut Server, why: &str) {
     abort_sync(srv);
+    // A save to disk for them goes on as a plain BGSAVE; its instant is
+    // no one's to share any more.
+    srv.repl.feeds.disk = None;
     let ids: Vec<ClientId> = srv.repl.feeds.replicas.iter().map(|r| r.id).collect();
     for id in ids {
         drop_replica(srv, id, why);
