@@ -90,11 +90,15 @@ fn b_peer(b: Backend) -> Server {
     b.start(Opts::new())
 }
 
-/// Two Valkey replicas REPLICAOF `primary` (a disk-sync primary whose
-/// saves take about two seconds), the second while the first one's save
-/// runs: how many saves it took, and what the primary logged about the
-/// second.
-fn two_replicas_during_one_save(primary: &Server) -> (String, bool) {
+/// Two replicas (of `first`'s kind, then `second`'s) REPLICAOF `primary`
+/// (a disk-sync primary whose saves take about two seconds), the second
+/// while the first one's save runs: how many saves it took, and whether
+/// the primary logged that the second attached.
+fn two_replicas_during_one_save(
+    primary: &Server,
+    first: Backend,
+    second: Backend,
+) -> (String, bool) {
     let pc = &mut primary.client();
     assert_eq!(q(pc, "CONFIG SET repl-diskless-sync no"), ok());
     assert_eq!(q(pc, "DEBUG POPULATE 20000"), ok());
@@ -102,7 +106,7 @@ fn two_replicas_during_one_save(primary: &Server) -> (String, bool) {
         |c: &mut redis::Connection| -> i64 { stat(c, "persistence", "rdb_saves").parse().unwrap() };
     let saves_before = saves(pc);
     assert_eq!(q(pc, "CONFIG SET rdb-key-save-delay 100"), ok());
-    let (a, b) = (b_peer(Backend::Valkey), b_peer(Backend::Valkey));
+    let (a, b) = (b_peer(first), b_peer(second));
     let (ac, bc) = (&mut a.client(), &mut b.client());
     follow(ac, primary);
     within(10, "the save for the first replica to start", || {
@@ -136,11 +140,15 @@ e2e!(
                 .arg("save", "")
                 .arg("enable-debug-command", "yes")
         };
-        let valkey = Backend::Valkey.start(opts());
-        let want = two_replicas_during_one_save(&valkey);
-        assert_eq!(want, ("1".to_string(), true), "Valkey 8.1, the oracle");
-        let p = b.start(opts());
-        assert_eq!(two_replicas_during_one_save(&p), want, "ringkv");
+        // Two Valkey replicas; a ringkv replica (which reads the RDB 10
+        // it is given, announcing no version) then a Valkey one.
+        for (first, second) in [(Backend::Valkey, Backend::Valkey), (b, Backend::Valkey)] {
+            let valkey = Backend::Valkey.start(opts());
+            let want = two_replicas_during_one_save(&valkey, first, second);
+            assert_eq!(want, ("1".to_string(), true), "Valkey 8.1, the oracle");
+            let p = b.start(opts());
+            assert_eq!(two_replicas_during_one_save(&p, first, second), want, "ringkv");
+        }
     }
 );
 
