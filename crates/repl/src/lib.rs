@@ -9,7 +9,7 @@
 //! * [`feed`]: this server as a primary — one `repl-feed` thread per
 //!   replica takes the replica's socket from the event loop after PSYNC
 //!   ([`adopt`]), sends the full sync's RDB as the snapshot capture
-//!   produces it, then the write-effects stream straight from its
+//!   produces it (or the file a save to disk wrote, by sendfile(2)), then the write-effects stream straight from its
 //!   refcounted blocks ([`FeedThreads`]).
 //! * [`zerocopy`]: zero-copy sends from those blocks (`MSG_ZEROCOPY`, or
 //!   `IORING_OP_SEND_ZC` under the io_uring backend) and the tracker of

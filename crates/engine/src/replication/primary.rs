@@ -8,6 +8,9 @@
 //!              +FULLRESYNC replid offset, the RDB of a fork-less snapshot
 //!              (the BGSAVE capture, into the feed's sink), stream from
 //!              the snapshot's instant
+//!            (repl-diskless-sync no: a BGSAVE of dbfilename shared by
+//!             the replicas that can attach, +FULLRESYNC at once, the
+//!             file's name to each feed once it is written)
 //!  Event::Detach ─► the IO layer lets go of the socket; the feed thread
 //!                   (`ringkv-repl`) owns it from then on
 //!  after each batch: feeds woken with the published offset
@@ -64,6 +67,10 @@ pub enum RdbFraming {
     EofMark,
     /// `$<len>\r\n`: the whole file is encoded before it is sent.
     Length,
+    /// `$<len>\r\n` and the bytes of the file a BGSAVE for replicas
+    /// wrote (`repl-diskless-sync no`), named by
+    /// [`ReplicaFeed::rdb_file`] once the save is done.
+    File,
 }
 
 /// What a feed thread sends, in order.
@@ -91,6 +98,11 @@ pub struct FeedStart {
 pub trait ReplicaFeed: Send {
     /// The sink of the full sync's RDB (once).
     fn rdb_sink(&mut self) -> Option<Box<dyn SnapshotSink>>;
+    /// [`RdbFraming::File`]: the save is done, send this file (a path
+    /// relative to the working directory); or it failed.
+    fn rdb_file(&mut self, file: Result<String, String>) {
+        let _ = file;
+    }
     /// More of the stream is published, up to `offset`.
     fn wake(&mut self, published: u64);
     /// The last `REPLCONF ACK`: the offset the replica reported (Valkey's
@@ -98,6 +110,11 @@ pub trait ReplicaFeed: Send {
     fn ack(&self) -> (u64, i64);
     /// The RDB is sent: the replica is online.
     fn online(&self) -> bool;
+    /// Named a file by [`ReplicaFeed::rdb_file`], it has not opened it
+    /// yet: a new save must not replace it.
+    fn opening_file(&self) -> bool {
+        false
+    }
     /// The stream offset written to the socket so far.
     fn sent(&self) -> u64;
     /// The feed ended (connection lost, write error): why.
@@ -132,6 +149,9 @@ pub struct Replica {
     /// Waiting for the frozen view (INFO `wait_bgsave`); no feed yet.
     pub waiting: Option<ReplicaHello>,
     pub feed: Option<Box<dyn ReplicaFeed>>,
+    /// Its feed waits for the disk save it is attached to
+    /// ([`Feeds::disk`]): still `wait_bgsave`.
+    pub awaiting_file: bool,
     /// Unix ms it became a replica (timeouts before its first ACK).
     pub since_ms: i64,
     /// Since when its feed has been behind by more than the soft limit.
@@ -145,6 +165,7 @@ impl Replica {
     pub fn state(&self) -> &'static str {
         match &self.feed {
             None => "wait_bgsave",
+            Some(_) if self.awaiting_file => "wait_bgsave",
             Some(f) if f.online() => "online",
             Some(_) => "send_bulk",
         }
@@ -160,6 +181,12 @@ pub struct Feeds {
     pub replicas: Vec<Replica>,
     /// The full sync being captured, and for which replica.
     pub snapshot: Option<(ClientId, Snapshot)>,
+    /// The BGSAVE to disk running for replicas (`repl-diskless-sync
+    /// no`): the save itself is `Persist::snapshot`.
+    pub disk: Option<DiskSync>,
+    /// A file was saved for replicas since the last `rdb-del-sync-files`
+    /// removal (Valkey's RDBGeneratedByReplication).
+    pub rdb_made_for_sync: bool,
     pub last_ping_ms: i64,
     pub sync_full: u64,
     pub sync_partial_ok: u64,
@@ -249,6 +276,7 @@ pub fn psync(
             port,
             waiting: None,
             feed: Some(feed),
+            awaiting_file: false,
             since_ms: now_ms,
             soft_since: None,
             card: crate::cmd::client::ReplicaCard::of(sess, now_ms),
@@ -269,12 +297,230 @@ pub fn psync(
         port,
         waiting: Some(hello),
         feed: None,
+        awaiting_file: false,
         since_ms: now_ms,
         soft_since: None,
         card: crate::cmd::client::ReplicaCard::of(sess, now_ms),
     });
+    if !srv.config.repl_diskless_sync && srv.persist.snapshot.is_some() {
+        // Valkey's syncCommand with a BGSAVE to disk in progress.
+        let i = srv.repl.feeds.replicas.len() - 1;
+        if can_attach(srv, i) {
+            attach_to_disk_save(srv, i);
+            log::notice("Waiting for end of BGSAVE for SYNC");
+        } else {
+            log::notice(
+                "Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC",
+            );
+        }
+        return Ok(());
+    }
     start_waiting_sync(srv, now_ms);
     Ok(())
+}
+
+/// A BGSAVE to disk for replicas: the instant it was cut at, which the
+/// stream of every replica attached to it starts from.
+pub struct DiskSync {
+    /// `dbfilename` when it started (relative to `dir`).
+    filename: String,
+    /// The stream from the snapshot's instant (it holds those blocks
+    /// while the save runs: the attached replicas' output buffer).
+    stream: effects::Reader,
+    /// `+FULLRESYNC <replid> <offset>`.
+    replid: String,
+    offset: u64,
+    rdb_version: u16,
+    /// The capabilities of the replica that started it.
+    capa: (bool, bool),
+}
+
+/// May replica `i` share the disk save in progress? As Valkey: a replica
+/// attached to it is still waiting (its buffer would be copied), the new
+/// one has at least its capabilities, and here also reads the file's RDB
+/// version (a replica that does not say it is 7.2+ reads only 10: it waits
+/// for a save of its own after one made in 11).
+fn can_attach(srv: &Server, i: usize) -> bool {
+    let feeds = &srv.repl.feeds;
+    let (Some(d), Some(hello)) = (feeds.disk.as_ref(), feeds.replicas[i].waiting.as_ref()) else {
+        return false;
+    };
+    feeds.replicas.iter().any(|r| r.awaiting_file)
+        && (hello.capa_eof || !d.capa.0)
+        && (hello.capa_psync2 || !d.capa.1)
+        && hello.rdb_version() >= d.rdb_version
+}
+
+/// Replica `i` joins the disk save in progress: `+FULLRESYNC` now, the
+/// file once it is written, then the stream from the save's instant.
+fn attach_to_disk_save(srv: &mut Server, i: usize) {
+    let Some(d) = srv.repl.feeds.disk.as_ref() else {
+        return;
+    };
+    let start = FeedStart {
+        preamble: format!("+FULLRESYNC {} {}\r\n", d.replid, d.offset).into_bytes(),
+        rdb: Some(RdbFraming::File),
+        rdb_version: d.rdb_version,
+        stream: d.stream.clone(),
+        zerocopy_min: zerocopy_min(srv),
+        io_uring: srv.net.backend == "io_uring",
+        wake: srv.repl.wake.clone(),
+    };
+    let id = srv.repl.feeds.replicas[i].id;
+    let Some(senders) = srv.repl.feeds.senders.as_mut() else {
+        return;
+    };
+    let feed = senders.feed(id, start);
+    let r = &mut srv.repl.feeds.replicas[i];
+    r.waiting = None;
+    r.feed = Some(feed);
+    r.awaiting_file = true;
+    srv.events.push(crate::Event::Detach { client: id });
+}
+
+/// `repl-diskless-sync no`: a BGSAVE of `dbfilename` (a real one: INFO
+/// persistence and LASTSAVE count it) that every waiting replica reading
+/// the same RDB version shares (Valkey's startBgsaveForReplication).
+fn start_disk_sync(srv: &mut Server, now_ms: i64) {
+    let feeds = &srv.repl.feeds.replicas;
+    if feeds
+        .iter()
+        .filter_map(|r| r.feed.as_ref())
+        .any(|f| f.opening_file())
+    {
+        // The last save's file is still to be opened: cron comes back.
+        return;
+    }
+    let Some(first) = srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .find_map(|r| r.waiting.as_ref())
+    else {
+        return;
+    };
+    let version = first.rdb_version();
+    let capa = (first.capa_eof, first.capa_psync2);
+    let joining: Vec<ClientId> = srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .filter(|r| {
+            r.waiting
+                .as_ref()
+                .is_some_and(|h| h.rdb_version() == version)
+        })
+        .map(|r| r.id)
+        .collect();
+    log::notice("Starting BGSAVE for SYNC with target: disk");
+    let opts = crate::persist::save_options(srv);
+    let sink = match srv.persist.storage.as_mut() {
+        Some(storage) => {
+            srv.persist.saves += 1;
+            srv.persist.last_bgsave_try_s = now_ms / 1000;
+            storage.save(&opts).inspect_err(|e| {
+                log::warning(&format!("Can't save in background: {e}"));
+                srv.persist.last_bgsave_ok = false;
+            })
+        }
+        None => Err("no storage configured".to_string()),
+    };
+    let Ok(sink) = sink else {
+        log::warning("BGSAVE for replication failed");
+        for id in joining {
+            drop_replica(srv, id, "BGSAVE failed, replication can't continue");
+        }
+        return;
+    };
+    // The instant of the snapshot: everything before it is in the file,
+    // everything after in the stream, which starts with a SELECT.
+    let at = srv.effects.publish();
+    srv.effects.force_select();
+    let Some(mut stream) = srv.repl.feeds.backlog.clone() else {
+        return;
+    };
+    stream.skip_to(at);
+    let snap = Snapshot::begin_for_version(srv, sink, now_ms, version);
+    srv.persist.dirty_at_bgsave = srv.persist.dirty;
+    srv.persist.snapshot = Some(snap);
+    log::notice("Background saving started");
+    srv.repl.feeds.rdb_made_for_sync = true;
+    srv.repl.feeds.disk = Some(DiskSync {
+        filename: opts.filename,
+        stream,
+        replid: srv.repl.replid.clone(),
+        offset: master_offset(srv),
+        rdb_version: version,
+        capa,
+    });
+    for id in joining {
+        if let Some(i) = srv.repl.feeds.replicas.iter().position(|r| r.id == id) {
+            attach_to_disk_save(srv, i);
+        }
+    }
+}
+
+/// The BGSAVE ended (`ok`: its file is in place): the replicas attached
+/// to it send the file, or fail their sync and will ask again (Valkey's
+/// updateReplicasWaitingBgsave). Then, given the time (not when the save
+/// was aborted), the replicas that could not attach get a save of their
+/// own.
+pub fn disk_save_done(srv: &mut Server, ok: bool, now_ms: Option<i64>) {
+    let Some(d) = srv.repl.feeds.disk.take() else {
+        return;
+    };
+    let mut failed = Vec::new();
+    for r in &mut srv.repl.feeds.replicas {
+        if !r.awaiting_file {
+            continue;
+        }
+        r.awaiting_file = false;
+        match r.feed.as_mut() {
+            Some(f) if ok => f.rdb_file(Ok(d.filename.clone())),
+            Some(f) => {
+                f.rdb_file(Err("the BGSAVE failed".into()));
+                failed.push(r.id);
+            }
+            None => {}
+        }
+    }
+    for id in failed {
+        log::warning("SYNC failed. BGSAVE child returned an error");
+        drop_replica(srv, id, "its BGSAVE failed");
+    }
+    if let Some(now_ms) = now_ms {
+        start_waiting_sync(srv, now_ms);
+    }
+}
+
+/// `rdb-del-sync-files`: with neither save points nor AOF, the file saved
+/// for replicas goes once no replica is still syncing (Valkey's
+/// removeRDBUsedToSyncReplicas).
+fn remove_sync_file(srv: &mut Server) {
+    if !srv.config.rdb_del_sync_files {
+        srv.repl.feeds.rdb_made_for_sync = false;
+        return;
+    }
+    let persistence = !srv.config.save_points.is_empty() || srv.config.appendonly;
+    if !srv.repl.feeds.rdb_made_for_sync || persistence {
+        return;
+    }
+    let syncing = srv.repl.feeds.replicas.iter().any(|r| {
+        r.waiting.is_some() || r.awaiting_file || r.feed.as_ref().is_some_and(|f| !f.online())
+    });
+    if syncing || srv.persist.snapshot.is_some() {
+        return;
+    }
+    let filename = srv.config.dbfilename.clone();
+    let Some(storage) = srv.persist.storage.as_mut() else {
+        return;
+    };
+    if let Ok(true) = storage.remove(&filename) {
+        srv.repl.feeds.rdb_made_for_sync = false;
+        log::notice("Removing the RDB file used to feed replicas in a persistence-less instance");
+    }
 }
 
 /// A reader at the replica's `offset` (the first byte it lacks), if the
@@ -318,6 +564,10 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         || srv.aof.rewrite.is_some()
         || srv.persist.is_loading()
     {
+        return;
+    }
+    if !srv.config.repl_diskless_sync {
+        start_disk_sync(srv, now_ms);
         return;
     }
     let Some(i) = srv
@@ -568,12 +818,16 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         .filter(|f| f.online() && now_ms - f.ack().1 <= max_lag_ms)
         .count();
     start_waiting_sync(srv, now_ms);
+    remove_sync_file(srv);
 }
 
 /// Every replica is disconnected (they reconnect and PSYNC: a new
 /// replication id, or a promotion, is learnt that way).
 pub fn disconnect_replicas(srv: &mut Server, why: &str) {
     abort_sync(srv);
+    // A save to disk for them goes on as a plain BGSAVE; its instant is
+    // no one's to share any more.
+    srv.repl.feeds.disk = None;
     let ids: Vec<ClientId> = srv.repl.feeds.replicas.iter().map(|r| r.id).collect();
     for id in ids {
         drop_replica(srv, id, why);
