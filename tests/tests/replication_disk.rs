@@ -140,9 +140,15 @@ e2e!(
                 .arg("save", "")
                 .arg("enable-debug-command", "yes")
         };
-        // Two Valkey replicas; a ringkv replica (which reads the RDB 10
-        // it is given, announcing no version) then a Valkey one.
-        for (first, second) in [(Backend::Valkey, Backend::Valkey), (b, Backend::Valkey)] {
+        // Two Valkey replicas, and a ringkv replica (which announces
+        // `REPLCONF version` 7.2.4, so it reads the same RDB) before and
+        // after a Valkey one.
+        let pairs = [
+            (Backend::Valkey, Backend::Valkey),
+            (b, Backend::Valkey),
+            (Backend::Valkey, b),
+        ];
+        for (first, second) in pairs {
             let valkey = Backend::Valkey.start(opts());
             let want = two_replicas_during_one_save(&valkey, first, second);
             assert_eq!(want, ("1".to_string(), true), "Valkey 8.1, the oracle");

@@ -4,7 +4,8 @@
 //! before and around the stream:
 //!
 //! ```text
-//!  connect ─► PING ─► [AUTH] ─► REPLCONF listening-port, capa eof psync2
+//!  connect ─► PING ─► [AUTH] ─► REPLCONF listening-port, capa eof psync2,
+//!                                version
 //!          ─► PSYNC replid offset+1
 //!               ├─ +FULLRESYNC id off ─► RDB ($len or $EOF:<mark>) into a
 //!               │                         temp file, fsync, rename to
@@ -354,6 +355,16 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
     if reply.starts_with('-') {
         log::notice(&format!(
             "(Non critical) Master does not understand REPLCONF capa: {reply}"
+        ));
+    }
+    // As Valkey 8's replicas: the primary may then send what a 7.2+
+    // server reads (RDB 11), and this replica may share a disk save made
+    // for one. redis-server 7.0 answers with an error, which is fine.
+    let version = engine::config::REDIS_COMPAT_VERSION.as_bytes();
+    let reply = c.call(shared, &[b"REPLCONF", b"version", version])?;
+    if reply.starts_with('-') {
+        log::notice(&format!(
+            "(Non critical) Master does not understand REPLCONF version: {reply}"
         ));
     }
     let offset = (opts.offset + 1).to_string();
