@@ -180,6 +180,24 @@ fn transcript(port: u16) -> Vec<String> {
     log("b", b.cmd(&["MSET", "o1", "1", "o2", "2"]), &[]);
     log("f", f.drain(), &[]);
 
+    // Reads whose keys move with their arguments.
+    let mut h = Conn::open(port);
+    h.cmd(&["HELLO", "3"]);
+    log("h", h.cmd(&["CLIENT", "TRACKING", "ON"]), &[]);
+    log("h", h.cmd(&["ZUNION", "2", "z1", "z2"]), &[]);
+    log(
+        "h",
+        h.cmd(&["SINTERCARD", "2", "s1", "s2", "LIMIT", "5"]),
+        &[],
+    );
+    log("h", h.cmd(&["LCS", "l1", "l2"]), &[]);
+    log("h", h.cmd(&["ZINTERCARD", "1", "z3"]), &[]);
+    log("b", b.cmd(&["ZADD", "z2", "1", "b"]), &[]);
+    log("b", b.cmd(&["SADD", "s1", "x"]), &[]);
+    log("b", b.cmd(&["SET", "l2", "v"]), &[]);
+    log("b", b.cmd(&["ZADD", "z3", "1", "c"]), &[]);
+    log("h", h.drain(), &[]);
+
     // Errors, in Valkey's order of checks.
     let mut g = Conn::open(port);
     for args in [

@@ -46,6 +46,9 @@ pub struct Entry {
     pub subs: Vec<usize>,
     /// Running it may run a Lua script (see `CommandHint::may_run_script`).
     pub may_run_script: bool,
+    /// Its keys are not all at fixed places (COMMAND INFO `movablekeys`):
+    /// finding them takes the key specs, not first/last/step.
+    pub movable_keys: bool,
 }
 
 /// Commands that may run a Lua script: EVAL and FCALL and their
@@ -126,6 +129,7 @@ impl Table {
                     parent: None,
                     subs: Vec::new(),
                     may_run_script: may_run_script(spec.name),
+                    movable_keys: crate::getkeys::legacy_range(spec.key_specs).3,
                 });
                 t.top.push(idx);
                 t.index.insert(spec.name.as_bytes(), idx);
@@ -137,6 +141,7 @@ impl Table {
                         parent: Some(idx),
                         subs: Vec::new(),
                         may_run_script: false,
+                        movable_keys: crate::getkeys::legacy_range(sub.key_specs).3,
                     });
                     t.entries[idx].subs.push(sidx);
                 }

@@ -176,19 +176,22 @@ pub fn remember(srv: &mut Server, sess: &Session, i: usize, argv: ArgvRef<'_>) {
         return;
     }
     let (first, last, step) = (e.spec.first_key, e.spec.last_key, e.spec.key_step);
-    if first <= 0 || step <= 0 {
-        return;
-    }
-    let n = argv.len() as i32;
-    let last = if last < 0 { n + last } else { last.min(n - 1) };
-    let mut k = first;
-    while k <= last {
-        let key = argv.get(k as usize);
-        let set = srv.tracking.keys.entry(key.into()).or_default();
-        if set.insert(sess.id.0) {
-            srv.tracking.items += 1;
+    if first > 0 && step > 0 && !e.movable_keys {
+        // Keys at fixed places (GET, MGET, HGET ...): no allocation.
+        let n = argv.len() as i32;
+        let last = if last < 0 { n + last } else { last.min(n - 1) };
+        let mut k = first;
+        while k <= last {
+            remember_key(srv, sess.id, argv.get(k as usize));
+            k += step;
         }
-        k += step;
+    } else {
+        // Keys that move with the arguments (ZUNION, SINTERCARD, XREAD,
+        // EVAL_RO ...): found as COMMAND GETKEYS finds them.
+        let args: Vec<&[u8]> = argv.iter().collect();
+        for (k, _) in crate::getkeys::command_keys(e.spec, &args) {
+            remember_key(srv, sess.id, args[k]);
+        }
     }
     let max = srv.config.tracking_table_max_keys;
     while max > 0 && srv.tracking.keys.len() > max {
@@ -198,6 +201,13 @@ pub fn remember(srv: &mut Server, sess: &Session, i: usize, argv: ArgvRef<'_>) {
             break;
         };
         invalidate_key(srv, &key, None);
+    }
+}
+
+fn remember_key(srv: &mut Server, id: ClientId, key: &[u8]) {
+    let set = srv.tracking.keys.entry(key.into()).or_default();
+    if set.insert(id.0) {
+        srv.tracking.items += 1;
     }
 }
 
