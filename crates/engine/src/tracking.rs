@@ -190,7 +190,10 @@ pub fn remember(srv: &mut Server, sess: &Session, i: usize, argv: ArgvRef<'_>) {
         // EVAL_RO ...): found as COMMAND GETKEYS finds them.
         let args: Vec<&[u8]> = argv.iter().collect();
         for (k, _) in crate::getkeys::command_keys(e.spec, &args) {
-            remember_key(srv, sess.id, args[k]);
+            // A command that failed on its arguments may name keys past them.
+            if let Some(key) = args.get(k) {
+                remember_key(srv, sess.id, key);
+            }
         }
     }
     let max = srv.config.tracking_table_max_keys;
