@@ -315,3 +315,22 @@ e2e!(
         );
     }
 );
+
+e2e!(
+    fn keys_created_without_a_lookup_are_idle_from_their_command(b) {
+        // MSET, SUNIONSTORE and COPY create keys without looking them up:
+        // seconds after the server's last lookup, they still start idle.
+        let srv = b.server();
+        let c = &mut srv.client();
+        assert_eq!(q(c, "SET src v"), ok());
+        assert_eq!(q(c, "SADD s m"), int(1));
+        std::thread::sleep(std::time::Duration::from_millis(3100));
+        assert_eq!(q(c, "MSET a 1 b 2"), ok());
+        assert_eq!(q(c, "SUNIONSTORE u s"), int(1));
+        assert_eq!(q(c, "COPY src dst"), int(1));
+        for key in ["a", "b", "u", "dst"] {
+            let idle = int_of(&query(c, &["OBJECT", "IDLETIME", key]));
+            assert!(idle <= 1, "{key} idle {idle} s at once");
+        }
+    }
+);

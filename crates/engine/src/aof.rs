@@ -270,13 +270,16 @@ pub fn start(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
     Ok(loaded)
 }
 
+/// The client that replays an AOF's commands.
+pub const LOADING_CLIENT: crate::ClientId = crate::ClientId(u64::MAX);
+
 /// Load every chunk of `source`: the RDB base through the loader, the
 /// commands through a client of our own (replies dropped, as Valkey's
 /// fake client does).
 fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String> {
     let started = Instant::now();
     let mut commands = 0u64;
-    let id = crate::ClientId(u64::MAX);
+    let id = LOADING_CLIENT;
     let mut sess = crate::Session::new(id);
     sess.authenticated = true;
     srv.clients.map.insert(id.0, Some(Box::new(sess)));

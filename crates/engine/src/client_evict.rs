@@ -54,7 +54,8 @@ pub fn evict_clients(srv: &mut Server) {
         }
         let mem = s.memory() + s.meter.input();
         total += mem;
-        let internal = s.id == crate::replication::replica::PRIMARY_CLIENT || s.id.0 == u64::MAX;
+        let internal = s.id == crate::replication::replica::PRIMARY_CLIENT
+            || s.id == crate::aof::LOADING_CLIENT;
         if !s.no_evict && !internal {
             candidates.push((mem, s.id));
         }

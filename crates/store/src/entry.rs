@@ -74,21 +74,6 @@ impl<'a> StrRef<'a> {
             StrRef::Shared(b) => Some(b),
         }
     }
-    /// Whether the string reads as `other` (an integer as its decimal
-    /// text, as Valkey compares an `int`-encoded string).
-    pub fn eq_bytes(self, other: &[u8]) -> bool {
-        match self {
-            StrRef::Int(n) => {
-                use std::io::Write;
-                let mut buf = [0u8; 20];
-                let mut w = &mut buf[..];
-                write!(w, "{n}").expect("an i64 fits in 20 bytes");
-                let len = 20 - w.len();
-                &buf[..len] == other
-            }
-            s => s.bytes() == Some(other),
-        }
-    }
     /// An owned copy, as [`Str`].
     pub fn to_owned(self) -> Str {
         match self {

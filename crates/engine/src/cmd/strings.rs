@@ -783,7 +783,9 @@ fn set_generic(
     if let Some(expected) = opts.ifeq {
         // Only an existing string equal to `expected` is replaced; SET GET
         // has answered with the old value (or WRONGTYPE) already.
-        let equal = lookup_write(db, h, key, now).map(|e| as_str(e).map(|s| s.eq_bytes(expected)));
+        let mut buf = [0u8; resp::num::I64_MAX_LEN];
+        let equal = lookup_write(db, h, key, now)
+            .map(|e| as_str(e).map(|s| bytes_of(s, &mut buf) == expected));
         match equal {
             Some(Some(true)) => {}
             Some(None) if !with_get => return ctx.error(WRONGTYPE),
