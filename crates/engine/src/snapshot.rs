@@ -320,26 +320,45 @@ pub fn start_bgsave(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     if srv.aof.rewrite.is_some() {
         return Err(AOF_REWRITE_ACTIVE.into());
     }
+    let (sink, _) = open_background_save(srv, now_ms).map_err(|e| format!("ERR {e}"))?;
+    run_background_save(srv, sink, now_ms, rdb::RDB_VERSION);
+    Ok(())
+}
+
+/// A background save's first half (BGSAVE's, or a disk-based full
+/// sync's): counted when it starts, as Valkey's rdbSaveBackground, and
+/// its file opened. Returns the sink and the file's name.
+pub(crate) fn open_background_save(
+    srv: &mut Server,
+    now_ms: i64,
+) -> Result<(Box<dyn SnapshotSink>, String), String> {
     let opts = crate::persist::save_options(srv);
     let Some(storage) = srv.persist.storage.as_mut() else {
-        return Err("ERR no storage configured".into());
+        return Err("no storage configured".into());
     };
-    // Counted when it starts, as Valkey's rdbSaveBackground.
     srv.persist.saves += 1;
     srv.persist.last_bgsave_try_s = now_ms / 1000;
-    let sink = match storage.save(&opts) {
-        Ok(s) => s,
+    match storage.save(&opts) {
+        Ok(sink) => Ok((sink, opts.filename)),
         Err(e) => {
             log::warning(&format!("Can't save in background: {e}"));
             srv.persist.last_bgsave_ok = false;
-            return Err(format!("ERR {e}"));
+            Err(e)
         }
-    };
-    let snap = Snapshot::begin(srv, sink, now_ms);
+    }
+}
+
+/// Its second half: the capture for a reader of RDB `version` begins.
+pub(crate) fn run_background_save(
+    srv: &mut Server,
+    sink: Box<dyn SnapshotSink>,
+    now_ms: i64,
+    version: u16,
+) {
+    let snap = Snapshot::begin_for_version(srv, sink, now_ms, version);
     srv.persist.dirty_at_bgsave = srv.persist.dirty;
     srv.persist.snapshot = Some(snap);
     log::notice("Background saving started");
-    Ok(())
 }
 
 /// One slice of the running BGSAVE; finishes it when the writer is done.

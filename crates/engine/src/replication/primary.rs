@@ -415,19 +415,7 @@ fn start_disk_sync(srv: &mut Server, now_ms: i64) {
         .map(|r| r.id)
         .collect();
     log::notice("Starting BGSAVE for SYNC with target: disk");
-    let opts = crate::persist::save_options(srv);
-    let sink = match srv.persist.storage.as_mut() {
-        Some(storage) => {
-            srv.persist.saves += 1;
-            srv.persist.last_bgsave_try_s = now_ms / 1000;
-            storage.save(&opts).inspect_err(|e| {
-                log::warning(&format!("Can't save in background: {e}"));
-                srv.persist.last_bgsave_ok = false;
-            })
-        }
-        None => Err("no storage configured".to_string()),
-    };
-    let Ok(sink) = sink else {
+    let Ok((sink, filename)) = crate::snapshot::open_background_save(srv, now_ms) else {
         log::warning("BGSAVE for replication failed");
         for id in joining {
             drop_replica(srv, id, "BGSAVE failed, replication can't continue");
@@ -442,13 +430,10 @@ fn start_disk_sync(srv: &mut Server, now_ms: i64) {
         return;
     };
     stream.skip_to(at);
-    let snap = Snapshot::begin_for_version(srv, sink, now_ms, version);
-    srv.persist.dirty_at_bgsave = srv.persist.dirty;
-    srv.persist.snapshot = Some(snap);
-    log::notice("Background saving started");
+    crate::snapshot::run_background_save(srv, sink, now_ms, version);
     srv.repl.feeds.rdb_made_for_sync = true;
     srv.repl.feeds.disk = Some(DiskSync {
-        filename: opts.filename,
+        filename,
         stream,
         replid: srv.repl.replid.clone(),
         offset: master_offset(srv),
