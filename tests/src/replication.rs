@@ -96,3 +96,18 @@ pub fn settled_view(c: &mut redis::Connection) -> BTreeMap<String, String> {
     std::thread::sleep(Duration::from_millis(300));
     plain_view(c)
 }
+
+/// The `state=` of each replica INFO replication lists, in its order.
+pub fn replica_states(c: &mut redis::Connection) -> Vec<String> {
+    let info = text(&q(c, "INFO replication"));
+    info.lines()
+        .filter(|l| l.starts_with("slave") && l.contains("state="))
+        .filter_map(|l| {
+            l.split("state=")
+                .nth(1)?
+                .split(',')
+                .next()
+                .map(String::from)
+        })
+        .collect()
+}

@@ -341,6 +341,12 @@ impl Server {
             }
             _ => {}
         }
+        if !opts.no_backend_args {
+            // As Valkey's own test suite: a primary starts a diskless full
+            // sync at once instead of waiting 5 s for more replicas (the
+            // tests of that wait set it themselves, later on the line).
+            cmd.args(["--repl-diskless-sync-delay", "0"]);
+        }
         if !backend.is_peer() && !opts.no_backend_args {
             if let Some(n) = io_threads() {
                 cmd.args(["--io-threads", &n.to_string()]);

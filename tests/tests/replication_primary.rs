@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::netns::{NETNS, Netns};
 use ringkv_e2e::replication::{
-    assert_same, follow, settled_view, wait_caught_up, writes_acknowledged_by_wait,
+    assert_same, follow, replica_states, settled_view, wait_caught_up, writes_acknowledged_by_wait,
 };
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
@@ -765,5 +765,95 @@ e2e!(
         wait_caught_up(pc, rc);
         let (_, new_id) = replica_line_shape(pc);
         assert_ne!(new_id, id);
+    }
+);
+
+/// What a diskless primary did for two replicas (of `first`'s kind,
+/// then `second`'s) that REPLICAOF it one second apart, with
+/// `repl-diskless-sync-delay` and `-max-replicas` as given: the replicas'
+/// states while the second was listed, how many syncs it started (its
+/// log's lines for them), and how long the first replica waited to be in
+/// sync. Both replicas must end equal to the primary.
+fn two_replicas_a_second_apart(
+    primary: &Server,
+    first: Backend,
+    second: Backend,
+    delay_s: u64,
+    max_replicas: usize,
+) -> (Vec<String>, usize, Duration) {
+    let pc = &mut primary.client();
+    for (name, v) in [
+        ("repl-diskless-sync-delay", delay_s.to_string()),
+        ("repl-diskless-sync-max-replicas", max_replicas.to_string()),
+    ] {
+        assert_eq!(query(pc, &["CONFIG", "SET", name, &v]), ok(), "{name}");
+    }
+    fill(pc);
+    let (a, b) = (peer(first), peer(second));
+    let (ac, bc) = (&mut a.client(), &mut b.client());
+    let t = Instant::now();
+    follow(ac, primary);
+    within(10, "the first replica to be listed", || {
+        replica_states(pc).len() == 1
+    });
+    std::thread::sleep(Duration::from_secs(1).saturating_sub(t.elapsed()));
+    follow(bc, primary);
+    within(10, "both replicas to be listed", || {
+        replica_states(pc).len() == 2
+    });
+    let states = replica_states(pc);
+    wait_caught_up(pc, ac);
+    let waited = t.elapsed();
+    wait_caught_up(pc, bc);
+    assert_eq!(q(pc, "SET after sync"), ok());
+    wait_caught_up(pc, ac);
+    wait_caught_up(pc, bc);
+    let want = plain_view(pc);
+    assert_same(&plain_view(ac), &want, "first replica");
+    assert_same(&plain_view(bc), &want, "second replica");
+    let syncs = primary
+        .log()
+        .matches("Starting BGSAVE for SYNC with target: replicas sockets")
+        .count();
+    (states, syncs, waited)
+}
+
+e2e!(
+    /// `repl-diskless-sync-delay`: a replica arriving within the delay
+    /// shares the first one's sync (one snapshot streamed to both), as
+    /// Valkey 8.1 (the oracle, run beside) does.
+    ringkv_only fn replicas_arriving_within_the_diskless_delay_share_one_sync(b) {
+        let valkey = Backend::Valkey.start(Opts::new());
+        let (states, syncs, waited) =
+            two_replicas_a_second_apart(&valkey, Backend::Valkey, Backend::Valkey, 3, 0);
+        assert_eq!(states, ["wait_bgsave", "wait_bgsave"], "Valkey 8.1");
+        assert_eq!(syncs, 1, "Valkey 8.1");
+        // Valkey counts the wait in whole seconds of its clock: 2 to 4 s.
+        assert!(waited >= Duration::from_millis(1900), "Valkey waited {waited:?}");
+        for (first, second) in [(Backend::Valkey, b), (b, Backend::Valkey)] {
+            let p = b.server();
+            let (states, syncs, waited) = two_replicas_a_second_apart(&p, first, second, 3, 0);
+            assert_eq!(states, ["wait_bgsave", "wait_bgsave"], "ringkv, {first:?} then {second:?}");
+            assert_eq!(syncs, 1, "ringkv: {}", p.log());
+            assert!(waited >= Duration::from_millis(2900), "ringkv waited {waited:?}");
+        }
+    }
+);
+
+e2e!(
+    /// `repl-diskless-sync-max-replicas`: the sync starts once that many
+    /// replicas wait, long before the delay is over.
+    ringkv_only fn a_diskless_sync_starts_once_max_replicas_wait(b) {
+        let valkey = Backend::Valkey.start(Opts::new());
+        let (_, syncs, waited) =
+            two_replicas_a_second_apart(&valkey, Backend::Valkey, Backend::Valkey, 60, 2);
+        assert_eq!(syncs, 1, "Valkey 8.1");
+        assert!(waited < Duration::from_secs(30), "Valkey waited {waited:?}");
+        let p = b.server();
+        let (_, syncs, waited) = two_replicas_a_second_apart(&p, Backend::Valkey, b, 60, 2);
+        assert_eq!(syncs, 1, "ringkv: {}", p.log());
+        assert!(waited < Duration::from_secs(30), "ringkv waited {waited:?}");
+        // The first replica waited for the second one.
+        assert!(waited >= Duration::from_millis(900), "ringkv waited {waited:?}");
     }
 );

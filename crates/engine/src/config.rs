@@ -551,6 +551,12 @@ pub struct Config {
     /// `repl-diskless-sync`: a full sync streams its RDB to the replica
     /// (yes) or saves `dbfilename` and sends the file (no).
     pub repl_diskless_sync: bool,
+    /// `repl-diskless-sync-delay` (seconds) and
+    /// `repl-diskless-sync-max-replicas`: a diskless full sync waits this
+    /// long after its first replica asked, or until this many replicas
+    /// wait (0: no such count), so that they share one capture.
+    pub repl_diskless_sync_delay_s: u64,
+    pub repl_diskless_sync_max_replicas: usize,
     /// `rdb-del-sync-files`: with no persistence configured, the file
     /// saved for replicas is removed once they have it.
     pub rdb_del_sync_files: bool,
@@ -662,6 +668,8 @@ impl Default for Config {
             repl_ping_replica_period_s: 10,
             repl_backlog_size: 1 << 20,
             repl_diskless_sync: true,
+            repl_diskless_sync_delay_s: 5,
+            repl_diskless_sync_max_replicas: 0,
             rdb_del_sync_files: false,
             tcp_tx_zerocopy: true,
             tcp_zerocopy_min_write_size: 10 << 10,
@@ -1159,6 +1167,10 @@ impl Config {
             "repl-ping-replica-period" => self.repl_ping_replica_period_s = num() as u64,
             "repl-backlog-size" => self.repl_backlog_size = num() as u64,
             "repl-diskless-sync" => self.repl_diskless_sync = v == "yes",
+            "repl-diskless-sync-delay" => self.repl_diskless_sync_delay_s = num() as u64,
+            "repl-diskless-sync-max-replicas" => {
+                self.repl_diskless_sync_max_replicas = num() as usize
+            }
             "rdb-del-sync-files" => self.rdb_del_sync_files = v == "yes",
             "tcp-tx-zerocopy" => self.tcp_tx_zerocopy = v == "yes",
             "tcp-zerocopy-min-write-size" => self.tcp_zerocopy_min_write_size = num() as usize,

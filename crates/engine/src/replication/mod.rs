@@ -20,6 +20,7 @@
 //! the bytes of its primary's stream it applied, so the shift is fixed
 //! there too and its replicas see its primary's id, offsets and bytes.
 
+mod fanout;
 pub mod primary;
 pub mod replica;
 

@@ -4,10 +4,11 @@
 //!  replica: PING, REPLCONF listening-port/capa, PSYNC replid offset
 //!        │
 //!  psync ─┬─ replid and offset inside the backlog ─► +CONTINUE, stream from there
-//!         └─ otherwise (or `?`) ─► wait for the one frozen view, then
-//!              +FULLRESYNC replid offset, the RDB of a fork-less snapshot
-//!              (the BGSAVE capture, into the feed's sink), stream from
-//!              the snapshot's instant
+//!         └─ otherwise (or `?`) ─► wait for the one frozen view and
+//!              repl-diskless-sync-delay (or -max-replicas waiting), then
+//!              +FULLRESYNC replid offset to every replica waiting, the
+//!              RDB of one fork-less snapshot (the BGSAVE capture, into
+//!              their feeds' sinks), stream from the snapshot's instant
 //!            (repl-diskless-sync no: a BGSAVE of dbfilename shared by
 //!             the replicas that can attach, +FULLRESYNC at once, the
 //!             file's name to each feed once it is written)
@@ -179,8 +180,8 @@ pub struct Feeds {
     /// The backlog: a reader `repl-backlog-size` behind the stream's end.
     pub backlog: Option<effects::Reader>,
     pub replicas: Vec<Replica>,
-    /// The full sync being captured, and for which replica.
-    pub snapshot: Option<(ClientId, Snapshot)>,
+    /// The diskless full sync being captured, and for which replicas.
+    pub snapshot: Option<(Vec<ClientId>, Snapshot)>,
     /// The BGSAVE to disk running for replicas (`repl-diskless-sync
     /// no`): the save itself is `Persist::snapshot`.
     pub disk: Option<DiskSync>,
@@ -315,8 +316,22 @@ pub fn psync(
         }
         return Ok(());
     }
+    let c = &srv.config;
+    if c.repl_diskless_sync && c.repl_diskless_sync_delay_s > 0 && hello_eof(srv) {
+        log::notice("Delay next BGSAVE for diskless SYNC");
+    }
     start_waiting_sync(srv, now_ms);
     Ok(())
+}
+
+/// The replica that just asked takes an EOF-marked RDB.
+fn hello_eof(srv: &Server) -> bool {
+    srv.repl
+        .feeds
+        .replicas
+        .last()
+        .and_then(|r| r.waiting.as_ref())
+        .is_some_and(|h| h.capa_eof)
 }
 
 /// A BGSAVE to disk for replicas: the instant it was cut at, which the
@@ -542,7 +557,7 @@ fn zerocopy_min(srv: &Server) -> Option<usize> {
     c.tcp_tx_zerocopy.then_some(c.tcp_zerocopy_min_write_size)
 }
 
-/// The one frozen view is free: start the next waiting replica's sync.
+/// The one frozen view is free: start the next waiting replicas' sync.
 fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     if srv.repl.feeds.snapshot.is_some()
         || srv.persist.snapshot.is_some()
@@ -555,17 +570,10 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         start_disk_sync(srv, now_ms);
         return;
     }
-    let Some(i) = srv
-        .repl
-        .feeds
-        .replicas
-        .iter()
-        .position(|r| r.waiting.is_some())
-    else {
+    let joining = diskless_group(srv, now_ms);
+    let Some(&(_, version)) = joining.first() else {
         return;
     };
-    let hello = srv.repl.feeds.replicas[i].waiting.take().expect("found");
-    let id = srv.repl.feeds.replicas[i].id;
     // The instant of the snapshot: everything before it is in the RDB,
     // everything after in the stream, which starts with a SELECT.
     let at = srv.effects.publish();
@@ -576,34 +584,91 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     stream.skip_to(at);
     let offset = master_offset(srv);
     let preamble = format!("+FULLRESYNC {} {offset}\r\n", srv.repl.replid);
-    let start = FeedStart {
-        preamble: preamble.into_bytes(),
-        rdb: Some(if hello.capa_eof {
-            RdbFraming::EofMark
-        } else {
-            RdbFraming::Length
-        }),
-        rdb_version: hello.rdb_version(),
-        stream,
-        zerocopy_min: zerocopy_min(srv),
-        io_uring: srv.net.backend == "io_uring",
-        wake: srv.repl.wake.clone(),
+    let mut sinks = Vec::new();
+    let mut ids = Vec::new();
+    for (i, _) in joining {
+        let hello = srv.repl.feeds.replicas[i].waiting.take().expect("waiting");
+        let id = srv.repl.feeds.replicas[i].id;
+        let start = FeedStart {
+            preamble: preamble.clone().into_bytes(),
+            rdb: Some(if hello.capa_eof {
+                RdbFraming::EofMark
+            } else {
+                RdbFraming::Length
+            }),
+            rdb_version: version,
+            stream: stream.clone(),
+            zerocopy_min: zerocopy_min(srv),
+            io_uring: srv.net.backend == "io_uring",
+            wake: srv.repl.wake.clone(),
+        };
+        let Some(senders) = srv.repl.feeds.senders.as_mut() else {
+            return;
+        };
+        let mut feed = senders.feed(id, start);
+        let Some(sink) = feed.rdb_sink() else {
+            continue;
+        };
+        srv.repl.feeds.replicas[i].feed = Some(feed);
+        sinks.push(sink);
+        ids.push(id);
+        srv.events.push(crate::Event::Detach { client: id });
+    }
+    let sink = if sinks.len() == 1 {
+        sinks.pop().expect("one")
+    } else {
+        Box::new(super::fanout::FanOutSink::new(sinks))
     };
-    let Some(senders) = srv.repl.feeds.senders.as_mut() else {
-        return;
-    };
-    let mut feed = senders.feed(id, start);
-    let Some(sink) = feed.rdb_sink() else {
-        return;
-    };
-    srv.repl.feeds.replicas[i].feed = Some(feed);
-    let snap = Snapshot::begin_for_version(srv, sink, now_ms, hello.rdb_version());
-    srv.repl.feeds.snapshot = Some((id, snap));
+    let snap = Snapshot::begin_for_version(srv, sink, now_ms, version);
     log::notice(&format!(
         "Starting BGSAVE for SYNC with target: replicas sockets (replica {})",
-        id.0
+        ids_text(&ids)
     ));
-    srv.events.push(crate::Event::Detach { client: id });
+    srv.repl.feeds.snapshot = Some((ids, snap));
+}
+
+/// The waiting replicas (index, RDB version) that start a diskless sync
+/// together now: those reading the first one's RDB version, once the
+/// first has waited `repl-diskless-sync-delay` or
+/// `repl-diskless-sync-max-replicas` of them wait (Valkey's
+/// shouldStartChildReplication). A replica that cannot take an
+/// EOF-marked RDB does not wait (Valkey gives it a save to disk at once).
+fn diskless_group(srv: &Server, now_ms: i64) -> Vec<(usize, u16)> {
+    let replicas = &srv.repl.feeds.replicas;
+    let Some(first) = replicas.iter().find_map(|r| r.waiting.as_ref()) else {
+        return Vec::new();
+    };
+    let version = first.rdb_version();
+    let group: Vec<(usize, u16)> = replicas
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.waiting
+                .as_ref()
+                .is_some_and(|h| h.rdb_version() == version)
+        })
+        .map(|(i, _)| (i, version))
+        .collect();
+    let c = &srv.config;
+    let delay_ms = c.repl_diskless_sync_delay_s.saturating_mul(1000) as i64;
+    let longest_wait = group
+        .iter()
+        .map(|&(i, _)| now_ms - replicas[i].since_ms)
+        .max()
+        .unwrap_or(0);
+    let enough =
+        c.repl_diskless_sync_max_replicas > 0 && group.len() >= c.repl_diskless_sync_max_replicas;
+    if first.capa_eof && !enough && longest_wait < delay_ms {
+        return Vec::new();
+    }
+    group
+}
+
+fn ids_text(ids: &[ClientId]) -> String {
+    ids.iter()
+        .map(|id| id.0.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A slice of the running full sync's capture; once the RDB is out, the
@@ -626,16 +691,13 @@ pub fn background_step(srv: &mut Server, now_ms: i64) -> Progress {
     let Some(outcome) = snap.poll() else {
         return Progress::WriterBehind;
     };
-    let (id, _) = srv.repl.feeds.snapshot.take().expect("running");
+    let (ids, _) = srv.repl.feeds.snapshot.take().expect("running");
+    let ids = ids_text(&ids);
     match outcome {
         Ok(n) => log::notice(&format!(
-            "Synchronization with replica {} succeeded ({n} bytes of RDB)",
-            id.0
+            "Synchronization with replica {ids} succeeded ({n} bytes of RDB)"
         )),
-        Err(e) => log::warning(&format!(
-            "Synchronization with replica {} failed: {e}",
-            id.0
-        )),
+        Err(e) => log::warning(&format!("Synchronization with replica {ids} failed: {e}")),
     }
     start_waiting_sync(srv, now_ms);
     Progress::Captured
@@ -649,11 +711,13 @@ pub fn capture_ready(srv: &Server) -> Option<bool> {
 /// A save that needs the frozen view now (SAVE, DEBUG RELOAD) ends the
 /// full sync in progress; its replica will ask again.
 pub fn abort_sync(srv: &mut Server) {
-    if let Some((id, snap)) = srv.repl.feeds.snapshot.take() {
+    if let Some((ids, snap)) = srv.repl.feeds.snapshot.take() {
         for db in snap.abort(&mut srv.keyspace) {
             srv.lazyfree.free_db(db);
         }
-        drop_replica(srv, id, "its full sync was aborted by a save");
+        for id in ids {
+            drop_replica(srv, id, "its full sync was aborted by a save");
+        }
     }
 }
 
