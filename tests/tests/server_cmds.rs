@@ -577,3 +577,117 @@ e2e!(
         assert_eq!(seen[0], seen[1]);
     }
 );
+
+/// Sleeps until `past_ms` into the server's next second (by its TIME).
+fn sleep_to_next_second(c: &mut ringkv_e2e::Raw, past_ms: u64) {
+    let Reply::Array(t) = c.cmd(&["TIME"]) else {
+        panic!("TIME not an array");
+    };
+    let us: u64 = t[1].text().parse().unwrap();
+    std::thread::sleep(Duration::from_micros(1_000_000 - us + past_ms * 1000));
+}
+
+/// LATENCY GRAPH command read in one second of the server's clock (tried
+/// at most 3 times): the graph's text and that second.
+fn graph_in_one_second(c: &mut ringkv_e2e::Raw) -> (String, i64) {
+    let secs = |c: &mut ringkv_e2e::Raw| match c.cmd(&["TIME"]) {
+        Reply::Array(t) => t[0].text().parse::<i64>().unwrap(),
+        other => panic!("{other:?}"),
+    };
+    for _ in 0..3 {
+        let before = secs(c);
+        let graph = c.cmd(&["LATENCY", "GRAPH", "command"]);
+        assert!(matches!(graph, Reply::Bulk(_)), "{graph:?}");
+        if secs(c) == before {
+            return (graph.text(), before);
+        }
+    }
+    panic!("no LATENCY GRAPH within one second in 3 tries");
+}
+
+e2e!(
+    ringkv_only fn latency_graph_and_doctor_read_as_valkeys(b) {
+        // The same spikes on both servers, a second apart: each graph
+        // agrees with its server's HISTORY and LATEST (header, one column
+        // per sample, the highest at the top, the lowest on the floor,
+        // each labelled with its age), and both graphs and DOCTOR reports
+        // have the same shape.
+        let opts = || {
+            Opts::new()
+                .arg("enable-debug-command", "yes")
+                .arg("latency-monitor-threshold", "1")
+        };
+        let ours = b.start(opts());
+        let theirs = ringkv_e2e::Backend::Valkey.start(opts());
+        let mut seen = Vec::new();
+        for srv in [&ours, &theirs] {
+            let mut c = srv.raw();
+            let help = c.cmd(&["LATENCY", "HELP"]);
+            let quiet = c.cmd(&["LATENCY", "DOCTOR"]).text();
+            assert!(quiet.starts_with("No latency spike"), "{quiet}");
+            let none = c.cmd(&["LATENCY", "GRAPH", "command"]);
+            assert_eq!(none, Reply::err("ERR No samples available for event 'command'"));
+            for ms in ["0.02", "0.06", "0.04"] {
+                sleep_to_next_second(&mut c, 50);
+                c.cmd(&["DEBUG", "SLEEP", ms]);
+            }
+            let (graph, now) = graph_in_one_second(&mut c);
+            let Reply::Array(history) = c.cmd(&["LATENCY", "HISTORY", "command"]) else {
+                panic!("HISTORY not an array");
+            };
+            let samples: Vec<(i64, i64)> = history
+                .iter()
+                .map(|s| match s {
+                    Reply::Array(f) => (f[0].text().parse().unwrap(), f[1].text().parse().unwrap()),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let Reply::Array(latest) = c.cmd(&["LATENCY", "LATEST"]) else {
+                panic!("LATEST not an array");
+            };
+            let all_time = latest
+                .iter()
+                .find_map(|e| match e {
+                    Reply::Array(f) if f[0].text() == "command" => Some(f[3].text()),
+                    _ => None,
+                })
+                .expect("command in LATEST");
+            let high = samples.iter().map(|s| s.1).max().unwrap();
+            let low = samples.iter().map(|s| s.1).min().unwrap();
+
+            let lines: Vec<&str> = graph.lines().collect();
+            assert_eq!(
+                lines[0],
+                format!("command - high {high} ms, low {low} ms (all time high {all_time} ms)")
+            );
+            assert_eq!(lines[1], "-".repeat(80));
+            let n = samples.len();
+            assert!(lines[2..7].iter().all(|l| l.len() == n), "{graph}");
+            assert_eq!(lines[6], " ".repeat(n), "an empty row before the labels");
+            let column = |j: usize| -> String { lines[2..6].iter().map(|l| &l[j..=j]).collect() };
+            let top = samples.iter().position(|s| s.1 == high).unwrap();
+            let floor = samples.iter().position(|s| s.1 == low).unwrap();
+            assert!(column(top).starts_with('#'), "{graph}");
+            assert_eq!(column(floor), "   _", "{graph}");
+            // Ages under a minute are labelled in seconds.
+            let labels: Vec<String> = samples.iter().map(|s| format!("{}s", now - s.0)).collect();
+            assert!(samples.iter().all(|s| now - s.0 < 60));
+            let label_rows: Vec<String> = (0..labels.iter().map(String::len).max().unwrap())
+                .map(|k| labels.iter().map(|l| l.chars().nth(k).unwrap_or(' ')).collect())
+                .collect();
+            assert_eq!(lines[7..], label_rows, "{graph}");
+            assert_eq!(
+                c.cmd(&["LATENCY", "GRAPH", "COMMAND"]),
+                Reply::err("ERR No samples available for event 'COMMAND'")
+            );
+
+            let report = c.cmd(&["LATENCY", "DOCTOR"]).text();
+            assert!(report.starts_with("Latency spikes"), "{report}");
+            let stats = format!("command: {n} latency spikes (average ");
+            let line = report.lines().find(|l| l.contains(&stats)).unwrap_or_else(|| panic!("{report}"));
+            assert!(line.ends_with(&format!("Worst all time event {all_time}ms.")), "{line}");
+            seen.push((help, lines.len(), n, report.contains("CONFIG SET slowlog-log-slower-than 1000")));
+        }
+        assert_eq!(seen[0], seen[1]);
+    }
+);

@@ -241,6 +241,39 @@ pub const COMMANDS: &[CommandSpec] = &[
                     "request_policy:all_nodes",
                     "response_policy:special",
                 ],
+                ..cfg_sub(
+                    "doctor",
+                    2,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.8.13",
+                    "Returns a human-readable latency analysis report.",
+                    latency_doctor,
+                )
+            },
+            CommandSpec {
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_nodes",
+                    "response_policy:special",
+                ],
+                args: &[ArgSpec::string("event")],
+                ..cfg_sub(
+                    "graph",
+                    3,
+                    ADMIN | NOSCRIPT | LOADING | STALE,
+                    ADMIN_ACL,
+                    "2.8.13",
+                    "Returns a latency graph for an event.",
+                    latency_graph,
+                )
+            },
+            CommandSpec {
+                tips: &[
+                    "nondeterministic_output",
+                    "request_policy:all_nodes",
+                    "response_policy:special",
+                ],
                 args: &[ArgSpec::string("event")],
                 ..cfg_sub(
                     "history",
@@ -812,6 +845,10 @@ fn latency_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         ctx,
         "LATENCY",
         &[
+            "DOCTOR",
+            "    Return a human readable latency analysis report.",
+            "GRAPH <event>",
+            "    Return an ASCII latency graph for the <event> class.",
             "HISTORY <event>",
             "    Return time-latency samples for the <event> class.",
             "LATEST",
@@ -843,9 +880,38 @@ fn latency_latest(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     }
 }
 
+/// LATENCY DOCTOR: a report on every event's spikes, with advice.
+fn latency_doctor(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
+    let cfg = &ctx.srv.config;
+    let settings = crate::latency_monitor::DoctorSettings {
+        threshold_ms: cfg.latency_monitor_threshold_ms,
+        slowlog_slower_than_us: cfg.slowlog_log_slower_than,
+        slowlog_max_len: cfg.slowlog_max_len,
+        hz: cfg.hz,
+    };
+    let now_s = ctx.srv.now_ms().div_euclid(1000);
+    let report = ctx.srv.latency_monitor.doctor(&settings, now_s);
+    ctx.reply.verbatim("txt", report.as_bytes());
+}
+
+/// LATENCY GRAPH event: an ASCII graph of its samples.
+fn latency_graph(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let now_s = ctx.srv.now_ms().div_euclid(1000);
+    let Some((name, e)) = ctx.srv.latency_monitor.event(argv.get(2)) else {
+        // Valkey formats the name with `%s`: up to a NUL.
+        let name = argv.get(2).split(|&b| b == 0).next().unwrap_or(&[]);
+        return ctx.error(&format!(
+            "ERR No samples available for event '{}'",
+            String::from_utf8_lossy(name)
+        ));
+    };
+    let text = crate::latency_monitor::graph(name, e, now_s);
+    ctx.reply.verbatim("txt", text.as_bytes());
+}
+
 /// LATENCY HISTORY event: its samples, oldest first, as (time, ms).
 fn latency_history(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let Some(e) = ctx.srv.latency_monitor.event(argv.get(2)) else {
+    let Some((_, e)) = ctx.srv.latency_monitor.event(argv.get(2)) else {
         return ctx.reply.array_len(0);
     };
     let samples: Vec<_> = e.samples().collect();
