@@ -481,3 +481,63 @@ e2e!(
         assert_eq!(text(&q(c, "GET after")), "1");
     }
 );
+
+/// WAITAOF on one connection, with no replica: its errors, then the
+/// local count under each `appendfsync` (its replies, and how long the
+/// `everysec` and `no` ones took).
+fn waitaof_alone(srv: &ringkv_e2e::Server) -> (Vec<String>, Duration, Duration) {
+    let c = &mut srv.client();
+    let mut replies = Vec::new();
+    let mut ask = |c: &mut redis::Connection, line: &str| {
+        let args: Vec<&str> = line.split(' ').collect();
+        replies.push(format!("{line} -> {:?}", query(c, &args)));
+    };
+    for line in [
+        "WAITAOF 2 0 0",
+        "WAITAOF x 0 0",
+        "WAITAOF 1 -1 0",
+        "WAITAOF 1 0 -1",
+        "WAITAOF 1 0 x",
+        "WAITAOF 1 0 0",
+        "WAITAOF 0 0 0",
+        "WAITAOF 0 1 100",
+    ] {
+        ask(c, line);
+    }
+    assert_eq!(q(c, "CONFIG SET appendonly yes"), ok());
+    wait_rewrite_done(c);
+    assert_eq!(q(c, "CONFIG SET appendfsync always"), ok());
+    ask(c, "SET k 1");
+    ask(c, "WAITAOF 1 0 0");
+    assert_eq!(q(c, "CONFIG SET appendfsync everysec"), ok());
+    ask(c, "SET k 2");
+    let t = Instant::now();
+    ask(c, "WAITAOF 1 0 5000");
+    let everysec = t.elapsed();
+    assert_eq!(q(c, "CONFIG SET appendfsync no"), ok());
+    ask(c, "SET k 3");
+    let t = Instant::now();
+    ask(c, "WAITAOF 1 0 300");
+    let no = t.elapsed();
+    // Inside a transaction it cannot block: the counts of the moment.
+    ask(c, "MULTI");
+    ask(c, "SET k 4");
+    ask(c, "WAITAOF 1 0 0");
+    ask(c, "EXEC");
+    (replies, everysec, no)
+}
+
+e2e!(
+    /// WAITAOF's local count is the AOF's fsync: at once under `always`,
+    /// within about a second under `everysec`, never under `no` (the
+    /// timeout answers) — replies compared with Valkey 8.1's.
+    ringkv_only fn waitaof_counts_the_local_fsync_as_valkey_does(b) {
+        let (want, valkey_everysec, valkey_no) = waitaof_alone(&Backend::Valkey.start(Opts::new()));
+        assert!(valkey_everysec < Duration::from_secs(3), "{valkey_everysec:?}");
+        assert!(valkey_no >= Duration::from_millis(290), "{valkey_no:?}");
+        let (got, everysec, no) = waitaof_alone(&b.start(Opts::new().arg("save", "")));
+        assert_eq!(got, want);
+        assert!(everysec < Duration::from_secs(3), "{everysec:?}");
+        assert!(no >= Duration::from_millis(290), "{no:?}");
+    }
+);

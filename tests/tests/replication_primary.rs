@@ -857,3 +857,36 @@ e2e!(
         assert!(waited >= Duration::from_millis(900), "ringkv waited {waited:?}");
     }
 );
+
+e2e!(
+    /// WAITAOF counts the replicas whose own AOF has fsynced the writes
+    /// (the `FACK` of their ACKs): a ringkv replica of a Valkey 8.1
+    /// primary, Valkey and ringkv replicas of a ringkv primary; a replica
+    /// without an AOF is never counted.
+    ringkv_only fn waitaof_counts_replicas_whose_aof_has_the_writes(b) {
+        for (primary, replica) in [(Backend::Valkey, b), (b, Backend::Valkey), (b, b)] {
+            let what = format!("{replica:?} replica of {primary:?}");
+            let p = primary.start(Opts::new());
+            let pc = &mut p.client();
+            let with_aof = replica.start(Opts::new().arg("appendonly", "yes"));
+            let without = replica.start(Opts::new());
+            let (ac, nc) = (&mut with_aof.client(), &mut without.client());
+            follow(ac, &p);
+            follow(nc, &p);
+            wait_caught_up(pc, ac);
+            wait_caught_up(pc, nc);
+            assert_eq!(q(pc, "SET k 1"), ok());
+            let counts = |c: &mut redis::Connection, line: &str| {
+                let args: Vec<&str> = line.split(' ').collect();
+                query(c, &args)
+            };
+            let pair = |l: i64, r: i64| Ok(redis::Value::Array(vec![redis::Value::Int(l), redis::Value::Int(r)]));
+            let t = Instant::now();
+            assert_eq!(counts(pc, "WAITAOF 0 1 5000"), pair(0, 1), "{what}");
+            assert!(t.elapsed() < Duration::from_secs(4), "{what}: {:?}", t.elapsed());
+            assert_eq!(counts(pc, "WAITAOF 0 2 500"), pair(0, 1), "{what}: only one has an AOF");
+            // Both have the write itself (WAIT counts them).
+            assert_eq!(int_of(&q(pc, "WAIT 2 5000")), 2, "{what}");
+        }
+    }
+);

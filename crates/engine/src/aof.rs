@@ -91,6 +91,12 @@ pub trait AppendLog: Send {
     fn written(&self) -> u64 {
         self.status().written
     }
+    /// Stream offset up to which the file is fsynced (WAITAOF's local
+    /// count). Under `appendfsync no` it stays where the log opened, as
+    /// Valkey's `fsynced_reploff` does.
+    fn fsynced(&self) -> u64 {
+        0
+    }
     /// BGREWRITEAOF: stream bytes from `offset` on go to a new incr file
     /// (listed in the manifest at once, so a crash loses nothing); the
     /// returned sink writes the new base (an RDB file). `select`: the new

@@ -36,8 +36,9 @@ pub enum OnTimeout {
     /// reply to every timed-out list pop), but `$-1` inside MULTI, where
     /// they cannot block (RESP3 `_` both).
     NullBulk,
-    /// WAIT: how many replicas have acknowledged `offset` by then.
-    ReplicaAcks { offset: u64 },
+    /// WAIT and WAITAOF: what has acknowledged the client's writes by
+    /// then (the same reply as when they are served).
+    Acks(crate::replication::wait::AckTarget),
 }
 
 /// What a command asked for through [`Ctx::block`]; the engine turns it
@@ -169,8 +170,8 @@ impl Ctx<'_> {
                 self.reply.null();
                 return;
             }
-            let acked = acked_for(self.srv, on_timeout);
-            write_timeout_reply(&mut self.reply, on_timeout, acked);
+            let counts = counts_for(self.srv, on_timeout);
+            write_timeout_reply(&mut self.reply, on_timeout, counts);
             return;
         }
         self.session.block_request = Some(BlockRequest {
@@ -200,18 +201,25 @@ impl Ctx<'_> {
     }
 }
 
-fn write_timeout_reply(w: &mut ReplyWriter<'_>, on_timeout: OnTimeout, acked: usize) {
+fn write_timeout_reply(w: &mut ReplyWriter<'_>, on_timeout: OnTimeout, counts: (usize, usize)) {
+    use crate::replication::wait::AckTarget;
     match on_timeout {
         OnTimeout::NullArray | OnTimeout::NullBulk => w.null_array(),
-        OnTimeout::ReplicaAcks { .. } => w.int(acked as i64),
+        OnTimeout::Acks(AckTarget::Replicas { .. }) => w.int(counts.1 as i64),
+        OnTimeout::Acks(AckTarget::Aof { .. }) => {
+            w.array_len(2);
+            w.int(counts.0 as i64);
+            w.int(counts.1 as i64);
+        }
     }
 }
 
-/// The count a WAIT replies with (0 for every other command).
-fn acked_for(srv: &Server, on_timeout: OnTimeout) -> usize {
+/// What a WAIT or WAITAOF counts now, (local, replicas) (zeros for every
+/// other command).
+fn counts_for(srv: &Server, on_timeout: OnTimeout) -> (usize, usize) {
     match on_timeout {
-        OnTimeout::ReplicaAcks { offset } => crate::replication::primary::acked(srv, offset),
-        _ => 0,
+        OnTimeout::Acks(target) => target.counts(srv),
+        _ => (0, 0),
     }
 }
 
@@ -387,8 +395,8 @@ pub(crate) enum Unblock<'a> {
     /// With its timeout reply.
     Timeout,
     Error(&'a str),
-    /// With this integer (a WAIT whose replicas answered).
-    Int(i64),
+    /// A WAIT or WAITAOF that has what it waited for: with its counts.
+    Counts,
 }
 
 /// Unblock every blocked client with Valkey's error for a server that
@@ -423,14 +431,15 @@ pub(crate) fn unblock_with(srv: &mut Server, id: ClientId, how: Unblock<'_>) -> 
         return false;
     };
     unregister(&mut srv.blocking, id, &st);
-    let acked = acked_for(srv, st.on_timeout);
+    let counts = counts_for(srv, st.on_timeout);
     let mut out = std::mem::take(&mut sess.pending);
     {
         let mut w = ReplyWriter::new(&mut out, sess.proto);
         match how {
             Unblock::Error(msg) => w.error(msg),
-            Unblock::Timeout => write_timeout_reply(&mut w, st.on_timeout, acked),
-            Unblock::Int(n) => w.int(n),
+            Unblock::Timeout | Unblock::Counts => {
+                write_timeout_reply(&mut w, st.on_timeout, counts)
+            }
         }
     }
     if let Unblock::Error(msg) = how {

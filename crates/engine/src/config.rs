@@ -916,6 +916,16 @@ pub fn repr_into(bytes: &[u8], o: &mut String) {
     o.push('"');
 }
 
+/// A word of a multi-word value as written back: as it is when it reads
+/// back the same (what Valkey writes for sane values), else quoted.
+fn plain_or_repr(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|c| c.is_ascii_graphic() && !matches!(c, b'"' | b'\'' | b'\\'));
+    if plain { word.to_string() } else { repr(word) }
+}
+
 /// Turn `--port 7000 --save "" --bind a b` into config-file lines, as
 /// Valkey's main() does before loading.
 pub fn args_to_text(args: &[String]) -> String {
@@ -1451,7 +1461,10 @@ fn rewrite_lines(d: &Def, value: &str) -> Vec<String> {
                     .collect()
             }
             "notify-keyspace-events" => vec![format!("{name} {}", repr(value))],
-            _ => vec![format!("{name} {value}")],
+            _ => {
+                let words: Vec<String> = value.split(' ').map(plain_or_repr).collect();
+                vec![format!("{name} {}", words.join(" "))]
+            }
         },
         _ => vec![format!("{name} {value}")],
     }
@@ -1697,6 +1710,26 @@ fn keyspace_events_canonical(v: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `config_file` fuzz target: a bind address with a
+    /// carriage return in it was written back unquoted and read back as
+    /// something else.
+    #[test]
+    fn odd_words_of_a_multi_word_value_are_quoted_when_written_back() {
+        let c = Config::parse_file_text("bind 127.0.0.1 \"a\\r\\x01'b\"\n", "t.conf").unwrap();
+        let bind = c.get("bind").unwrap();
+        assert_eq!(bind, "127.0.0.1 a\r\x01'b");
+        let def = &DEFS[find_def("bind").unwrap()];
+        let lines = rewrite_lines(def, &bind);
+        assert_eq!(lines, ["bind 127.0.0.1 \"a\\r\\x01'b\""]);
+        let again = Config::parse_file_text(&lines.join("\n"), "t.conf").unwrap();
+        assert_eq!(again.get("bind").unwrap(), bind);
+        // Plain words are written as they are, as Valkey writes them.
+        assert_eq!(
+            rewrite_lines(def, "127.0.0.1 -::1"),
+            ["bind 127.0.0.1 -::1"]
+        );
+    }
 
     #[test]
     fn memory_units() {

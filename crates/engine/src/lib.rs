@@ -746,7 +746,7 @@ impl Engine {
             let now = srv.now_ms();
             replication::primary::background_step(srv, now);
         }
-        replication::primary::serve_waits(srv);
+        replication::wait::serve_waits(srv);
     }
 
     /// How soon [`Engine::background_step`] wants to run again: now when
@@ -773,7 +773,7 @@ impl Engine {
             let ms = if ready { 0 } else { 1 };
             return Some(std::time::Duration::from_millis(ms));
         }
-        None
+        replication::wait::poll_interval(&self.srv)
     }
 
     /// Ask the engine to shut down (SIGTERM/SIGINT): it emits Event::Shutdown.

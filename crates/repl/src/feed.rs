@@ -102,6 +102,8 @@ struct Shared {
     file_pending: AtomicBool,
     sent: AtomicU64,
     ack_offset: AtomicU64,
+    /// The last `FACK`: how far the replica's AOF is fsynced.
+    aof_ack: AtomicU64,
     ack_ms: AtomicI64,
     gone: Mutex<Option<String>>,
     /// The socket while the thread holds it open (-1 before and after),
@@ -147,6 +149,7 @@ impl Feed {
             file_pending: AtomicBool::new(false),
             sent: AtomicU64::new(start.stream.offset()),
             ack_offset: AtomicU64::new(0),
+            aof_ack: AtomicU64::new(0),
             ack_ms: AtomicI64::new(0),
             gone: Mutex::new(None),
             fd: Mutex::new(-1),
@@ -256,6 +259,10 @@ impl ReplicaFeed for Feed {
             self.shared.ack_offset.load(Ordering::Relaxed),
             self.shared.ack_ms.load(Ordering::Relaxed),
         )
+    }
+
+    fn aof_ack(&self) -> u64 {
+        self.shared.aof_ack.load(Ordering::Relaxed)
     }
 
     fn online(&self) -> bool {
@@ -698,13 +705,22 @@ impl Stream<'_> {
             };
             let buf = &self.input[pos..];
             let arg = |i: usize| args[i].slice(buf);
+            let offset_at = |i: usize| {
+                std::str::from_utf8(arg(i))
+                    .ok()
+                    .and_then(|s| s.parse::<u64>().ok())
+            };
             if argc >= 3
                 && arg(0).eq_ignore_ascii_case(b"replconf")
                 && arg(1).eq_ignore_ascii_case(b"ack")
-                && let Some(off) = std::str::from_utf8(arg(2))
-                    .ok()
-                    .and_then(|s| s.parse::<u64>().ok())
+                && let Some(off) = offset_at(2)
             {
+                if argc >= 5
+                    && arg(3).eq_ignore_ascii_case(b"fack")
+                    && let Some(fack) = offset_at(4)
+                {
+                    shared.aof_ack.fetch_max(fack, Ordering::Relaxed);
+                }
                 shared.ack_offset.fetch_max(off, Ordering::Relaxed);
                 shared
                     .ack_ms

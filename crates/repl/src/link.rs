@@ -64,6 +64,8 @@ struct Shared {
     ready: AtomicBool,
     stop: AtomicBool,
     applied: AtomicU64,
+    /// Our AOF's fsynced offset, sent as `FACK` (-1: no AOF, no FACK).
+    fack: AtomicI64,
     /// Stream bytes handed over as commands.
     received: AtomicU64,
     /// Bytes handed over and not applied yet.
@@ -91,10 +93,14 @@ impl Shared {
 
     fn send_ack(&self, offset: u64) -> std::io::Result<()> {
         let mut msg = Vec::with_capacity(64);
-        resp::encode_command(
-            &[&b"REPLCONF"[..], b"ACK", offset.to_string().as_bytes()],
-            &mut msg,
-        );
+        let offset = offset.to_string();
+        let fack = self.fack.load(Ordering::Relaxed);
+        let fack = (fack >= 0).then(|| fack.to_string());
+        let mut argv = vec![&b"REPLCONF"[..], b"ACK", offset.as_bytes()];
+        if let Some(f) = &fack {
+            argv.extend([&b"FACK"[..], f.as_bytes()]);
+        }
+        resp::encode_command(&argv, &mut msg);
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         match w.as_mut() {
             Some(s) => s.write_all(&msg),
@@ -116,6 +122,7 @@ impl TcpLink {
             ready: AtomicBool::default(),
             stop: AtomicBool::default(),
             applied: AtomicU64::default(),
+            fack: AtomicI64::new(-1),
             received: AtomicU64::default(),
             queued: AtomicU64::default(),
             last_io_ms: AtomicI64::default(),
@@ -186,6 +193,11 @@ impl PrimaryLink for TcpLink {
 
     fn applied(&mut self, offset: u64) {
         self.shared.applied.store(offset, Ordering::Relaxed);
+    }
+
+    fn aof_fsynced(&mut self, offset: Option<u64>) {
+        let v = offset.map_or(-1, |o| o.min(i64::MAX as u64) as i64);
+        self.shared.fack.store(v, Ordering::Relaxed);
     }
 
     fn received(&self) -> u64 {

@@ -104,6 +104,24 @@ pub const COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        tips: &["request_policy:all_shards", "response_policy:agg_min"],
+        name: "waitaof",
+        arity: 4,
+        flags: BLOCKING,
+        acl_categories: &["slow", "blocking", "connection"],
+        group: "generic",
+        since: "7.2.0",
+        summary: "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.",
+        complexity: "O(1)",
+        func: Some(waitaof),
+        args: &[
+            ArgSpec::integer("numlocal"),
+            ArgSpec::integer("numreplicas"),
+            ArgSpec::integer("timeout"),
+        ],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
         name: "role",
         arity: 1,
         flags: NOSCRIPT | LOADING | STALE | FAST | SENTINEL,
@@ -228,14 +246,48 @@ fn wait(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(n) = crate::num::parse_i64(argv.get(1)) else {
         return ctx.error(crate::cmd::NOT_INT);
     };
-    let timeout = match crate::num::parse_i64(argv.get(2)) {
-        None => return ctx.error("ERR timeout is not an integer or out of range"),
-        Some(t) if t < 0 => return ctx.error("ERR timeout is negative"),
-        Some(t) => t,
+    let deadline = match wait_deadline(ctx, argv.get(2)) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
     };
-    let deadline = (timeout > 0).then(|| ctx.now_ms.saturating_add(timeout));
-    match replication::primary::wait(ctx, n.max(0) as usize, deadline) {
+    match replication::wait::wait(ctx, n.max(0) as usize, deadline) {
         Ok(Some(acked)) => ctx.reply.int(acked as i64),
+        Ok(None) => {}
+        Err(e) => ctx.error(&e),
+    }
+}
+
+/// WAIT's and WAITAOF's timeout (milliseconds, 0 for none) as a deadline.
+fn wait_deadline(ctx: &Ctx<'_>, arg: &[u8]) -> Result<Option<i64>, &'static str> {
+    match crate::num::parse_i64(arg) {
+        None => Err("ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => Err("ERR timeout is negative"),
+        Some(t) => Ok((t > 0).then(|| ctx.now_ms.saturating_add(t))),
+    }
+}
+
+/// WAITAOF numlocal numreplicas timeout-ms: `[local, replicas]`.
+fn waitaof(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let numlocal = match crate::num::parse_i64(argv.get(1)) {
+        None => return ctx.error(crate::cmd::NOT_INT),
+        Some(n @ 0..=1) => n == 1,
+        Some(_) => return ctx.error("ERR value is out of range, value must between 0 and 1"),
+    };
+    let numreplicas = match crate::num::parse_i64(argv.get(2)) {
+        None => return ctx.error(crate::cmd::NOT_INT),
+        Some(n) if n < 0 => return ctx.error("ERR value is out of range, must be positive"),
+        Some(n) => n as usize,
+    };
+    let deadline = match wait_deadline(ctx, argv.get(3)) {
+        Ok(d) => d,
+        Err(e) => return ctx.error(e),
+    };
+    match replication::wait::wait_aof(ctx, numlocal, numreplicas, deadline) {
+        Ok(Some((local, replicas))) => {
+            ctx.reply.array_len(2);
+            ctx.reply.int(local as i64);
+            ctx.reply.int(replicas as i64);
+        }
         Ok(None) => {}
         Err(e) => ctx.error(&e),
     }

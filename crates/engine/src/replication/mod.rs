@@ -23,6 +23,7 @@
 mod fanout;
 pub mod primary;
 pub mod replica;
+pub mod wait;
 
 pub use primary::{NOMASTERLINK_ERR, ReplicaHello};
 pub use replica::*;

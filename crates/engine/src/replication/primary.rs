@@ -109,6 +109,11 @@ pub trait ReplicaFeed: Send {
     /// The last `REPLCONF ACK`: the offset the replica reported (Valkey's
     /// count) and when (unix ms; 0 before the first).
     fn ack(&self) -> (u64, i64);
+    /// The last `FACK`: the offset up to which the replica's own AOF is
+    /// fsynced (0 if it never said: no AOF there).
+    fn aof_ack(&self) -> u64 {
+        0
+    }
     /// The RDB is sent: the replica is online.
     fn online(&self) -> bool;
     /// Named a file by [`ReplicaFeed::rdb_file`], it has not opened it
@@ -194,8 +199,8 @@ pub struct Feeds {
     pub sync_partial_err: u64,
     /// Zero-copy counters of feeds that ended.
     pub zerocopy_done: ZeroCopyStats,
-    /// Clients blocked in WAIT: (client, offset to reach, replicas wanted).
-    pub waits: Vec<(ClientId, u64, usize)>,
+    /// Clients blocked in WAIT or WAITAOF.
+    pub waits: Vec<super::wait::Waiter>,
     /// A GETACK went into the stream since the last batch ended.
     pub getack_sent: bool,
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
@@ -891,72 +896,4 @@ pub fn stop_feeding(srv: &mut Server, why: &str) {
         srv.effects.detach();
         srv.sync_expiry_logging();
     }
-}
-
-/// WAIT numreplicas timeout: `Ok(Some(n))` to reply now, `Ok(None)` when
-/// the client blocked (its reply comes from [`serve_waits`] or its
-/// timeout).
-pub fn wait(
-    ctx: &mut crate::command::Ctx<'_>,
-    numreplicas: usize,
-    deadline_ms: Option<i64>,
-) -> Result<Option<usize>, String> {
-    let srv = &mut *ctx.srv;
-    if srv.repl.is_replica() {
-        return Err("ERR WAIT cannot be used with replica instances. Please also note that if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.".into());
-    }
-    let offset = (ctx.session.woff as i64 + srv.repl.shift).max(0) as u64;
-    let n = acked(srv, offset);
-    if n >= numreplicas || ctx.session.in_exec {
-        return Ok(Some(n));
-    }
-    srv.repl
-        .feeds
-        .waits
-        .push((ctx.session.id, offset, numreplicas));
-    if !srv.repl.feeds.getack_sent {
-        // Every replica answers a GETACK at once instead of within a second.
-        srv.repl.feeds.getack_sent = true;
-        srv.effects.emit_anywhere(&[b"REPLCONF", b"GETACK", b"*"]);
-    }
-    ctx.block(
-        &[],
-        deadline_ms,
-        crate::blocking::OnTimeout::ReplicaAcks { offset },
-    );
-    Ok(None)
-}
-
-/// Reply to the WAITs whose replicas have acknowledged enough (the feeds
-/// wake the engine on every ACK).
-pub fn serve_waits(srv: &mut Server) {
-    srv.repl.feeds.getack_sent = false;
-    if srv.repl.feeds.waits.is_empty() {
-        return;
-    }
-    let waits = std::mem::take(&mut srv.repl.feeds.waits);
-    for (id, offset, wanted) in waits {
-        let blocked = srv.clients.get(id).is_some_and(|s| s.blocked.is_some());
-        if !blocked {
-            // Timed out, unblocked or gone meanwhile.
-            continue;
-        }
-        let n = acked(srv, offset);
-        if n >= wanted {
-            crate::blocking::unblock_with(srv, id, crate::blocking::Unblock::Int(n as i64));
-        } else {
-            srv.repl.feeds.waits.push((id, offset, wanted));
-        }
-    }
-}
-
-/// WAIT's count: replicas whose ACK reached `offset` (Valkey's count).
-pub fn acked(srv: &Server, offset: u64) -> usize {
-    srv.repl
-        .feeds
-        .replicas
-        .iter()
-        .filter_map(|r| r.feed.as_ref())
-        .filter(|f| f.online() && f.ack().0 >= offset)
-        .count()
 }

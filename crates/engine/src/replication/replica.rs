@@ -104,6 +104,11 @@ pub trait PrimaryLink: Send {
     fn ack(&mut self, offset: u64);
     /// Bytes applied so far (sent with the periodic ACK).
     fn applied(&mut self, offset: u64);
+    /// How far our AOF has fsynced the primary's stream: sent as `FACK`
+    /// with every ACK (`None`, no AOF: no FACK, as Valkey's replica).
+    fn aof_fsynced(&mut self, offset: Option<u64>) {
+        let _ = offset;
+    }
     /// Stream bytes received (INFO `slave_read_repl_offset`).
     fn received(&self) -> u64;
     /// Unix ms of the last byte from the primary.
@@ -236,13 +241,29 @@ fn connect(srv: &mut Server, now_ms: i64) {
     p.link = Some(links.connect(opts));
 }
 
-/// Once a second: reconnect a lost link.
+/// Reconnect a lost link; keep the link's FACK current.
 pub fn cron(srv: &mut Server, now_ms: i64) {
     let Some(p) = srv.repl.primary.as_ref() else {
         return;
     };
     if p.link.is_none() && now_ms - p.last_attempt_ms >= RECONNECT_MS && !srv.persist.is_loading() {
         connect(srv, now_ms);
+    }
+    update_fack(srv);
+}
+
+/// Our AOF's fsynced offset as an offset of the primary's stream (the
+/// AOF holds that stream as applied, so it is the same shift).
+fn update_fack(srv: &mut Server) {
+    let fsynced = match &srv.aof.log {
+        Some(log) if srv.config.appendonly => {
+            let at = (log.fsynced() as i64 + srv.repl.shift).max(0) as u64;
+            Some(at.min(srv.repl.offset))
+        }
+        _ => None,
+    };
+    if let Some(link) = srv.repl.primary.as_mut().and_then(|p| p.link.as_mut()) {
+        link.aof_fsynced(fsynced);
     }
 }
 
@@ -453,6 +474,7 @@ fn set_replica_expiry(srv: &mut Server, paused: bool, hidden: bool) {
 
 /// REPLCONF GETACK from the primary.
 pub fn send_ack(srv: &mut Server) {
+    update_fack(srv);
     let offset = srv.repl.offset;
     if let Some(link) = srv.repl.primary.as_mut().and_then(|p| p.link.as_mut()) {
         link.ack(offset);

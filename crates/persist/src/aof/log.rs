@@ -74,6 +74,8 @@ struct Shared {
     failed: AtomicBool,
     errors: Mutex<Errors>,
     written: AtomicU64,
+    /// Stream offset up to which the file is known fsynced (WAITAOF).
+    fsynced: AtomicU64,
     current_size: AtomicU64,
     base_size: AtomicU64,
     delayed_fsync: AtomicU64,
@@ -89,8 +91,8 @@ struct Errors {
 /// Work for the `aof-bio` thread, done in order.
 enum Job {
     /// fdatasync a clone of the current fd, or a replaced incr file
-    /// before it is closed.
-    Fsync(File),
+    /// before it is closed; it holds the stream up to this offset.
+    Fsync(File, u64),
     /// A file the manifest no longer lists.
     Unlink(PathBuf),
 }
@@ -322,11 +324,13 @@ impl State {
             return Ok(());
         }
         let len = self.file_len;
+        let covers = self.written();
         self.fsync_started = len;
         self.last_fsync = Instant::now();
         match self.file.sync_data() {
             Ok(()) => {
                 self.fsynced = len;
+                sh.fsynced.fetch_max(covers, Ordering::AcqRel);
                 sh.set_error(|e| e.fsync = None);
                 Ok(())
             }
@@ -344,7 +348,7 @@ impl State {
             Ok(f) => {
                 self.fsync_started = self.file_len;
                 self.last_fsync = Instant::now();
-                sh.bio.push(Job::Fsync(f));
+                sh.bio.push(Job::Fsync(f, self.written()));
             }
             Err(e) => log::warning(&format!("Can't fsync the AOF file: {}", strerror(&e))),
         }
@@ -383,7 +387,7 @@ impl Shared {
 impl Bio {
     fn push(&self, job: Job) {
         let mut q = lock(&self.q);
-        if matches!(job, Job::Fsync(_)) {
+        if matches!(job, Job::Fsync(..)) {
             self.fsyncs.fetch_add(1, Ordering::AcqRel);
         }
         q.jobs.push_back(job);
@@ -432,11 +436,14 @@ fn bio_thread(sh: Arc<Shared>) {
             }
         };
         match job {
-            Job::Fsync(file) => {
+            Job::Fsync(file, covers) => {
                 let r = file.sync_data();
                 drop(file);
                 match r {
-                    Ok(()) => sh.set_error(|e| e.fsync = None),
+                    Ok(()) => {
+                        sh.fsynced.fetch_max(covers, Ordering::AcqRel);
+                        sh.set_error(|e| e.fsync = None)
+                    }
                     Err(e) => sh.fsync_failed(&strerror(&e)),
                 }
                 let _q = lock(&sh.bio.q);
@@ -557,6 +564,7 @@ impl FileLog {
             failed: AtomicBool::new(false),
             errors: Mutex::new(Errors::default()),
             written: AtomicU64::new(written),
+            fsynced: AtomicU64::new(written),
             current_size: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
@@ -787,6 +795,10 @@ impl AppendLog for FileLog {
         self.sh.failed.load(Ordering::Relaxed)
     }
 
+    fn fsynced(&self) -> u64 {
+        self.sh.fsynced.load(Ordering::Acquire)
+    }
+
     fn begin_rewrite(
         &mut self,
         offset: u64,
@@ -827,7 +839,7 @@ impl AppendLog for FileLog {
             ));
             let old = std::mem::replace(&mut st.file, file);
             if st.opts.fsync != FsyncPolicy::No && st.fsynced < st.file_len {
-                sh.bio.push(Job::Fsync(old));
+                sh.bio.push(Job::Fsync(old, st.written()));
             }
             st.others += st.file_len;
             st.file_len = 0;
