@@ -18,6 +18,7 @@
 # Env: N_P1 (300000) N_P16 (2000000) N_ALWAYS (100000) KEYS (5000000)
 #      PORT (17640) SERVER_CPU (0) CLIENT_CPU (1) OUT (/tmp/ringkv-aof-bench)
 #      SKIP (comma list of parts to skip: cost,always,rewrite)
+#      RINGKV_BIN (a ringkv-server binary to measure instead of the build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -41,7 +42,7 @@ RAW=$OUT/results.txt
 trap stop_server EXIT
 
 start() { # NAME FSYNC(none|everysec|always) DIR
-  local bin=$TARGET/ringkv-server aof=(--appendonly no)
+  local bin=${RINGKV_BIN:-$TARGET/ringkv-server} aof=(--appendonly no)
   [ "$1" = redis ] && bin=redis-server
   # No automatic rewrite in the SET parts: redis-server's runs in a forked
   # child whose CPU /proc/PID/stat of the parent does not count, ringkv's

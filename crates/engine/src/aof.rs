@@ -79,6 +79,15 @@ pub trait AppendLog: Send {
     /// `appendfsync always`: return once every byte before `offset` is
     /// written and fdatasync'ed. An error means it is not on disk.
     fn sync(&mut self, offset: u64) -> Result<(), String>;
+    /// `everysec` and `no`: write(2) every byte before `offset` now, on
+    /// the caller's thread, so that a process crash after the replies
+    /// loses none of them (Valkey writes its AOF buffer in beforeSleep,
+    /// before replying); the fsync stays the AOF thread's. A write that
+    /// cannot happen now (an error, a slow fsync to wait out) is left to
+    /// the AOF thread, as [`AppendLog::wake`] would.
+    fn write(&mut self, offset: u64) {
+        self.wake(offset);
+    }
     /// CONFIG SET appendfsync and the like, at runtime.
     fn set_options(&mut self, opts: &AofOptions);
     fn status(&self) -> AofStatus;
@@ -337,7 +346,8 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
 
 /// Make the stream's published bytes durable as `appendfsync` asks:
 /// called by the IO layer after each batch, before its replies are sent.
-/// With `always` this returns once they are on disk.
+/// With `always` this returns once they are on disk, otherwise once they
+/// are in the file (the fsync follows within a second, or never).
 pub fn after_batch(srv: &mut Server) {
     if srv.aof.log.is_none() {
         let end = srv.effects.publish();
@@ -357,7 +367,7 @@ pub fn after_batch(srv: &mut Server) {
             std::process::exit(1);
         }
     } else {
-        log.wake(end);
+        log.write(end);
     }
     crate::replication::primary::published(srv, end);
 }

@@ -751,6 +751,25 @@ impl AppendLog for FileLog {
         }
     }
 
+    fn write(&mut self, offset: u64) {
+        if offset <= self.woken {
+            return;
+        }
+        let sh = &self.sh;
+        let mut st = lock(&sh.st);
+        let slow_fsync = st.opts.fsync == FsyncPolicy::Everysec && sh.bio.fsync_in_progress();
+        let written = st.failed_at.is_none() && !slow_fsync && st.flush(sh, offset).is_ok();
+        drop(st);
+        if !written {
+            // The writer retries after an error, or postpones the write
+            // while an fsync runs, as Valkey's flushAppendOnlyFile does.
+            return self.wake(offset);
+        }
+        // The writer need not wake for this: it fsyncs on its own timer.
+        self.woken = offset;
+        sh.target.store(offset, Ordering::SeqCst);
+    }
+
     fn sync(&mut self, offset: u64) -> Result<(), String> {
         let mut st = lock(&self.sh.st);
         st.flush(&self.sh, offset)?;
