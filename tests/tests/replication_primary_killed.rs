@@ -1,21 +1,25 @@
 //! A ringkv primary killed with `kill -9` in the middle of a full sync,
-//! both ways it syncs: to disk (`repl-diskless-sync no`, killed while the
-//! BGSAVE for the sync writes its temp file) and diskless (killed while
-//! the RDB streams to the replica). Nothing half written may count: the
-//! primary's earlier dump.rdb stays as it was and is what a restart
-//! loads; the replica loads nothing of the partial transfer, keeps
-//! serving what it had, and syncs in full once the primary is back on
-//! the same port.
+//! both ways it syncs: to disk (`repl-diskless-sync no`), killed while the
+//! BGSAVE for the sync writes its temp file or while the saved file goes
+//! to the replica, and diskless, killed while the RDB streams to the
+//! replica. Nothing half written may count: the primary's dump.rdb is the
+//! last one it finished, and is what a restart loads; the replica loads
+//! nothing of the partial transfer, keeps serving what it had, and syncs
+//! in full once the primary is back on the same port.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use ringkv_e2e::dataset::{fill, plain_view};
-use ringkv_e2e::replication::{assert_same, follow, replica_states, stat, wait_caught_up};
+use ringkv_e2e::replication::{assert_same, replica_states, stat, wait_caught_up};
 use ringkv_e2e::server::TempDir;
-use ringkv_e2e::v::{int_of, ok, text};
-use ringkv_e2e::{Backend, Opts, Server, e2e, q, within};
+use ringkv_e2e::v::{int_of, ok, strings, text};
+use ringkv_e2e::{Backend, Opts, Server, e2e, q, query, within};
 
 /// Keys DEBUG POPULATE adds after the dump was saved, in a database of
 /// their own (`BIG_DB`, outside what `plain_view` compares), and their
@@ -25,9 +29,9 @@ const BIG_VALUE: u32 = 100;
 const BIG_DB: u32 = 9;
 
 /// The sync's snapshot captures one key per this many microseconds, so
-/// it lasts seconds (200k keys: 10 s) whatever the machine's load: the
+/// it lasts seconds (200k keys: 20 s) whatever the machine's load: the
 /// kill lands in the middle, never after the end.
-const KEY_SAVE_DELAY_US: u32 = 50;
+const KEY_SAVE_DELAY_US: u32 = 100;
 
 /// The names in `dir` that start with `temp-` (temp RDB files).
 fn temp_files(dir: &Path) -> Vec<String> {
@@ -96,10 +100,154 @@ fn replica_kept_its_data(r: &Server, own: &BTreeMap<String, String>, when: &str)
     );
 }
 
-/// The test, for a primary of backend `b` syncing to disk or diskless and
-/// a replica of backend `replica`.
-fn primary_killed_mid_full_sync(b: Backend, diskless: bool, replica: Backend) {
+/// A TCP proxy on loopback to `127.0.0.1:to`: a slow network between a
+/// replica and its primary. What comes back from the primary is passed on
+/// in pieces of 16 KiB at about `rate` bytes a second (the other way goes
+/// at once); each connection gets a fresh one to `to`, and either side
+/// closing closes both. Stops, with its threads, on drop (within about
+/// 100 ms, 5 s at most).
+struct SlowLink {
+    port: u16,
+    rate: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+const PIECE: usize = 16 * 1024;
+
+impl SlowLink {
+    fn start(to: u16, rate: u64) -> SlowLink {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let rate = Arc::new(AtomicU64::new(rate));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, s) = (rate.clone(), stop.clone());
+        let accept = std::thread::spawn(move || {
+            let mut pipes = Vec::new();
+            while !s.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((down, _)) => {
+                        down.set_nonblocking(false).unwrap();
+                        if let Ok(up) = TcpStream::connect(("127.0.0.1", to)) {
+                            pipes.push(pipe(
+                                up.try_clone().unwrap(),
+                                down.try_clone().unwrap(),
+                                None,
+                                &s,
+                            ));
+                            pipes.push(pipe(down, up, Some(r.clone()), &s));
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+            for t in pipes {
+                let _ = t.join();
+            }
+        });
+        SlowLink {
+            port,
+            rate,
+            stop,
+            accept: Some(accept),
+        }
+    }
+
+    /// From now on at full speed.
+    fn unthrottle(&self) {
+        self.rate.store(u64::MAX, Ordering::Relaxed);
+    }
+}
+
+/// Copy `from` to `to` (at `rate` bytes a second, if given) until either
+/// ends or `stop`; then shut both down.
+fn pipe(
+    mut to: TcpStream,
+    mut from: TcpStream,
+    rate: Option<Arc<AtomicU64>>,
+    stop: &Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let stop = stop.clone();
+    std::thread::spawn(move || {
+        from.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        // Bounded, so that a stop is never held up by a peer that stopped
+        // reading.
+        to.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = vec![0u8; PIECE];
+        while !stop.load(Ordering::Relaxed) {
+            let n = match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
+                Err(_) => break,
+            };
+            if to.write_all(&buf[..n]).is_err() {
+                break;
+            }
+            if let Some(rate) = &rate {
+                let rate = rate.load(Ordering::Relaxed).max(1);
+                let secs = n as f64 / rate as f64;
+                std::thread::sleep(Duration::from_secs_f64(secs.min(1.0)));
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    })
+}
+
+impl Drop for SlowLink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// When in the full sync the primary is killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KilledWhile {
+    /// Disk sync: the BGSAVE for the sync is writing its temp file, the
+    /// replica waits for it.
+    Saving,
+    /// Disk sync: the save is done (dump.rdb is the new one) and the file
+    /// goes to the replica, slowly (over a `SlowLink`).
+    SendingTheFile,
+    /// Diskless sync: the snapshot streams to the replica.
+    Streaming,
+}
+
+/// REPLICAOF 127.0.0.1:`port`.
+fn follow_port(c: &mut redis::Connection, port: u16) {
+    assert_eq!(
+        query(c, &["REPLICAOF", "127.0.0.1", &port.to_string()]),
+        ok()
+    );
+}
+
+/// A sample of BIG_DB's values (every 997th key): the same on both sides
+/// means the same bytes went across.
+fn big_sample(c: &mut redis::Connection) -> Vec<String> {
+    q(c, &format!("SELECT {BIG_DB}")).unwrap();
+    let keys: Vec<String> = (0..BIG_KEYS)
+        .step_by(997)
+        .map(|n| format!("big:{n}"))
+        .collect();
+    let mut args = vec!["MGET"];
+    args.extend(keys.iter().map(String::as_str));
+    let values = strings(&query(c, &args));
+    q(c, "SELECT 0").unwrap();
+    values
+}
+
+/// The test, for a primary of backend `b` killed at `when` in a full sync
+/// to a replica of backend `replica`.
+fn primary_killed_mid_full_sync(b: Backend, when: KilledWhile, replica: Backend) {
     let dir = TempDir::new("primary-killed");
+    let diskless = when == KilledWhile::Streaming;
     let opts = Opts::new()
         .dir(dir.path())
         .arg("save", "")
@@ -121,13 +269,15 @@ fn primary_killed_mid_full_sync(b: Backend, diskless: bool, replica: Backend) {
         let populate = format!("DEBUG POPULATE {BIG_KEYS} big {BIG_VALUE}");
         assert_eq!(q(pc, &populate), ok());
         q(pc, "SELECT 0").unwrap();
-        assert_eq!(
-            q(
-                pc,
-                &format!("CONFIG SET rdb-key-save-delay {KEY_SAVE_DELAY_US}")
-            ),
-            ok()
-        );
+        if when == KilledWhile::SendingTheFile {
+            // A file of about 25 MB (the values are zero padding LZF
+            // would squeeze), far more than the socket buffers between
+            // the primary and the replica hold.
+            assert_eq!(q(pc, "CONFIG SET rdbcompression no"), ok());
+        } else {
+            let delay = format!("CONFIG SET rdb-key-save-delay {KEY_SAVE_DELAY_US}");
+            assert_eq!(q(pc, &delay), ok());
+        }
         (saved, good)
     };
     // A replica with data of its own, which it must keep until a sync
@@ -144,62 +294,81 @@ fn primary_killed_mid_full_sync(b: Backend, diskless: bool, replica: Backend) {
     }
     q(rc, "SELECT 0").unwrap();
     let own = plain_view(rc);
-    follow(rc, &p);
-    {
+    let link = (when == KilledWhile::SendingTheFile).then(|| SlowLink::start(port, 4 << 20));
+    follow_port(rc, link.as_ref().map_or(port, |l| l.port));
+    let big_file = {
         let pc = &mut p.client();
-        if diskless {
-            within(20, "the RDB to be streaming to the replica", || {
-                stat(rc, "replication", "master_sync_in_progress") == "1"
-                    && stat(rc, "replication", "master_sync_read_bytes")
-                        .parse::<u64>()
-                        .is_ok_and(|n| n > 64 * 1024)
-            });
-        } else {
-            // The save for the sync is writing its temp file; the replica
-            // waits for it.
-            within(20, "the save for the sync to be writing", || {
-                stat(pc, "persistence", "rdb_bgsave_in_progress") == "1"
-                    && replica_states(pc) == ["wait_bgsave"]
-                    && temp_files(dir.path())
-                        .iter()
-                        .any(|t| std::fs::metadata(dir.path().join(t)).is_ok_and(|m| m.len() > 0))
-            });
-            assert_eq!(stat(rc, "replication", "master_sync_in_progress"), "1");
+        match when {
+            KilledWhile::Saving => {
+                // The save for the sync is writing its temp file; the
+                // replica waits for it.
+                within(20, "the save for the sync to be writing", || {
+                    stat(pc, "persistence", "rdb_bgsave_in_progress") == "1"
+                        && replica_states(pc) == ["wait_bgsave"]
+                        && temp_files(dir.path()).iter().any(|t| {
+                            std::fs::metadata(dir.path().join(t)).is_ok_and(|m| m.len() > 0)
+                        })
+                });
+                assert_eq!(stat(rc, "replication", "master_sync_in_progress"), "1");
+                None
+            }
+            KilledWhile::SendingTheFile => {
+                let read = |rc: &mut redis::Connection, f: &str| {
+                    stat(rc, "replication", f).parse::<u64>().unwrap_or(0)
+                };
+                within(30, "the file to be on its way to the replica", || {
+                    stat(rc, "replication", "master_sync_in_progress") == "1"
+                        && read(rc, "master_sync_total_bytes") > 0
+                        && read(rc, "master_sync_read_bytes") > 256 * 1024
+                });
+                assert_eq!(replica_states(pc), ["send_bulk"]);
+                let total = read(rc, "master_sync_total_bytes");
+                assert!(total > 20 << 20, "a file of {total} bytes");
+                Some(std::fs::read(&dump).expect("the sync's dump.rdb"))
+            }
+            KilledWhile::Streaming => {
+                within(20, "the RDB to be streaming to the replica", || {
+                    stat(rc, "replication", "master_sync_in_progress") == "1"
+                        && stat(rc, "replication", "master_sync_read_bytes")
+                            .parse::<u64>()
+                            .is_ok_and(|n| n > 64 * 1024)
+                });
+                None
+            }
         }
-    }
+    };
     let log = p.log();
     p.kill_9().expect("the primary killed");
     drop(p);
-    // The primary's dump is the one saved before, byte for byte.
-    assert_eq!(
-        std::fs::read(&dump).expect("dump.rdb"),
-        good,
+    // The primary's dump is the last one it finished, byte for byte.
+    let want_dump = big_file.as_ref().unwrap_or(&good);
+    assert!(
+        std::fs::read(&dump).expect("dump.rdb") == *want_dump,
         "the dump changed; log:\n{log}"
     );
-    if !diskless {
-        // What the killed save left: its partial temp file, nothing more.
-        assert_eq!(
-            temp_files(dir.path()).len(),
-            1,
-            "{:?}",
-            temp_files(dir.path())
-        );
-    }
+    // What the killed save left: its partial temp file, nothing more.
+    let temps = temp_files(dir.path());
+    let left = usize::from(when == KilledWhile::Saving);
+    assert_eq!(temps.len(), left, "{temps:?}");
     within(10, "the replica to see its link down", || link_down(rc));
     replica_kept_its_data(&r, &own, "right after the kill");
     // Still so a while later: nothing is loaded late either.
     std::thread::sleep(Duration::from_millis(1500));
     replica_kept_its_data(&r, &own, "1.5 s after the kill");
-    // Back on the same dir and port: the earlier dump, exactly, and not
-    // the temp file.
+    if let Some(l) = &link {
+        l.unthrottle();
+    }
+    // Back on the same dir and port, with that dump exactly (not the
+    // temp file).
     let p = b.start(opts.port(port));
     p.wait_loaded();
     let pc = &mut p.client();
     assert_same(&plain_view(pc), &saved, "the restarted primary");
+    let big = if big_file.is_some() { BIG_KEYS } else { 0 };
     assert_eq!(
         keys_in(pc, BIG_DB),
-        0,
-        "the restarted primary loaded the killed save"
+        i64::from(big),
+        "the restarted primary's {BIG_DB}"
     );
     // The replica comes back by itself and syncs in full.
     wait_caught_up(pc, rc);
@@ -210,28 +379,50 @@ fn primary_killed_mid_full_sync(b: Backend, diskless: bool, replica: Backend) {
         "the replica after the resync",
     );
     assert_eq!(key_counts(rc), key_counts(pc));
+    assert_eq!(big_sample(rc), big_sample(pc));
     assert_eq!(int_of(&q(rc, "EXISTS own:string")), 0);
     // And the stream follows.
     assert_eq!(q(pc, "SET after restart"), ok());
     wait_caught_up(pc, rc);
     assert_eq!(text(&q(rc, "GET after")), "restart");
+    drop(link);
 }
 
 e2e!(
     ringkv_only fn a_primary_killed_during_the_save_for_a_disk_sync_keeps_its_dump_and_resyncs(b) {
-        primary_killed_mid_full_sync(b, false, b);
+        primary_killed_mid_full_sync(b, KilledWhile::Saving, b);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_primary_killed_while_sending_the_saved_file_leaves_the_replica_its_data(b) {
+        primary_killed_mid_full_sync(b, KilledWhile::SendingTheFile, b);
     }
 );
 
 e2e!(
     ringkv_only fn a_primary_killed_mid_diskless_transfer_leaves_the_replica_its_data(b) {
-        primary_killed_mid_full_sync(b, true, b);
+        primary_killed_mid_full_sync(b, KilledWhile::Streaming, b);
+    }
+);
+
+// A Valkey 8.1 replica (it keeps its data until a transfer is whole,
+// `repl-diskless-load disabled`), at each of the three points.
+
+e2e!(
+    ringkv_only fn a_valkey_replica_of_a_primary_killed_during_the_save_keeps_its_data(b) {
+        primary_killed_mid_full_sync(b, KilledWhile::Saving, Backend::Valkey);
     }
 );
 
 e2e!(
-    ringkv_only fn a_valkey_replica_of_a_primary_killed_mid_sync_keeps_its_data(b) {
-        primary_killed_mid_full_sync(b, false, Backend::Valkey);
-        primary_killed_mid_full_sync(b, true, Backend::Valkey);
+    ringkv_only fn a_valkey_replica_of_a_primary_killed_sending_the_file_keeps_its_data(b) {
+        primary_killed_mid_full_sync(b, KilledWhile::SendingTheFile, Backend::Valkey);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_valkey_replica_of_a_primary_killed_mid_diskless_stream_keeps_its_data(b) {
+        primary_killed_mid_full_sync(b, KilledWhile::Streaming, Backend::Valkey);
     }
 );
