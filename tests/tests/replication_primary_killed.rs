@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ringkv_e2e::dataset::{fill, plain_view};
@@ -101,15 +101,18 @@ fn replica_kept_its_data(r: &Server, own: &BTreeMap<String, String>, when: &str)
 }
 
 /// A TCP proxy on loopback to `127.0.0.1:to`: a slow network between a
-/// replica and its primary. What comes back from the primary is passed on
-/// in pieces of 16 KiB at about `rate` bytes a second (the other way goes
-/// at once); each connection gets a fresh one to `to`, and either side
-/// closing closes both. Stops, with its threads, on drop (within about
-/// 100 ms, 5 s at most).
+/// replica and its primary, which can also go down. What comes back from
+/// the primary is passed on in pieces of 16 KiB at about `rate` bytes a
+/// second (the other way goes at once); each connection gets a fresh one
+/// to `to`, and either side closing closes both. Stops, with its threads,
+/// on drop (within about 100 ms, 5 s at most).
 struct SlowLink {
     port: u16,
     rate: Arc<AtomicU64>,
+    down: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
+    /// The replica's side of each connection, to cut them.
+    open: Arc<Mutex<Vec<TcpStream>>>,
     accept: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -121,25 +124,27 @@ impl SlowLink {
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let rate = Arc::new(AtomicU64::new(rate));
+        let down = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let (r, s) = (rate.clone(), stop.clone());
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let (r, d, s, o) = (rate.clone(), down.clone(), stop.clone(), open.clone());
         let accept = std::thread::spawn(move || {
             let mut pipes = Vec::new();
             while !s.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((down, _)) => {
-                        down.set_nonblocking(false).unwrap();
-                        if let Ok(up) = TcpStream::connect(("127.0.0.1", to)) {
-                            pipes.push(pipe(
-                                up.try_clone().unwrap(),
-                                down.try_clone().unwrap(),
-                                None,
-                                &s,
-                            ));
-                            pipes.push(pipe(down, up, Some(r.clone()), &s));
-                        }
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                let Ok((replica, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                // Down: the connection is refused (closed at once).
+                if d.load(Ordering::Relaxed) {
+                    continue;
+                }
+                replica.set_nonblocking(false).unwrap();
+                if let Ok(primary) = TcpStream::connect(("127.0.0.1", to)) {
+                    o.lock().unwrap().push(replica.try_clone().unwrap());
+                    let (p2, r2) = (primary.try_clone().unwrap(), replica.try_clone().unwrap());
+                    pipes.push(pipe(p2, r2, None, &s));
+                    pipes.push(pipe(replica, primary, Some(r.clone()), &s));
                 }
             }
             for t in pipes {
@@ -149,14 +154,27 @@ impl SlowLink {
         SlowLink {
             port,
             rate,
+            down,
             stop,
+            open,
             accept: Some(accept),
         }
     }
 
-    /// From now on at full speed.
-    fn unthrottle(&self) {
-        self.rate.store(u64::MAX, Ordering::Relaxed);
+    /// From now on at `rate` bytes a second.
+    fn set_rate(&self, rate: u64) {
+        self.rate.store(rate, Ordering::Relaxed);
+    }
+
+    /// Down: every connection is cut and new ones are refused; up again:
+    /// they are let through.
+    fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::Relaxed);
+        if down {
+            for c in self.open.lock().unwrap().drain(..) {
+                let _ = c.shutdown(Shutdown::Both);
+            }
+        }
     }
 }
 
@@ -357,7 +375,7 @@ fn primary_killed_mid_full_sync(b: Backend, when: KilledWhile, replica: Backend)
     std::thread::sleep(Duration::from_millis(1500));
     replica_kept_its_data(&r, &own, "1.5 s after the kill");
     if let Some(l) = &link {
-        l.unthrottle();
+        l.set_rate(u64::MAX);
     }
     // Back on the same dir and port, with that dump exactly (not the
     // temp file).
@@ -395,6 +413,117 @@ fn primary_killed_mid_full_sync(b: Backend, when: KilledWhile, replica: Backend)
     assert_eq!(q(pc, "SET after restart"), ok());
     wait_caught_up(pc, rc);
     assert_eq!(text(&q(rc, "GET after")), "restart");
+    drop(link);
+}
+
+/// What a replica in sync holds: its data, how many keys each database
+/// has, a sample of the big values, its offset, its dump.rdb.
+#[derive(Debug, PartialEq)]
+struct ReplicaState {
+    view: BTreeMap<String, String>,
+    counts: Vec<String>,
+    sample: Vec<String>,
+    offset: String,
+    dump: Option<Vec<u8>>,
+}
+
+fn replica_state(r: &Server) -> ReplicaState {
+    let rc = &mut r.client();
+    ReplicaState {
+        view: plain_view(rc),
+        counts: key_counts(rc),
+        sample: big_sample(rc),
+        offset: stat(rc, "replication", "slave_repl_offset"),
+        dump: std::fs::read(r.dir().join("dump.rdb")).ok(),
+    }
+}
+
+/// A replica in sync is cut off long enough to need a full resync (the
+/// backlog is 16 KiB), and its primary (of backend `b`) is killed while it
+/// sends that resync's file: the replica keeps the data, the offset and
+/// the dump.rdb it had; and once the primary is back with the resync's
+/// file (whose history it keeps as its second id) the replica syncs in
+/// full: it never continues from the offset the interrupted sync
+/// announced.
+fn synced_replica_then_primary_killed_mid_resync(b: Backend, replica: Backend) {
+    let dir = TempDir::new("resync-killed");
+    let opts = Opts::new()
+        .dir(dir.path())
+        .arg("save", "")
+        .arg("appendonly", "no")
+        .arg("enable-debug-command", "yes")
+        .arg("repl-diskless-sync", "no")
+        .arg("repl-backlog-size", "16384")
+        // About 25 MB of file: more than the socket buffers hold.
+        .arg("rdbcompression", "no");
+    let mut p = b.start(opts.clone());
+    let port = p.port;
+    let pc = &mut p.client();
+    fill(pc);
+    q(pc, &format!("SELECT {BIG_DB}")).unwrap();
+    let populate = format!("DEBUG POPULATE {BIG_KEYS} big {BIG_VALUE}");
+    assert_eq!(q(pc, &populate), ok());
+    q(pc, "SELECT 0").unwrap();
+    let link = SlowLink::start(port, u64::MAX);
+    let r = replica.start(Opts::new().arg("save", ""));
+    let rc = &mut r.client();
+    follow_port(rc, link.port);
+    wait_caught_up(pc, rc);
+    let synced = replica_state(&r);
+    assert_eq!(synced.counts, key_counts(pc));
+    // Cut off; more writes than the backlog holds.
+    link.set_down(true);
+    within(10, "the replica's link to go down", || link_down(rc));
+    let value = "g".repeat(1024);
+    for i in 0..64 {
+        assert_eq!(query(pc, &["SET", &format!("gap:{i}"), &value]), ok());
+    }
+    // Back, slowly: a full resync, killed while the file goes across.
+    link.set_rate(4 << 20);
+    link.set_down(false);
+    let read = |rc: &mut redis::Connection, f: &str| {
+        stat(rc, "replication", f).parse::<u64>().unwrap_or(0)
+    };
+    within(30, "the resync's file to be on its way", || {
+        stat(rc, "replication", "master_sync_in_progress") == "1"
+            && read(rc, "master_sync_total_bytes") > 20 << 20
+            && read(rc, "master_sync_read_bytes") > 256 * 1024
+    });
+    assert_eq!(replica_states(pc), ["send_bulk"]);
+    let replid = stat(pc, "replication", "master_replid");
+    p.kill_9().expect("the primary killed");
+    drop(p);
+    within(10, "the replica to see its link down", || link_down(rc));
+    for when in ["right after the kill", "1.5 s after the kill"] {
+        assert!(link_down(rc), "{when}");
+        assert_eq!(stat(rc, "persistence", "loading"), "0", "{when}");
+        assert!(replica_state(&r) == synced, "{when}: the replica changed");
+        assert!(
+            temp_files(r.dir()).is_empty(),
+            "{when}: {:?}",
+            temp_files(r.dir())
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    link.set_rate(u64::MAX);
+    // Back with the resync's file: the gap's writes, and the history the
+    // interrupted sync announced as its second id.
+    let p = b.start(opts.port(port));
+    p.wait_loaded();
+    let pc = &mut p.client();
+    assert_eq!(int_of(&q(pc, "EXISTS gap:0 gap:63")), 2);
+    assert_eq!(stat(pc, "replication", "master_replid2"), replid);
+    wait_caught_up(pc, rc);
+    assert_eq!(stat(pc, "stats", "sync_full"), "1");
+    assert_eq!(stat(pc, "stats", "sync_partial_ok"), "0");
+    assert_same(
+        &plain_view(rc),
+        &plain_view(pc),
+        "the replica after the resync",
+    );
+    assert_eq!(key_counts(rc), key_counts(pc));
+    assert_eq!(big_sample(rc), big_sample(pc));
+    assert_eq!(int_of(&q(rc, "EXISTS gap:0 gap:63")), 2);
     drop(link);
 }
 
@@ -449,5 +578,24 @@ e2e!(
         for when in [KilledWhile::SendingTheFile, KilledWhile::Streaming] {
             primary_killed_mid_full_sync(Backend::Valkey, when, b);
         }
+    }
+);
+
+e2e!(
+    ringkv_only fn a_synced_replica_keeps_its_data_and_offset_when_the_primary_dies_mid_resync(b) {
+        synced_replica_then_primary_killed_mid_resync(b, b);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_synced_valkey_replica_keeps_its_data_when_the_primary_dies_mid_resync(b) {
+        synced_replica_then_primary_killed_mid_resync(b, Backend::Valkey);
+    }
+);
+
+// The oracle for the test above: a Valkey 8.1 primary, a ringkv replica.
+e2e!(
+    ringkv_only fn a_valkey_primary_dying_mid_resync_meets_the_same_expectations(b) {
+        synced_replica_then_primary_killed_mid_resync(Backend::Valkey, b);
     }
 );
