@@ -4,8 +4,11 @@
 //! to the replica, and diskless, killed while the RDB streams to the
 //! replica. Nothing half written may count: the primary's dump.rdb is the
 //! last one it finished, and is what a restart loads; the replica loads
-//! nothing of the partial transfer, keeps serving what it had, and syncs
-//! in full once the primary is back on the same port.
+//! nothing of the partial transfer, keeps serving what it had (a dataset
+//! of its own, or, for a replica in sync forced into a full resync, its
+//! data and offset), and syncs in full once the primary is back on the
+//! same port. The replicas are ringkv and Valkey 8.1; Valkey 8.1 as the
+//! primary, under the same checks, is the oracle.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -23,7 +26,8 @@ use ringkv_e2e::{Backend, Opts, Server, e2e, q, query, within};
 
 /// Keys DEBUG POPULATE adds after the dump was saved, in a database of
 /// their own (`BIG_DB`, outside what `plain_view` compares), and their
-/// value size: an RDB of about 25 MB.
+/// value size: an RDB of about 25 MB with `rdbcompression no` (the
+/// values are zero padding LZF squeezes).
 const BIG_KEYS: u32 = 200_000;
 const BIG_VALUE: u32 = 100;
 const BIG_DB: u32 = 9;
