@@ -28,14 +28,14 @@ use ringkv_e2e::{Backend, Opts, Server, e2e, q, query, within};
 /// their own (`BIG_DB`, outside what `plain_view` compares), and their
 /// value size: an RDB of about 25 MB with `rdbcompression no` (the
 /// values are zero padding LZF squeezes).
-const BIG_KEYS: u32 = 200_000;
-const BIG_VALUE: u32 = 100;
+const BIG_KEYS: u32 = 100_000;
+const BIG_VALUE: u32 = 250;
 const BIG_DB: u32 = 9;
 
 /// The sync's snapshot captures one key per this many microseconds, so
-/// it lasts seconds (200k keys: 20 s) whatever the machine's load: the
+/// it lasts seconds (100k keys: 20 s) whatever the machine's load: the
 /// kill lands in the middle, never after the end.
-const KEY_SAVE_DELAY_US: u32 = 100;
+const KEY_SAVE_DELAY_US: u32 = 200;
 
 /// The names in `dir` that start with `temp-` (temp RDB files).
 fn temp_files(dir: &Path) -> Vec<String> {
@@ -422,7 +422,6 @@ fn primary_killed_mid_full_sync(b: Backend, when: KilledWhile, replica: Backend)
 
 /// What a replica in sync holds: its data, how many keys each database
 /// has, a sample of the big values, its offset, its dump.rdb.
-#[derive(Debug, PartialEq)]
 struct ReplicaState {
     view: BTreeMap<String, String>,
     counts: Vec<String>,
@@ -449,7 +448,16 @@ fn replica_state(r: &Server) -> ReplicaState {
 /// file (whose history it keeps as its second id) the replica syncs in
 /// full: it never continues from the offset the interrupted sync
 /// announced.
-fn synced_replica_then_primary_killed_mid_resync(b: Backend, replica: Backend) {
+///
+/// With a `bottom`, the replica is the middle of a chain: the bottom,
+/// in sync with it, stays connected and in sync through the cut resync
+/// (the middle's history did not change), and syncs again once the
+/// middle has the primary's new file.
+fn synced_replica_then_primary_killed_mid_resync(
+    b: Backend,
+    replica: Backend,
+    bottom: Option<Backend>,
+) {
     let dir = TempDir::new("resync-killed");
     let opts = Opts::new()
         .dir(dir.path())
@@ -469,12 +477,24 @@ fn synced_replica_then_primary_killed_mid_resync(b: Backend, replica: Backend) {
     assert_eq!(q(pc, &populate), ok());
     q(pc, "SELECT 0").unwrap();
     let link = SlowLink::start(port, u64::MAX);
-    let r = replica.start(Opts::new().arg("save", ""));
+    // (A Valkey middle would wait 5 s before each sync of the bottom.)
+    let r = replica.start(
+        Opts::new()
+            .arg("save", "")
+            .arg("repl-diskless-sync-delay", "0"),
+    );
     let rc = &mut r.client();
     follow_port(rc, link.port);
     wait_caught_up(pc, rc);
     let synced = replica_state(&r);
     assert_eq!(synced.counts, key_counts(pc));
+    let bottom = bottom.map(|kind| kind.start(Opts::new().arg("save", "")));
+    let mut bc = bottom.as_ref().map(|s| s.client());
+    if let Some(bc) = &mut bc {
+        follow_port(bc, r.port);
+        wait_caught_up(rc, bc);
+    }
+    let middle_syncs = stat(rc, "stats", "sync_full");
     // Cut off; more writes than the backlog holds.
     link.set_down(true);
     within(10, "the replica's link to go down", || link_down(rc));
@@ -499,15 +519,47 @@ fn synced_replica_then_primary_killed_mid_resync(b: Backend, replica: Backend) {
     drop(p);
     within(10, "the replica to see its link down", || link_down(rc));
     for when in ["right after the kill", "1.5 s after the kill"] {
+        if when != "right after the kill" {
+            std::thread::sleep(Duration::from_millis(1500));
+        }
         assert!(link_down(rc), "{when}");
         assert_eq!(stat(rc, "persistence", "loading"), "0", "{when}");
-        assert!(replica_state(&r) == synced, "{when}: the replica changed");
+        let now = replica_state(&r);
+        assert_same(
+            &now.view,
+            &synced.view,
+            &format!("{when}: the replica's data"),
+        );
+        assert_eq!(now.counts, synced.counts, "{when}");
+        assert_eq!(now.sample, synced.sample, "{when}");
+        assert_eq!(now.offset, synced.offset, "{when}: the replica's offset");
+        assert!(
+            now.dump == synced.dump,
+            "{when}: the replica's dump.rdb changed"
+        );
+        if let Some(bc) = &mut bc {
+            assert_eq!(
+                stat(bc, "replication", "master_link_status"),
+                "up",
+                "{when}"
+            );
+            assert_eq!(stat(rc, "stats", "sync_full"), middle_syncs, "{when}");
+            assert_eq!(
+                stat(bc, "replication", "slave_repl_offset"),
+                synced.offset,
+                "{when}"
+            );
+            assert_same(
+                &plain_view(bc),
+                &synced.view,
+                &format!("{when}: the bottom"),
+            );
+        }
         assert!(
             temp_files(r.dir()).is_empty(),
             "{when}: {:?}",
             temp_files(r.dir())
         );
-        std::thread::sleep(Duration::from_millis(1500));
     }
     link.set_rate(u64::MAX);
     // Back with the resync's file: the gap's writes, and the history the
@@ -528,6 +580,15 @@ fn synced_replica_then_primary_killed_mid_resync(b: Backend, replica: Backend) {
     assert_eq!(key_counts(rc), key_counts(pc));
     assert_eq!(big_sample(rc), big_sample(pc));
     assert_eq!(int_of(&q(rc, "EXISTS gap:0 gap:63")), 2);
+    if let Some(bc) = &mut bc {
+        wait_caught_up(rc, bc);
+        assert_same(
+            &plain_view(bc),
+            &plain_view(pc),
+            "the bottom after the resync",
+        );
+        assert_eq!(key_counts(bc), key_counts(pc));
+    }
     drop(link);
 }
 
@@ -587,19 +648,32 @@ e2e!(
 
 e2e!(
     ringkv_only fn a_synced_replica_keeps_its_data_and_offset_when_the_primary_dies_mid_resync(b) {
-        synced_replica_then_primary_killed_mid_resync(b, b);
+        synced_replica_then_primary_killed_mid_resync(b, b, None);
     }
 );
 
 e2e!(
     ringkv_only fn a_synced_valkey_replica_keeps_its_data_when_the_primary_dies_mid_resync(b) {
-        synced_replica_then_primary_killed_mid_resync(b, Backend::Valkey);
+        synced_replica_then_primary_killed_mid_resync(b, Backend::Valkey, None);
     }
 );
 
 // The oracle for the test above: a Valkey 8.1 primary, a ringkv replica.
 e2e!(
     ringkv_only fn a_valkey_primary_dying_mid_resync_meets_the_same_expectations(b) {
-        synced_replica_then_primary_killed_mid_resync(Backend::Valkey, b);
+        synced_replica_then_primary_killed_mid_resync(Backend::Valkey, b, None);
+    }
+);
+
+e2e!(
+    ringkv_only fn a_middle_whose_primary_dies_mid_resync_keeps_its_replica_in_sync(b) {
+        synced_replica_then_primary_killed_mid_resync(b, b, Some(b));
+    }
+);
+
+// The oracle: a Valkey 8.1 middle between ringkv servers.
+e2e!(
+    ringkv_only fn a_valkey_middle_whose_primary_dies_mid_resync_meets_the_same_expectations(b) {
+        synced_replica_then_primary_killed_mid_resync(b, Backend::Valkey, Some(b));
     }
 );
