@@ -1,11 +1,31 @@
-//! What the replication tests share: following a primary, waiting for a
-//! replica to catch up, and comparing two servers' datasets.
+//! What the replication tests share: INFO fields, following a primary,
+//! waiting for a replica to catch up, and comparing two servers' datasets.
 
 use crate::dataset::plain_view;
 use crate::v::{int_of, ok, text};
 use crate::{Server, info_field, q, query, within};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// One field of `INFO <section>`.
+pub fn stat(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    info_field(&text(&q(c, &format!("INFO {section}"))), field)
+}
+
+/// `slaveN`'s `state=` on the primary, for each replica listed.
+pub fn replica_states(c: &mut redis::Connection) -> Vec<String> {
+    let info = text(&q(c, "INFO replication"));
+    info.lines()
+        .filter(|l| l.starts_with("slave") && l.contains("state="))
+        .filter_map(|l| {
+            l.split("state=")
+                .nth(1)?
+                .split(',')
+                .next()
+                .map(String::from)
+        })
+        .collect()
+}
 
 /// REPLICAOF the primary on loopback.
 pub fn follow(replica: &mut redis::Connection, primary: &Server) {
@@ -95,19 +115,4 @@ fn numeric_scores(view: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 pub fn settled_view(c: &mut redis::Connection) -> BTreeMap<String, String> {
     std::thread::sleep(Duration::from_millis(300));
     plain_view(c)
-}
-
-/// The `state=` of each replica INFO replication lists, in its order.
-pub fn replica_states(c: &mut redis::Connection) -> Vec<String> {
-    let info = text(&q(c, "INFO replication"));
-    info.lines()
-        .filter(|l| l.starts_with("slave") && l.contains("state="))
-        .filter_map(|l| {
-            l.split("state=")
-                .nth(1)?
-                .split(',')
-                .next()
-                .map(String::from)
-        })
-        .collect()
 }

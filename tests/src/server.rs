@@ -150,6 +150,7 @@ pub struct Opts {
     no_backend_args: bool,
     bind: Option<Vec<String>>,
     open_files: Option<(u64, u64)>,
+    port: Option<u16>,
 }
 
 impl Opts {
@@ -189,6 +190,12 @@ impl Opts {
     /// the privilege to raise the hard one, as an unprivileged user would.
     pub fn open_files(mut self, soft: u64, hard: u64) -> Self {
         self.open_files = Some((soft, hard));
+        self
+    }
+    /// Listen on this port instead of a free one: a server restarted where
+    /// its replicas keep reconnecting.
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = Some(port);
         self
     }
     /// Do not pass `--io-uring`: the config file chooses.
@@ -299,7 +306,7 @@ impl Server {
         // server binds it; retry a few times on a start-up failure.
         let mut last = String::new();
         for _ in 0..4 {
-            match Server::try_start(backend, &opts, free_port()) {
+            match Server::try_start(backend, &opts, opts.port.unwrap_or_else(free_port)) {
                 Ok(s) => return s,
                 Err(e) => last = e,
             }
@@ -567,6 +574,17 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// `kill -9` by PID, and reap the process (bounded wait): a crash, no
+    /// shutdown code runs.
+    pub fn kill_9(&mut self) -> Option<ExitStatus> {
+        let pid = self.pid()?;
+        // SAFETY: kill(2) on the PID of our own still-unreaped child.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+        }
+        self.wait_exit(STOP_TIMEOUT)
     }
 
     /// SIGTERM, then SIGKILL after a bounded wait. Returns the exit status.

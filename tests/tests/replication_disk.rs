@@ -8,14 +8,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
-use ringkv_e2e::replication::{assert_same, follow, replica_states, settled_view, wait_caught_up};
+use ringkv_e2e::replication::{
+    assert_same, follow, replica_states, settled_view, stat, wait_caught_up,
+};
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
-use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
-
-fn stat(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    info_field(&text(&q(c, &format!("INFO {section}"))), field)
-}
+use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, q, query, within};
 
 e2e!(
     ringkv_only fn valkey_and_ringkv_replicas_full_sync_from_the_saved_file(b) {
