@@ -116,3 +116,18 @@ pub fn settled_view(c: &mut redis::Connection) -> BTreeMap<String, String> {
     std::thread::sleep(Duration::from_millis(300));
     plain_view(c)
 }
+
+/// A write on the primary reaches both replicas, which then hold exactly
+/// the primary's dataset.
+pub fn both_follow_a_write(
+    primary: &mut redis::Connection,
+    a: &mut redis::Connection,
+    b: &mut redis::Connection,
+) {
+    assert_eq!(q(primary, "SET after sync"), ok());
+    wait_caught_up(primary, a);
+    wait_caught_up(primary, b);
+    let want = plain_view(primary);
+    assert_same(&plain_view(a), &want, "first replica");
+    assert_same(&plain_view(b), &want, "second replica");
+}

@@ -48,14 +48,7 @@ fn wait_written(c: &mut redis::Connection) {
 /// kill -9 once the AOF has every write so far.
 fn crash(srv: &mut ringkv_e2e::Server) {
     wait_written(&mut srv.client());
-    kill_9(srv);
-}
-
-fn kill_9(srv: &mut ringkv_e2e::Server) {
-    let pid = srv.pid().expect("running") as i32;
-    // SAFETY: kill(2) on the PID of our own still-unreaped child.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
-    srv.wait_exit(Duration::from_secs(10)).expect("killed");
+    srv.kill_9().expect("killed");
 }
 
 e2e!(
@@ -184,7 +177,7 @@ e2e!(
         // Off again: later writes are not in the file.
         assert_eq!(q(c, "CONFIG SET appendonly no"), ok());
         q(c, "SET lost 1").unwrap();
-        kill_9(&mut srv);
+        srv.kill_9().expect("killed");
         let srv = b.start(aof_opts(tmp.path()));
         let c = &mut srv.client();
         assert_eq!(q(c, "EXISTS lost"), int(0));
@@ -347,7 +340,7 @@ fn kill_9_under_load_loses_no_acknowledged_write(
         let (port, from, s2) = (srv.port, acked.clone(), stop.clone());
         let writers = std::thread::spawn(move || write_until_killed(port, from, s2));
         std::thread::sleep(Duration::from_millis(20 + rng.below(150)));
-        kill_9(&mut srv);
+        srv.kill_9().expect("killed");
         stop.store(true, Ordering::Relaxed);
         acked = writers.join().unwrap();
         done += 1;

@@ -10,13 +10,9 @@
 //! stream) loaded back by ringkv and Valkey.
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
-use ringkv_e2e::replication::{assert_same, follow, settled_view, wait_caught_up};
+use ringkv_e2e::replication::{assert_same, follow, settled_view, stat, wait_caught_up};
 use ringkv_e2e::v::{int_of, ok, strings, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
-
-fn stat(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    info_field(&text(&q(c, &format!("INFO {section}"))), field)
-}
 
 /// A server of `backend`; a peer (Valkey, redis-server) sends its RDB at
 /// once when it is a primary.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::replication::{
-    assert_same, follow, replica_states, settled_view, stat, wait_caught_up,
+    assert_same, both_follow_a_write, follow, replica_states, settled_view, stat, wait_caught_up,
 };
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
@@ -104,12 +104,7 @@ fn two_replicas_during_one_save(
     wait_caught_up(pc, ac);
     wait_caught_up(pc, bc);
     assert_eq!(q(pc, "CONFIG SET rdb-key-save-delay 0"), ok());
-    assert_eq!(q(pc, "SET after sync"), ok());
-    wait_caught_up(pc, ac);
-    wait_caught_up(pc, bc);
-    let want = plain_view(pc);
-    assert_same(&plain_view(ac), &want, "first replica");
-    assert_same(&plain_view(bc), &want, "second replica");
+    both_follow_a_write(pc, ac, bc);
     assert_eq!(replica_states(pc), ["online", "online"]);
     let saves = saves(pc) - saves_before;
     let attached = primary.log().contains("Waiting for end of BGSAVE for SYNC");

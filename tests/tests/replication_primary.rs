@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::netns::{NETNS, Netns};
 use ringkv_e2e::replication::{
-    assert_same, follow, replica_states, settled_view, wait_caught_up, writes_acknowledged_by_wait,
+    assert_same, both_follow_a_write, follow, replica_states, settled_view, stat, wait_caught_up,
+    writes_acknowledged_by_wait,
 };
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
@@ -89,10 +90,6 @@ fn valkey_in(ns: &Netns, port: u16, p: &Server, dir: &TempDir) -> Reaped {
 /// A peer that will replicate from us.
 fn peer(b: Backend) -> Server {
     b.start(Opts::new())
-}
-
-fn stat(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    info_field(&text(&q(c, &format!("INFO {section}"))), field)
 }
 
 fn replicate_from_ringkv(b: Backend, peer_backend: Backend, seed: u64) {
@@ -805,12 +802,7 @@ fn two_replicas_a_second_apart(
     wait_caught_up(pc, ac);
     let waited = t.elapsed();
     wait_caught_up(pc, bc);
-    assert_eq!(q(pc, "SET after sync"), ok());
-    wait_caught_up(pc, ac);
-    wait_caught_up(pc, bc);
-    let want = plain_view(pc);
-    assert_same(&plain_view(ac), &want, "first replica");
-    assert_same(&plain_view(bc), &want, "second replica");
+    both_follow_a_write(pc, ac, bc);
     let syncs = primary
         .log()
         .matches("Starting BGSAVE for SYNC with target: replicas sockets")

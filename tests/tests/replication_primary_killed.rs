@@ -55,6 +55,21 @@ fn keys_in(c: &mut redis::Connection, db: u32) -> i64 {
     n
 }
 
+/// The replica has caught up by one full sync (no partial one) and holds
+/// the primary's dataset.
+fn resynced_in_full(pc: &mut redis::Connection, rc: &mut redis::Connection) {
+    wait_caught_up(pc, rc);
+    assert_eq!(stat(pc, "stats", "sync_full"), "1");
+    assert_eq!(stat(pc, "stats", "sync_partial_ok"), "0");
+    assert_same(
+        &plain_view(rc),
+        &plain_view(pc),
+        "the replica after the resync",
+    );
+    assert_eq!(key_counts(rc), key_counts(pc));
+    assert_eq!(big_sample(rc), big_sample(pc));
+}
+
 /// INFO keyspace's `dbN:keys=K` pairs: how many keys each database holds.
 fn key_counts(c: &mut redis::Connection) -> Vec<String> {
     text(&q(c, "INFO keyspace"))
@@ -402,16 +417,7 @@ fn primary_killed_mid_full_sync(b: Backend, when: KilledWhile, replica: Backend)
         assert_eq!(stat(pc, "replication", "master_replid2"), replid);
     }
     // The replica comes back by itself and syncs in full.
-    wait_caught_up(pc, rc);
-    assert_eq!(stat(pc, "stats", "sync_full"), "1");
-    assert_eq!(stat(pc, "stats", "sync_partial_ok"), "0");
-    assert_same(
-        &plain_view(rc),
-        &plain_view(pc),
-        "the replica after the resync",
-    );
-    assert_eq!(key_counts(rc), key_counts(pc));
-    assert_eq!(big_sample(rc), big_sample(pc));
+    resynced_in_full(pc, rc);
     assert_eq!(int_of(&q(rc, "EXISTS own:string")), 0);
     // And the stream follows.
     assert_eq!(q(pc, "SET after restart"), ok());
@@ -569,16 +575,7 @@ fn synced_replica_then_primary_killed_mid_resync(
     let pc = &mut p.client();
     assert_eq!(int_of(&q(pc, "EXISTS gap:0 gap:63")), 2);
     assert_eq!(stat(pc, "replication", "master_replid2"), replid);
-    wait_caught_up(pc, rc);
-    assert_eq!(stat(pc, "stats", "sync_full"), "1");
-    assert_eq!(stat(pc, "stats", "sync_partial_ok"), "0");
-    assert_same(
-        &plain_view(rc),
-        &plain_view(pc),
-        "the replica after the resync",
-    );
-    assert_eq!(key_counts(rc), key_counts(pc));
-    assert_eq!(big_sample(rc), big_sample(pc));
+    resynced_in_full(pc, rc);
     assert_eq!(int_of(&q(rc, "EXISTS gap:0 gap:63")), 2);
     if let Some(bc) = &mut bc {
         wait_caught_up(rc, bc);
