@@ -115,16 +115,28 @@ e2e!(
         assert_eq!(q(c, &format!("CONFIG SET maxmemory {max}")), ok());
         // The reply does not wait for the eviction of ~20 MB of keys.
         assert!(t.elapsed() < std::time::Duration::from_millis(200), "{:?}", t.elapsed());
-        // Meanwhile other commands are served between short eviction runs.
+        // Meanwhile other commands are served between short eviction runs
+        // (500 µs each at the default tenacity): the client sees the memory
+        // go down over many round trips, not in one step. (A bound on each
+        // PING's time would measure this machine's scheduler as well: only
+        // a gross stall is caught that way.)
         let mut slowest = std::time::Duration::ZERO;
+        let mut seen_over = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while used_memory(c) > max + max / 20 {
+        loop {
+            let used = used_memory(c);
+            if used <= max + max / 20 {
+                break;
+            }
+            seen_over.push(used);
             assert!(std::time::Instant::now() < deadline, "still over maxmemory after 5 s");
             let t = std::time::Instant::now();
             assert_eq!(q(c, "PING"), Ok(redis::Value::SimpleString("PONG".into())));
             slowest = slowest.max(t.elapsed());
         }
-        assert!(slowest < std::time::Duration::from_millis(100), "a PING took {slowest:?}");
+        let steps = seen_over.windows(2).filter(|w| w[1] < w[0]).count();
+        assert!(steps >= 3, "memory went down in {steps} steps: {seen_over:?}");
+        assert!(slowest < std::time::Duration::from_secs(1), "a PING took {slowest:?}");
         // Eviction may still be running: read the count and the stats at
         // one instant (nothing runs between the commands of an EXEC).
         assert_eq!(q(c, "MULTI"), ok());
