@@ -259,22 +259,23 @@ e2e!(
 );
 
 /// Each writer `t` sends `SET w:<t>:<n>` for n = from[t], from[t]+1, ...
-/// until the server dies; returns, per writer, the first n not
-/// acknowledged.
-fn write_until_killed(port: u16, from: Vec<u64>, stop: Arc<AtomicBool>) -> Vec<u64> {
-    let handles: Vec<_> = from
+/// on its connection until the server dies; returns, per writer, the
+/// first n not acknowledged. The connections are made before the caller
+/// starts the clock to the kill: a writer connecting after it could reach
+/// another test's server that took the freed port, and count its replies.
+fn write_until_killed(
+    conns: Vec<redis::Connection>,
+    from: Vec<u64>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<u64>> {
+    let handles: Vec<_> = conns
         .into_iter()
+        .zip(from)
         .enumerate()
-        .map(|(t, start)| {
+        .map(|(t, (mut c, start))| {
             let stop = stop.clone();
             std::thread::spawn(move || {
                 let mut next = start;
-                let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
-                    return next;
-                };
-                let Ok(mut c) = client.get_connection() else {
-                    return next;
-                };
                 while !stop.load(Ordering::Relaxed) && next < start + 1_000_000 {
                     match query(&mut c, &["SET", &format!("w:{t}:{next}"), "1"]) {
                         Ok(_) => next += 1,
@@ -285,7 +286,7 @@ fn write_until_killed(port: u16, from: Vec<u64>, stop: Arc<AtomicBool>) -> Vec<u
             })
         })
         .collect();
-    handles.into_iter().map(|h| h.join().unwrap()).collect()
+    std::thread::spawn(move || handles.into_iter().map(|h| h.join().unwrap()).collect())
 }
 
 /// How many of `w:<t>:<from..to>` exist.
@@ -337,8 +338,8 @@ fn kill_9_under_load_loses_no_acknowledged_write(
             break;
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let (port, from, s2) = (srv.port, acked.clone(), stop.clone());
-        let writers = std::thread::spawn(move || write_until_killed(port, from, s2));
+        let conns = acked.iter().map(|_| srv.client()).collect();
+        let writers = write_until_killed(conns, acked.clone(), stop.clone());
         std::thread::sleep(Duration::from_millis(20 + rng.below(150)));
         srv.kill_9().expect("killed");
         stop.store(true, Ordering::Relaxed);
