@@ -621,6 +621,9 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         ids.push(id);
         srv.events.push(crate::Event::Detach { client: id });
     }
+    if sinks.is_empty() {
+        return;
+    }
     let sink = if sinks.len() == 1 {
         sinks.pop().expect("one")
     } else {
