@@ -477,7 +477,8 @@ e2e!(
                     break;
                 }
             }
-            // The AOF thread reports the failed write a moment later.
+            // A failed write left to the AOF thread's retry is reported a
+            // moment later.
             if i > 30 {
                 std::thread::sleep(Duration::from_millis(2));
             }

@@ -88,8 +88,14 @@ pub fn master_offset(srv: &crate::server::Server) -> u64 {
     if srv.repl.is_replica() {
         srv.repl.offset
     } else {
-        (srv.effects.offset() as i64 + srv.repl.shift).max(0) as u64
+        replication_offset(srv, srv.effects.offset())
     }
+}
+
+/// An offset of the effects stream as a replication offset (the fixed
+/// shift; see the module docs).
+pub fn replication_offset(srv: &crate::server::Server, stream_offset: u64) -> u64 {
+    (stream_offset as i64 + srv.repl.shift).max(0) as u64
 }
 
 /// What an RDB file loaded at start-up says about the stream it was cut

@@ -299,6 +299,7 @@ pub fn psync(
     log::notice(&format!(
         "Replica {ip}:{port} asks for synchronization; full resync"
     ));
+    let takes_eof = hello.capa_eof;
     srv.repl.feeds.replicas.push(Replica {
         id: sess.id,
         ip,
@@ -324,21 +325,11 @@ pub fn psync(
         return Ok(());
     }
     let c = &srv.config;
-    if c.repl_diskless_sync && c.repl_diskless_sync_delay_s > 0 && hello_eof(srv) {
+    if c.repl_diskless_sync && c.repl_diskless_sync_delay_s > 0 && takes_eof {
         log::notice("Delay next BGSAVE for diskless SYNC");
     }
     start_waiting_sync(srv, now_ms);
     Ok(())
-}
-
-/// The replica that just asked takes an EOF-marked RDB.
-fn hello_eof(srv: &Server) -> bool {
-    srv.repl
-        .feeds
-        .replicas
-        .last()
-        .and_then(|r| r.waiting.as_ref())
-        .is_some_and(|h| h.capa_eof)
 }
 
 /// A BGSAVE to disk for replicas: the instant it was cut at, which the
@@ -577,10 +568,12 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         start_disk_sync(srv, now_ms);
         return;
     }
-    let joining = diskless_group(srv, now_ms);
-    let Some(&(_, version)) = joining.first() else {
+    let Some((version, joining)) = diskless_group(srv, now_ms) else {
         return;
     };
+    if srv.repl.feeds.senders.is_none() {
+        return;
+    }
     // The instant of the snapshot: everything before it is in the RDB,
     // everything after in the stream, which starts with a SELECT.
     let at = srv.effects.publish();
@@ -593,7 +586,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     let preamble = format!("+FULLRESYNC {} {offset}\r\n", srv.repl.replid);
     let mut sinks = Vec::new();
     let mut ids = Vec::new();
-    for (i, _) in joining {
+    for i in joining {
         let hello = srv.repl.feeds.replicas[i].waiting.take().expect("waiting");
         let id = srv.repl.feeds.replicas[i].id;
         let start = FeedStart {
@@ -609,9 +602,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
             io_uring: srv.net.backend == "io_uring",
             wake: srv.repl.wake.clone(),
         };
-        let Some(senders) = srv.repl.feeds.senders.as_mut() else {
-            return;
-        };
+        let senders = srv.repl.feeds.senders.as_mut().expect("checked above");
         let mut feed = senders.feed(id, start);
         let Some(sink) = feed.rdb_sink() else {
             continue;
@@ -637,19 +628,17 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     srv.repl.feeds.snapshot = Some((ids, snap));
 }
 
-/// The waiting replicas (index, RDB version) that start a diskless sync
-/// together now: those reading the first one's RDB version, once the
+/// The RDB version and the waiting replicas (indexes) that start a
+/// diskless sync together now: those reading the first one's, once the
 /// first has waited `repl-diskless-sync-delay` or
 /// `repl-diskless-sync-max-replicas` of them wait (Valkey's
 /// shouldStartChildReplication). A replica that cannot take an
 /// EOF-marked RDB does not wait (Valkey gives it a save to disk at once).
-fn diskless_group(srv: &Server, now_ms: i64) -> Vec<(usize, u16)> {
+fn diskless_group(srv: &Server, now_ms: i64) -> Option<(u16, Vec<usize>)> {
     let replicas = &srv.repl.feeds.replicas;
-    let Some(first) = replicas.iter().find_map(|r| r.waiting.as_ref()) else {
-        return Vec::new();
-    };
+    let first = replicas.iter().find_map(|r| r.waiting.as_ref())?;
     let version = first.rdb_version();
-    let group: Vec<(usize, u16)> = replicas
+    let group: Vec<usize> = replicas
         .iter()
         .enumerate()
         .filter(|(_, r)| {
@@ -657,21 +646,19 @@ fn diskless_group(srv: &Server, now_ms: i64) -> Vec<(usize, u16)> {
                 .as_ref()
                 .is_some_and(|h| h.rdb_version() == version)
         })
-        .map(|(i, _)| (i, version))
+        .map(|(i, _)| i)
         .collect();
     let c = &srv.config;
     let delay_ms = c.repl_diskless_sync_delay_s.saturating_mul(1000) as i64;
     let longest_wait = group
         .iter()
-        .map(|&(i, _)| now_ms - replicas[i].since_ms)
+        .map(|&i| now_ms - replicas[i].since_ms)
         .max()
         .unwrap_or(0);
     let enough =
         c.repl_diskless_sync_max_replicas > 0 && group.len() >= c.repl_diskless_sync_max_replicas;
-    if first.capa_eof && !enough && longest_wait < delay_ms {
-        return Vec::new();
-    }
-    group
+    let waits = first.capa_eof && !enough && longest_wait < delay_ms;
+    (!waits).then_some((version, group))
 }
 
 fn ids_text(ids: &[ClientId]) -> String {

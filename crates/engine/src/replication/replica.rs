@@ -257,8 +257,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
 fn update_fack(srv: &mut Server) {
     let fsynced = match &srv.aof.log {
         Some(log) if srv.config.appendonly => {
-            let at = (log.fsynced() as i64 + srv.repl.shift).max(0) as u64;
-            Some(at.min(srv.repl.offset))
+            Some(super::replication_offset(srv, log.fsynced()).min(srv.repl.offset))
         }
         _ => None,
     };

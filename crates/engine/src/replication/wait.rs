@@ -9,6 +9,7 @@
 //! wakes the engine and, while one waits for the local fsync, every few
 //! milliseconds ([`poll_interval`]).
 
+use super::replication_offset;
 use crate::ClientId;
 use crate::blocking::{OnTimeout, Unblock};
 use crate::command::Ctx;
@@ -127,11 +128,6 @@ fn block(
             .emit_anywhere(&[b"REPLCONF", b"GETACK", b"*"]);
     }
     ctx.block(&[], deadline_ms, OnTimeout::Acks(target));
-}
-
-/// A stream offset as a replication offset.
-fn replication_offset(srv: &Server, woff: u64) -> u64 {
-    (woff as i64 + srv.repl.shift).max(0) as u64
 }
 
 /// Reply to the WAITs and WAITAOFs that have what they wait for.

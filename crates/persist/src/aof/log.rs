@@ -5,7 +5,9 @@
 //! file, manifest swap).
 //!
 //! ```text
-//!  engine: wake(published) ─► target, unpark ─► aof-writer: write [written, target)
+//!  engine: write(published) (everysec, no) ─► same Mutex, on the caller: write
+//!          (after an error, or while a background fsync runs: as wake)
+//!          wake(published) ─► target, unpark ─► aof-writer: write [written, target)
 //!          sync(offset) (always) ─► same Mutex, on the caller: write + fdatasync
 //!  aof-writer, everysec: ≤ 1/s ─► aof-bio: fdatasync(clone of the fd)
 //!  begin_rewrite(offset): flush to offset, new incr file, manifest ─► base sink
@@ -16,7 +18,7 @@
 //! by the writer thread and by the engine's calls; the figures INFO reads
 //! (and the write-error flag read before every write command) are atomics
 //! beside it, so reading them never waits for a disk. Writes only ever
-//! end at offsets the engine passed to `wake` or `sync` (ends of execution
+//! end at offsets the engine passed to `write`, `wake` or `sync` (ends of execution
 //! units), and a failed write is cut back off the file, so the file never
 //! ends inside a command unless the process dies in the middle of a write.
 
