@@ -6,12 +6,12 @@
 //! backlog; promoted, the middle lets the bottom continue; synced in full
 //! from a new primary, it makes the bottom sync again. Valkey 8.1 and
 //! redis-server 7.0 at either end of a ringkv middle; the middle's INFO,
-//! ROLE and WAIT against a Valkey middle's; the middle's AOF (the relayed
-//! stream) loaded back by ringkv and Valkey.
+//! ROLE and WAIT against a Valkey middle's; a replica's AOF (its own
+//! effects, as Valkey's) loaded back by ringkv and Valkey.
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::replication::{assert_same, follow, settled_view, stat, wait_caught_up};
-use ringkv_e2e::v::{int_of, ok, strings, text};
+use ringkv_e2e::v::{int, int_of, ok, strings, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
 
 /// A server of `backend`; a peer (Valkey, redis-server) sends its RDB at
@@ -353,6 +353,135 @@ e2e!(
     }
 );
 
+/// The commands in the incr files of the AOF in `dir`, as text.
+fn incr_files_text(dir: &std::path::Path) -> String {
+    let mut names: Vec<_> = std::fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned())
+        .collect()
+}
+
+/// What a replica's AOF holds: the primary's writes and its own (it is
+/// writable), none of the primary's PINGs or GETACKs; it loads back.
+fn writable_replica_aof(primary: &Server, replica: Backend) {
+    let pc = &mut primary.client();
+    let tmp = ringkv_e2e::server::TempDir::new("replica-aof");
+    let aof = || {
+        Opts::new()
+            .dir(tmp.path())
+            .arg("save", "")
+            .arg("appendonly", "yes")
+    };
+    let mut r = replica.start(aof().arg("replica-read-only", "no"));
+    let rc = &mut r.client();
+    assert_eq!(q(pc, "FLUSHALL"), ok());
+    assert_eq!(q(pc, "SET from:primary 1"), ok());
+    follow(rc, primary);
+    wait_caught_up(pc, rc);
+    wait_rewrite_done(rc);
+    assert_eq!(q(pc, "SELECT 3"), ok());
+    assert_eq!(q(pc, "RPUSH stream:list a b c"), int(3));
+    // The primary PINGs every second; a WAIT sends a GETACK.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert_eq!(int_of(&q(pc, "WAIT 1 5000")), 1);
+    assert_eq!(q(pc, "SET stream:last 1"), ok());
+    let _ = q(pc, "SELECT 0");
+    wait_caught_up(pc, rc);
+    assert_eq!(q(rc, "SET replica:own 2"), ok());
+    assert_eq!(q(rc, "SELECT 2"), ok());
+    assert_eq!(q(rc, "INCR replica:counter"), int(1));
+    let _ = q(rc, "SELECT 0");
+    let want = plain_view(rc);
+    assert_eq!(
+        want.get("2:replica:counter").map(String::as_str),
+        Some("string/persist/1"),
+        "{want:?}"
+    );
+    let _ = q(rc, "SHUTDOWN NOSAVE");
+    r.wait_exit(std::time::Duration::from_secs(10));
+    let files = incr_files_text(tmp.path());
+    for absent in ["PING", "REPLCONF"] {
+        assert!(!files.contains(absent), "{replica:?}'s AOF has {absent}");
+    }
+    for present in [
+        "stream:list",
+        "stream:last",
+        "replica:own",
+        "replica:counter",
+    ] {
+        assert!(files.contains(present), "{replica:?}'s AOF lacks {present}");
+    }
+    let back = replica.start(aof());
+    assert_same(
+        &plain_view(&mut back.client()),
+        &want,
+        &format!("{replica:?}'s AOF loaded back"),
+    );
+}
+
+e2e!(
+    ringkv_only fn a_writable_replicas_aof_holds_its_own_effects_as_valkeys(b) {
+        // Valkey's replica beside ours, on the same primary.
+        let primary = b.start(Opts::new().arg("repl-ping-replica-period", "1"));
+        for replica in [b, Backend::Valkey] {
+            writable_replica_aof(&primary, replica);
+        }
+    }
+);
+
+e2e!(
+    ringkv_only fn an_aof_goes_on_through_a_failover_and_back(b) {
+        // `t` has an AOF. Its replica `n` is promoted, `t` follows `n`
+        // and continues its history (no full sync, so no rewrite: the
+        // AOF goes on from the primary's effects to its own as a
+        // replica), then `t` is promoted again and written to. The file
+        // must hold all of it, and none of `n`'s PINGs.
+        let tmp = ringkv_e2e::server::TempDir::new("failover-aof");
+        let aof = || {
+            Opts::new()
+                .dir(tmp.path())
+                .arg("save", "")
+                .arg("appendonly", "yes")
+                .arg("repl-ping-replica-period", "1")
+        };
+        let mut t = b.start(aof());
+        let n = b.start(Opts::new().arg("repl-ping-replica-period", "1"));
+        let (tc, nc) = (&mut t.client(), &mut n.client());
+        let _ = write_and_settle(tc, 61, 200);
+        follow(nc, &t);
+        wait_caught_up(tc, nc);
+        assert_eq!(q(nc, "REPLICAOF NO ONE"), ok());
+        follow(tc, &n);
+        wait_caught_up(nc, tc);
+        assert_eq!(stat(nc, "stats", "sync_partial_ok"), "1", "t continued");
+        let rewrites = stat(tc, "persistence", "aof_rewrites");
+        let _ = write_and_settle(nc, 62, 300);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        wait_caught_up(nc, tc);
+        assert_eq!(q(tc, "REPLICAOF NO ONE"), ok());
+        let want = write_and_settle(tc, 63, 200);
+        assert_eq!(stat(tc, "persistence", "aof_rewrites"), rewrites, "no rewrite");
+        let _ = q(tc, "SHUTDOWN NOSAVE");
+        t.wait_exit(std::time::Duration::from_secs(10));
+        let files = incr_files_text(tmp.path());
+        assert!(!files.contains("PING"), "the AOF has the primary's PINGs");
+        for backend in [b, Backend::Valkey] {
+            let r = backend.start(aof());
+            assert_same(
+                &plain_view(&mut r.client()),
+                &want,
+                &format!("the AOF loaded by {backend:?}"),
+            );
+        }
+    }
+);
+
 fn wait_rewrite_done(c: &mut redis::Connection) {
     within(30, "the AOF rewrite to finish", || {
         let info = text(&q(c, "INFO persistence"));
@@ -362,10 +491,10 @@ fn wait_rewrite_done(c: &mut redis::Connection) {
 }
 
 e2e!(
-    ringkv_only fn a_replicas_aof_holds_its_primarys_stream_and_loads_back(b) {
-        // The replica's AOF is the stream it relays; a rewrite's new incr
-        // file must start in the database that stream is in, which the
-        // stream itself does not say again.
+    ringkv_only fn a_replicas_aof_loads_back_after_a_rewrite_in_another_database(b) {
+        // The primary's stream selects database 2 once, before the
+        // replica's rewrite, and never again: the replica's new incr file
+        // must still put what follows in database 2.
         let t = b.server();
         let tc = &mut t.client();
         let tmp = ringkv_e2e::server::TempDir::new("chain-aof");

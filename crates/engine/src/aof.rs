@@ -108,14 +108,15 @@ pub trait AppendLog: Send {
     }
     /// BGREWRITEAOF: stream bytes from `offset` on go to a new incr file
     /// (listed in the manifest at once, so a crash loses nothing); the
-    /// returned sink writes the new base (an RDB file). `select`: the new
-    /// incr file starts with `SELECT select` (a replica's stream is its
-    /// primary's and need not start with one).
-    fn begin_rewrite(
-        &mut self,
-        offset: u64,
-        select: Option<usize>,
-    ) -> Result<Box<dyn SnapshotSink>, String>;
+    /// returned sink writes the new base (an RDB file).
+    fn begin_rewrite(&mut self, offset: u64) -> Result<Box<dyn SnapshotSink>, String>;
+    /// The server became a replica, or was promoted: its own effects are
+    /// in another stream now. Everything published on the current reader
+    /// is written (and fsynced, unless `appendfsync no`) first; then
+    /// `reader` is read, and the offsets the log reports are its. An
+    /// error is the write's or fsync's: the bytes are kept and written
+    /// ahead of the new stream once the disk takes them.
+    fn follow(&mut self, reader: effects::Reader) -> Result<(), String>;
     /// The base is written (`ok`) or failed: swap the manifest to the new
     /// base and the incr files after it, delete what it replaced; or
     /// remove the failed base and keep the old one.
@@ -235,10 +236,9 @@ pub fn misconf_error(srv: &Server) -> Option<String> {
 /// Open the AOF and attach it to the effects stream.
 fn open(srv: &mut Server, mode: OpenMode) -> Result<(), String> {
     let opts = options(srv);
-    let offset = srv.effects.offset();
-    let reader = srv.effects.attach(offset);
+    let reader = srv.effects.attach_aof();
     let Some(storage) = srv.persist.storage.as_mut() else {
-        srv.effects.detach();
+        srv.effects.detach_aof();
         return Err("no storage configured".into());
     };
     match storage.open_aof(&opts, reader, mode) {
@@ -248,7 +248,8 @@ fn open(srv: &mut Server, mode: OpenMode) -> Result<(), String> {
             Ok(())
         }
         Err(e) => {
-            srv.effects.detach();
+            srv.effects.detach_aof();
+            srv.sync_expiry_logging();
             Err(e)
         }
     }
@@ -349,12 +350,12 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
 /// With `always` this returns once they are on disk, otherwise once they
 /// are in the file (the fsync follows within a second, or never).
 pub fn after_batch(srv: &mut Server) {
+    let published = srv.effects.publish();
     if srv.aof.log.is_none() {
-        let end = srv.effects.publish();
-        crate::replication::primary::published(srv, end);
+        crate::replication::primary::published(srv, published);
         return;
     }
-    let end = srv.effects.publish();
+    let end = srv.effects.aof_offset();
     let always = srv.config.appendfsync == FsyncPolicy::Always;
     let log = srv.aof.log.as_mut().expect("checked above");
     if always && log.status().written < end {
@@ -369,7 +370,7 @@ pub fn after_batch(srv: &mut Server) {
     } else {
         log.write(end);
     }
-    crate::replication::primary::published(srv, end);
+    crate::replication::primary::published(srv, published);
 }
 
 /// BGREWRITEAOF. The error is Valkey's reply text; `Ok(true)`: started,
@@ -393,18 +394,11 @@ pub fn start_rewrite(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
 }
 
 fn begin_rewrite(srv: &mut Server, now_ms: i64) -> Result<(), String> {
-    let offset = srv.effects.publish();
+    srv.effects.publish();
+    let offset = srv.effects.aof_offset();
     srv.effects.force_select();
-    // A replica's stream is its primary's, relayed as it came: the
-    // database it is in at the cut is the primary client's.
-    let select = if srv.repl.is_replica() {
-        use crate::replication::PRIMARY_CLIENT;
-        Some(srv.clients.get(PRIMARY_CLIENT).map_or(0, |s| s.db))
-    } else {
-        None
-    };
     let log = srv.aof.log.as_mut().expect("AOF open");
-    let sink = match log.begin_rewrite(offset, select) {
+    let sink = match log.begin_rewrite(offset) {
         Ok(s) => s,
         Err(e) => {
             log::warning(&format!(
@@ -532,6 +526,21 @@ pub fn turn_on(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     Ok(())
 }
 
+/// The server starts or stops relaying a primary's stream (REPLICAOF):
+/// the AOF goes on with the stream of this server's own effects.
+pub fn set_relaying(srv: &mut Server, on: bool) {
+    let reader = srv.effects.set_relaying(on);
+    srv.sync_expiry_logging();
+    let (Some(reader), Some(log)) = (reader, srv.aof.log.as_mut()) else {
+        return;
+    };
+    if let Err(e) = log.follow(reader) {
+        log::warning(&format!(
+            "Error writing the AOF before the role change: {e}"
+        ));
+    }
+}
+
 /// CONFIG SET appendonly no, SHUTDOWN: flush, fsync and close.
 pub fn stop(srv: &mut Server) {
     abort_rewrite(srv);
@@ -540,7 +549,7 @@ pub fn stop(srv: &mut Server) {
         if let Err(e) = log.close() {
             log::warning(&format!("Error closing the AOF: {e}"));
         }
-        srv.effects.detach();
+        srv.effects.detach_aof();
     }
     srv.sync_expiry_logging();
 }
@@ -618,7 +627,8 @@ pub fn apply_config(
 /// in case the shutdown does not go ahead.
 pub fn flush_for_shutdown(srv: &mut Server) {
     abort_rewrite(srv);
-    let end = srv.effects.publish();
+    srv.effects.publish();
+    let end = srv.effects.aof_offset();
     if let Some(log) = srv.aof.log.as_mut()
         && let Err(e) = log.sync(end)
     {
@@ -631,7 +641,7 @@ pub fn flush_for_shutdown(srv: &mut Server) {
 /// AOF buffer.
 pub fn buffered(srv: &Server) -> u64 {
     match srv.aof.log.as_ref() {
-        Some(log) => srv.effects.offset().saturating_sub(log.written()),
+        Some(log) => srv.effects.aof_offset().saturating_sub(log.written()),
         None => 0,
     }
 }

@@ -25,10 +25,25 @@
 //! they end; [`Effects::publish`] (after each batch) makes them visible to
 //! readers. With no stream (nobody consumes effects) every entry point is
 //! one branch.
+//!
+//! A primary has one stream, read by the AOF and the replication backlog
+//! alike. A replica's backlog must hold its primary's stream byte for byte
+//! (its replicas continue from the same offsets), while its AOF holds its
+//! own effects, as Valkey's: what the primary's commands did, and the
+//! writes of a writable replica, without the primary's PINGs and GETACKs.
+//! So while a replica has an AOF, its own effects go to a second stream
+//! that only the AOF reads, and the AOF moves between the two as the role
+//! changes ([`Effects::set_relaying`]).
 
 use crate::ArgvRef;
 use crate::command::Ctx;
 use crate::server::Server;
+use std::collections::VecDeque;
+
+/// How many publish points of a replica's two streams are kept for
+/// [`Effects::relayed_through`] (older ones make its answer lag, never
+/// run ahead).
+const MAX_MARKS: usize = 4096;
 
 /// The stream and the unit being built.
 #[derive(Default)]
@@ -60,6 +75,18 @@ pub struct Effects {
     /// This server is a replica: the stream carries its primary's stream
     /// byte for byte ([`Effects::relay`]) and nothing of its own.
     relaying: bool,
+    /// The AOF reads this server's own effects: `stream` on a primary,
+    /// `own` on a replica.
+    aof: bool,
+    /// A replica's own effects, for its AOF (present while relaying with
+    /// the AOF on).
+    own: Option<effects::Writer>,
+    /// Offsets of `own` and of `stream` published together, oldest first
+    /// (what the AOF's progress covers of the primary's stream).
+    marks: VecDeque<(u64, u64)>,
+    /// The last answer of [`Effects::relayed_through`] (it never goes
+    /// back, even once the marks that gave it are gone).
+    covered: u64,
     /// A stream runs and takes this server's own effects (`on()`).
     emitting: bool,
 }
@@ -80,21 +107,116 @@ impl Effects {
     }
 
     fn sync_emitting(&mut self) {
-        self.emitting = self.stream.is_some() && !self.relaying;
+        self.emitting = if self.relaying {
+            self.own.is_some()
+        } else {
+            self.stream.is_some()
+        };
+    }
+
+    /// The stream this server's own effects go to.
+    #[inline]
+    fn target(&mut self) -> Option<&mut effects::Writer> {
+        own_target(
+            self.emitting,
+            self.relaying,
+            &mut self.own,
+            &mut self.stream,
+        )
     }
 
     /// A replica's stream is its primary's (Valkey's
     /// `replicationFeedStreamFromPrimaryStream`): what the replica applies
     /// is appended verbatim by [`Effects::relay`], so its offsets are its
-    /// primary's, and its own effects of those commands are not emitted.
-    /// Turned off (promotion), the next command emitted starts with a
-    /// SELECT.
-    pub fn set_relaying(&mut self, on: bool) {
-        self.relaying = on;
+    /// primary's, and its own effects go only to its AOF's stream. Either
+    /// way the next command emitted starts with a SELECT. When the AOF
+    /// must now read another stream, its reader is returned: it starts
+    /// where the AOF's offsets left off (becoming a replica) or at the
+    /// shared stream's end (promotion), once everything before is
+    /// published.
+    pub fn set_relaying(&mut self, on: bool) -> Option<effects::Reader> {
+        let was = std::mem::replace(&mut self.relaying, on);
         self.stream_db = None;
         self.unit.clear();
         self.unit_ops = 0;
+        let mut reader = None;
+        if was != on && self.aof {
+            self.publish();
+            if on {
+                let own = effects::Writer::new(self.offset());
+                reader = Some(own.reader());
+                self.own = Some(own);
+                self.covered = self.offset();
+                self.drop_consumer();
+            } else {
+                self.own = None;
+                self.marks.clear();
+                reader = Some(self.add_consumer());
+            }
+        }
         self.sync_emitting();
+        reader
+    }
+
+    /// The AOF starts: a reader of this server's own effects, at their
+    /// end. Matched by a [`Effects::detach_aof`].
+    pub fn attach_aof(&mut self) -> effects::Reader {
+        self.aof = true;
+        if !self.relaying {
+            return self.attach(self.offset());
+        }
+        let own = effects::Writer::new(self.offset());
+        let reader = own.reader();
+        self.own = Some(own);
+        self.covered = self.offset();
+        self.stream_db = None;
+        self.sync_emitting();
+        reader
+    }
+
+    /// The AOF is gone.
+    pub fn detach_aof(&mut self) {
+        if !std::mem::replace(&mut self.aof, false) {
+            return;
+        }
+        if !self.relaying {
+            return self.detach();
+        }
+        self.own = None;
+        self.marks.clear();
+        self.sync_emitting();
+    }
+
+    /// Where the AOF's stream is (its offsets are what the AOF reports
+    /// written and fsynced).
+    pub fn aof_offset(&self) -> u64 {
+        match &self.own {
+            Some(w) if self.relaying => w.offset(),
+            _ => self.offset(),
+        }
+    }
+
+    /// A replica's AOF has its own effects up to `aof_offset`: how far
+    /// that covers the relayed stream (every relayed byte published with
+    /// them or before). `None` when the AOF reads the relayed stream's
+    /// own offsets (a primary).
+    pub fn relayed_through(&mut self, aof_offset: u64) -> Option<u64> {
+        let own = self.own.as_ref().filter(|_| self.relaying)?;
+        let covered = if aof_offset >= own.published() {
+            self.stream
+                .as_ref()
+                .map_or(self.ended_at, |w| w.published())
+        } else {
+            while self.marks.get(1).is_some_and(|m| m.0 <= aof_offset) {
+                self.marks.pop_front();
+            }
+            match self.marks.front() {
+                Some(&(o, s)) if o <= aof_offset => s,
+                _ => 0,
+            }
+        };
+        self.covered = self.covered.max(covered);
+        Some(self.covered)
     }
 
     /// Append bytes of the primary's stream that were just applied (whole
@@ -113,13 +235,10 @@ impl Effects {
     /// command is preceded by a SELECT. Each attach is matched by a
     /// [`Effects::detach`].
     pub fn attach(&mut self, offset: u64) -> effects::Reader {
-        self.consumers += 1;
-        let w = self
-            .stream
-            .get_or_insert_with(|| effects::Writer::new(offset));
-        w.publish();
-        let reader = w.reader();
-        self.stream_db = None;
+        if self.stream.is_none() {
+            self.ended_at = offset;
+        }
+        let reader = self.add_consumer();
         self.sync_emitting();
         reader
     }
@@ -127,16 +246,33 @@ impl Effects {
     /// A consumer is gone. Once none is left the stream is dropped (its
     /// offset stays, and a stream started later goes on from it).
     pub fn detach(&mut self) {
+        self.drop_consumer();
+        self.sync_emitting();
+    }
+
+    fn add_consumer(&mut self) -> effects::Reader {
+        self.consumers += 1;
+        let at = self.ended_at;
+        let w = self.stream.get_or_insert_with(|| effects::Writer::new(at));
+        w.publish();
+        if !self.relaying {
+            self.stream_db = None;
+        }
+        w.reader()
+    }
+
+    fn drop_consumer(&mut self) {
         self.consumers = self.consumers.saturating_sub(1);
         if self.consumers > 0 {
             return;
         }
         self.ended_at = self.offset();
         self.stream = None;
-        self.stream_db = None;
-        self.unit.clear();
-        self.unit_ops = 0;
-        self.sync_emitting();
+        if !self.relaying {
+            self.stream_db = None;
+            self.unit.clear();
+            self.unit_ops = 0;
+        }
     }
 
     /// The next command emitted is preceded by a SELECT (a consumer starts
@@ -159,6 +295,19 @@ impl Effects {
     /// Make every finished unit visible to readers; returns the offset
     /// readers can now reach.
     pub fn publish(&mut self) -> u64 {
+        if let Some(own) = self.own.as_mut() {
+            own.publish();
+            let point = (
+                own.offset(),
+                self.stream.as_ref().map_or(self.ended_at, |w| w.offset()),
+            );
+            if self.marks.back() != Some(&point) {
+                if self.marks.len() == MAX_MARKS {
+                    self.marks.pop_front();
+                }
+                self.marks.push_back(point);
+            }
+        }
         match self.stream.as_mut() {
             Some(w) => {
                 w.publish();
@@ -191,9 +340,9 @@ impl Effects {
     /// ahead of the unit being built (a deletion by expiry or eviction,
     /// which Valkey propagates as it happens).
     pub fn emit_now<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-        let Some(w) = self.stream.as_mut().filter(|_| self.emitting) else {
+        if !self.emitting {
             return;
-        };
+        }
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         if self.stream_db != Some(db) {
@@ -201,7 +350,9 @@ impl Effects {
             self.stream_db = Some(db);
         }
         encode(&mut buf, argv);
-        w.append(&buf);
+        if let Some(w) = self.target() {
+            w.append(&buf);
+        }
         self.scratch = buf;
     }
 
@@ -209,7 +360,11 @@ impl Effects {
     /// REPLCONF GETACK: what a primary sends its replicas), with no
     /// SELECT, as a unit of its own.
     pub fn emit_anywhere(&mut self, argv: &[&[u8]]) {
-        let Some(w) = self.stream.as_mut().filter(|_| self.emitting) else {
+        let Some(w) = self
+            .stream
+            .as_mut()
+            .filter(|_| self.emitting && !self.relaying)
+        else {
             return;
         };
         let mut buf = std::mem::take(&mut self.scratch);
@@ -222,22 +377,25 @@ impl Effects {
     /// A unit is complete: append it to the stream (wrapped in MULTI/EXEC
     /// if it holds more than one command).
     pub fn end_unit(&mut self) {
-        let Some(w) = self.stream.as_mut().filter(|_| self.emitting) else {
-            return;
-        };
         if self.unit_ops == 0 {
             return;
         }
+        let Some(w) = own_target(
+            self.emitting,
+            self.relaying,
+            &mut self.own,
+            &mut self.stream,
+        ) else {
+            return;
+        };
         let wrap = self.unit_ops > 1;
         if wrap {
             w.append(b"*1\r\n$5\r\nMULTI\r\n");
         }
         if self.stream_db != Some(self.unit_first_db) {
-            let mut buf = std::mem::take(&mut self.scratch);
-            buf.clear();
-            encode_select(&mut buf, self.unit_first_db);
-            w.append(&buf);
-            self.scratch = buf;
+            self.scratch.clear();
+            encode_select(&mut self.scratch, self.unit_first_db);
+            w.append(&self.scratch);
         }
         w.append(&self.unit);
         if wrap {
@@ -268,6 +426,23 @@ impl Effects {
         self.handled = false;
         self.forced = false;
         m
+    }
+}
+
+/// The stream this server's own effects go to: a replica's own stream,
+/// or the one stream of a primary (fields apart, so that the unit being
+/// built can be read while it is appended).
+#[inline]
+fn own_target<'a>(
+    emitting: bool,
+    relaying: bool,
+    own: &'a mut Option<effects::Writer>,
+    stream: &'a mut Option<effects::Writer>,
+) -> Option<&'a mut effects::Writer> {
+    match (emitting, relaying) {
+        (false, _) => None,
+        (true, true) => own.as_mut(),
+        (true, false) => stream.as_mut(),
     }
 }
 
@@ -391,5 +566,94 @@ impl Ctx<'_> {
     /// FLUSHDB: a replica or file must be emptied too).
     pub fn force_propagation(&mut self) {
         self.srv.effects.forced = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Effects;
+
+    fn read(r: &mut effects::Reader) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(s) = r.next_slice() {
+            out.extend_from_slice(&s);
+        }
+        out
+    }
+
+    fn set(e: &mut Effects, key: &str) {
+        e.emit(0, [&b"SET"[..], key.as_bytes(), b"1"].into_iter());
+    }
+
+    const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+    const SELECT0: &[u8] = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n";
+
+    fn set_bytes(key: &str) -> Vec<u8> {
+        format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$1\r\n1\r\n", key.len()).into_bytes()
+    }
+
+    #[test]
+    fn a_replicas_aof_takes_its_own_effects_while_the_backlog_takes_the_relayed_stream() {
+        let mut e = Effects::default();
+        let mut aof = e.attach_aof();
+        let mut backlog = e.attach(e.offset());
+        set(&mut e, "a");
+        let before = e.publish();
+        let primary = [SELECT0, &set_bytes("a")].concat();
+        assert_eq!(read(&mut aof), primary);
+        assert_eq!(read(&mut backlog), primary);
+
+        // A replica now: the AOF goes on from its offset in a stream of
+        // its own; the primary's PING reaches only the backlog.
+        let mut own = e.set_relaying(true).expect("the AOF moves");
+        assert_eq!(own.offset(), before);
+        e.relay(PING);
+        set(&mut e, "b");
+        let relayed_end = e.publish();
+        assert_eq!(read(&mut backlog), PING);
+        assert_eq!(read(&mut own), [SELECT0, &set_bytes("b")].concat());
+        assert_eq!(e.aof_offset(), own.offset());
+        // The AOF up to where it was covers nothing new; up to its end,
+        // everything relayed.
+        assert_eq!(e.relayed_through(before), Some(before));
+        assert_eq!(e.relayed_through(own.offset()), Some(relayed_end));
+        assert!(e.on());
+        e.emit_anywhere(&[b"PING"]);
+        e.publish();
+        assert!(
+            read(&mut own).is_empty(),
+            "a primary's PING is no effect of ours"
+        );
+
+        // Promoted: the AOF rejoins the one stream, at its end.
+        let mut shared = e.set_relaying(false).expect("the AOF moves back");
+        assert_eq!(shared.offset(), relayed_end);
+        set(&mut e, "c");
+        e.publish();
+        let after = [SELECT0, &set_bytes("c")].concat();
+        assert_eq!(read(&mut shared), after);
+        assert_eq!(read(&mut backlog), after);
+        assert_eq!(e.relayed_through(0), None);
+    }
+
+    #[test]
+    fn without_an_aof_a_replica_emits_nothing_of_its_own() {
+        let mut e = Effects::default();
+        let mut backlog = e.attach(0);
+        assert!(e.set_relaying(true).is_none());
+        assert!(!e.on());
+        set(&mut e, "a");
+        e.relay(PING);
+        e.publish();
+        assert_eq!(read(&mut backlog), PING);
+        // An AOF turned on while a replica reads its own effects only.
+        let mut own = e.attach_aof();
+        set(&mut e, "b");
+        e.relay(PING);
+        e.publish();
+        assert_eq!(read(&mut own), [SELECT0, &set_bytes("b")].concat());
+        assert_eq!(read(&mut backlog), PING);
+        e.detach_aof();
+        assert!(!e.on());
     }
 }

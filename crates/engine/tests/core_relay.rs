@@ -1,8 +1,9 @@
 //! A replica's effects stream is its primary's stream, byte for byte
-//! (what its own replicas and its AOF get): the commands it applies from
-//! the link are appended as they came, its own effects of them are not,
-//! and its offset is the primary's. Promoted, it emits its own effects
-//! again, after a SELECT.
+//! (what its own replicas get): the commands it applies from the link are
+//! appended as they came, its own effects of them are not (they go only
+//! to its AOF's stream, unit-tested in `effects.rs`), and its offset is
+//! the primary's. Promoted, it emits its own effects again, after a
+//! SELECT.
 
 mod core_util;
 use core_util::*;

@@ -307,7 +307,7 @@ impl Stream {
 
 /// A base holding one string key, written through the rewrite's sink.
 fn write_base(log: &mut dyn AppendLog, offset: u64, key: &[u8], ok: bool) {
-    let mut sink = log.begin_rewrite(offset, None).unwrap();
+    let mut sink = log.begin_rewrite(offset).unwrap();
     let mut c = rdb::Capture::new();
     c.aux(b"aof-base", b"1");
     c.select_db(0);
@@ -673,4 +673,34 @@ fn valkey_loads_our_files() {
         ("value".into(), "1\n2".into(), "1".into(), "x\ny".into())
     );
     assert_eq!(manifest(&d), before);
+}
+
+#[test]
+fn a_log_that_follows_another_stream_keeps_both_in_order() {
+    let d = TempDir::new("follow");
+    let (mut s, r) = Stream::new();
+    let mut log = aof::open(&d.0, &opts(), r, OpenMode::Fresh).unwrap();
+    write_base(log.as_mut(), 0, b"k", true);
+    let a = s.command(&["SET", "a", "1"]);
+    log.wake(a);
+    // Published on the old stream but not yet written: it goes first.
+    s.command(&["SET", "b", "2"]);
+    let mut other = effects::Writer::new(1_000_000);
+    log.follow(other.reader()).unwrap();
+    assert_eq!(log.status().written, 1_000_000);
+    assert_eq!(log.fsynced(), 1_000_000);
+    // The old stream is not read any more.
+    s.command(&["SET", "ignored", "0"]);
+    let mut b = Vec::new();
+    resp::encode_command(&["DEL", "a"], &mut b);
+    other.append(&b);
+    other.publish();
+    log.sync(other.offset()).unwrap();
+    assert_eq!(log.fsynced(), other.offset());
+    log.close().unwrap();
+    assert_eq!(
+        load_all(&d.0, &opts()).unwrap().unwrap(),
+        ["rdb:0:k", "SET a 1", "SET b 2", "DEL a"]
+    );
+    assert_eq!(log.status().written, other.offset());
 }

@@ -162,7 +162,7 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
         // (a full sync or a new replication id drops them).
         srv.repl.offset = super::master_offset(srv);
         crate::blocking::unblock_all_for_role_change(srv);
-        srv.effects.set_relaying(true);
+        crate::aof::set_relaying(srv, true);
     }
     srv.repl.primary = Some(Primary {
         host: host.to_string(),
@@ -201,7 +201,7 @@ pub fn unset_primary(srv: &mut Server) {
     srv.clients.map.remove(&PRIMARY_CLIENT.0);
     set_replica_expiry(srv, false, false);
     // From here on the stream is our own effects, after a SELECT.
-    srv.effects.set_relaying(false);
+    crate::aof::set_relaying(srv, false);
     // Our replicas must learn the new id: they reconnect and continue
     // with the old one (replid2), as Valkey's replicationUnsetPrimary.
     super::primary::disconnect_replicas(srv, "this server was promoted");
@@ -252,12 +252,14 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     update_fack(srv);
 }
 
-/// Our AOF's fsynced offset as an offset of the primary's stream (the
-/// AOF holds that stream as applied, so it is the same shift).
+/// How far our AOF's fsync covers the primary's stream: every command of
+/// it applied before the last effects the fsync took in.
 fn update_fack(srv: &mut Server) {
     let fsynced = match &srv.aof.log {
         Some(log) if srv.config.appendonly => {
-            Some(super::replication_offset(srv, log.fsynced()).min(srv.repl.offset))
+            let aof = log.fsynced();
+            let stream = srv.effects.relayed_through(aof).unwrap_or(aof);
+            Some(super::replication_offset(srv, stream).min(srv.repl.offset))
         }
         _ => None,
     };

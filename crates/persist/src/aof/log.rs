@@ -12,6 +12,8 @@
 //!  aof-writer, everysec: ≤ 1/s ─► aof-bio: fdatasync(clone of the fd)
 //!  begin_rewrite(offset): flush to offset, new incr file, manifest ─► base sink
 //!  end_rewrite(ok): manifest = new base + new incr ─► aof-bio: unlink old
+//!  follow(reader) (role change): old stream written + fsynced, then the
+//!          new reader's offsets are the log's (a fsync epoch for aof-bio)
 //! ```
 //!
 //! Everything about the files lives in one `State` behind a Mutex taken
@@ -78,6 +80,9 @@ struct Shared {
     written: AtomicU64,
     /// Stream offset up to which the file is known fsynced (WAITAOF).
     fsynced: AtomicU64,
+    /// Bumped when the log follows another stream: a background fsync
+    /// started before counts offsets of the old one.
+    epoch: AtomicU64,
     current_size: AtomicU64,
     base_size: AtomicU64,
     delayed_fsync: AtomicU64,
@@ -93,8 +98,9 @@ struct Errors {
 /// Work for the `aof-bio` thread, done in order.
 enum Job {
     /// fdatasync a clone of the current fd, or a replaced incr file
-    /// before it is closed; it holds the stream up to this offset.
-    Fsync(File, u64),
+    /// before it is closed; it holds the stream up to this offset (of the
+    /// stream the log followed in this epoch).
+    Fsync(File, u64, u64),
     /// A file the manifest no longer lists.
     Unlink(PathBuf),
 }
@@ -350,7 +356,7 @@ impl State {
             Ok(f) => {
                 self.fsync_started = self.file_len;
                 self.last_fsync = Instant::now();
-                sh.bio.push(Job::Fsync(f, self.written()));
+                sh.bio.push(Job::Fsync(f, self.written(), sh.epoch()));
             }
             Err(e) => log::warning(&format!("Can't fsync the AOF file: {}", strerror(&e))),
         }
@@ -358,6 +364,10 @@ impl State {
 }
 
 impl Shared {
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
     fn set_error(&self, f: impl FnOnce(&mut Errors)) {
         let mut e = lock(&self.errors);
         f(&mut e);
@@ -438,12 +448,19 @@ fn bio_thread(sh: Arc<Shared>) {
             }
         };
         match job {
-            Job::Fsync(file, covers) => {
+            Job::Fsync(file, covers, epoch) => {
                 let r = file.sync_data();
                 drop(file);
                 match r {
                     Ok(()) => {
-                        sh.fsynced.fetch_max(covers, Ordering::AcqRel);
+                        {
+                            // Under the queue's lock: `follow` sets the
+                            // offset of its new stream under it too.
+                            let _q = lock(&sh.bio.q);
+                            if epoch == sh.epoch() {
+                                sh.fsynced.fetch_max(covers, Ordering::AcqRel);
+                            }
+                        }
                         sh.set_error(|e| e.fsync = None)
                     }
                     Err(e) => sh.fsync_failed(&strerror(&e)),
@@ -567,6 +584,7 @@ impl FileLog {
             errors: Mutex::new(Errors::default()),
             written: AtomicU64::new(written),
             fsynced: AtomicU64::new(written),
+            epoch: AtomicU64::new(0),
             current_size: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
@@ -820,11 +838,37 @@ impl AppendLog for FileLog {
         self.sh.fsynced.load(Ordering::Acquire)
     }
 
-    fn begin_rewrite(
-        &mut self,
-        offset: u64,
-        select: Option<usize>,
-    ) -> Result<Box<dyn SnapshotSink>, String> {
+    fn follow(&mut self, reader: effects::Reader) -> Result<(), String> {
+        let sh = &self.sh;
+        let mut st = lock(&sh.st);
+        // What the old stream has left goes out first, as bytes of no
+        // stream (like an annotation), so the offsets from here on are
+        // only the new reader's.
+        st.pull(u64::MAX);
+        let left: Vec<effects::Slice> = st.pending.drain(..).collect();
+        for s in &left {
+            st.prefix.extend_from_slice(s);
+        }
+        let start = reader.offset();
+        st.reader = reader;
+        // Background fsyncs still running count offsets of the old stream.
+        sh.epoch.fetch_add(1, Ordering::AcqRel);
+        self.woken = start;
+        sh.target.store(start, Ordering::SeqCst);
+        let done = st.flush(sh, start).and_then(|()| match st.opts.fsync {
+            FsyncPolicy::No => Ok(()),
+            _ => st.fsync_now(sh),
+        });
+        // Nothing after the switch is claimed before it is fsynced.
+        let fsynced = if done.is_ok() { start } else { 0 };
+        let _q = lock(&sh.bio.q);
+        sh.fsynced.store(fsynced, Ordering::Release);
+        drop(_q);
+        st.publish(sh);
+        done
+    }
+
+    fn begin_rewrite(&mut self, offset: u64) -> Result<Box<dyn SnapshotSink>, String> {
         let sh = &self.sh;
         let mut st = lock(&sh.st);
         if st.rewrite.is_some() {
@@ -860,7 +904,7 @@ impl AppendLog for FileLog {
             ));
             let old = std::mem::replace(&mut st.file, file);
             if st.opts.fsync != FsyncPolicy::No && st.fsynced < st.file_len {
-                sh.bio.push(Job::Fsync(old, st.written()));
+                sh.bio.push(Job::Fsync(old, st.written(), sh.epoch()));
             }
             st.others += st.file_len;
             st.file_len = 0;
@@ -887,11 +931,6 @@ impl AppendLog for FileLog {
             st.fsynced = 0;
             st.at_boundary = true;
             st.failed_at = None;
-        }
-        if let Some(db) = select {
-            // Written ahead of the stream's next bytes, outside its offsets.
-            let db = db.to_string();
-            st.prefix = format!("*2\r\n$6\r\nSELECT\r\n${}\r\n{db}\r\n", db.len()).into_bytes();
         }
         st.publish(sh);
         let seq = st.disk.as_ref().map_or(0, |m| m.base_seq()) + 1;
