@@ -232,9 +232,9 @@ fn clients(srv: &Server, out: &mut String) {
     let (reason, actions, left_ms) = match srv.pause.as_deref() {
         None => ("none", "none", 0),
         Some(p) => (
-            "client_pause",
-            if p.all { "all" } else { "write" },
-            (p.end_ms - srv.now_ms()).max(0),
+            p.reason(),
+            if p.all() { "all" } else { "write" },
+            (p.info_end_ms() - srv.now_ms()).max(0),
         ),
     };
     field!(out, "paused_reason:{reason}");
@@ -708,7 +708,11 @@ fn replication(srv: &Server, out: &mut String, now_ms: i64) {
         );
     }
     field!(out, "replicas_waiting_psync:0");
-    field!(out, "master_failover_state:no-failover");
+    field!(
+        out,
+        "master_failover_state:{}",
+        srv.repl.failover.state_word()
+    );
     field!(out, "master_replid:{}", r.replid);
     field!(out, "master_replid2:{}", r.replid2);
     let offset = crate::replication::master_offset(srv);

@@ -504,7 +504,7 @@ impl Engine {
         if self.srv.evict.running {
             return Some(0);
         }
-        let pause_end = self.srv.pause.as_deref().map(|p| p.end_ms);
+        let pause_end = self.srv.pause.as_deref().and_then(|p| p.end_ms());
         match (self.srv.blocking.next_deadline(), pause_end) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -745,6 +745,10 @@ impl Engine {
         if srv.repl.feeds.snapshot.is_some() {
             let now = srv.now_ms();
             replication::primary::background_step(srv, now);
+        }
+        if srv.repl.failover.active() {
+            let now = srv.now_ms();
+            replication::failover::step(srv, now);
         }
         replication::wait::serve_waits(srv);
     }

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! As in Valkey a new pause replaces the mode and keeps the later of the
-//! two deadlines; while paused, keys are neither expired (a key past its
+//! two deadlines, and a FAILOVER pauses writes for its own purpose, which
+//! CLIENT UNPAUSE does not end; while paused, keys are neither expired (a key past its
 //! time reads as missing but stays, so nothing is propagated) nor
 //! evicted. The primary's stream on a replica and AOF replay never wait.
 
@@ -22,13 +23,49 @@ use crate::server::Server;
 use crate::session::Session;
 use crate::{ClientId, Event};
 
+/// Why writes (or every command) wait: CLIENT PAUSE, FAILOVER, or both
+/// (Valkey's pause purposes; what waits is the union of what each asks).
 pub struct Pause {
-    /// Unix ms when the pause ends by itself.
-    pub end_ms: i64,
-    /// ALL (every command) rather than WRITE.
-    pub all: bool,
+    /// CLIENT PAUSE: Unix ms when it ends by itself, and ALL (every
+    /// command) rather than WRITE.
+    client: Option<(i64, bool)>,
+    /// A FAILOVER is under way: writes wait until it ends.
+    failover: bool,
     /// Clients holding a command, in the order they were held.
     waiting: Vec<ClientId>,
+}
+
+impl Pause {
+    /// Every command waits, not only writes.
+    pub fn all(&self) -> bool {
+        self.client.is_some_and(|(_, all)| all)
+    }
+
+    /// When the CLIENT PAUSE ends by itself (a failover's pause has no
+    /// deadline).
+    pub fn end_ms(&self) -> Option<i64> {
+        self.client.map(|(end, _)| end)
+    }
+
+    /// When every purpose has ended, for INFO's
+    /// `paused_timeout_milliseconds` (a failover's, as Valkey's, is the
+    /// end of time).
+    pub fn info_end_ms(&self) -> i64 {
+        if self.failover {
+            i64::MAX
+        } else {
+            self.end_ms().unwrap_or(0)
+        }
+    }
+
+    /// INFO's `paused_reason`.
+    pub fn reason(&self) -> &'static str {
+        if self.failover {
+            "failover_in_progress"
+        } else {
+            "client_pause"
+        }
+    }
 }
 
 /// Does the pause hold this command (table entry `i`) of `sess`?
@@ -39,7 +76,7 @@ pub fn holds(srv: &Server, sess: &Session, i: usize, argv: ArgvRef<'_>) -> bool 
     if sess.id == crate::replication::PRIMARY_CLIENT || srv.aof.replaying {
         return false;
     }
-    if p.all {
+    if p.all() {
         return true;
     }
     let e = &crate::table::table().entries[i];
@@ -100,29 +137,59 @@ pub fn postpone(srv: &mut Server, sess: &mut Session) {
 
 /// CLIENT PAUSE.
 pub fn start(srv: &mut Server, end_ms: i64, all: bool) {
-    match srv.pause.as_deref_mut() {
-        Some(p) => {
-            p.all = all;
-            p.end_ms = p.end_ms.max(end_ms);
-        }
-        None => {
-            srv.pause = Some(Box::new(Pause {
-                end_ms,
-                all,
-                waiting: Vec::new(),
-            }));
-            set_expiry_paused(srv, true);
-        }
-    }
+    let p = pause_for(srv);
+    p.client = Some(match p.client {
+        Some((end, _)) => (end.max(end_ms), all),
+        None => (end_ms, all),
+    });
 }
 
-/// CLIENT UNPAUSE, or the deadline passed: release every held client.
+/// FAILOVER: writes wait until [`end_failover`].
+pub fn start_failover(srv: &mut Server) {
+    pause_for(srv).failover = true;
+}
+
+/// The pause, started if there was none.
+fn pause_for(srv: &mut Server) -> &mut Pause {
+    if srv.pause.is_none() {
+        srv.pause = Some(Box::new(Pause {
+            client: None,
+            failover: false,
+            waiting: Vec::new(),
+        }));
+        set_expiry_paused(srv, true);
+    }
+    srv.pause.as_deref_mut().expect("just made")
+}
+
+/// CLIENT UNPAUSE, or the deadline passed.
 pub fn end(srv: &mut Server) {
-    let Some(p) = srv.pause.take() else {
+    if let Some(p) = srv.pause.as_deref_mut() {
+        p.client = None;
+    }
+    release(srv);
+}
+
+/// The failover ended (or was aborted).
+pub fn end_failover(srv: &mut Server) {
+    if let Some(p) = srv.pause.as_deref_mut() {
+        p.failover = false;
+    }
+    release(srv);
+}
+
+/// Every held client runs again (one held by what still pauses is held
+/// again); with no purpose left, the pause is over.
+fn release(srv: &mut Server) {
+    let Some(p) = srv.pause.as_deref_mut() else {
         return;
     };
-    set_expiry_paused(srv, false);
-    for id in p.waiting {
+    let waiting = std::mem::take(&mut p.waiting);
+    if p.client.is_none() && !p.failover {
+        srv.pause = None;
+        set_expiry_paused(srv, false);
+    }
+    for id in waiting {
         if let Some(s) = srv.clients.get_mut(id) {
             s.paused = false;
             srv.events.push(Event::Unblocked { client: id });
@@ -130,9 +197,14 @@ pub fn end(srv: &mut Server) {
     }
 }
 
-/// Cron and every loop iteration: end the pause at its deadline.
+/// Cron and every loop iteration: end CLIENT PAUSE at its deadline.
 pub fn check_deadline(srv: &mut Server, now_ms: i64) {
-    if srv.pause.as_deref().is_some_and(|p| now_ms >= p.end_ms) {
+    if srv
+        .pause
+        .as_deref()
+        .and_then(Pause::end_ms)
+        .is_some_and(|end| now_ms >= end)
+    {
         end(srv);
     }
 }

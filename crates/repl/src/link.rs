@@ -6,7 +6,7 @@
 //! ```text
 //!  connect ─► PING ─► [AUTH] ─► REPLCONF listening-port, capa eof psync2,
 //!                                version
-//!          ─► PSYNC replid offset+1
+//!          ─► PSYNC replid offset+1 [FAILOVER]
 //!               ├─ +FULLRESYNC id off ─► RDB ($len or $EOF:<mark>) into a
 //!               │                         temp file, fsync, rename to
 //!               │                         dbfilename ─► FullSync event
@@ -384,10 +384,12 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
         "Trying a partial resynchronization (request {}:{offset}).",
         opts.replid
     ));
-    let reply = c.call(
-        shared,
-        &[b"PSYNC", opts.replid.as_bytes(), offset.as_bytes()],
-    )?;
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", opts.replid.as_bytes(), offset.as_bytes()];
+    if opts.failover {
+        // The primary we hand over to promotes itself, then answers.
+        psync.push(b"FAILOVER");
+    }
+    let reply = c.call(shared, &psync)?;
     match parse_psync_reply(&reply)? {
         PsyncReply::FullResync { replid, offset } => {
             log::notice(&format!("Full resync from master: {replid}:{offset}"));

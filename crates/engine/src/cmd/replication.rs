@@ -26,6 +26,21 @@ const REPLICAOF_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
     ],
 )];
 
+const FAILOVER_ARGS: &[ArgSpec] = &[
+    ArgSpec::block(
+        "target",
+        &[
+            ArgSpec::string("host"),
+            ArgSpec::integer("port"),
+            ArgSpec::pure_token("force", "FORCE").optional(),
+        ],
+    )
+    .token("TO")
+    .optional(),
+    ArgSpec::pure_token("abort", "ABORT").optional(),
+    ArgSpec::integer("milliseconds").token("TIMEOUT").optional(),
+];
+
 const fn replicaof_spec(name: &'static str, since: &'static str) -> CommandSpec {
     CommandSpec {
         name,
@@ -75,6 +90,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         complexity: "",
         func: Some(psync),
         args: &[ArgSpec::string("replicationid"), ArgSpec::integer("offset")],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "failover",
+        arity: -1,
+        flags: ADMIN | NOSCRIPT | STALE,
+        acl_categories: ADMIN_ACL,
+        group: "server",
+        since: "6.2.0",
+        summary: "Starts a coordinated failover from a server to one of its replicas.",
+        complexity: "O(1)",
+        func: Some(failover),
+        args: FAILOVER_ARGS,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -236,8 +264,57 @@ fn psync(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         (None, None)
     };
     let now = ctx.now_ms;
+    if argv.len() > 3
+        && argv.get(3).eq_ignore_ascii_case(b"failover")
+        && let Err(e) = replication::primary::take_over(ctx.srv, ctx.session, argv.get(1))
+    {
+        return ctx.error(&e);
+    }
     if let Err(e) = replication::primary::psync(ctx.srv, ctx.session, replid, offset, now) {
         ctx.error(&e);
+    }
+}
+
+/// FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | FAILOVER ABORT.
+fn failover(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    use replication::failover;
+    if argv.len() == 2 && argv.get(1).eq_ignore_ascii_case(b"abort") {
+        return match failover::abort_command(ctx.srv) {
+            Ok(()) => ctx.reply.ok(),
+            Err(e) => ctx.error(&e),
+        };
+    }
+    let mut req = failover::Request::default();
+    let mut j = 1;
+    while j < argv.len() {
+        let a = argv.get(j);
+        if a.eq_ignore_ascii_case(b"timeout") && j + 1 < argv.len() && req.timeout_ms.is_none() {
+            let Some(ms) = crate::num::parse_i64(argv.get(j + 1)) else {
+                return ctx.error(crate::cmd::NOT_INT);
+            };
+            if ms <= 0 {
+                return ctx.error("ERR FAILOVER timeout must be greater than 0");
+            }
+            req.timeout_ms = Some(ms);
+            j += 2;
+        } else if a.eq_ignore_ascii_case(b"to") && j + 2 < argv.len() && req.to.is_none() {
+            let Some(port) = crate::num::parse_i64(argv.get(j + 2)) else {
+                return ctx.error(crate::cmd::NOT_INT);
+            };
+            let host = String::from_utf8_lossy(argv.get(j + 1)).into_owned();
+            req.to = Some((host, port.clamp(0, i64::from(u16::MAX)) as u16));
+            j += 3;
+        } else if a.eq_ignore_ascii_case(b"force") && !req.force {
+            req.force = true;
+            j += 1;
+        } else {
+            return ctx.error(crate::cmd::SYNTAX_ERR);
+        }
+    }
+    let now = ctx.now_ms;
+    match failover::start(ctx.srv, req, now) {
+        Ok(()) => ctx.reply.ok(),
+        Err(e) => ctx.error(&e),
     }
 }
 

@@ -4,6 +4,7 @@
 //! * [`replica`]: this server follows a primary — a link thread hands
 //!   over the primary's RDB file and its stream as whole commands, which
 //!   run here as the primary's client.
+//! * [`failover`]: FAILOVER, this primary handing over to a replica.
 //! * [`primary`]: replicas follow this server — PSYNC hands the replica's
 //!   connection to a feed thread that sends the RDB of a fork-less
 //!   snapshot, then the write-effects stream, which the backlog (a reader
@@ -20,6 +21,7 @@
 //! the bytes of its primary's stream it applied, so the shift is fixed
 //! there too and its replicas see its primary's id, offsets and bytes.
 
+pub mod failover;
 mod fanout;
 pub mod primary;
 pub mod replica;
@@ -46,6 +48,8 @@ pub struct Replication {
     pub shift: i64,
     /// Where `replid2` stops being valid (-1: none).
     pub second_offset: i64,
+    /// A FAILOVER under way (as the primary handing over).
+    pub failover: failover::Failover,
 }
 
 impl Replication {
@@ -60,6 +64,7 @@ impl Replication {
             offset: 0,
             shift: 0,
             second_offset: -1,
+            failover: failover::Failover::default(),
         }
     }
 

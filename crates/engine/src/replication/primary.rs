@@ -222,6 +222,27 @@ pub fn too_few_replicas(srv: &Server) -> bool {
         && srv.repl.feeds.good_replicas < c.min_replicas_to_write as usize
 }
 
+/// `PSYNC replid offset FAILOVER`: our primary hands over to us. With
+/// its replication id (ours, as its replica) we become a primary, and
+/// the PSYNC that follows continues it from our history.
+pub fn take_over(srv: &mut Server, sess: &Session, replid: &[u8]) -> Result<(), String> {
+    let replid = String::from_utf8_lossy(replid);
+    log::notice(&format!("Failover request received for replid {replid}."));
+    if !srv.repl.is_replica() {
+        return Err("ERR PSYNC FAILOVER can't be sent to a master.".into());
+    }
+    if replid != srv.repl.replid {
+        return Err("ERR PSYNC FAILOVER replid must match my replid.".into());
+    }
+    super::replica::unset_primary(srv);
+    let addr = sess.peer.map(|a| a.to_string()).unwrap_or_default();
+    log::notice(&format!(
+        "PRIMARY MODE enabled (failover request from 'id={} addr={addr}')",
+        sess.id.0
+    ));
+    Ok(())
+}
+
 /// Why PSYNC was refused (the reply).
 pub const NOMASTERLINK_ERR: &str = "NOMASTERLINK Can't SYNC while not connected with my master";
 
@@ -234,6 +255,9 @@ pub fn psync(
     offset: Option<i64>,
     now_ms: i64,
 ) -> Result<(), String> {
+    if srv.repl.failover.active() {
+        return Err("NOMASTERLINK Can't SYNC while failing over".into());
+    }
     // A replica feeds its own replicas its primary's stream (chained
     // replication), once it is in sync with that primary.
     if srv.repl.is_replica() && !srv.repl.link_up() {
@@ -840,7 +864,8 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         drop_replica(srv, id, &why);
     }
     let period_ms = srv.config.repl_ping_replica_period_s as i64 * 1000;
-    // Nothing more goes into the stream once the final save has cut it.
+    // Nothing more goes into the stream once the final save has cut it,
+    // nor while a FAILOVER waits for a replica to have all of it.
     // A replica's replicas get its primary's PINGs (in the stream it
     // relays), never its own.
     // The period counts from the first replica's arrival: a PING at once
@@ -849,6 +874,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         srv.repl.feeds.last_ping_ms = now_ms;
     } else if !srv.repl.is_replica()
         && !srv.shutting_down
+        && !srv.repl.failover.active()
         && now_ms - srv.repl.feeds.last_ping_ms >= period_ms
     {
         srv.repl.feeds.last_ping_ms = now_ms;

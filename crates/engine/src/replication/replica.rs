@@ -54,6 +54,9 @@ pub struct LinkOptions {
     pub dbfilename: String,
     /// `repl-timeout`, seconds.
     pub timeout_s: u64,
+    /// `PSYNC replid offset FAILOVER`: we hand over to this primary (see
+    /// `failover`), which promotes itself before it answers.
+    pub failover: bool,
     /// Rung after each event handed over.
     pub wake: std::sync::Arc<crate::wake::Wake>,
 }
@@ -235,6 +238,7 @@ fn connect(srv: &mut Server, now_ms: i64) {
         offset: srv.repl.offset,
         dbfilename: srv.config.dbfilename.clone(),
         timeout_s,
+        failover: srv.repl.failover.in_progress(),
         wake: srv.repl.wake.clone(),
     };
     p.state = LinkState::Connecting;
@@ -305,11 +309,13 @@ pub fn background_step(srv: &mut Server) {
                 offset,
                 file,
             } => {
+                super::failover::handed_over(srv);
                 full_sync(srv, replid, offset, &file);
                 return;
             }
             LinkEvent::Continue { replid } => {
                 p.state = LinkState::Connected;
+                super::failover::handed_over(srv);
                 log::notice(
                     "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
                 );
@@ -332,6 +338,7 @@ pub fn background_step(srv: &mut Server) {
                 p.state = LinkState::Connecting;
                 p.down_since_ms = crate::server::wall_ms();
                 log::warning(&format!("Connection with master lost: {why}"));
+                super::failover::link_lost(srv, &why);
                 return;
             }
         }
