@@ -497,3 +497,52 @@ e2e!(
         assert!(want[1].contains("REDIRECT 127.0.0.1:PORT"), "{want:?}");
     }
 );
+
+/// How `primary` lists a replica of `replica_backend` that announces
+/// another address: INFO's `slave0` up to the state, ROLE's entry.
+fn announced(primary_backend: Backend, replica_backend: Backend) -> (String, Vec<String>) {
+    let p = primary_backend.start(Opts::new().arg("repl-diskless-sync-delay", "0"));
+    let r = replica_backend.start(
+        Opts::new()
+            .arg("replica-announce-ip", "10.1.2.3")
+            .arg("replica-announce-port", "7777"),
+    );
+    let (pc, rc) = (&mut p.client(), &mut r.client());
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    within(10, "the replica to be listed online", || {
+        info_field(&text(&q(pc, "INFO replication")), "slave0").contains("state=online")
+    });
+    let slave0 = info_field(&text(&q(pc, "INFO replication")), "slave0");
+    let listed: String = slave0.split(",offset=").next().unwrap().to_string();
+    let role = match q(pc, "ROLE").unwrap() {
+        redis::Value::Array(v) => match &v[2] {
+            redis::Value::Array(rs) => strings(&Ok(rs[0].clone()))[..2].to_vec(),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    };
+    (listed, role)
+}
+
+e2e!(
+    ringkv_only fn a_replica_is_known_by_the_address_it_announces(b) {
+        // replica-announce-ip/-port go out as REPLCONF ip-address and
+        // listening-port; the primary lists the replica by them.
+        let want = (
+            "ip=10.1.2.3,port=7777,state=online".to_string(),
+            vec!["10.1.2.3".to_string(), "7777".to_string()],
+        );
+        assert_eq!(announced(Backend::Valkey, Backend::Valkey), want, "the oracle");
+        assert_eq!(announced(b, b), want, "ringkv on both sides");
+        assert_eq!(announced(b, Backend::Valkey), want, "a Valkey replica");
+        assert_eq!(announced(Backend::Valkey, b), want, "a ringkv replica");
+        // An address too long is refused, as Valkey refuses it.
+        let long = "a".repeat(256);
+        let refused = |backend: Backend| {
+            let s = backend.server();
+            format!("{:?}", s.raw().cmd(&["REPLCONF", "ip-address", &long]))
+        };
+        assert_eq!(refused(b), refused(Backend::Valkey));
+    }
+);

@@ -363,6 +363,14 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
             "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
         ));
     }
+    if let Some(ip) = &opts.announce_ip {
+        let reply = c.call(shared, &[b"REPLCONF", b"ip-address", ip.as_bytes()])?;
+        if reply.starts_with('-') {
+            log::notice(&format!(
+                "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
+            ));
+        }
+    }
     let reply = c.call(shared, &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
     if reply.starts_with('-') {
         log::notice(&format!(

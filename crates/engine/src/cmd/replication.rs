@@ -232,10 +232,18 @@ fn replconf(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             }
         } else if opt.eq_ignore_ascii_case(b"version") {
             hello.version = Some(String::from_utf8_lossy(value).into_owned());
+        } else if opt.eq_ignore_ascii_case(b"ip-address") {
+            // Valkey's NET_HOST_STR_LEN, less its NUL.
+            if value.len() >= 256 {
+                return ctx.error(&format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    value.len()
+                ));
+            }
+            hello.ip_address = Some(String::from_utf8_lossy(value).into_owned());
         } else {
             let known = [
-                &b"ip-address"[..],
-                b"rdb-only",
+                &b"rdb-only"[..],
                 b"rdb-filter-only",
                 b"rdb-channel",
                 b"main-ch-client-id",

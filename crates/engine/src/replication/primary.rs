@@ -44,6 +44,9 @@ pub struct ReplicaHello {
     pub capa_psync2: bool,
     /// `REPLCONF version` (Valkey 8 sends it; redis-server 7 does not).
     pub version: Option<String>,
+    /// `REPLCONF ip-address` (the replica's `replica-announce-ip`): the
+    /// address INFO, ROLE and FAILOVER know it by instead of its peer's.
+    pub ip_address: Option<String>,
 }
 
 impl ReplicaHello {
@@ -271,7 +274,10 @@ pub fn psync(
     }
     ensure_backlog(srv);
     let hello = sess.replica_hello.take().map(|b| *b).unwrap_or_default();
-    let ip = sess.peer.map(|a| a.ip().to_string()).unwrap_or_default();
+    let ip = match &hello.ip_address {
+        Some(announced) => announced.clone(),
+        None => sess.peer.map(|a| a.ip().to_string()).unwrap_or_default(),
+    };
     let port = hello.listening_port;
     if let (Some(id), Some(off)) = (replid, offset)
         && let Some(stream) = continue_point(srv, id, off)

@@ -42,8 +42,11 @@ const RECONNECT_MS: i64 = 1000;
 pub struct LinkOptions {
     pub host: String,
     pub port: u16,
-    /// Our own port (`REPLCONF listening-port`).
+    /// Our own port (`REPLCONF listening-port`): `replica-announce-port`
+    /// if set, else `port`.
     pub listening_port: u16,
+    /// `replica-announce-ip` (`REPLCONF ip-address`).
+    pub announce_ip: Option<String>,
     /// `masteruser` / `masterauth`.
     pub user: Option<String>,
     pub auth: Option<String>,
@@ -221,6 +224,11 @@ fn connect(srv: &mut Server, now_ms: i64) {
     let timeout_s = srv.config.repl_timeout_s;
     let nonempty = |name: &str| srv.config.get(name).filter(|v| !v.is_empty());
     let (user, auth) = (nonempty("primaryuser"), nonempty("primaryauth"));
+    let announce_ip = nonempty("replica-announce-ip");
+    let listening_port = nonempty("replica-announce-port")
+        .and_then(|p| p.parse::<u16>().ok())
+        .filter(|&p| p != 0)
+        .unwrap_or(srv.config.port);
     let Some(p) = srv.repl.primary.as_mut() else {
         return;
     };
@@ -231,7 +239,8 @@ fn connect(srv: &mut Server, now_ms: i64) {
     let opts = LinkOptions {
         host: p.host.clone(),
         port: p.port,
-        listening_port: srv.config.port,
+        listening_port,
+        announce_ip,
         user,
         auth,
         replid: srv.repl.replid.clone(),
