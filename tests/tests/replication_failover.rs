@@ -292,6 +292,55 @@ fn refused(b: Backend) -> Vec<String> {
     seen
 }
 
+/// A failover whose target hangs up at once, every time: the primary
+/// keeps trying (as a replica of it, writes paused) until ABORT.
+fn unreachable(b: Backend) -> Vec<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fake_port = listener.local_addr().unwrap().port().to_string();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            drop(conn);
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let p = start(b);
+    let r = Backend::Valkey.start(
+        Opts::new()
+            .arg("replica-announce-port", &fake_port)
+            .arg("repl-diskless-sync-delay", "0"),
+    );
+    let (pc, rc) = (&mut p.client(), &mut r.client());
+    fill(pc);
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    assert_eq!(
+        query(pc, &["FAILOVER", "TO", "127.0.0.1", &fake_port]),
+        ok()
+    );
+    let write = paused_write(&p);
+    within(20, "a second attempt to reach the target", || {
+        accepted.load(std::sync::atomic::Ordering::SeqCst) >= 2
+    });
+    let mut seen = vec![
+        format!("state: {}", failover_state(pc)),
+        format!("role: {}", role(pc)),
+        format!("write waits: {}", !write.is_finished()),
+        format!("ABORT: {:?}", q(pc, "FAILOVER ABORT")),
+    ];
+    within(10, "the abort", || failover_state(pc) == "no-failover");
+    seen.push(format!("role after: {}", role(pc)));
+    seen.push(format!("the paused write: {:?}", write.join().unwrap()));
+    seen
+}
+
+e2e!(
+    ringkv_only fn an_unreachable_target_is_retried_until_abort(b) {
+        assert_eq!(unreachable(b), unreachable(Backend::Valkey));
+    }
+);
+
 e2e!(
     ringkv_only fn a_target_that_refuses_the_handover_leaves_a_primary(b) {
         // As Valkey's: a primary again, under a new id, writes going on.

@@ -14,8 +14,9 @@
 //!  done: writes go on (against a replica now: -READONLY)
 //!
 //!  aborted (FAILOVER ABORT; TIMEOUT without FORCE; the target refused
-//!  or the link failed before its answer): writes go on, and a server
-//!  already turned replica is a primary again (under a new id)
+//!  the PSYNC): writes go on, and a server already turned replica is a
+//!  primary again (under a new id); a link that fails otherwise is
+//!  retried, writes still paused
 //! ```
 //!
 //! The target's side is PSYNC's (`primary::psync`): a replica asked
@@ -148,15 +149,12 @@ pub fn abort(srv: &mut Server, why: &str) {
     crate::pause::end_failover(srv);
 }
 
-/// The link to the target ended before its answer to our PSYNC.
+/// The link to the target ended before it accepted our PSYNC: a refusal
+/// aborts; any other failure is retried as a replica's link is (until
+/// FAILOVER ABORT, as in Valkey).
 pub fn link_lost(srv: &mut Server, why: &str) {
-    if !srv.repl.failover.in_progress() {
-        return;
-    }
-    if why.contains("reply to PSYNC") {
+    if srv.repl.failover.in_progress() && why.contains("reply to PSYNC") {
         abort(srv, "Failover target rejected psync request");
-    } else {
-        abort(srv, &format!("the link to the target failed: {why}"));
     }
 }
 
