@@ -131,3 +131,17 @@ pub fn both_follow_a_write(
     assert_same(&plain_view(a), &want, "first replica");
     assert_same(&plain_view(b), &want, "second replica");
 }
+
+/// The commands in the incr files of the AOF in `dir`, as text.
+pub fn incr_files_text(dir: &std::path::Path) -> String {
+    let mut names: Vec<_> = std::fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned())
+        .collect()
+}

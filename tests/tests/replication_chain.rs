@@ -10,7 +10,9 @@
 //! effects, as Valkey's) loaded back by ringkv and Valkey.
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
-use ringkv_e2e::replication::{assert_same, follow, settled_view, stat, wait_caught_up};
+use ringkv_e2e::replication::{
+    assert_same, follow, incr_files_text, settled_view, stat, wait_caught_up,
+};
 use ringkv_e2e::v::{int, int_of, ok, strings, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
 
@@ -352,20 +354,6 @@ e2e!(
         assert_same(&plain_view(bc), &want, "the bottom after the new stream");
     }
 );
-
-/// The commands in the incr files of the AOF in `dir`, as text.
-fn incr_files_text(dir: &std::path::Path) -> String {
-    let mut names: Vec<_> = std::fs::read_dir(dir.join("appendonlydir"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".incr.aof"))
-        .collect();
-    names.sort();
-    names
-        .iter()
-        .map(|p| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned())
-        .collect()
-}
 
 /// What a replica's AOF holds: the primary's writes and its own (it is
 /// writable), none of the primary's PINGs or GETACKs; it loads back.

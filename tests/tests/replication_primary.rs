@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::netns::{NETNS, Netns};
 use ringkv_e2e::replication::{
-    assert_same, both_follow_a_write, follow, replica_states, settled_view, stat, wait_caught_up,
-    writes_acknowledged_by_wait,
+    assert_same, both_follow_a_write, follow, incr_files_text, replica_states, settled_view, stat,
+    wait_caught_up, writes_acknowledged_by_wait,
 };
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
@@ -901,5 +901,97 @@ e2e!(
             assert_eq!(stat(pc, "stats", "sync_full"), "1", "{what}");
             assert_same(&plain_view(rc), &plain_view(pc), &what);
         }
+    }
+);
+
+/// What subscribers on replicas of `replicas` backends get when a
+/// message is published on a primary of `primary`'s.
+fn published_on_replicas(primary: Backend, replicas: &[Backend]) -> Vec<String> {
+    let p = primary.start(Opts::new().arg("repl-diskless-sync-delay", "0"));
+    let pc = &mut p.client();
+    let servers: Vec<Server> = replicas.iter().map(|b| b.server()).collect();
+    let mut subscribers = Vec::new();
+    for r in &servers {
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        let mut sub = r.raw();
+        sub.send(&ringkv_e2e::raw::encode_str(&["SUBSCRIBE", "news"]));
+        let _ = sub.read_reply();
+        subscribers.push(sub);
+    }
+    // Nobody listens on the primary itself.
+    assert_eq!(int_of(&q(pc, "PUBLISH news hello")), 0);
+    subscribers
+        .iter_mut()
+        .map(|s| match s.read_reply() {
+            ringkv_e2e::Reply::Array(parts) => {
+                parts.iter().map(|p| p.text()).collect::<Vec<_>>().join(" ")
+            }
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+e2e!(
+    ringkv_only fn a_message_published_on_the_primary_reaches_subscribers_on_its_replicas(b) {
+        // Valkey replicates PUBLISH to replicas (not to its AOF).
+        let want = published_on_replicas(Backend::Valkey, &[Backend::Valkey]).remove(0);
+        assert_eq!(want, "message news hello");
+        assert_eq!(published_on_replicas(b, &[b, Backend::Valkey]), [want.clone(), want.clone()]);
+        assert_eq!(published_on_replicas(Backend::Valkey, &[b]), [want]);
+    }
+);
+
+/// A primary's AOF while it feeds a replica: its PINGs (every second
+/// here), a WAIT's GETACK and a PUBLISH went to the replica; what of them
+/// is in the file.
+fn primary_aof_keeps(b: Backend) -> Vec<String> {
+    let tmp = TempDir::new("primary-aof-repl-only");
+    let aof = || {
+        Opts::new()
+            .dir(tmp.path())
+            .arg("save", "")
+            .arg("appendonly", "yes")
+            .arg("repl-ping-replica-period", "1")
+            .arg("repl-diskless-sync-delay", "0")
+    };
+    let mut p = b.start(aof());
+    let r = b.server();
+    let (pc, rc) = (&mut p.client(), &mut r.client());
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    assert_eq!(q(pc, "SET before 1"), ok());
+    let _ = q(pc, "PUBLISH news hello");
+    assert_eq!(q(pc, "MULTI"), ok());
+    let _ = q(pc, "PUBLISH news inside");
+    let _ = q(pc, "SET inside 1");
+    assert!(q(pc, "EXEC").is_ok());
+    assert_eq!(int_of(&q(pc, "WAIT 1 5000")), 1);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(q(pc, "SET after 1"), ok());
+    wait_caught_up(pc, rc);
+    assert_eq!(text(&q(rc, "GET inside")), "1");
+    let want = plain_view(pc);
+    let _ = q(pc, "SHUTDOWN NOSAVE");
+    p.wait_exit(Duration::from_secs(10));
+    let files = incr_files_text(tmp.path());
+    let mut seen: Vec<String> = ["PING", "REPLCONF", "PUBLISH", "before", "inside", "after"]
+        .iter()
+        .map(|w| format!("{w}: {}", files.contains(w)))
+        .collect();
+    let back = b.start(aof());
+    seen.push(format!(
+        "loads back: {}",
+        plain_view(&mut back.client()) == want
+    ));
+    seen
+}
+
+e2e!(
+    ringkv_only fn a_primarys_aof_keeps_none_of_what_only_its_replicas_get(b) {
+        let got = primary_aof_keeps(b);
+        assert_eq!(got, primary_aof_keeps(Backend::Valkey));
+        assert!(got.contains(&"PING: false".to_string()), "{got:?}");
     }
 );

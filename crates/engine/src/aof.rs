@@ -88,6 +88,11 @@ pub trait AppendLog: Send {
     fn write(&mut self, offset: u64) {
         self.wake(offset);
     }
+    /// Stream ranges (start, end) that must not go into the file: what a
+    /// primary sends only its replicas (PUBLISH, PING, GETACK), which
+    /// Valkey keeps out of its AOF. Given before the offsets that cover
+    /// them are passed to `write`, `wake` or `sync`.
+    fn skip(&mut self, ranges: &[(u64, u64)]);
     /// CONFIG SET appendfsync and the like, at runtime.
     fn set_options(&mut self, opts: &AofOptions);
     fn status(&self) -> AofStatus;
@@ -355,6 +360,7 @@ pub fn after_batch(srv: &mut Server) {
         crate::replication::primary::published(srv, published);
         return;
     }
+    hand_skips(srv);
     let end = srv.effects.aof_offset();
     let always = srv.config.appendfsync == FsyncPolicy::Always;
     let log = srv.aof.log.as_mut().expect("checked above");
@@ -371,6 +377,17 @@ pub fn after_batch(srv: &mut Server) {
         log.write(end);
     }
     crate::replication::primary::published(srv, published);
+}
+
+/// Tell the AOF which of the stream's published bytes are for replicas
+/// only, before it may write them.
+fn hand_skips(srv: &mut Server) {
+    let skips = srv.effects.take_aof_skips();
+    if let Some(log) = srv.aof.log.as_mut()
+        && !skips.is_empty()
+    {
+        log.skip(&skips);
+    }
 }
 
 /// BGREWRITEAOF. The error is Valkey's reply text; `Ok(true)`: started,
@@ -395,6 +412,7 @@ pub fn start_rewrite(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
 
 fn begin_rewrite(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     srv.effects.publish();
+    hand_skips(srv);
     let offset = srv.effects.aof_offset();
     srv.effects.force_select();
     let log = srv.aof.log.as_mut().expect("AOF open");
@@ -529,6 +547,9 @@ pub fn turn_on(srv: &mut Server, now_ms: i64) -> Result<(), String> {
 /// The server starts or stops relaying a primary's stream (REPLICAOF):
 /// the AOF goes on with the stream of this server's own effects.
 pub fn set_relaying(srv: &mut Server, on: bool) {
+    // Published before the switch: the ranges that are not the AOF's.
+    srv.effects.publish();
+    hand_skips(srv);
     let reader = srv.effects.set_relaying(on);
     srv.sync_expiry_logging();
     let (Some(reader), Some(log)) = (reader, srv.aof.log.as_mut()) else {
@@ -544,8 +565,9 @@ pub fn set_relaying(srv: &mut Server, on: bool) {
 /// CONFIG SET appendonly no, SHUTDOWN: flush, fsync and close.
 pub fn stop(srv: &mut Server) {
     abort_rewrite(srv);
+    srv.effects.publish();
+    hand_skips(srv);
     if let Some(mut log) = srv.aof.log.take() {
-        srv.effects.publish();
         if let Err(e) = log.close() {
             log::warning(&format!("Error closing the AOF: {e}"));
         }
@@ -628,6 +650,7 @@ pub fn apply_config(
 pub fn flush_for_shutdown(srv: &mut Server) {
     abort_rewrite(srv);
     srv.effects.publish();
+    hand_skips(srv);
     let end = srv.effects.aof_offset();
     if let Some(log) = srv.aof.log.as_mut()
         && let Err(e) = log.sync(end)

@@ -84,6 +84,11 @@ pub struct Effects {
     /// Offsets of `own` and of `stream` published together, oldest first
     /// (what the AOF's progress covers of the primary's stream).
     marks: VecDeque<(u64, u64)>,
+    /// Ranges of `stream` its AOF must not write (commands for replicas
+    /// only), while the AOF reads it; handed to the AOF after each batch.
+    aof_skips: Vec<(u64, u64)>,
+    /// Such ranges within `unit`, relative to its start.
+    unit_skips: Vec<(usize, usize)>,
     /// The last answer of [`Effects::relayed_through`] (it never goes
     /// back, even once the marks that gave it are gone).
     covered: u64,
@@ -114,6 +119,18 @@ impl Effects {
         };
     }
 
+    /// Commands for replicas only must be kept out of the AOF: it reads
+    /// the one stream they go into.
+    fn skips_wanted(&self) -> bool {
+        self.aof && !self.relaying
+    }
+
+    /// The ranges of the stream the AOF must not write, since the last
+    /// call (see [`crate::aof::AppendLog::skip`]).
+    pub fn take_aof_skips(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.aof_skips)
+    }
+
     /// The stream this server's own effects go to.
     #[inline]
     fn target(&mut self) -> Option<&mut effects::Writer> {
@@ -138,6 +155,7 @@ impl Effects {
         let was = std::mem::replace(&mut self.relaying, on);
         self.stream_db = None;
         self.unit.clear();
+        self.unit_skips.clear();
         self.unit_ops = 0;
         let mut reader = None;
         if was != on && self.aof {
@@ -179,6 +197,7 @@ impl Effects {
         if !std::mem::replace(&mut self.aof, false) {
             return;
         }
+        self.aof_skips.clear();
         if !self.relaying {
             return self.detach();
         }
@@ -271,6 +290,7 @@ impl Effects {
         if !self.relaying {
             self.stream_db = None;
             self.unit.clear();
+            self.unit_skips.clear();
             self.unit_ops = 0;
         }
     }
@@ -336,22 +356,61 @@ impl Effects {
         self.unit_ops += 1;
     }
 
+    /// Emit one command for replicas only, never for the AOF (PUBLISH,
+    /// as Valkey propagates it): in the unit being built, in database
+    /// `db`. A replica emits none (its replicas get its primary's).
+    pub fn emit_repl_only<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
+        if !self.emitting || self.relaying {
+            return;
+        }
+        if self.depth == 0 {
+            return self.append_now(db, argv, true);
+        }
+        if self.unit_ops == 0 {
+            self.unit_first_db = db;
+        } else if self.unit_db != db {
+            encode_select(&mut self.unit, db);
+        }
+        self.unit_db = db;
+        let start = self.unit.len();
+        encode(&mut self.unit, argv);
+        if self.skips_wanted() {
+            self.unit_skips.push((start, self.unit.len()));
+        }
+        self.unit_ops += 1;
+    }
+
     /// Append one command to the stream at once, as a unit of its own,
     /// ahead of the unit being built (a deletion by expiry or eviction,
     /// which Valkey propagates as it happens).
     pub fn emit_now<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-        if !self.emitting {
-            return;
+        if self.emitting {
+            self.append_now(db, argv, false);
         }
+    }
+
+    fn append_now<'a>(
+        &mut self,
+        db: usize,
+        argv: impl ExactSizeIterator<Item = &'a [u8]>,
+        repl_only: bool,
+    ) {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         if self.stream_db != Some(db) {
             encode_select(&mut buf, db);
             self.stream_db = Some(db);
         }
+        let command_at = buf.len();
         encode(&mut buf, argv);
+        let skip = repl_only && self.skips_wanted();
         if let Some(w) = self.target() {
+            let at = w.offset();
             w.append(&buf);
+            if skip {
+                let range = (at + command_at as u64, w.offset());
+                self.aof_skips.push(range);
+            }
         }
         self.scratch = buf;
     }
@@ -360,6 +419,7 @@ impl Effects {
     /// REPLCONF GETACK: what a primary sends its replicas), with no
     /// SELECT, as a unit of its own.
     pub fn emit_anywhere(&mut self, argv: &[&[u8]]) {
+        let skip = self.skips_wanted();
         let Some(w) = self
             .stream
             .as_mut()
@@ -370,7 +430,11 @@ impl Effects {
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         encode(&mut buf, argv.iter().copied());
+        let at = w.offset();
         w.append(&buf);
+        if skip {
+            self.aof_skips.push((at, w.offset()));
+        }
         self.scratch = buf;
     }
 
@@ -397,12 +461,19 @@ impl Effects {
             encode_select(&mut self.scratch, self.unit_first_db);
             w.append(&self.scratch);
         }
+        let at = w.offset();
         w.append(&self.unit);
+        self.aof_skips.extend(
+            self.unit_skips
+                .drain(..)
+                .map(|(a, b)| (at + a as u64, at + b as u64)),
+        );
         if wrap {
             w.append(b"*1\r\n$4\r\nEXEC\r\n");
         }
         self.stream_db = Some(self.unit_db);
         self.unit.clear();
+        self.unit_skips.clear();
         self.unit_ops = 0;
     }
 
@@ -411,6 +482,7 @@ impl Effects {
     /// neither the AOF nor a replica sees half of it).
     pub fn discard_unit(&mut self) {
         self.unit.clear();
+        self.unit_skips.clear();
         self.unit_ops = 0;
     }
 
@@ -556,6 +628,19 @@ impl Ctx<'_> {
         e.emit(db, argv.iter().copied());
     }
 
+    /// Emit this command as sent, for replicas only (PUBLISH, SPUBLISH:
+    /// Valkey's `forceCommandPropagation(c, PROPAGATE_REPL)`).
+    pub fn propagate_to_replicas(&mut self, argv: ArgvRef<'_>) {
+        if !self.srv.effects.on() {
+            return;
+        }
+        emit_expired(self.srv);
+        let db = self.session.db;
+        let e = &mut self.srv.effects;
+        e.handled = true;
+        e.emit_repl_only(db, (0..argv.len()).map(|i| argv.get(i)));
+    }
+
     /// This command's effects are whatever it emitted with
     /// [`Ctx::propagate`] (possibly nothing), not the command as sent.
     pub fn prevent_propagation(&mut self) {
@@ -634,6 +719,37 @@ mod tests {
         assert_eq!(read(&mut shared), after);
         assert_eq!(read(&mut backlog), after);
         assert_eq!(e.relayed_through(0), None);
+    }
+
+    #[test]
+    fn what_only_replicas_get_is_marked_for_the_aof_to_skip() {
+        let mut e = Effects::default();
+        let mut aof = e.attach_aof();
+        let start = e.offset();
+        // A unit: a write, then a PUBLISH (wrapped in MULTI ... EXEC).
+        e.begin_call(0);
+        set(&mut e, "a");
+        e.emit_repl_only(0, [&b"PUBLISH"[..], b"c", b"m"].into_iter());
+        e.depth -= 1;
+        e.end_unit();
+        e.emit_anywhere(&[b"PING"]);
+        e.publish();
+        let bytes = read(&mut aof);
+        let skips = e.take_aof_skips();
+        assert_eq!(skips.len(), 2, "{skips:?}");
+        let cut = |(a, b): (u64, u64)| {
+            String::from_utf8_lossy(&bytes[(a - start) as usize..(b - start) as usize]).into_owned()
+        };
+        assert_eq!(
+            cut(skips[0]),
+            "*3\r\n$7\r\nPUBLISH\r\n$1\r\nc\r\n$1\r\nm\r\n"
+        );
+        assert_eq!(cut(skips[1]), "*1\r\n$4\r\nPING\r\n");
+        // Without an AOF nothing needs marking.
+        e.detach_aof();
+        let _backlog = e.attach(e.offset());
+        e.emit_anywhere(&[b"PING"]);
+        assert!(e.take_aof_skips().is_empty());
     }
 
     #[test]

@@ -704,3 +704,31 @@ fn a_log_that_follows_another_stream_keeps_both_in_order() {
     );
     assert_eq!(log.status().written, other.offset());
 }
+
+#[test]
+fn skipped_ranges_stay_out_of_the_file() {
+    let d = TempDir::new("skips");
+    let (mut s, r) = Stream::new();
+    let mut log = aof::open(&d.0, &opts(), r, OpenMode::Fresh).unwrap();
+    write_base(log.as_mut(), 0, b"k", true);
+    s.command(&["SET", "a", "1"]);
+    let ping = (s.0.offset(), s.command(&["PING"]));
+    s.command(&["SET", "b", "2"]);
+    let publish = (s.0.offset(), s.command(&["PUBLISH", "c", "m"]));
+    log.skip(&[ping, publish]);
+    // Written by the caller, then by the AOF thread.
+    log.write(publish.1);
+    let end = s.command(&["DEL", "a"]);
+    log.wake(end);
+    // The last bytes skipped: the file is complete without them.
+    let last = (end, s.command(&["PING"]));
+    log.skip(&[last]);
+    log.sync(last.1).unwrap();
+    assert_eq!(log.status().written, last.1);
+    assert_eq!(log.fsynced(), last.1);
+    log.close().unwrap();
+    assert_eq!(
+        load_all(&d.0, &opts()).unwrap().unwrap(),
+        ["rdb:0:k", "SET a 1", "SET b 2", "DEL a"]
+    );
+}

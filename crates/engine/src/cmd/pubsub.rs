@@ -313,6 +313,9 @@ fn publish_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, shard: bool) {
         reply: &mut ctx.reply,
     };
     let n = pubsub::publish(ctx.srv, Some(me), shard, argv.get(1), argv.get(2));
+    // As Valkey without cluster mode: replicas deliver it to their own
+    // subscribers; the AOF does not keep it.
+    ctx.propagate_to_replicas(argv);
     ctx.reply.int(n as i64);
 }
 

@@ -12,6 +12,8 @@
 //!  aof-writer, everysec: ≤ 1/s ─► aof-bio: fdatasync(clone of the fd)
 //!  begin_rewrite(offset): flush to offset, new incr file, manifest ─► base sink
 //!  end_rewrite(ok): manifest = new base + new incr ─► aof-bio: unlink old
+//!  skip(ranges): stream bytes for replicas only (PUBLISH, PING, GETACK),
+//!          cut out of what is pulled before anything is written
 //!  follow(reader) (role change): old stream written + fsynced, then the
 //!          new reader's offsets are the log's (a fsync epoch for aof-bio)
 //! ```
@@ -129,8 +131,11 @@ struct State {
     dir: AofDir,
     opts: AofOptions,
     reader: effects::Reader,
-    /// Taken from the reader, not yet written.
+    /// Taken from the reader, not yet written (with the skipped ranges
+    /// cut out: offsets may jump between slices).
     pending: VecDeque<effects::Slice>,
+    /// Stream ranges not to write (commands for replicas only), in order.
+    skips: VecDeque<(u64, u64)>,
     /// A `#TS:` annotation not yet (wholly) written.
     prefix: Vec<u8>,
     /// The file ends at a unit boundary (a short write that could not be
@@ -228,6 +233,61 @@ impl State {
         }
     }
 
+    /// Cut the registered skips out of what is pulled (one pass, however
+    /// many there are).
+    fn cut_skips(&mut self) {
+        if self.skips.is_empty() {
+            return;
+        }
+        let mut out = VecDeque::with_capacity(self.pending.len() + self.skips.len());
+        for mut s in std::mem::take(&mut self.pending) {
+            loop {
+                let (s0, s1) = (s.offset(), s.offset() + s.len() as u64);
+                while self.skips.front().is_some_and(|&(_, b)| b <= s0) {
+                    self.skips.pop_front();
+                }
+                match self.skips.front().copied() {
+                    Some((a, b)) if a < s1 => {
+                        if a > s0 {
+                            out.push_back(s.truncate((a - s0) as usize));
+                        }
+                        if b >= s1 {
+                            break;
+                        }
+                        s = s.split_from((b - s0) as usize);
+                    }
+                    _ => {
+                        out.push_back(s);
+                        break;
+                    }
+                }
+            }
+        }
+        self.pending = out;
+        let pulled = self.reader.offset();
+        while self.skips.front().is_some_and(|&(_, b)| b <= pulled) {
+            self.skips.pop_front();
+        }
+        if let Some(f) = self.skips.front_mut() {
+            f.0 = f.0.max(pulled);
+        }
+    }
+
+    /// Forget what is pulled before stream offset `offset`.
+    fn drop_before(&mut self, offset: u64) {
+        while let Some(front) = self.pending.pop_front() {
+            let end = front.offset() + front.len() as u64;
+            if end > offset {
+                let keep = offset.saturating_sub(front.offset()) as usize;
+                self.pending.push_front(front.split_from(keep));
+                break;
+            }
+        }
+        while self.skips.front().is_some_and(|&(_, b)| b <= offset) {
+            self.skips.pop_front();
+        }
+    }
+
     /// Drop `n` written (or skipped) bytes: the prefix first, then stream.
     fn consume(&mut self, mut n: u64) {
         let p = (n as usize).min(self.prefix.len());
@@ -249,6 +309,7 @@ impl State {
     /// Write the stream up to `upto` (or as far as it is published).
     fn flush(&mut self, sh: &Shared, upto: u64) -> Result<(), String> {
         self.pull(upto);
+        self.cut_skips();
         let start = self.written();
         let end = upto.min(self.reader.offset());
         if end <= start && self.prefix.is_empty() {
@@ -261,19 +322,18 @@ impl State {
                 self.prefix = format!("#TS:{now}\r\n").into_bytes();
             }
         }
-        let expected = self.prefix.len() as u64 + end.saturating_sub(start);
         let mut iov = Vec::with_capacity(self.pending.len() + 1);
         if !self.prefix.is_empty() {
             iov.push(IoSlice::new(&self.prefix));
         }
-        let mut left = end.saturating_sub(start);
+        let mut expected = self.prefix.len() as u64;
         for s in &self.pending {
-            if left == 0 {
+            if s.offset() >= end {
                 break;
             }
-            let n = (s.len() as u64).min(left) as usize;
+            let n = (s.len() as u64).min(end - s.offset()) as usize;
             iov.push(IoSlice::new(&s[..n]));
-            left -= n as u64;
+            expected += n as u64;
         }
         let (n, err) = write_all(&mut self.file, &mut iov);
         drop(iov);
@@ -638,6 +698,7 @@ fn new_state(
         opts: opts.clone(),
         reader,
         pending: VecDeque::new(),
+        skips: VecDeque::new(),
         prefix: Vec::new(),
         at_boundary: true,
         last_ts: 0,
@@ -838,6 +899,10 @@ impl AppendLog for FileLog {
         self.sh.fsynced.load(Ordering::Acquire)
     }
 
+    fn skip(&mut self, ranges: &[(u64, u64)]) {
+        lock(&self.sh.st).skips.extend(ranges.iter().copied());
+    }
+
     fn follow(&mut self, reader: effects::Reader) -> Result<(), String> {
         let sh = &self.sh;
         let mut st = lock(&sh.st);
@@ -845,6 +910,8 @@ impl AppendLog for FileLog {
         // stream (like an annotation), so the offsets from here on are
         // only the new reader's.
         st.pull(u64::MAX);
+        st.cut_skips();
+        st.skips.clear();
         let left: Vec<effects::Slice> = st.pending.drain(..).collect();
         for s in &left {
             st.prefix.extend_from_slice(s);
@@ -916,9 +983,8 @@ impl AppendLog for FileLog {
             // Nothing lists this file yet: what it holds before `offset`
             // is in the new base, so it starts over.
             st.pull(offset);
-            let skip = offset.saturating_sub(st.written());
             st.prefix.clear();
-            st.consume(skip);
+            st.drop_before(offset);
             st.file.set_len(0).map_err(|e| {
                 format!(
                     "Can't truncate the append-only file {}: {}",
