@@ -192,6 +192,11 @@ impl Opts {
         self.open_files = Some((soft, hard));
         self
     }
+    /// Run in `dir` with an AOF and no RDB save points: a server whose
+    /// AOF a test reads, or loads back in another server.
+    pub fn aof_in(self, dir: &Path) -> Self {
+        self.dir(dir).arg("save", "").arg("appendonly", "yes")
+    }
     /// Listen on this port instead of a free one: a server restarted where
     /// its replicas keep reconnecting.
     pub fn port(mut self, port: u16) -> Self {

@@ -360,12 +360,7 @@ e2e!(
 fn writable_replica_aof(primary: &Server, replica: Backend) {
     let pc = &mut primary.client();
     let tmp = ringkv_e2e::server::TempDir::new("replica-aof");
-    let aof = || {
-        Opts::new()
-            .dir(tmp.path())
-            .arg("save", "")
-            .arg("appendonly", "yes")
-    };
+    let aof = || Opts::new().aof_in(tmp.path());
     let mut r = replica.start(aof().arg("replica-read-only", "no"));
     let rc = &mut r.client();
     assert_eq!(q(pc, "FLUSHALL"), ok());
@@ -433,9 +428,7 @@ e2e!(
         let tmp = ringkv_e2e::server::TempDir::new("failover-aof");
         let aof = || {
             Opts::new()
-                .dir(tmp.path())
-                .arg("save", "")
-                .arg("appendonly", "yes")
+                .aof_in(tmp.path())
                 .arg("repl-ping-replica-period", "1")
         };
         let mut t = b.start(aof());
@@ -488,9 +481,7 @@ e2e!(
         let tmp = ringkv_e2e::server::TempDir::new("chain-aof");
         let mut m = b.start(
             Opts::new()
-                .dir(tmp.path())
-                .arg("save", "")
-                .arg("appendonly", "yes"),
+                .aof_in(tmp.path()),
         );
         let mc = &mut m.client();
         follow(mc, &t);
@@ -515,9 +506,7 @@ e2e!(
         for backend in [b, Backend::Valkey] {
             let r = backend.start(
                 Opts::new()
-                    .dir(tmp.path())
-                    .arg("save", "")
-                    .arg("appendonly", "yes"),
+                    .aof_in(tmp.path()),
             );
             let rc = &mut r.client();
             assert_same(&plain_view(rc), &want, &format!("the AOF loaded by {backend:?}"));
@@ -536,9 +525,7 @@ e2e!(
         let tmp = ringkv_e2e::server::TempDir::new("chain-aof-sync");
         let mut m = b.start(
             Opts::new()
-                .dir(tmp.path())
-                .arg("save", "")
-                .arg("appendonly", "yes"),
+                .aof_in(tmp.path()),
         );
         let mc = &mut m.client();
         assert_eq!(q(mc, "SET replica:own 1"), ok());
@@ -557,9 +544,7 @@ e2e!(
         m.wait_exit(std::time::Duration::from_secs(10));
         let r = b.start(
             Opts::new()
-                .dir(tmp.path())
-                .arg("save", "")
-                .arg("appendonly", "yes"),
+                .aof_in(tmp.path()),
         );
         let rc = &mut r.client();
         assert_same(&plain_view(rc), &want, "the replica's AOF loaded back");

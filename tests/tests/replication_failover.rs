@@ -239,23 +239,30 @@ fn refusing_target(listener: std::net::TcpListener) -> Vec<String> {
     }
 }
 
-/// A failover whose target refuses: what the primary asked and became.
-fn refused(b: Backend) -> Vec<String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let fake_port = listener.local_addr().unwrap().port().to_string();
-    let target = std::thread::spawn(move || refusing_target(listener));
+/// A primary of `b` with `fill`'s data and a Valkey replica in sync that
+/// announces `port` as its own: the primary hands over "to it" and
+/// connects there, to whatever the test put on that port.
+fn announcing_replica(b: Backend, port: &str) -> (Server, Server) {
     let p = start(b);
-    // A Valkey replica that announces the fake target's port: the
-    // primary hands over "to it" and connects there.
     let r = Backend::Valkey.start(
         Opts::new()
-            .arg("replica-announce-port", &fake_port)
+            .arg("replica-announce-port", port)
             .arg("repl-diskless-sync-delay", "0"),
     );
     let (pc, rc) = (&mut p.client(), &mut r.client());
     fill(pc);
     follow(rc, &p);
     wait_caught_up(pc, rc);
+    (p, r)
+}
+
+/// A failover whose target refuses: what the primary asked and became.
+fn refused(b: Backend) -> Vec<String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fake_port = listener.local_addr().unwrap().port().to_string();
+    let target = std::thread::spawn(move || refusing_target(listener));
+    let (p, _r) = announcing_replica(b, &fake_port);
+    let pc = &mut p.client();
     let id = stat(pc, "replication", "master_replid");
     let offset = stat(pc, "replication", "master_repl_offset");
     let to = ["FAILOVER", "TO", "127.0.0.1", &fake_port];
@@ -305,16 +312,8 @@ fn unreachable(b: Backend) -> Vec<String> {
             counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     });
-    let p = start(b);
-    let r = Backend::Valkey.start(
-        Opts::new()
-            .arg("replica-announce-port", &fake_port)
-            .arg("repl-diskless-sync-delay", "0"),
-    );
-    let (pc, rc) = (&mut p.client(), &mut r.client());
-    fill(pc);
-    follow(rc, &p);
-    wait_caught_up(pc, rc);
+    let (p, _r) = announcing_replica(b, &fake_port);
+    let pc = &mut p.client();
     assert_eq!(
         query(pc, &["FAILOVER", "TO", "127.0.0.1", &fake_port]),
         ok()

@@ -950,9 +950,7 @@ fn primary_aof_keeps(b: Backend) -> Vec<String> {
     let tmp = TempDir::new("primary-aof-repl-only");
     let aof = || {
         Opts::new()
-            .dir(tmp.path())
-            .arg("save", "")
-            .arg("appendonly", "yes")
+            .aof_in(tmp.path())
             .arg("repl-ping-replica-period", "1")
             .arg("repl-diskless-sync-delay", "0")
     };
