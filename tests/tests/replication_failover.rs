@@ -21,7 +21,16 @@ fn pair(top: Backend, bottom: Backend) -> (Server, Server) {
     fill(pc);
     follow(rc, &p);
     wait_caught_up(pc, rc);
+    listed_online(pc);
     (p, r)
+}
+
+/// The replica is in sync on its side; wait until the primary lists
+/// it as online too (a FAILOVER TO it needs that).
+fn listed_online(pc: &mut redis::Connection) {
+    within(10, "the primary to list its replica online", || {
+        stat(pc, "replication", "slave0").contains("state=online")
+    });
 }
 
 fn role(c: &mut redis::Connection) -> String {
@@ -253,6 +262,7 @@ fn announcing_replica(b: Backend, port: &str) -> (Server, Server) {
     fill(pc);
     follow(rc, &p);
     wait_caught_up(pc, rc);
+    listed_online(pc);
     (p, r)
 }
 
