@@ -162,7 +162,7 @@ fn aborted(b: Backend, end: &str) -> Vec<String> {
     let pc = &mut p.client();
     let mut seen = Vec::new();
     let start = if end == "timeout" {
-        "FAILOVER TIMEOUT 1000"
+        "FAILOVER TIMEOUT 3000"
     } else {
         "FAILOVER"
     };
