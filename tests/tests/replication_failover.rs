@@ -16,7 +16,11 @@ fn start(backend: Backend) -> Server {
 /// A primary of `top` with `fill`'s data and a replica of `bottom` in
 /// sync with it.
 fn pair(top: Backend, bottom: Backend) -> (Server, Server) {
-    let (p, r) = (start(top), start(bottom));
+    synced(start(top), start(bottom))
+}
+
+/// `p` filled and `r` its replica, in sync and listed online.
+fn synced(p: Server, r: Server) -> (Server, Server) {
     let (pc, rc) = (&mut p.client(), &mut r.client());
     fill(pc);
     follow(rc, &p);
@@ -252,18 +256,12 @@ fn refusing_target(listener: std::net::TcpListener) -> Vec<String> {
 /// announces `port` as its own: the primary hands over "to it" and
 /// connects there, to whatever the test put on that port.
 fn announcing_replica(b: Backend, port: &str) -> (Server, Server) {
-    let p = start(b);
     let r = Backend::Valkey.start(
         Opts::new()
             .arg("replica-announce-port", port)
             .arg("repl-diskless-sync-delay", "0"),
     );
-    let (pc, rc) = (&mut p.client(), &mut r.client());
-    fill(pc);
-    follow(rc, &p);
-    wait_caught_up(pc, rc);
-    listed_online(pc);
-    (p, r)
+    synced(start(b), r)
 }
 
 /// A failover whose target refuses: what the primary asked and became.
