@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write, view};
+use ringkv_e2e::replication::{follow, wait_caught_up};
 use ringkv_e2e::server::{SmallDisk, TempDir};
 use ringkv_e2e::v::{int, ok, text};
 use ringkv_e2e::{Backend, Opts, Rng, e2e, info_field, q, query, within};
@@ -267,6 +268,7 @@ fn write_until_killed(
     conns: Vec<redis::Connection>,
     from: Vec<u64>,
     stop: Arc<AtomicBool>,
+    publish: bool,
 ) -> std::thread::JoinHandle<Vec<u64>> {
     let handles: Vec<_> = conns
         .into_iter()
@@ -277,6 +279,10 @@ fn write_until_killed(
             std::thread::spawn(move || {
                 let mut next = start;
                 while !stop.load(Ordering::Relaxed) && next < start + 1_000_000 {
+                    // For replicas only: kept out of the file.
+                    if publish && query(&mut c, &["PUBLISH", "news", "x"]).is_err() {
+                        break;
+                    }
                     match query(&mut c, &["SET", &format!("w:{t}:{next}"), "1"]) {
                         Ok(_) => next += 1,
                         Err(_) => break,
@@ -299,15 +305,20 @@ fn count_written(c: &mut redis::Connection, t: usize, from: u64, to: u64) -> i64
 
 /// kill -9 at random points under a write load, `cycles` times (at most
 /// `limit`): after each restart, every write acknowledged before the kill
-/// is there.
+/// is there. `replica`: a replica follows each run, PINGed every second,
+/// and the writers PUBLISH between their SETs, so the stream holds
+/// what the AOF must skip.
 fn kill_9_under_load_loses_no_acknowledged_write(
     b: Backend,
     appendfsync: &str,
     cycles: usize,
     limit: Duration,
+    replica: bool,
 ) {
     let tmp = TempDir::new("aof-kill");
-    let opts = aof_opts(tmp.path()).arg("appendfsync", appendfsync);
+    let opts = aof_opts(tmp.path())
+        .arg("appendfsync", appendfsync)
+        .arg("repl-ping-replica-period", "1");
     let mut rng = Rng::new(0x05ee_da0f);
     // Per writer: every key below `acked` was acknowledged.
     let mut acked: Vec<u64> = vec![0; 4];
@@ -337,9 +348,15 @@ fn kill_9_under_load_loses_no_acknowledged_write(
         if done == cycles || started.elapsed() > limit {
             break;
         }
+        let _follower = replica.then(|| {
+            let r = b.server();
+            follow(&mut r.client(), &srv);
+            wait_caught_up(&mut srv.client(), &mut r.client());
+            r
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let conns = acked.iter().map(|_| srv.client()).collect();
-        let writers = write_until_killed(conns, acked.clone(), stop.clone());
+        let writers = write_until_killed(conns, acked.clone(), stop.clone(), replica);
         std::thread::sleep(Duration::from_millis(20 + rng.below(150)));
         srv.kill_9().expect("killed");
         stop.store(true, Ordering::Relaxed);
@@ -362,7 +379,13 @@ fn kill_cycles(default: usize) -> usize {
 // only: they are long, and it is ringkv's durability being proven.
 e2e!(
     ringkv_only fn kill_9_under_load_with_appendfsync_always_loses_no_acknowledged_write(b) {
-        kill_9_under_load_loses_no_acknowledged_write(b, "always", kill_cycles(100), Duration::from_secs(240));
+        kill_9_under_load_loses_no_acknowledged_write(
+            b,
+            "always",
+            kill_cycles(100),
+            Duration::from_secs(240),
+            false,
+        );
     }
 );
 
@@ -372,7 +395,27 @@ e2e!(
     /// file (the page cache) before its replies go out; only the fsync
     /// comes later.
     ringkv_only fn kill_9_under_load_with_appendfsync_everysec_loses_no_acknowledged_write(b) {
-        kill_9_under_load_loses_no_acknowledged_write(b, "everysec", kill_cycles(30), Duration::from_secs(90));
+        kill_9_under_load_loses_no_acknowledged_write(
+            b,
+            "everysec",
+            kill_cycles(30),
+            Duration::from_secs(90),
+            false,
+        );
+    }
+);
+
+e2e!(
+    /// The same with a replica attached: the PUBLISHes, PINGs and the
+    /// ranges the AOF cuts out of the stream leave a file that loads.
+    ringkv_only fn kill_9_with_a_replica_and_publishes_loses_no_acknowledged_write(b) {
+        kill_9_under_load_loses_no_acknowledged_write(
+            b,
+            "everysec",
+            kill_cycles(10),
+            Duration::from_secs(60),
+            true,
+        );
     }
 );
 

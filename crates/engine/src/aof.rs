@@ -355,12 +355,11 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
 /// With `always` this returns once they are on disk, otherwise once they
 /// are in the file (the fsync follows within a second, or never).
 pub fn after_batch(srv: &mut Server) {
-    let published = srv.effects.publish();
+    let published = publish(srv);
     if srv.aof.log.is_none() {
         crate::replication::primary::published(srv, published);
         return;
     }
-    hand_skips(srv);
     let end = srv.effects.aof_offset();
     let always = srv.config.appendfsync == FsyncPolicy::Always;
     let log = srv.aof.log.as_mut().expect("checked above");
@@ -379,8 +378,16 @@ pub fn after_batch(srv: &mut Server) {
     crate::replication::primary::published(srv, published);
 }
 
-/// Tell the AOF which of the stream's published bytes are for replicas
-/// only, before it may write them.
+/// Make what was emitted visible to the stream's readers, and tell the
+/// AOF which of it is for replicas only before it may write it. Returns
+/// the shared stream's end (what replicas can now be sent).
+fn publish(srv: &mut Server) -> u64 {
+    let end = srv.effects.publish();
+    hand_skips(srv);
+    end
+}
+
+/// Tell the AOF which stream ranges are for replicas only.
 fn hand_skips(srv: &mut Server) {
     let skips = srv.effects.take_aof_skips();
     if let Some(log) = srv.aof.log.as_mut()
@@ -411,8 +418,7 @@ pub fn start_rewrite(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
 }
 
 fn begin_rewrite(srv: &mut Server, now_ms: i64) -> Result<(), String> {
-    srv.effects.publish();
-    hand_skips(srv);
+    publish(srv);
     let offset = srv.effects.aof_offset();
     srv.effects.force_select();
     let log = srv.aof.log.as_mut().expect("AOF open");
@@ -547,8 +553,8 @@ pub fn turn_on(srv: &mut Server, now_ms: i64) -> Result<(), String> {
 /// The server starts or stops relaying a primary's stream (REPLICAOF):
 /// the AOF goes on with the stream of this server's own effects.
 pub fn set_relaying(srv: &mut Server, on: bool) {
-    // Published before the switch: the ranges that are not the AOF's.
-    srv.effects.publish();
+    // Before the AOF leaves the shared stream: the ranges of it that are
+    // not the AOF's.
     hand_skips(srv);
     let reader = srv.effects.set_relaying(on);
     srv.sync_expiry_logging();
@@ -565,8 +571,7 @@ pub fn set_relaying(srv: &mut Server, on: bool) {
 /// CONFIG SET appendonly no, SHUTDOWN: flush, fsync and close.
 pub fn stop(srv: &mut Server) {
     abort_rewrite(srv);
-    srv.effects.publish();
-    hand_skips(srv);
+    publish(srv);
     if let Some(mut log) = srv.aof.log.take() {
         if let Err(e) = log.close() {
             log::warning(&format!("Error closing the AOF: {e}"));
@@ -649,8 +654,7 @@ pub fn apply_config(
 /// in case the shutdown does not go ahead.
 pub fn flush_for_shutdown(srv: &mut Server) {
     abort_rewrite(srv);
-    srv.effects.publish();
-    hand_skips(srv);
+    publish(srv);
     let end = srv.effects.aof_offset();
     if let Some(log) = srv.aof.log.as_mut()
         && let Err(e) = log.sync(end)

@@ -339,32 +339,34 @@ impl Effects {
 
     /// Emit one command of the current unit (outside any call: a unit of
     /// its own), in database `db`.
+    #[inline]
     pub fn emit<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-        if !self.emitting {
-            return;
+        if self.emitting {
+            self.add_to_unit(db, argv, false);
         }
-        if self.depth == 0 {
-            return self.emit_now(db, argv);
-        }
-        if self.unit_ops == 0 {
-            self.unit_first_db = db;
-        } else if self.unit_db != db {
-            encode_select(&mut self.unit, db);
-        }
-        self.unit_db = db;
-        encode(&mut self.unit, argv);
-        self.unit_ops += 1;
     }
 
     /// Emit one command for replicas only, never for the AOF (PUBLISH,
     /// as Valkey propagates it): in the unit being built, in database
     /// `db`. A replica emits none (its replicas get its primary's).
     pub fn emit_repl_only<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-        if !self.emitting || self.relaying {
-            return;
+        if self.emitting && !self.relaying {
+            self.add_to_unit(db, argv, true);
         }
+    }
+
+    /// `argv` into the unit being built (after a SELECT if its database
+    /// differs from the previous command's), or at once outside any call;
+    /// `repl_only`: its bytes are marked for the AOF to skip.
+    #[inline]
+    fn add_to_unit<'a>(
+        &mut self,
+        db: usize,
+        argv: impl ExactSizeIterator<Item = &'a [u8]>,
+        repl_only: bool,
+    ) {
         if self.depth == 0 {
-            return self.append_now(db, argv, true);
+            return self.append_now(db, argv, repl_only);
         }
         if self.unit_ops == 0 {
             self.unit_first_db = db;
@@ -374,7 +376,7 @@ impl Effects {
         self.unit_db = db;
         let start = self.unit.len();
         encode(&mut self.unit, argv);
-        if self.skips_wanted() {
+        if repl_only && self.skips_wanted() {
             self.unit_skips.push((start, self.unit.len()));
         }
         self.unit_ops += 1;

@@ -324,6 +324,16 @@ fn write_base(log: &mut dyn AppendLog, offset: u64, key: &[u8], ok: bool) {
     log.end_rewrite(ok).unwrap();
 }
 
+/// A fresh AOF in a new directory, its base holding the key `k`, with
+/// the stream it reads.
+fn fresh_log_with_base(tag: &str) -> (TempDir, Stream, Box<dyn AppendLog>) {
+    let d = TempDir::new(tag);
+    let (s, r) = Stream::new();
+    let mut log = aof::open(&d.0, &opts(), r, OpenMode::Fresh).unwrap();
+    write_base(log.as_mut(), 0, b"k", true);
+    (d, s, log)
+}
+
 fn names(d: &TempDir) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(d.aof())
         .unwrap()
@@ -677,10 +687,7 @@ fn valkey_loads_our_files() {
 
 #[test]
 fn a_log_that_follows_another_stream_keeps_both_in_order() {
-    let d = TempDir::new("follow");
-    let (mut s, r) = Stream::new();
-    let mut log = aof::open(&d.0, &opts(), r, OpenMode::Fresh).unwrap();
-    write_base(log.as_mut(), 0, b"k", true);
+    let (d, mut s, mut log) = fresh_log_with_base("follow");
     let a = s.command(&["SET", "a", "1"]);
     log.wake(a);
     // Published on the old stream but not yet written: it goes first.
@@ -707,10 +714,7 @@ fn a_log_that_follows_another_stream_keeps_both_in_order() {
 
 #[test]
 fn skipped_ranges_stay_out_of_the_file() {
-    let d = TempDir::new("skips");
-    let (mut s, r) = Stream::new();
-    let mut log = aof::open(&d.0, &opts(), r, OpenMode::Fresh).unwrap();
-    write_base(log.as_mut(), 0, b"k", true);
+    let (d, mut s, mut log) = fresh_log_with_base("skips");
     s.command(&["SET", "a", "1"]);
     let ping = (s.0.offset(), s.command(&["PING"]));
     s.command(&["SET", "b", "2"]);

@@ -335,6 +335,21 @@ fn run(opts: &LinkOptions, shared: &Shared) -> Result<(), String> {
     stream(shared, &mut c)
 }
 
+/// `REPLCONF option args...`, whose refusal only costs a log line (as
+/// Valkey's replica: an older primary may not know the option).
+fn replconf(c: &mut Conn, shared: &Shared, option: &[u8], args: &[&[u8]]) -> Result<(), String> {
+    let mut argv: Vec<&[u8]> = vec![b"REPLCONF", option];
+    argv.extend_from_slice(args);
+    let reply = c.call(shared, &argv)?;
+    if reply.starts_with('-') {
+        log::notice(&format!(
+            "(Non critical) Master does not understand REPLCONF {}: {reply}",
+            String::from_utf8_lossy(option)
+        ));
+    }
+    Ok(())
+}
+
 /// PING, AUTH, REPLCONF, PSYNC, and the RDB of a full sync.
 fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), String> {
     let pong = c.call(shared, &[b"PING"])?;
@@ -357,36 +372,16 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
         }
     }
     let port = opts.listening_port.to_string();
-    let reply = c.call(shared, &[b"REPLCONF", b"listening-port", port.as_bytes()])?;
-    if reply.starts_with('-') {
-        log::notice(&format!(
-            "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
-        ));
-    }
+    replconf(c, shared, b"listening-port", &[port.as_bytes()])?;
     if let Some(ip) = &opts.announce_ip {
-        let reply = c.call(shared, &[b"REPLCONF", b"ip-address", ip.as_bytes()])?;
-        if reply.starts_with('-') {
-            log::notice(&format!(
-                "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
-            ));
-        }
+        replconf(c, shared, b"ip-address", &[ip.as_bytes()])?;
     }
-    let reply = c.call(shared, &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
-    if reply.starts_with('-') {
-        log::notice(&format!(
-            "(Non critical) Master does not understand REPLCONF capa: {reply}"
-        ));
-    }
+    replconf(c, shared, b"capa", &[b"eof", b"capa", b"psync2"])?;
     // As Valkey 8's replicas: the primary may then send what a 7.2+
     // server reads (RDB 11), and this replica may share a disk save made
     // for one. redis-server 7.0 answers with an error, which is fine.
     let version = engine::config::REDIS_COMPAT_VERSION.as_bytes();
-    let reply = c.call(shared, &[b"REPLCONF", b"version", version])?;
-    if reply.starts_with('-') {
-        log::notice(&format!(
-            "(Non critical) Master does not understand REPLCONF version: {reply}"
-        ));
-    }
+    replconf(c, shared, b"version", &[version])?;
     let offset = (opts.offset + 1).to_string();
     log::notice(&format!(
         "Trying a partial resynchronization (request {}:{offset}).",
@@ -398,7 +393,12 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
         psync.push(b"FAILOVER");
     }
     let reply = c.call(shared, &psync)?;
-    match parse_psync_reply(&reply)? {
+    let accepted = parse_psync_reply(&reply).inspect_err(|_| {
+        // Answered, and not with a sync: the engine needs to know this
+        // from a lost connection (a FAILOVER is aborted by it).
+        shared.push(LinkEvent::PsyncRefused(reply.clone()));
+    })?;
+    match accepted {
         PsyncReply::FullResync { replid, offset } => {
             log::notice(&format!("Full resync from master: {replid}:{offset}"));
             shared.push(LinkEvent::State(LinkState::Transfer));

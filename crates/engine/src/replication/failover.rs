@@ -103,10 +103,7 @@ pub fn start(srv: &mut Server, req: Request, now_ms: i64) -> Result<(), String> 
         );
     }
     if let Some((host, port)) = &req.to {
-        let Some(r) = replicas
-            .iter()
-            .find(|r| r.ip.eq_ignore_ascii_case(host) && r.port == *port)
-        else {
+        let Some(r) = replicas.iter().find(|r| r.is_at(host, *port)) else {
             return Err("ERR FAILOVER target HOST and PORT is not a replica.".into());
         };
         if r.state() != "online" {
@@ -149,11 +146,11 @@ pub fn abort(srv: &mut Server, why: &str) {
     crate::pause::end_failover(srv);
 }
 
-/// The link to the target ended before it accepted our PSYNC: a refusal
-/// aborts; any other failure is retried as a replica's link is (until
-/// FAILOVER ABORT, as in Valkey).
-pub fn link_lost(srv: &mut Server, why: &str) {
-    if srv.repl.failover.in_progress() && why.contains("reply to PSYNC") {
+/// The target answered our PSYNC with a refusal: abort. (A link that
+/// fails before any answer is retried as a replica's link is, until
+/// FAILOVER ABORT, as in Valkey.)
+pub fn refused(srv: &mut Server) {
+    if srv.repl.failover.in_progress() {
         abort(srv, "Failover target rejected psync request");
     }
 }
@@ -174,23 +171,22 @@ pub fn step(srv: &mut Server, now_ms: i64) {
     }
     let f = &srv.repl.failover;
     if f.end_ms.is_some_and(|end| now_ms >= end) {
-        if !f.force {
-            return abort(srv, "Replica never caught up before timeout");
-        }
-        log::notice(&format!(
-            "FAILOVER to {} time out exceeded, failing over.",
-            f.target_name()
-        ));
-        return hand_over(srv, now_ms);
+        // FORCE comes with a target (checked by `start`).
+        return match (f.force, f.target.clone()) {
+            (true, Some(target)) => {
+                log::notice(&format!(
+                    "FAILOVER to {} time out exceeded, failing over.",
+                    f.target_name()
+                ));
+                hand_over(srv, target, now_ms)
+            }
+            _ => abort(srv, "Replica never caught up before timeout"),
+        };
     }
     let ours = super::master_offset(srv);
     let caught_up = srv.repl.feeds.replicas.iter().find(|r| {
         let acked = r.feed.as_ref().is_some_and(|feed| feed.ack().0 == ours);
-        let wanted = match &f.target {
-            Some((host, port)) => r.ip.eq_ignore_ascii_case(host) && r.port == *port,
-            None => true,
-        };
-        acked && wanted
+        acked && f.target.as_ref().is_none_or(|(h, p)| r.is_at(h, *p))
     });
     let Some(r) = caught_up else {
         return;
@@ -200,15 +196,12 @@ pub fn step(srv: &mut Server, now_ms: i64) {
         "Failover target {}:{} is synced, failing over.",
         target.0, target.1
     ));
-    srv.repl.failover.target = Some(target);
-    hand_over(srv, now_ms);
+    hand_over(srv, target, now_ms);
 }
 
 /// Follow the target; its link asks `PSYNC ... FAILOVER`.
-fn hand_over(srv: &mut Server, now_ms: i64) {
-    let Some((host, port)) = srv.repl.failover.target.clone() else {
-        return abort(srv, "no target");
-    };
+fn hand_over(srv: &mut Server, (host, port): (String, u16), now_ms: i64) {
+    srv.repl.failover.target = Some((host.clone(), port));
     srv.repl.failover.stage = Stage::InProgress;
     super::replica::set_primary(srv, &host, port, now_ms);
 }

@@ -170,6 +170,11 @@ pub struct Replica {
 }
 
 impl Replica {
+    /// Known by this address (the one it announced, or its peer's).
+    pub fn is_at(&self, host: &str, port: u16) -> bool {
+        self.ip.eq_ignore_ascii_case(host) && self.port == port
+    }
+
     /// INFO's `state=`.
     pub fn state(&self) -> &'static str {
         match &self.feed {

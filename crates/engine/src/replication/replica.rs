@@ -95,6 +95,9 @@ pub enum LinkEvent {
         args: Vec<resp::Span>,
         argc: Vec<u32>,
     },
+    /// The primary answered PSYNC with something else than a full or
+    /// partial sync (this reply); `Lost` follows.
+    PsyncRefused(String),
     /// The link is gone (the thread has ended).
     Lost(String),
 }
@@ -339,6 +342,7 @@ pub fn background_step(srv: &mut Server) {
                     super::primary::disconnect_replicas(srv, "the replication id changed");
                 }
             }
+            LinkEvent::PsyncRefused(_) => super::failover::refused(srv),
             LinkEvent::Commands { data, args, argc } => {
                 apply(srv, &data, &args, &argc);
             }
@@ -347,7 +351,6 @@ pub fn background_step(srv: &mut Server) {
                 p.state = LinkState::Connecting;
                 p.down_since_ms = crate::server::wall_ms();
                 log::warning(&format!("Connection with master lost: {why}"));
-                super::failover::link_lost(srv, &why);
                 return;
             }
         }
