@@ -993,3 +993,78 @@ e2e!(
         assert!(got.contains(&"PING: false".to_string()), "{got:?}");
     }
 );
+
+/// What both sides count for 2 MB of writes streamed to one replica: each
+/// check as a line, so that a failure names it.
+fn replication_traffic(primary: Backend, replica: Backend) -> Vec<String> {
+    let p = primary.server();
+    let r = replica.server();
+    let (pc, rc) = (&mut p.client(), &mut r.client());
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    let value = "x".repeat(10_000);
+    for i in 0..200 {
+        assert_eq!(query(pc, &["SET", &format!("big{i}"), &value]), ok());
+    }
+    wait_caught_up(pc, rc);
+    let mut checks = Vec::new();
+    let mut check = |what: &str, holds: bool| checks.push(format!("{what}: {holds}"));
+    let num = |c: &mut redis::Connection, f: &str| stat(c, "stats", f).parse::<u64>().unwrap();
+    let kbps = |c: &mut redis::Connection, f: &str| stat(c, "stats", f).parse::<f64>().unwrap();
+    let rate_seen = {
+        let until = Instant::now() + Duration::from_secs(1);
+        let mut seen = false;
+        while !seen && Instant::now() < until {
+            seen = kbps(pc, "instantaneous_output_repl_kbps") > 0.0
+                && kbps(rc, "instantaneous_input_repl_kbps") > 0.0;
+        }
+        seen
+    };
+    check("repl kbps moved on both sides", rate_seen);
+    let out = num(pc, "total_net_repl_output_bytes");
+    check(
+        "primary repl output ~ 2 MB",
+        (2_000_000..2_200_000).contains(&out),
+    );
+    check(
+        "primary net output holds it",
+        num(pc, "total_net_output_bytes") >= out,
+    );
+    let got = num(rc, "total_net_repl_input_bytes");
+    check(
+        "replica repl input ~ 2 MB",
+        (2_000_000..2_200_000).contains(&got),
+    );
+    check(
+        "replica net input holds it",
+        num(rc, "total_net_input_bytes") >= got,
+    );
+    let field = |c: &mut redis::Connection, name: &str| -> u64 {
+        let list = text(&q(c, "CLIENT LIST TYPE replica"));
+        let v = list
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='));
+        v.expect("a replica line").parse().unwrap()
+    };
+    check(
+        "its CLIENT LIST out ~ 2 MB",
+        field(pc, "tot-net-out") >= 2_000_000,
+    );
+    let (cmds, net_in) = (field(pc, "tot-cmds"), field(pc, "tot-net-in"));
+    // Its ACKs, once a second.
+    within(5, "ACKs to be counted", || field(pc, "tot-cmds") > cmds);
+    check(
+        "its CLIENT LIST in grows with its ACKs",
+        field(pc, "tot-net-in") > net_in,
+    );
+    checks
+}
+
+e2e!(
+    ringkv_only fn replication_bytes_are_counted_as_valkey_counts_them(b) {
+        let want = replication_traffic(Backend::Valkey, Backend::Valkey);
+        assert!(want.iter().all(|c| c.ends_with("true")), "Valkey 8.1, the oracle: {want:?}");
+        assert_eq!(replication_traffic(b, b), want, "ringkv to ringkv");
+        assert_eq!(replication_traffic(b, Backend::Valkey), want, "ringkv to Valkey");
+    }
+);

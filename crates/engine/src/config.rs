@@ -208,7 +208,7 @@ static DEFS: &[Def] = &[
     b("use-exit-on-panic", false, HIDDEN),
     b("disable-thp", true, SUP | IMM),
     b("cluster-allow-replica-migration", true, 0),
-    b("replica-announced", true, 0),
+    b("replica-announced", true, SUP),
     b("latency-tracking", true, SUP),
     b("aof-disable-auto-gc", false, HIDDEN),
     b("replica-ignore-disk-write-errors", false, 0),
@@ -219,7 +219,7 @@ static DEFS: &[Def] = &[
     b("cluster-slot-stats-enabled", false, 0),
     s("aclfile", "", IMM),
     s("unixsocket", "", IMM),
-    al(s("replica-announce-ip", "", 0), "slave-announce-ip"),
+    al(s("replica-announce-ip", "", SUP), "slave-announce-ip"),
     al(s("primaryuser", "", SENS | SUP), "masteruser"),
     al(s("primaryauth", "", SENS | SUP), "masterauth"),
     s("cluster-announce-ip", "", 0),
@@ -265,11 +265,11 @@ static DEFS: &[Def] = &[
     i("active-defrag-threshold-upper", 0, 1000, "100", 0),
     i("lfu-log-factor", 0, INT_MAX, "10", SUP),
     i("lfu-decay-time", 0, INT_MAX, "1", SUP),
-    al(i("replica-priority", 0, INT_MAX, "100", 0), "slave-priority"),
-    i("repl-diskless-sync-delay", 0, INT_MAX, "5", 0),
+    al(i("replica-priority", 0, INT_MAX, "100", SUP), "slave-priority"),
+    i("repl-diskless-sync-delay", 0, INT_MAX, "5", SUP),
     i("maxmemory-samples", 1, 64, "5", SUP),
     i("maxmemory-eviction-tenacity", 0, 100, "10", SUP),
-    al(i("replica-announce-port", 0, 65535, "0", 0), "slave-announce-port"),
+    al(i("replica-announce-port", 0, 65535, "0", SUP), "slave-announce-port"),
     i("cluster-port", 0, 65535, "0", IMM),
     i("cluster-announce-bus-port", 0, 65535, "0", 0),
     i("cluster-announce-port", 0, 65535, "0", 0),
@@ -287,28 +287,28 @@ static DEFS: &[Def] = &[
     al(i("min-replicas-max-lag", 0, INT_MAX, "10", SUP), "min-slaves-max-lag"),
     i("watchdog-period", 0, INT_MAX, "0", HIDDEN),
     i("shutdown-timeout", 0, INT_MAX, "10", 0),
-    i("repl-diskless-sync-max-replicas", 0, INT_MAX, "0", 0),
+    i("repl-diskless-sync-max-replicas", 0, INT_MAX, "0", SUP),
     def("unixsocketperm", Kind::Octal, IMM, "0"),
     i("socket-mark-id", 0, UINT_MAX, "0", IMM),
     i("max-new-connections-per-cycle", 1, 1000, "10", 0),
     i("max-new-tls-connections-per-cycle", 1, 1000, "1", 0),
     i("prefetch-batch-max-size", 0, 128, "16", SUP),
     i("active-defrag-max-scan-fields", 1, LMAX, "1000", 0),
-    al(i("commandlog-slow-execution-max-len", 0, LMAX, "128", 0), "slowlog-max-len"),
-    m("commandlog-request-larger-than", -1, LMAX, "1048576", 0),
-    i("commandlog-large-request-max-len", 0, LMAX, "128", 0),
-    m("commandlog-reply-larger-than", -1, LMAX, "1048576", 0),
-    i("commandlog-large-reply-max-len", 0, LMAX, "128", 0),
+    al(i("commandlog-slow-execution-max-len", 0, LMAX, "128", SUP), "slowlog-max-len"),
+    m("commandlog-request-larger-than", -1, LMAX, "1048576", SUP),
+    i("commandlog-large-request-max-len", 0, LMAX, "128", SUP),
+    m("commandlog-reply-larger-than", -1, LMAX, "1048576", SUP),
+    i("commandlog-large-reply-max-len", 0, LMAX, "128", SUP),
     i("acllog-max-len", 0, LMAX, "128", 0),
     al(i("busy-reply-threshold", 0, LMAX, "5000", SUP), "lua-time-limit"),
     i("cluster-node-timeout", 0, LMAX, "15000", 0),
     i("cluster-ping-interval", 0, LMAX, "0", HIDDEN),
     al(
-        i("commandlog-execution-slower-than", -1, LMAX, "10000", 0),
+        i("commandlog-execution-slower-than", -1, LMAX, "10000", SUP),
         "slowlog-log-slower-than",
     ),
     i("latency-monitor-threshold", 0, LMAX, "0", SUP),
-    i("stream-node-max-entries", 0, LMAX, "100", 0),
+    i("stream-node-max-entries", 0, LMAX, "100", SUP),
     m("repl-backlog-size", 1, LMAX, "1048576", SUP),
     m("cluster-link-sendbuf-limit", 0, LMAX, "0", 0),
     al(i("hash-max-listpack-entries", 0, LMAX, "512", SUP), "hash-max-ziplist-entries"),
@@ -318,10 +318,10 @@ static DEFS: &[Def] = &[
     al(i("zset-max-listpack-entries", 0, LMAX, "128", SUP), "zset-max-ziplist-entries"),
     m("active-defrag-ignore-bytes", 1, LMAX, "104857600", 0),
     al(m("hash-max-listpack-value", 0, LMAX, "64", SUP), "hash-max-ziplist-value"),
-    m("stream-node-max-bytes", 0, LMAX, "4096", 0),
+    m("stream-node-max-bytes", 0, LMAX, "4096", SUP),
     al(m("zset-max-listpack-value", 0, LMAX, "64", SUP), "zset-max-ziplist-value"),
     m("hll-sparse-max-bytes", 0, LMAX, "3000", SUP),
-    i("tracking-table-max-keys", 0, LMAX, "1000000", 0),
+    i("tracking-table-max-keys", 0, LMAX, "1000000", SUP),
     def("maxmemory-clients", Kind::Mem { min: -100, max: LMAX, percent: true }, SUP, "0"),
     i("repl-backlog-ttl", 0, LMAX, "3600", 0),
     m("auto-aof-rewrite-min-size", 0, LMAX, "67108864", SUP),
@@ -1773,6 +1773,54 @@ mod tests {
         let n = names.len();
         names.dedup();
         assert_eq!(n, names.len());
+    }
+
+    /// A value other than `d`'s default that it accepts, where one is
+    /// simple to name.
+    fn another_value(d: &Def) -> Option<String> {
+        match d.kind {
+            Kind::Bool => Some(if d.default == "yes" { "no" } else { "yes" }.into()),
+            Kind::Int { min, max } | Kind::Mem { min, max, .. } => {
+                let v = parse_memory(d.default)?;
+                Some(if v < max { v + 1 } else { min }.to_string())
+            }
+            Kind::Enum(opts) => opts
+                .iter()
+                .find(|o| **o != d.default)
+                .map(|o| o.to_string()),
+            Kind::Str => Some("x".into()),
+            Kind::Flags(_) | Kind::Octal | Kind::Special => None,
+        }
+    }
+
+    /// A directive whose value moves a typed field acts on something: the
+    /// start-up log must not call it ignored.
+    #[test]
+    fn a_directive_that_changes_the_config_is_not_reported_as_ignored() {
+        let base = Config::default();
+        let typed = |c: &Config| {
+            let mut c = c.clone();
+            c.values.clear();
+            c.warnings.clear();
+            format!("{c:?}")
+        };
+        let before = typed(&base);
+        for (idx, d) in DEFS.iter().enumerate() {
+            if d.flags & (SUP | HIDDEN) != 0 {
+                continue;
+            }
+            let Some(v) = another_value(d) else {
+                continue;
+            };
+            let mut c = base.clone();
+            c.values[idx] = v;
+            c.apply_typed(idx);
+            assert!(
+                typed(&c) == before,
+                "{} acts, yet is reported as ignored",
+                d.name
+            );
+        }
     }
 
     #[test]

@@ -482,35 +482,42 @@ fn stats(srv: &Server, out: &mut String) {
         "total_commands_processed:{}",
         st.total_commands_processed
     );
-    field!(
-        out,
-        "instantaneous_ops_per_sec:{}",
-        Stats::instantaneous(&st.ops_samples)
-    );
+    let repl = srv.repl.traffic();
+    field!(out, "instantaneous_ops_per_sec:{}", st.ops_rate.per_sec());
+    // As Valkey's, the totals include replication's bytes; the ACKs a
+    // primary reads from its replicas are client input, not replication.
     field!(
         out,
         "total_net_input_bytes:{}",
-        net.total_net_input_bytes + net.io_sum(|t| &t.bytes_in)
+        net.total_net_input_bytes
+            + net.io_sum(|t| &t.bytes_in)
+            + repl.replicas.bytes_in
+            + repl.from_primary
     );
     field!(
         out,
         "total_net_output_bytes:{}",
-        net.total_net_output_bytes + net.io_sum(|t| &t.bytes_out)
+        net.total_net_output_bytes + net.io_sum(|t| &t.bytes_out) + repl.replicas.bytes_out
     );
-    field!(out, "total_net_repl_input_bytes:0");
-    field!(out, "total_net_repl_output_bytes:0");
+    field!(out, "total_net_repl_input_bytes:{}", repl.from_primary);
     field!(
         out,
-        "instantaneous_input_kbps:{:.2}",
-        Stats::instantaneous(&st.in_samples) as f64 / 1024.0
+        "total_net_repl_output_bytes:{}",
+        repl.replicas.bytes_out
+    );
+    let kbps = |r: &crate::server::Rate| r.per_sec() as f64 / 1024.0;
+    field!(out, "instantaneous_input_kbps:{:.2}", kbps(&st.in_rate));
+    field!(out, "instantaneous_output_kbps:{:.2}", kbps(&st.out_rate));
+    field!(
+        out,
+        "instantaneous_input_repl_kbps:{:.2}",
+        kbps(&st.repl_in_rate)
     );
     field!(
         out,
-        "instantaneous_output_kbps:{:.2}",
-        Stats::instantaneous(&st.out_samples) as f64 / 1024.0
+        "instantaneous_output_repl_kbps:{:.2}",
+        kbps(&st.repl_out_rate)
     );
-    field!(out, "instantaneous_input_repl_kbps:0.00");
-    field!(out, "instantaneous_output_repl_kbps:0.00");
     field!(
         out,
         "rejected_connections:{}",

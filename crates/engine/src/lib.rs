@@ -1459,25 +1459,26 @@ fn unknown_command_msg(argv: ArgvRef<'_>) -> String {
 
 /// Instantaneous ops/sec and network kbps, sampled every 100 ms.
 fn sample_stats(srv: &mut Server, now: i64) {
-    let st = &mut srv.stats;
-    let dt = now - st.last_sample_ms;
-    if st.last_sample_ms != 0 && dt < 100 {
+    let last = srv.stats.last_sample_ms;
+    if last != 0 && now - last < 100 {
         return;
     }
-    let ops = st.total_commands_processed;
-    let inb = srv.net.total_net_input_bytes;
-    let outb = srv.net.total_net_output_bytes;
-    if st.last_sample_ms != 0 && dt > 0 {
-        let i = st.sample_idx % 16;
-        st.ops_samples[i] = ops.saturating_sub(st.last_sample_ops) * 1000 / dt as u64;
-        st.in_samples[i] = inb.saturating_sub(st.last_sample_in) * 1000 / dt as u64;
-        st.out_samples[i] = outb.saturating_sub(st.last_sample_out) * 1000 / dt as u64;
+    let dt = if last == 0 { 0 } else { now - last };
+    let repl = srv.repl.traffic();
+    // As Valkey's, the network rates include replication's bytes.
+    let net_in = srv.net.total_net_input_bytes + repl.from_primary + repl.replicas.bytes_in;
+    let net_out = srv.net.total_net_output_bytes + repl.replicas.bytes_out;
+    let st = &mut srv.stats;
+    let i = st.sample_idx;
+    st.ops_rate.sample(i, st.total_commands_processed, dt);
+    st.in_rate.sample(i, net_in, dt);
+    st.out_rate.sample(i, net_out, dt);
+    st.repl_in_rate.sample(i, repl.from_primary, dt);
+    st.repl_out_rate.sample(i, repl.replicas.bytes_out, dt);
+    if dt > 0 {
         st.sample_idx += 1;
     }
     st.last_sample_ms = now;
-    st.last_sample_ops = ops;
-    st.last_sample_in = inb;
-    st.last_sample_out = outb;
     // Valkey's cron keeps the peak current between INFO calls.
     let used = srv.memory().used;
     srv.note_used_memory(used);

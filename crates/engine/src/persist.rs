@@ -30,6 +30,9 @@ pub struct SaveOptions {
     /// `rdb-key-save-delay`: microseconds a save takes per key at least
     /// (tests use it to keep a BGSAVE running while they write).
     pub key_save_delay_us: i64,
+    /// The RDB version the header names; the captures fed to the sink are
+    /// made for it (a disk sync for a replica that reads only 10).
+    pub version: u16,
 }
 
 /// The writer of one snapshot file: it takes part of the RDB stream at a
@@ -360,6 +363,7 @@ pub fn save_options(srv: &Server) -> SaveOptions {
         compress: srv.config.rdbcompression,
         checksum: srv.config.rdbchecksum,
         key_save_delay_us: srv.config.rdb_key_save_delay,
+        version: rdb::RDB_VERSION,
     }
 }
 

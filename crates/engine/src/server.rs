@@ -110,15 +110,39 @@ pub struct Stats {
     pub client_output_buffer_limit_disconnections: u64,
     pub protocol_errors: u64,
     pub peak_memory: u64,
-    /// Instantaneous-metric samples (Valkey keeps 16, one per 100 ms).
-    pub ops_samples: [u64; 16],
-    pub in_samples: [u64; 16],
-    pub out_samples: [u64; 16],
+    /// The instantaneous metrics: commands, network bytes in and out,
+    /// replication bytes in and out.
+    pub ops_rate: Rate,
+    pub in_rate: Rate,
+    pub out_rate: Rate,
+    pub repl_in_rate: Rate,
+    pub repl_out_rate: Rate,
     pub sample_idx: usize,
     pub last_sample_ms: i64,
-    pub last_sample_ops: u64,
-    pub last_sample_in: u64,
-    pub last_sample_out: u64,
+}
+
+/// One instantaneous metric: per-second rates of a running total over
+/// the last 16 samples (Valkey takes one every 100 ms).
+#[derive(Clone, Debug, Default)]
+pub struct Rate {
+    samples: [u64; 16],
+    last_total: u64,
+}
+
+impl Rate {
+    /// Sample `total` into slot `idx`, `dt_ms` after the last sample
+    /// (0: the first, which only sets the base).
+    pub fn sample(&mut self, idx: usize, total: u64, dt_ms: i64) {
+        if dt_ms > 0 {
+            self.samples[idx % 16] = total.saturating_sub(self.last_total) * 1000 / dt_ms as u64;
+        }
+        self.last_total = total;
+    }
+
+    /// The mean of the samples, per second.
+    pub fn per_sec(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / self.samples.len() as u64
+    }
 }
 
 /// Valkey tracks at most this many distinct error prefixes.
@@ -147,10 +171,6 @@ impl Stats {
         let n = self.commands.len();
         *self = Stats::default();
         self.commands = vec![CmdStat::default(); n];
-    }
-
-    pub fn instantaneous(samples: &[u64; 16]) -> u64 {
-        samples.iter().sum::<u64>() / samples.len() as u64
     }
 }
 

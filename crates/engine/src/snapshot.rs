@@ -38,6 +38,33 @@ const STEP_BUCKETS: usize = 32;
 /// adds to a command's wait.
 pub const STEP_BUDGET: Duration = Duration::from_micros(250);
 
+/// What a snapshot holds: everything, or less for a replica that asked
+/// with `REPLCONF rdb-filter-only` (the AUX fields are always there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RdbContent {
+    /// The databases' keys.
+    pub data: bool,
+    /// FUNCTION libraries.
+    pub functions: bool,
+}
+
+impl RdbContent {
+    pub const ALL: RdbContent = RdbContent {
+        data: true,
+        functions: true,
+    };
+
+    pub fn is_filtered(self) -> bool {
+        self != RdbContent::ALL
+    }
+}
+
+impl Default for RdbContent {
+    fn default() -> Self {
+        RdbContent::ALL
+    }
+}
+
 pub struct Snapshot {
     sink: Box<dyn SnapshotSink>,
     /// Databases frozen at the start: (number then, keys, keys with a TTL).
@@ -75,23 +102,24 @@ pub enum Progress {
 impl Snapshot {
     /// Freeze the dataset as it is now and queue the header's AUX fields.
     pub fn begin(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
-        Snapshot::begin_with(srv, sink, now_ms, false, rdb::RDB_VERSION)
+        Snapshot::begin_with(srv, sink, now_ms, false, rdb::RDB_VERSION, RdbContent::ALL)
     }
 
     /// [`Snapshot::begin`] for a reader of RDB `version` (a replica that
-    /// reads 10, not 11).
-    pub fn begin_for_version(
+    /// reads 10, not 11), holding `content`.
+    pub fn begin_for(
         srv: &mut Server,
         sink: Box<dyn SnapshotSink>,
         now_ms: i64,
         version: u16,
+        content: RdbContent,
     ) -> Snapshot {
-        Snapshot::begin_with(srv, sink, now_ms, false, version)
+        Snapshot::begin_with(srv, sink, now_ms, false, version, content)
     }
 
     /// [`Snapshot::begin`] for an AOF base (its `aof-base` AUX field is 1).
     pub fn begin_aof_base(srv: &mut Server, sink: Box<dyn SnapshotSink>, now_ms: i64) -> Snapshot {
-        Snapshot::begin_with(srv, sink, now_ms, true, rdb::RDB_VERSION)
+        Snapshot::begin_with(srv, sink, now_ms, true, rdb::RDB_VERSION, RdbContent::ALL)
     }
 
     fn begin_with(
@@ -100,6 +128,7 @@ impl Snapshot {
         now_ms: i64,
         aof_base: bool,
         version: u16,
+        content: RdbContent,
     ) -> Snapshot {
         let mut chunk = Capture::for_version(version);
         let t = &mut chunk;
@@ -115,7 +144,7 @@ impl Snapshot {
         t.aux(b"aof-base", if aof_base { b"1" } else { b"0" });
         // FUNCTION libraries, before the databases (as Valkey's
         // rdbSaveFunctions).
-        if let Some(f) = srv.functions.as_ref() {
+        if let Some(f) = srv.functions.as_ref().filter(|_| content.functions) {
             for lib in f.libraries() {
                 t.raw(&[rdb::consts::OPCODE_FUNCTION2]);
                 t.string(&lib.code);
@@ -124,7 +153,7 @@ impl Snapshot {
         let mut order = Vec::new();
         let mut keys_total = 0;
         for (i, db) in srv.keyspace.dbs.iter_mut().enumerate() {
-            if db.is_empty() {
+            if db.is_empty() || !content.data {
                 continue;
             }
             order.push((i, db.len() as u64, db.expires_len() as u64));
@@ -320,19 +349,24 @@ pub fn start_bgsave(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     if srv.aof.rewrite.is_some() {
         return Err(AOF_REWRITE_ACTIVE.into());
     }
-    let (sink, _) = open_background_save(srv, now_ms).map_err(|e| format!("ERR {e}"))?;
-    run_background_save(srv, sink, now_ms, rdb::RDB_VERSION);
+    let version = rdb::RDB_VERSION;
+    let (sink, _) = open_background_save(srv, now_ms, version).map_err(|e| format!("ERR {e}"))?;
+    run_background_save(srv, sink, now_ms, version);
     Ok(())
 }
 
 /// A background save's first half (BGSAVE's, or a disk-based full
 /// sync's): counted when it starts, as Valkey's rdbSaveBackground, and
-/// its file opened. Returns the sink and the file's name.
+/// its file opened, in RDB `version`. Returns the sink and the file's name.
 pub(crate) fn open_background_save(
     srv: &mut Server,
     now_ms: i64,
+    version: u16,
 ) -> Result<(Box<dyn SnapshotSink>, String), String> {
-    let opts = crate::persist::save_options(srv);
+    let opts = crate::persist::SaveOptions {
+        version,
+        ..crate::persist::save_options(srv)
+    };
     let Some(storage) = srv.persist.storage.as_mut() else {
         return Err("no storage configured".into());
     };
@@ -355,7 +389,7 @@ pub(crate) fn run_background_save(
     now_ms: i64,
     version: u16,
 ) {
-    let snap = Snapshot::begin_for_version(srv, sink, now_ms, version);
+    let snap = Snapshot::begin_for(srv, sink, now_ms, version, RdbContent::ALL);
     srv.persist.dirty_at_bgsave = srv.persist.dirty;
     srv.persist.snapshot = Some(snap);
     log::notice("Background saving started");

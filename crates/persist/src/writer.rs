@@ -45,7 +45,7 @@ fn write_file(opts: &SaveOptions, temp: &PathBuf, rx: &Receiver<SinkMsg>) -> Res
             cwd()
         )
     })?;
-    let mut enc = rdb::Encoder::new(opts.compress, opts.checksum);
+    let mut enc = rdb::Encoder::with_version(opts.compress, opts.checksum, opts.version);
     let mut buf = Vec::with_capacity(WRITE_BUF + WRITE_BUF / 4);
     let mut written = 0u64;
     let mut flush = |buf: &mut Vec<u8>, file: &mut File| -> Result<(), String> {

@@ -17,14 +17,17 @@
 //! engine rings the bell after each batch it publishes, which costs a
 //! syscall only when the thread is asleep.
 
+use crate::traffic::{Counters, Meter};
 use crate::zerocopy::ZeroCopy;
 use engine::ClientId;
 use engine::log;
 use engine::persist::{ChannelSink, SinkMsg, SinkWriter, SnapshotSink};
-use engine::replication::primary::{FeedStart, RdbFraming, ReplicaFeed, Senders, ZeroCopyStats};
+use engine::replication::primary::{
+    FeedStart, RdbFraming, ReplicaFeed, Senders, Traffic, ZeroCopyStats,
+};
 use ringkv_rings::doorbell::Doorbell;
 use std::collections::HashMap;
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -49,6 +52,9 @@ const LINGER: Duration = Duration::from_millis(1);
 const KEEPALIVE: Duration = Duration::from_secs(1);
 /// The most one sendfile(2) call is asked to move.
 const SENDFILE_MAX: usize = 1 << 30;
+/// How long an rdb-only replica is given to close its end once its RDB
+/// is sent.
+const RDB_ONLY_LINGER: Duration = Duration::from_secs(2);
 /// A blocked write gives up after this long (the replica stopped reading).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -82,11 +88,22 @@ pub fn adopt(client: ClientId, fd: OwnedFd, unsent: Vec<u8>, unparsed: Vec<u8>) 
 
 /// Starts a feed thread per replica.
 #[derive(Debug, Default)]
-pub struct FeedThreads;
+pub struct FeedThreads {
+    /// What all of them moved.
+    total: Arc<Counters>,
+}
 
 impl Senders for FeedThreads {
     fn feed(&mut self, client: ClientId, start: FeedStart) -> Box<dyn ReplicaFeed> {
-        Box::new(Feed::start(client, start))
+        Box::new(Feed::start(client, start, self.total.clone()))
+    }
+
+    fn traffic(&self) -> Traffic {
+        Traffic {
+            bytes_in: self.total.read(),
+            bytes_out: self.total.written(),
+            commands: 0,
+        }
     }
 }
 
@@ -112,6 +129,20 @@ struct Shared {
     /// another connection may have been given the same number.
     fd: Mutex<i32>,
     zc: SharedCounters,
+    /// Bytes moved on the socket since it was adopted.
+    meter: Meter,
+    /// Commands the replica sent (its ACKs).
+    commands: AtomicU64,
+}
+
+impl Shared {
+    /// A blocking write of all of `bytes`, counted.
+    fn write_all(&self, sock: &TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+        let mut w = sock;
+        w.write_all(bytes)?;
+        self.meter.add_written(bytes.len());
+        Ok(())
+    }
 }
 
 /// A feed's zero-copy counters, as its tracker last published them.
@@ -133,7 +164,7 @@ pub struct Feed {
 }
 
 impl Feed {
-    fn start(client: ClientId, start: FeedStart) -> Feed {
+    fn start(client: ClientId, start: FeedStart, total: Arc<Counters>) -> Feed {
         let bell = match Doorbell::new() {
             Ok(b) => Some(b),
             Err(e) => {
@@ -154,6 +185,8 @@ impl Feed {
             gone: Mutex::new(None),
             fd: Mutex::new(-1),
             zc: SharedCounters::default(),
+            meter: Meter::new(total),
+            commands: AtomicU64::new(0),
         });
         let (adopt_tx, adopt_rx) = mpsc::channel();
         registry()
@@ -285,6 +318,14 @@ impl ReplicaFeed for Feed {
             .clone()
     }
 
+    fn traffic(&self) -> Traffic {
+        Traffic {
+            bytes_in: self.shared.meter.own.read(),
+            bytes_out: self.shared.meter.own.written(),
+            commands: self.shared.commands.load(Ordering::Relaxed),
+        }
+    }
+
     fn zerocopy(&self) -> ZeroCopyStats {
         let z = &self.shared.zc;
         ZeroCopyStats {
@@ -339,10 +380,9 @@ fn serve(
     sock.set_nonblocking(false).map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(WRITE_TIMEOUT))
         .map_err(|e| e.to_string())?;
-    let mut w = sock;
     let werr = |e: std::io::Error| format!("write error: {e}");
-    w.write_all(&unsent).map_err(werr)?;
-    w.write_all(&start.preamble).map_err(werr)?;
+    shared.write_all(sock, &unsent).map_err(werr)?;
+    shared.write_all(sock, &start.preamble).map_err(werr)?;
     // A replica that reads an EOF-marked RDB finds its end only if the
     // mark ends one of its reads: nothing more is sent until it has
     // loaded the file and ACKs (Valkey's repl_put_online_on_ack).
@@ -354,19 +394,22 @@ fn serve(
             "Synchronization with replica {} succeeded ({n} bytes of RDB from {name})",
             client.0
         ));
-        shared.online.store(true, Ordering::Relaxed);
+        shared.online.store(!start.rdb_only, Ordering::Relaxed);
     }
     if let (Some(framing), Some(writer)) = (start.rdb, rdb_in.chunks) {
-        let outcome = send_rdb(sock, framing, start.rdb_version, &writer.chunks);
+        let outcome = send_rdb(sock, framing, start.rdb_version, &writer.chunks, shared);
         let failed = outcome.as_ref().err().cloned();
         let _ = writer.outcome.send(outcome);
         if let Some(e) = failed {
             return Err(e);
         }
         hold_until_ack = framing == RdbFraming::EofMark;
-        if !hold_until_ack {
+        if !hold_until_ack && !start.rdb_only {
             shared.online.store(true, Ordering::Relaxed);
         }
+    }
+    if start.rdb_only && start.rdb.is_some() {
+        return end_rdb_only(client, sock, shared);
     }
     let zc = start
         .zerocopy_min
@@ -400,6 +443,30 @@ fn serve(
     r
 }
 
+/// `REPLCONF rdb-only 1`: the RDB was all it wanted. The write side
+/// closes first and what the replica still sends is read away, so that
+/// the close does not reset the connection under the RDB's last bytes.
+fn end_rdb_only(client: ClientId, sock: &TcpStream, shared: &Shared) -> Result<(), String> {
+    log::notice(&format!(
+        "RDB transfer completed, rdb only replica (client {}) should be disconnected asap",
+        client.0
+    ));
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+    let _ = sock.set_read_timeout(Some(TICK));
+    let until = std::time::Instant::now() + RDB_ONLY_LINGER;
+    let mut buf = [0u8; 512];
+    let mut r = sock;
+    while std::time::Instant::now() < until {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => shared.meter.add_read(n),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    Err("rdb only: its RDB is sent".into())
+}
+
 fn is_loopback(sock: &TcpStream) -> bool {
     sock.peer_addr().is_ok_and(|a| a.ip().is_loopback())
 }
@@ -410,15 +477,16 @@ fn send_rdb(
     framing: RdbFraming,
     version: u16,
     rx: &Receiver<SinkMsg>,
+    shared: &Shared,
 ) -> Result<u64, String> {
-    let mut w = sock;
     let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
     let mut enc = rdb::Encoder::with_version(true, true, version);
     let mut buf = Vec::with_capacity(WRITE_BUF + WRITE_BUF / 4);
     let mut written = 0u64;
     let mark = eof_mark();
     if framing == RdbFraming::EofMark {
-        w.write_all(format!("$EOF:{mark}\r\n").as_bytes())
+        shared
+            .write_all(sock, format!("$EOF:{mark}\r\n").as_bytes())
             .map_err(werr)?;
     }
     enc.header(&mut buf);
@@ -428,7 +496,7 @@ fn send_rdb(
             SinkMsg::Chunk(c) => {
                 enc.feed(&c, &mut buf);
                 if framing == RdbFraming::EofMark && buf.len() >= WRITE_BUF {
-                    w.write_all(&buf).map_err(werr)?;
+                    shared.write_all(sock, &buf).map_err(werr)?;
                     written += buf.len() as u64;
                     buf.clear();
                 }
@@ -440,14 +508,15 @@ fn send_rdb(
     match framing {
         RdbFraming::EofMark => {
             buf.extend_from_slice(mark.as_bytes());
-            w.write_all(&buf).map_err(werr)?;
+            shared.write_all(sock, &buf).map_err(werr)?;
             written += buf.len() as u64 - mark.len() as u64;
         }
         // (The file's own sync never gets here: it has no chunks.)
         RdbFraming::Length | RdbFraming::File => {
-            w.write_all(format!("${}\r\n", buf.len()).as_bytes())
+            shared
+                .write_all(sock, format!("${}\r\n", buf.len()).as_bytes())
                 .map_err(werr)?;
-            w.write_all(&buf).map_err(werr)?;
+            shared.write_all(sock, &buf).map_err(werr)?;
             written = buf.len() as u64;
         }
     }
@@ -461,7 +530,6 @@ fn await_file(
     rx: &Receiver<Result<String, String>>,
     shared: &Shared,
 ) -> Result<String, String> {
-    let mut w = sock;
     let mut last = std::time::Instant::now();
     loop {
         if shared.stop.load(Ordering::Relaxed) {
@@ -476,7 +544,8 @@ fn await_file(
         }
         if last.elapsed() >= KEEPALIVE {
             last = std::time::Instant::now();
-            w.write_all(b"\n")
+            shared
+                .write_all(sock, b"\n")
                 .map_err(|e| format!("write error: {e}"))?;
         }
     }
@@ -492,9 +561,9 @@ fn send_file(sock: &TcpStream, name: &str, shared: &Shared) -> Result<u64, Strin
         log::warning(&why);
         why
     })?;
-    let mut w = sock;
     let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
-    w.write_all(format!("${len}\r\n").as_bytes())
+    shared
+        .write_all(sock, format!("${len}\r\n").as_bytes())
         .map_err(werr)?;
     let mut off: libc::off_t = 0;
     while (off as u64) < len {
@@ -514,6 +583,7 @@ fn send_file(sock: &TcpStream, name: &str, shared: &Shared) -> Result<u64, Strin
         if n == 0 {
             return Err(format!("{name} ended at {off} of {len} bytes"));
         }
+        shared.meter.add_written(n as usize);
     }
     Ok(len)
 }
@@ -617,10 +687,12 @@ impl Stream<'_> {
         {
             t.send(slice, WRITE_TIMEOUT)?;
             t.publish(&shared.zc);
+            shared.meter.add_written(slice.len());
             return Ok(());
         }
-        let mut w = self.sock;
-        w.write_all(slice).map_err(|e| format!("write error: {e}"))
+        shared
+            .write_all(self.sock, slice)
+            .map_err(|e| format!("write error: {e}"))
     }
 
     /// Poll the socket and the doorbell for up to `timeout`: (socket
@@ -690,6 +762,7 @@ impl Stream<'_> {
                 }
             }
             self.input.extend_from_slice(&tmp[..n as usize]);
+            shared.meter.add_read(n as usize);
             if self.input.len() > 1 << 20 {
                 return Err("the replica sent too much".into());
             }
@@ -703,6 +776,7 @@ impl Stream<'_> {
             let resp::Parsed::Command { consumed, argc } = parsed else {
                 break;
             };
+            shared.commands.fetch_add(1, Ordering::Relaxed);
             let buf = &self.input[pos..];
             let arg = |i: usize| args[i].slice(buf);
             let offset_at = |i: usize| {

@@ -14,6 +14,7 @@
 //! * [`zerocopy`]: zero-copy sends from those blocks (`MSG_ZEROCOPY`, or
 //!   `IORING_OP_SEND_ZC` under the io_uring backend) and the tracker of
 //!   sends in flight (seed 003).
+//! * [`traffic`]: the bytes those sockets move (INFO, CLIENT LIST).
 //!
 //! This crate owns replication sockets, transfer files while they are
 //! written, and the framing of the stream on the wire. It must not touch
@@ -24,6 +25,7 @@
 pub mod feed;
 pub mod link;
 pub mod preamble;
+pub mod traffic;
 pub mod zerocopy;
 
 pub use feed::{FeedThreads, adopt};

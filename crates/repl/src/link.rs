@@ -26,6 +26,7 @@
 use crate::preamble::{
     EOF_MARK_LEN, PsyncReply, TransferSize, parse_psync_reply, parse_transfer_header,
 };
+use crate::traffic::{Counters, Meter};
 use engine::log;
 use engine::replication::{LinkEvent, LinkOptions, LinkState, Links, PrimaryLink};
 use std::collections::VecDeque;
@@ -49,11 +50,18 @@ const MAX_QUEUED: u64 = 64 * 1024 * 1024;
 
 /// Opens a [`TcpLink`] per REPLICAOF.
 #[derive(Debug, Default)]
-pub struct TcpLinks;
+pub struct TcpLinks {
+    /// What all of them moved.
+    total: Arc<Counters>,
+}
 
 impl Links for TcpLinks {
     fn connect(&mut self, opts: LinkOptions) -> Box<dyn PrimaryLink> {
-        Box::new(TcpLink::start(opts))
+        Box::new(TcpLink::start(opts, self.total.clone()))
+    }
+
+    fn bytes_read(&self) -> u64 {
+        self.total.read()
     }
 }
 
@@ -75,6 +83,7 @@ struct Shared {
     transfer_read: AtomicU64,
     /// The socket's write half, for ACKs from either thread.
     writer: Mutex<Option<TcpStream>>,
+    meter: Meter,
 }
 
 impl Shared {
@@ -115,7 +124,7 @@ pub struct TcpLink {
 }
 
 impl TcpLink {
-    fn start(opts: LinkOptions) -> TcpLink {
+    fn start(opts: LinkOptions, total: Arc<Counters>) -> TcpLink {
         let shared = Arc::new(Shared {
             wake: opts.wake.clone(),
             events: Mutex::default(),
@@ -129,6 +138,7 @@ impl TcpLink {
             transfer_total: AtomicI64::default(),
             transfer_read: AtomicU64::default(),
             writer: Mutex::default(),
+            meter: Meter::new(total),
         });
         shared.applied.store(opts.offset, Ordering::Relaxed);
         let s = shared.clone();
@@ -244,6 +254,7 @@ impl Conn {
             }
             Ok(n) => {
                 self.buf.truncate(len + n);
+                shared.meter.add_read(n);
                 shared.touch();
                 Ok(true)
             }

@@ -187,8 +187,8 @@ fn main() -> ExitCode {
         }
         return ExitCode::FAILURE;
     }
-    engine.set_links(Box::new(repl::TcpLinks));
-    engine.set_senders(Box::new(repl::FeedThreads));
+    engine.set_links(Box::<repl::TcpLinks>::default());
+    engine.set_senders(Box::<repl::FeedThreads>::default());
     net::detach::set_detach_hook(Box::new(|client, d| {
         repl::adopt(client, d.fd, d.unsent, d.unparsed)
     }));

@@ -4,6 +4,7 @@ use super::SYNTAX_ERR;
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::replication::primary::FeedState;
 use crate::session::{ReplyMode, Session};
 use crate::table::table;
 use crate::{ClientId, Event};
@@ -908,20 +909,35 @@ impl ReplicaCard {
         }
     }
 
-    /// The line at `now_ms`, the replica's last ACK at `ack_ms` (0: none yet).
-    fn line(&self, now_ms: i64, ack_ms: i64) -> String {
-        let (cmd, last) = if ack_ms > 0 {
-            ("replconf", ack_ms)
+    /// The line at `now_ms`, given its feed's state: the counters are the
+    /// handshake's plus what the feed moved since.
+    fn line(&self, now_ms: i64, fed: FeedState) -> String {
+        let (cmd, last) = if fed.ack_ms > 0 {
+            ("replconf", fed.ack_ms)
         } else {
             ("psync", self.psync_ms)
         };
+        let t = fed.traffic;
+        let tail: Vec<String> = self
+            .tail
+            .split(' ')
+            .map(|f| {
+                let plus = |n: &str, more: u64| n.parse::<u64>().unwrap_or(0) + more;
+                match f.split_once('=') {
+                    Some(("tot-net-in", n)) => format!("tot-net-in={}", plus(n, t.bytes_in)),
+                    Some(("tot-net-out", n)) => format!("tot-net-out={}", plus(n, t.bytes_out)),
+                    Some(("tot-cmds", n)) => format!("tot-cmds={}", plus(n, t.commands)),
+                    _ => f.to_string(),
+                }
+            })
+            .collect();
         format!(
             "{} age={} idle={} {} cmd={cmd} {}",
             self.head,
             (now_ms / 1000 - self.created_ms / 1000).max(0),
             (now_ms / 1000 - last / 1000).max(0),
             self.middle,
-            self.tail
+            tail.join(" ")
         )
     }
 }
@@ -989,9 +1005,9 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             lines.push((s.id.0, client_line(s, now)));
         }
     });
-    for (id, card, ack_ms) in crate::replication::primary::replica_cards(ctx.srv) {
+    for (id, card, fed) in crate::replication::primary::replica_cards(ctx.srv) {
         if f.matches_replica(id, card, now) {
-            lines.push((id.0, card.line(now, ack_ms)));
+            lines.push((id.0, card.line(now, fed)));
         }
     }
     lines.sort_by_key(|(id, _)| *id);

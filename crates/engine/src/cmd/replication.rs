@@ -6,6 +6,7 @@ use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
 use crate::replication::{self, PRIMARY_CLIENT};
+use crate::snapshot::RdbContent;
 
 const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
 
@@ -241,13 +242,33 @@ fn replconf(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
                 ));
             }
             hello.ip_address = Some(String::from_utf8_lossy(value).into_owned());
+        } else if opt.eq_ignore_ascii_case(b"rdb-only") {
+            match crate::num::parse_i64(value) {
+                Some(v @ 0..=1) => hello.rdb_only = v == 1,
+                Some(_) => {
+                    return ctx.error("ERR value is out of range, value must between 0 and 1");
+                }
+                None => return ctx.error(crate::cmd::NOT_INT),
+            }
+        } else if opt.eq_ignore_ascii_case(b"rdb-filter-only") {
+            // Include filters: what is not named is left out ("" is an
+            // RDB of AUX fields alone).
+            let Some(filters) = crate::config::split_args(&String::from_utf8_lossy(value)) else {
+                return ctx.error("ERR Missing rdb-filter-only values");
+            };
+            let mut content = RdbContent {
+                data: false,
+                functions: false,
+            };
+            for f in filters {
+                if !f.eq_ignore_ascii_case("functions") {
+                    return ctx.error(&format!("ERR Unsupported rdb-filter-only option: {f}"));
+                }
+                content.functions = true;
+            }
+            hello.content = content;
         } else {
-            let known = [
-                &b"rdb-only"[..],
-                b"rdb-filter-only",
-                b"rdb-channel",
-                b"main-ch-client-id",
-            ];
+            let known = [&b"rdb-channel"[..], b"main-ch-client-id"];
             if !known.iter().any(|k| opt.eq_ignore_ascii_case(k)) {
                 return ctx.error(&format!(
                     "ERR Unrecognized REPLCONF option: {}",

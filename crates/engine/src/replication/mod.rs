@@ -30,6 +30,14 @@ pub mod wait;
 pub use primary::{NOMASTERLINK_ERR, ReplicaHello};
 pub use replica::*;
 
+/// Bytes replication moved: read from our primaries, and to and from our
+/// replicas.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplTraffic {
+    pub from_primary: u64,
+    pub replicas: primary::Traffic,
+}
+
 /// Replication state and INFO replication's figures.
 pub struct Replication {
     pub links: Option<Box<dyn Links>>,
@@ -70,6 +78,19 @@ impl Replication {
 
     pub fn is_replica(&self) -> bool {
         self.primary.is_some()
+    }
+
+    /// What replication moved so far (INFO stats and its rates).
+    pub fn traffic(&self) -> ReplTraffic {
+        ReplTraffic {
+            from_primary: self.links.as_ref().map_or(0, |l| l.bytes_read()),
+            replicas: self
+                .feeds
+                .senders
+                .as_ref()
+                .map(|s| s.traffic())
+                .unwrap_or_default(),
+        }
     }
 
     /// Up: connected and streaming (INFO `master_link_status:up`).

@@ -32,7 +32,7 @@ use crate::log;
 use crate::persist::SnapshotSink;
 use crate::server::Server;
 use crate::session::Session;
-use crate::snapshot::{Progress, Snapshot};
+use crate::snapshot::{Progress, RdbContent, Snapshot};
 
 /// What a replica said before PSYNC.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +47,11 @@ pub struct ReplicaHello {
     /// `REPLCONF ip-address` (the replica's `replica-announce-ip`): the
     /// address INFO, ROLE and FAILOVER know it by instead of its peer's.
     pub ip_address: Option<String>,
+    /// `REPLCONF rdb-only 1` (`valkey-cli --rdb`): it wants the RDB and
+    /// nothing after it; the connection closes once the RDB is sent.
+    pub rdb_only: bool,
+    /// `REPLCONF rdb-filter-only`: what its RDB holds.
+    pub content: RdbContent,
 }
 
 impl ReplicaHello {
@@ -61,6 +66,12 @@ impl ReplicaHello {
             Some(v) if v >= (7, 2) => rdb::RDB_VERSION,
             _ => 10,
         }
+    }
+
+    /// Replicas that may share one diskless capture: the same RDB version
+    /// and content (Valkey groups by the `rdb-filter-only` request).
+    fn sync_group(&self) -> (u16, RdbContent) {
+        (self.rdb_version(), self.content)
     }
 }
 
@@ -88,6 +99,8 @@ pub struct FeedStart {
     pub rdb_version: u16,
     /// The stream from the point the replica continues at.
     pub stream: effects::Reader,
+    /// `REPLCONF rdb-only 1`: the connection ends once the RDB is sent.
+    pub rdb_only: bool,
     /// `tcp-tx-zerocopy` and the size from which sends go zero-copy.
     pub zerocopy_min: Option<usize>,
     /// The event loops run io_uring: zero-copy sends use
@@ -132,6 +145,19 @@ pub trait ReplicaFeed: Send {
     fn zerocopy(&self) -> ZeroCopyStats {
         ZeroCopyStats::default()
     }
+    /// What its connection moved since the feed took it over.
+    fn traffic(&self) -> Traffic {
+        Traffic::default()
+    }
+}
+
+/// Bytes a replication connection moved and the commands read on it: a
+/// replica's CLIENT LIST counters, or every feed's (INFO).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub commands: u64,
 }
 
 /// Zero-copy sends of one feed (summed in INFO stats).
@@ -148,6 +174,10 @@ pub struct ZeroCopyStats {
 /// Starts feed threads (the server's `ringkv-repl`).
 pub trait Senders: Send {
     fn feed(&mut self, client: ClientId, start: FeedStart) -> Box<dyn ReplicaFeed>;
+    /// What every feed started so far moved, ended ones included.
+    fn traffic(&self) -> Traffic {
+        Traffic::default()
+    }
 }
 
 /// One replica.
@@ -163,6 +193,10 @@ pub struct Replica {
     pub awaiting_file: bool,
     /// Unix ms it became a replica (timeouts before its first ACK).
     pub since_ms: i64,
+    /// It came by PSYNC. One that came by SYNC (`valkey-cli --rdb`, old
+    /// servers) is sent no `+FULLRESYNC`, sends no ACKs and is never timed
+    /// out for their want (Valkey's pre-PSYNC replicas).
+    pub psync: bool,
     /// Since when its feed has been behind by more than the soft limit.
     pub soft_since: Option<i64>,
     /// Its CLIENT LIST line.
@@ -277,6 +311,14 @@ pub fn psync(
     if srv.repl.feeds.replicas.iter().any(|r| r.id == sess.id) {
         return Err("ERR Replica already connected".into());
     }
+    // A filtered RDB is never a file (it would replace the snapshot), so
+    // its replica must take an EOF-marked one.
+    if let Some(h) = &sess.replica_hello
+        && h.content.is_filtered()
+        && !h.capa_eof
+    {
+        return Err("ERR Filtered replica requires EOF capability".into());
+    }
     ensure_backlog(srv);
     let hello = sess.replica_hello.take().map(|b| *b).unwrap_or_default();
     let ip = match &hello.ip_address {
@@ -284,6 +326,7 @@ pub fn psync(
         None => sess.peer.map(|a| a.ip().to_string()).unwrap_or_default(),
     };
     let port = hello.listening_port;
+    let psync = replid.is_some();
     if let (Some(id), Some(off)) = (replid, offset)
         && let Some(stream) = continue_point(srv, id, off)
     {
@@ -302,6 +345,7 @@ pub fn psync(
             rdb: None,
             rdb_version: rdb::RDB_VERSION,
             stream,
+            rdb_only: false,
             zerocopy_min: zerocopy_min(srv),
             io_uring: srv.net.backend == "io_uring",
             wake: srv.repl.wake.clone(),
@@ -321,6 +365,7 @@ pub fn psync(
             feed: Some(feed),
             awaiting_file: false,
             since_ms: now_ms,
+            psync,
             soft_since: None,
             card: crate::cmd::client::ReplicaCard::of(sess, now_ms),
         });
@@ -343,6 +388,7 @@ pub fn psync(
         feed: None,
         awaiting_file: false,
         since_ms: now_ms,
+        psync,
         soft_since: None,
         card: crate::cmd::client::ReplicaCard::of(sess, now_ms),
     });
@@ -394,6 +440,7 @@ fn can_attach(srv: &Server, i: usize) -> bool {
         return false;
     };
     feeds.replicas.iter().any(|r| r.awaiting_file)
+        && !hello.content.is_filtered()
         && (hello.capa_eof || !d.capa.0)
         && (hello.capa_psync2 || !d.capa.1)
         && hello.rdb_version() >= d.rdb_version
@@ -405,11 +452,14 @@ fn attach_to_disk_save(srv: &mut Server, i: usize) {
     let Some(d) = srv.repl.feeds.disk.as_ref() else {
         return;
     };
+    let r = &srv.repl.feeds.replicas[i];
+    let waiting = r.waiting.as_ref();
     let start = FeedStart {
-        preamble: format!("+FULLRESYNC {} {}\r\n", d.replid, d.offset).into_bytes(),
+        preamble: full_resync_preamble(r, &d.replid, d.offset),
         rdb: Some(RdbFraming::File),
         rdb_version: d.rdb_version,
         stream: d.stream.clone(),
+        rdb_only: waiting.is_some_and(|h| h.rdb_only),
         zerocopy_min: zerocopy_min(srv),
         io_uring: srv.net.backend == "io_uring",
         wake: srv.repl.wake.clone(),
@@ -428,7 +478,8 @@ fn attach_to_disk_save(srv: &mut Server, i: usize) {
 
 /// `repl-diskless-sync no`: a BGSAVE of `dbfilename` (a real one: INFO
 /// persistence and LASTSAVE count it) that every waiting replica reading
-/// the same RDB version shares (Valkey's startBgsaveForReplication).
+/// the same RDB version shares (Valkey's startBgsaveForReplication). A
+/// replica that asked for a filtered RDB is not among them.
 fn start_disk_sync(srv: &mut Server, now_ms: i64) {
     let feeds = &srv.repl.feeds.replicas;
     if feeds
@@ -439,12 +490,13 @@ fn start_disk_sync(srv: &mut Server, now_ms: i64) {
         // The last save's file is still to be opened: cron comes back.
         return;
     }
+    let joins = |h: &ReplicaHello| !h.content.is_filtered();
     let Some(first) = srv
         .repl
         .feeds
         .replicas
         .iter()
-        .find_map(|r| r.waiting.as_ref())
+        .find_map(|r| r.waiting.as_ref().filter(|h| joins(h)))
     else {
         return;
     };
@@ -458,12 +510,12 @@ fn start_disk_sync(srv: &mut Server, now_ms: i64) {
         .filter(|r| {
             r.waiting
                 .as_ref()
-                .is_some_and(|h| h.rdb_version() == version)
+                .is_some_and(|h| joins(h) && h.rdb_version() == version)
         })
         .map(|r| r.id)
         .collect();
     log::notice("Starting BGSAVE for SYNC with target: disk");
-    let Ok((sink, filename)) = crate::snapshot::open_background_save(srv, now_ms) else {
+    let Ok((sink, filename)) = crate::snapshot::open_background_save(srv, now_ms, version) else {
         log::warning("BGSAVE for replication failed");
         for id in joining {
             drop_replica(srv, id, "BGSAVE failed, replication can't continue");
@@ -599,11 +651,18 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     {
         return;
     }
-    if !srv.config.repl_diskless_sync {
+    let first_filtered = srv
+        .repl
+        .feeds
+        .replicas
+        .iter()
+        .find_map(|r| r.waiting.as_ref())
+        .is_some_and(|h| h.content.is_filtered());
+    if !srv.config.repl_diskless_sync && !first_filtered {
         start_disk_sync(srv, now_ms);
         return;
     }
-    let Some((version, joining)) = diskless_group(srv, now_ms) else {
+    let Some(((version, content), joining)) = diskless_group(srv, now_ms) else {
         return;
     };
     if srv.repl.feeds.senders.is_none() {
@@ -618,14 +677,14 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     };
     stream.skip_to(at);
     let offset = master_offset(srv);
-    let preamble = format!("+FULLRESYNC {} {offset}\r\n", srv.repl.replid);
     let mut sinks = Vec::new();
     let mut ids = Vec::new();
     for i in joining {
-        let hello = srv.repl.feeds.replicas[i].waiting.take().expect("waiting");
-        let id = srv.repl.feeds.replicas[i].id;
+        let r = &mut srv.repl.feeds.replicas[i];
+        let hello = r.waiting.take().expect("waiting");
+        let id = r.id;
         let start = FeedStart {
-            preamble: preamble.clone().into_bytes(),
+            preamble: full_resync_preamble(r, &srv.repl.replid, offset),
             rdb: Some(if hello.capa_eof {
                 RdbFraming::EofMark
             } else {
@@ -633,6 +692,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
             }),
             rdb_version: version,
             stream: stream.clone(),
+            rdb_only: hello.rdb_only,
             zerocopy_min: zerocopy_min(srv),
             io_uring: srv.net.backend == "io_uring",
             wake: srv.repl.wake.clone(),
@@ -655,7 +715,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     } else {
         Box::new(super::fanout::FanOutSink::new(sinks))
     };
-    let snap = Snapshot::begin_for_version(srv, sink, now_ms, version);
+    let snap = Snapshot::begin_for(srv, sink, now_ms, version, content);
     log::notice(&format!(
         "Starting BGSAVE for SYNC with target: replicas sockets (replica {})",
         ids_text(&ids)
@@ -663,24 +723,22 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     srv.repl.feeds.snapshot = Some((ids, snap));
 }
 
-/// The RDB version and the waiting replicas (indexes) that start a
-/// diskless sync together now: those reading the first one's, once the
-/// first has waited `repl-diskless-sync-delay` or
+/// The RDB version and content and the waiting replicas (indexes) that
+/// start a diskless sync together now: those reading the first one's,
+/// once the first has waited `repl-diskless-sync-delay` or
 /// `repl-diskless-sync-max-replicas` of them wait (Valkey's
 /// shouldStartChildReplication). A replica that cannot take an
-/// EOF-marked RDB does not wait (Valkey gives it a save to disk at once).
-fn diskless_group(srv: &Server, now_ms: i64) -> Option<(u16, Vec<usize>)> {
+/// EOF-marked RDB does not wait (Valkey gives it a save to disk at once),
+/// nor does a filtered one when syncs go through disk (Valkey's syncCommand
+/// starts its capture at once).
+fn diskless_group(srv: &Server, now_ms: i64) -> Option<((u16, RdbContent), Vec<usize>)> {
     let replicas = &srv.repl.feeds.replicas;
     let first = replicas.iter().find_map(|r| r.waiting.as_ref())?;
-    let version = first.rdb_version();
+    let key = first.sync_group();
     let group: Vec<usize> = replicas
         .iter()
         .enumerate()
-        .filter(|(_, r)| {
-            r.waiting
-                .as_ref()
-                .is_some_and(|h| h.rdb_version() == version)
-        })
+        .filter(|(_, r)| r.waiting.as_ref().is_some_and(|h| h.sync_group() == key))
         .map(|(i, _)| i)
         .collect();
     let c = &srv.config;
@@ -692,8 +750,18 @@ fn diskless_group(srv: &Server, now_ms: i64) -> Option<(u16, Vec<usize>)> {
         .unwrap_or(0);
     let enough =
         c.repl_diskless_sync_max_replicas > 0 && group.len() >= c.repl_diskless_sync_max_replicas;
-    let waits = first.capa_eof && !enough && longest_wait < delay_ms;
-    (!waits).then_some((version, group))
+    let waits = first.capa_eof && c.repl_diskless_sync && !enough && longest_wait < delay_ms;
+    (!waits).then_some((key, group))
+}
+
+/// `+FULLRESYNC <replid> <offset>`, which a replica that came by SYNC
+/// does not expect (its RDB follows at once).
+fn full_resync_preamble(r: &Replica, replid: &str, offset: u64) -> Vec<u8> {
+    if r.psync {
+        format!("+FULLRESYNC {replid} {offset}\r\n").into_bytes()
+    } else {
+        Vec::new()
+    }
 }
 
 fn ids_text(ids: &[ClientId]) -> String {
@@ -798,16 +866,30 @@ fn add_zerocopy(sum: &mut ZeroCopyStats, s: ZeroCopyStats) {
     sum.tracker_bytes += s.tracker_bytes;
 }
 
+/// What CLIENT LIST shows of a replica we feed beside its card: the time
+/// of its last ACK (unix ms; 0 before the first) and what its connection
+/// moved since PSYNC.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FeedState {
+    pub ack_ms: i64,
+    pub traffic: Traffic,
+}
+
 /// The CLIENT LIST cards of the replicas we feed: each replica's id, its
-/// card and the time of its last ACK (unix ms; 0 before the first).
+/// card and its feed's state.
 pub fn replica_cards(
     srv: &Server,
-) -> impl Iterator<Item = (ClientId, &crate::cmd::client::ReplicaCard, i64)> {
-    srv.repl
-        .feeds
-        .replicas
-        .iter()
-        .map(|r| (r.id, &r.card, r.feed.as_ref().map_or(0, |f| f.ack().1)))
+) -> impl Iterator<Item = (ClientId, &crate::cmd::client::ReplicaCard, FeedState)> {
+    srv.repl.feeds.replicas.iter().map(|r| {
+        let state = r
+            .feed
+            .as_ref()
+            .map_or_else(FeedState::default, |f| FeedState {
+                ack_ms: f.ack().1,
+                traffic: f.traffic(),
+            });
+        (r.id, &r.card, state)
+    })
 }
 
 /// CLIENT KILL of these replicas (ids from [`replica_cards`]).
@@ -846,7 +928,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
             dead.push((r.id, why));
             continue;
         }
-        if f.online() {
+        if f.online() && r.psync {
             let (_, at) = f.ack();
             if now_ms - at.max(r.since_ms) > timeout_ms {
                 dead.push((r.id, "timeout".to_string()));

@@ -130,6 +130,11 @@ pub trait PrimaryLink: Send {
 /// Opens links (the server's `ringkv-repl`).
 pub trait Links: Send {
     fn connect(&mut self, opts: LinkOptions) -> Box<dyn PrimaryLink>;
+    /// Bytes every link opened so far read from its primary (INFO
+    /// `total_net_repl_input_bytes`).
+    fn bytes_read(&self) -> u64 {
+        0
+    }
 }
 
 /// The primary this server follows.

@@ -1010,6 +1010,7 @@ impl AppendLog for FileLog {
             compress: st.opts.compress,
             checksum: st.opts.checksum,
             key_save_delay_us: 0,
+            version: rdb::RDB_VERSION,
         };
         let sink = start_save(save, &st.dir.root)?;
         st.rewrite = Some(Rewrite {
