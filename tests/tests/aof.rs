@@ -530,8 +530,10 @@ e2e!(
         assert!(e.starts_with("MISCONF Errors writing to the AOF file:"), "{e}");
         let info = text(&q(c, "INFO persistence"));
         assert_eq!(info_field(&info, "aof_last_write_status"), "err", "{info}");
-        // Reads still work.
+        // Reads still work; PING is refused like a write, as in Valkey.
         assert_eq!(q(c, "EXISTS big:0"), int(1));
+        let ping = q(c, "PING").expect_err("PING while the AOF cannot be written");
+        assert!(ping.starts_with("MISCONF Errors writing to the AOF file:"), "{ping}");
         fs::remove_file(&filler).unwrap();
         within(10, "writes to be accepted again", || q(c, "SET after 1").is_ok());
         assert_eq!(info_field(&text(&q(c, "INFO persistence")), "aof_last_write_status"), "ok");
@@ -544,6 +546,138 @@ e2e!(
         assert_eq!(text(&q(c, "GET after")), "1");
     }
 );
+
+/// A 512 KiB tmpfs for a server's directory, and a directory elsewhere
+/// for its log (which must not fail with the disk), or `None` where no
+/// tmpfs can be mounted. (The AOF directory must be on the server
+/// directory's file system: Valkey and ringkv both rename a rewrite's
+/// temp file from one into the other.)
+fn aof_on_small_disk() -> Option<(SmallDisk, TempDir)> {
+    let Some(disk) = SmallDisk::mount(512) else {
+        assert!(std::env::var("CI").is_err(), "cannot mount a tmpfs in CI");
+        eprintln!("skipped: cannot mount a tmpfs here (not root?)");
+        return None;
+    };
+    Some((disk, TempDir::new("aof-small-disk-log")))
+}
+
+/// Leave about 100 KiB of `disk` free.
+fn fill_but_100k(disk: &SmallDisk) -> std::path::PathBuf {
+    let dir = disk.dir.path();
+    let used: u64 = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().map_or(0, |m| m.len()))
+        .sum();
+    let filler = dir.join("filler");
+    fs::write(
+        &filler,
+        vec![0u8; (512 * 1024 - 100 * 1024usize).saturating_sub(used as usize)],
+    )
+    .unwrap();
+    filler
+}
+
+/// A replica of `replica`'s kind, in `dir` with an AOF and its log in
+/// `log`, follows a primary of `b`'s kind.
+fn replica_with_aof_on(
+    dir: &Path,
+    log: &Path,
+    b: Backend,
+    replica: Backend,
+    extra: &[(&str, &str)],
+) -> (ringkv_e2e::Server, ringkv_e2e::Server) {
+    let p = b.start(Opts::new().arg("save", ""));
+    let opts = extra.iter().fold(aof_opts(dir), |o, (k, v)| o.arg(k, v));
+    let r = replica.start(opts.arg("logfile", log.to_str().unwrap()));
+    let (pc, rc) = (&mut p.client(), &mut r.client());
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    // The AOF rewritten after the full sync.
+    wait_rewrite_done(rc);
+    (p, r)
+}
+
+e2e!(
+    ringkv_only fn a_replica_promoted_while_its_disk_is_full_loses_nothing(b) {
+        let Some((disk, logs)) = aof_on_small_disk() else { return };
+        let log = logs.path().join("replica.log");
+        let ignore = [("replica-ignore-disk-write-errors", "yes")];
+        let (p, mut r) = replica_with_aof_on(disk.dir.path(), &log, b, b, &ignore);
+        let (pc, rc) = (&mut p.client(), &mut r.client());
+        let filler = fill_but_100k(&disk);
+        // The primary's writes go on; the replica applies them (told to
+        // ignore its disk) and its AOF falls behind.
+        let value = "v".repeat(4000);
+        let mut i = 0;
+        within(30, "the replica's AOF write to fail", || {
+            assert_eq!(query(pc, &["SET", &format!("big:{i}"), &value]), ok());
+            i += 1;
+            stat_of(rc, "aof_last_write_status") == "err"
+        });
+        for _ in 0..20 {
+            assert_eq!(query(pc, &["SET", &format!("big:{i}"), &value]), ok());
+            i += 1;
+        }
+        wait_caught_up(pc, rc);
+        assert_eq!(q(rc, "DBSIZE"), q(pc, "DBSIZE"), "the replica applied the whole stream");
+        let said = fs::read_to_string(&log).unwrap();
+        assert!(said.contains("Replica is applying a command even though it is unable to write to disk."));
+        // Promoted with the disk still full: its AOF turns to its own
+        // stream with the old one's tail unwritten, and writes to it are
+        // refused until the tail is on disk.
+        assert_eq!(q(rc, "REPLICAOF NO ONE"), ok());
+        let e = q(rc, "SET after 1").expect_err("a write while the AOF cannot be written");
+        assert!(e.starts_with("MISCONF Errors writing to the AOF file:"), "{e}");
+        fs::remove_file(&filler).unwrap();
+        within(10, "writes to be accepted again", || q(rc, "SET after 1").is_ok());
+        assert_eq!(stat_of(rc, "aof_last_write_status"), "ok");
+        let want = plain_view(rc);
+        assert_eq!(want.len(), i + 1);
+        crash(&mut r);
+        let r = b.start(aof_opts(disk.dir.path()).arg("logfile", log.to_str().unwrap()));
+        assert_eq!(plain_view(&mut r.client()), want, "restarted from its AOF");
+    }
+);
+
+/// Whether a replica of `replica`'s kind whose AOF's disk fills under its
+/// primary's writes stops, and says why.
+fn replica_stops_on_a_full_disk(b: Backend, replica: Backend) -> (bool, bool) {
+    let Some((disk, logs)) = aof_on_small_disk() else {
+        return (true, true);
+    };
+    let log = logs.path().join("replica.log");
+    let (p, mut r) = replica_with_aof_on(disk.dir.path(), &log, b, replica, &[]);
+    let pc = &mut p.client();
+    fill_but_100k(&disk);
+    let value = "v".repeat(4000);
+    let mut exited = false;
+    for i in 0..200 {
+        assert_eq!(query(pc, &["SET", &format!("big:{i}"), &value]), ok());
+        if r.wait_exit(Duration::ZERO).is_some() {
+            exited = true;
+            break;
+        }
+    }
+    exited = exited || r.wait_exit(Duration::from_secs(10)).is_some();
+    let said = fs::read_to_string(&log).unwrap_or_default();
+    (
+        exited,
+        said.contains("Replica was unable to write command to disk."),
+    )
+}
+
+e2e!(
+    ringkv_only fn a_replica_that_cannot_write_its_aof_stops_as_valkeys_does(b) {
+        let want = replica_stops_on_a_full_disk(b, Backend::Valkey);
+        assert_eq!(want, (true, true), "Valkey 8.1, the oracle");
+        assert_eq!(replica_stops_on_a_full_disk(b, b), want, "ringkv");
+    }
+);
+
+/// One field of INFO persistence.
+fn stat_of(c: &mut redis::Connection, field: &str) -> String {
+    info_field(&text(&q(c, "INFO persistence")), field)
+}
 
 /// WAITAOF on one connection, with no replica: its errors, then the
 /// local count under each `appendfsync` (its replies, and how long the

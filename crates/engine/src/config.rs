@@ -211,7 +211,7 @@ static DEFS: &[Def] = &[
     b("replica-announced", true, SUP),
     b("latency-tracking", true, SUP),
     b("aof-disable-auto-gc", false, HIDDEN),
-    b("replica-ignore-disk-write-errors", false, 0),
+    b("replica-ignore-disk-write-errors", false, SUP),
     b("extended-redis-compatibility", false, 0),
     b("debug-assert-enabled", false, IMM | HIDDEN),
     b("dual-channel-replication-enabled", false, 0),
@@ -535,6 +535,9 @@ pub struct Config {
     pub stop_writes_on_bgsave_error: bool,
     /// `replica-read-only`: a replica refuses clients' writes.
     pub replica_read_only: bool,
+    /// `replica-ignore-disk-write-errors`: a replica that cannot write its
+    /// files applies its primary's writes anyway (else it stops).
+    pub replica_ignore_disk_write_errors: bool,
     /// `replica-serve-stale-data`: a replica with its link down still
     /// answers (no: `-MASTERDOWN`).
     pub replica_serve_stale_data: bool,
@@ -661,6 +664,7 @@ impl Default for Config {
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
             replica_read_only: true,
+            replica_ignore_disk_write_errors: false,
             replica_serve_stale_data: true,
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
@@ -1170,6 +1174,9 @@ impl Config {
             "rdbchecksum" => self.rdbchecksum = v == "yes",
             "stop-writes-on-bgsave-error" => self.stop_writes_on_bgsave_error = v == "yes",
             "replica-read-only" => self.replica_read_only = v == "yes",
+            "replica-ignore-disk-write-errors" => {
+                self.replica_ignore_disk_write_errors = v == "yes"
+            }
             "replica-serve-stale-data" => self.replica_serve_stale_data = v == "yes",
             "min-replicas-to-write" => self.min_replicas_to_write = num() as u32,
             "min-replicas-max-lag" => self.min_replicas_max_lag = num() as u32,

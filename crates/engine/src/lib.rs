@@ -1382,22 +1382,21 @@ fn resolve(
             cmd: Some(i),
         });
     }
-    if e.spec.flags & command::flags::WRITE != 0 {
-        if persist::writes_denied(srv) {
-            return Err(Rejected {
-                msg: persist::MISCONF_ERR.into(),
-                cmd: Some(i),
-            });
-        }
-        if let Some(msg) = aof::misconf_error(srv) {
+    let write = e.spec.flags & command::flags::WRITE != 0;
+    // Valkey refuses PING too while the disk fails (writeCommandsDeniedByDiskError).
+    if (write || e.spec.name == "ping")
+        && let Some(msg) = disk_refusal(srv)
+    {
+        if sess.id != replication::PRIMARY_CLIENT {
             return Err(Rejected { msg, cmd: Some(i) });
         }
-        if replication::primary::too_few_replicas(srv) {
-            return Err(Rejected {
-                msg: replication::primary::NOREPLICAS_ERR.into(),
-                cmd: Some(i),
-            });
-        }
+        replication::applying_despite_disk_error(srv, write);
+    }
+    if write && replication::primary::too_few_replicas(srv) {
+        return Err(Rejected {
+            msg: replication::primary::NOREPLICAS_ERR.into(),
+            cmd: Some(i),
+        });
     }
     if sess.multi.is_some() && e.spec.flags & command::flags::NO_MULTI != 0 {
         return Err(Rejected {
@@ -1415,6 +1414,17 @@ fn resolve(
         });
     }
     Ok(i)
+}
+
+/// Why writes are refused for want of a disk, if they are: a failed
+/// BGSAVE with save points (`stop-writes-on-bgsave-error`), or a failed
+/// AOF write.
+#[inline]
+fn disk_refusal(srv: &Server) -> Option<String> {
+    if persist::writes_denied(srv) {
+        return Some(persist::MISCONF_ERR.into());
+    }
+    aof::misconf_error(srv)
 }
 
 /// What a replica says to a client's command that it cannot serve: a
