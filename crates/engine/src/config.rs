@@ -23,6 +23,21 @@ pub enum IoUringMode {
     No,
 }
 
+/// `repl-diskless-load`: where a replica puts its primary's RDB on the way
+/// to memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DisklessLoad {
+    /// Into `dbfilename`, then loaded from it.
+    Disabled,
+    /// From the socket when the dataset is empty, else through the disk.
+    OnEmptyDb,
+    /// Valkey keeps the old dataset in memory while it loads the new one;
+    /// ringkv loads through the disk (see README).
+    Swapdb,
+    /// The dataset is flushed, then loaded from the socket.
+    FlushBeforeLoad,
+}
+
 /// `enable-debug-command` / `enable-protected-configs`: no, yes or local.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Allowed {
@@ -243,7 +258,7 @@ static DEFS: &[Def] = &[
     s("locale-collate", "", 0),
     e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM),
     e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM),
-    e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", 0),
+    e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", SUP),
     e("maxmemory-policy", &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"], "noeviction", SUP),
     e("appendfsync", &["everysec", "always", "no"], "everysec", SUP),
     e("oom-score-adj", &["no", "yes", "relative", "absolute"], "no", 0),
@@ -538,6 +553,7 @@ pub struct Config {
     /// `replica-ignore-disk-write-errors`: a replica that cannot write its
     /// files applies its primary's writes anyway (else it stops).
     pub replica_ignore_disk_write_errors: bool,
+    pub repl_diskless_load: DisklessLoad,
     /// `replica-serve-stale-data`: a replica with its link down still
     /// answers (no: `-MASTERDOWN`).
     pub replica_serve_stale_data: bool,
@@ -665,6 +681,7 @@ impl Default for Config {
             stop_writes_on_bgsave_error: true,
             replica_read_only: true,
             replica_ignore_disk_write_errors: false,
+            repl_diskless_load: DisklessLoad::Disabled,
             replica_serve_stale_data: true,
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
@@ -1209,6 +1226,14 @@ impl Config {
             "appendonly" => self.appendonly = v == "yes",
             "appendfilename" => self.appendfilename = v.to_string(),
             "appenddirname" => self.appenddirname = v.to_string(),
+            "repl-diskless-load" => {
+                self.repl_diskless_load = match v {
+                    "on-empty-db" => DisklessLoad::OnEmptyDb,
+                    "swapdb" => DisklessLoad::Swapdb,
+                    "flush-before-load" => DisklessLoad::FlushBeforeLoad,
+                    _ => DisklessLoad::Disabled,
+                }
+            }
             "appendfsync" => {
                 use crate::aof::FsyncPolicy as F;
                 self.appendfsync = match v {

@@ -46,6 +46,22 @@ pub fn start_file(srv: &mut Server, name: &str, now_ms: i64) -> Result<bool, Str
     Ok(true)
 }
 
+/// Begin loading an RDB read from `input` as it arrives (a replica's
+/// diskless load).
+pub fn start_stream(
+    srv: &mut Server,
+    input: Box<dyn std::io::Read + Send>,
+    now_ms: i64,
+) -> Result<(), String> {
+    let opts = crate::persist::load_options(srv, now_ms);
+    let Some(storage) = srv.persist.storage.as_mut() else {
+        return Err("no storage configured".into());
+    };
+    let source = storage.load_stream("the primary's RDB", input, opts)?;
+    begin(srv, source, now_ms);
+    Ok(())
+}
+
 fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
     srv.persist.loading = Some(Loading {
         source,

@@ -263,6 +263,17 @@ pub trait Storage: Send {
         filename: &str,
         opts: LoadOptions,
     ) -> Result<Option<Box<dyn LoadSource>>, String>;
+    /// An RDB read from `input` as it arrives (`name` for messages): a
+    /// replica's diskless load.
+    fn load_stream(
+        &mut self,
+        name: &str,
+        input: Box<dyn std::io::Read + Send>,
+        opts: LoadOptions,
+    ) -> Result<Box<dyn LoadSource>, String> {
+        let _ = (name, input, opts);
+        Err("this storage cannot load from a stream".into())
+    }
     /// Remove a snapshot file (`rdb-del-sync-files`): `Ok(false)` when
     /// there was none.
     fn remove(&mut self, filename: &str) -> Result<bool, String> {

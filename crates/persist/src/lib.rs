@@ -47,6 +47,15 @@ impl Storage for FileStorage {
         Ok(reader::FileSource::open(filename, opts)?.map(|s| Box::new(s) as Box<dyn LoadSource>))
     }
 
+    fn load_stream(
+        &mut self,
+        name: &str,
+        input: Box<dyn std::io::Read + Send>,
+        opts: LoadOptions,
+    ) -> Result<Box<dyn LoadSource>, String> {
+        Ok(Box::new(reader::FileSource::stream(input, name, opts)?))
+    }
+
     fn remove(&mut self, filename: &str) -> Result<bool, String> {
         match std::fs::remove_file(filename) {
             Ok(()) => Ok(true),

@@ -62,36 +62,72 @@ impl FileSource {
         };
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let read = Arc::new(AtomicU64::new(0));
-        let reader = BufReader::with_capacity(
-            READ_BUF,
-            Counting {
-                inner: file,
-                read: read.clone(),
-            },
-        );
+        let reader = counted(file, &read);
         let loader = Loader::new(reader, opts.limits).map_err(|e| format!("{filename}: {e}"))?;
+        FileSource::spawn(move || Ok(loader), filename, opts, read, size).map(Some)
+    }
+
+    /// An RDB read from `input` as it arrives (a replica's diskless load):
+    /// even its header is read on the loader thread, so that the caller
+    /// never waits for the network; a bad header fails the load.
+    pub(crate) fn stream(
+        input: Box<dyn Read + Send>,
+        name: &str,
+        opts: LoadOptions,
+    ) -> Result<FileSource, String> {
+        let read = Arc::new(AtomicU64::new(0));
+        let reader = counted(input, &read);
+        let what = name.to_string();
+        let open = move || Loader::new(reader, opts.limits).map_err(|e| format!("{what}: {e}"));
+        FileSource::spawn(open, name, opts, read, 0)
+    }
+
+    /// Start the two threads; `open` makes the parser on the first.
+    fn spawn<R: Read + Send + 'static>(
+        open: impl FnOnce() -> Result<Loader<R>, String> + Send + 'static,
+        name: &str,
+        opts: LoadOptions,
+        read: Arc<AtomicU64>,
+        size: u64,
+    ) -> Result<FileSource, String> {
         let (raw_tx, raw_rx) = mpsc::sync_channel(AHEAD);
         let (tx, rx) = mpsc::sync_channel(AHEAD);
-        let name = filename.to_string();
         let end = Arc::new(AtomicU64::new(u64::MAX));
         let end_set = end.clone();
+        let what = name.to_string();
         std::thread::Builder::new()
             .name("rdb-loader".into())
-            .spawn(move || read_file(loader, &name, &raw_tx, &end_set))
+            .spawn(move || match open() {
+                Ok(loader) => read_file(loader, &what, &raw_tx, &end_set),
+                Err(e) => {
+                    let _ = raw_tx.send(Raw::Failed(e));
+                }
+            })
             .map_err(|e| format!("can't start the RDB loader thread: {e}"))?;
-        let name = filename.to_string();
+        let what = name.to_string();
         std::thread::Builder::new()
             .name("rdb-builder".into())
-            .spawn(move || build(&raw_rx, opts, &name, &tx))
+            .spawn(move || build(&raw_rx, opts, &what, &tx))
             .map_err(|e| format!("can't start the RDB builder thread: {e}"))?;
-        Ok(Some(FileSource {
+        Ok(FileSource {
             rx,
             read,
             end,
             size,
             finished: false,
-        }))
+        })
     }
+}
+
+/// `input`, buffered, counting what is read into `read`.
+fn counted<R: Read>(input: R, read: &Arc<AtomicU64>) -> BufReader<Counting<R>> {
+    BufReader::with_capacity(
+        READ_BUF,
+        Counting {
+            inner: input,
+            read: read.clone(),
+        },
+    )
 }
 
 /// What the reading thread hands the building thread.

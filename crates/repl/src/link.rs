@@ -28,13 +28,13 @@ use crate::preamble::{
 };
 use crate::traffic::{Counters, Meter};
 use engine::log;
-use engine::replication::{LinkEvent, LinkOptions, LinkState, Links, PrimaryLink};
+use engine::replication::{LinkEvent, LinkOptions, LinkState, Links, PrimaryLink, SyncRdb};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 /// How long a blocking read waits before the thread looks at its stop
@@ -413,14 +413,24 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
         PsyncReply::FullResync { replid, offset } => {
             log::notice(&format!("Full resync from master: {replid}:{offset}"));
             shared.push(LinkEvent::State(LinkState::Transfer));
-            let file = transfer(opts, shared, c)?;
-            shared.received.store(offset, Ordering::Relaxed);
-            shared.applied.store(offset, Ordering::Relaxed);
-            shared.push(LinkEvent::FullSync {
+            let full_sync = |rdb| LinkEvent::FullSync {
                 replid: replid.to_string(),
                 offset,
-                file,
-            });
+                rdb,
+            };
+            if opts.diskless_load {
+                // The engine loads while the bytes arrive.
+                let (tx, rx) = mpsc::sync_channel(STREAM_QUEUE);
+                shared.received.store(offset, Ordering::Relaxed);
+                shared.applied.store(offset, Ordering::Relaxed);
+                shared.push(full_sync(SyncRdb::Stream(Box::new(ChunkReader::new(rx)))));
+                transfer(shared, c, "memory", &mut ChunkSender(tx))?;
+            } else {
+                let file = transfer_to_file(opts, shared, c)?;
+                shared.received.store(offset, Ordering::Relaxed);
+                shared.applied.store(offset, Ordering::Relaxed);
+                shared.push(full_sync(SyncRdb::File(file)));
+            }
         }
         PsyncReply::Continue { replid } => {
             log::notice("Successful partial resynchronization with master.");
@@ -437,29 +447,14 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
 /// Receive the RDB payload into a temp file in `dir`, sync it and rename
 /// it over `dbfilename` (as Valkey's disk-load replica does). Returns the
 /// file's name.
-fn transfer(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<String, String> {
-    let header = c.line(shared)?;
-    let (total, eof_mark) = match parse_transfer_header(&header)? {
-        TransferSize::Bytes(n) => (n as i64, None),
-        TransferSize::UntilMark(mark) => (-1, Some(mark)),
-    };
-    shared.transfer_total.store(total, Ordering::Relaxed);
-    shared.transfer_read.store(0, Ordering::Relaxed);
-    log::notice(&format!(
-        "MASTER <-> REPLICA sync: receiving {}",
-        if total < 0 {
-            "streamed RDB from master with EOF to disk".to_string()
-        } else {
-            format!("{total} bytes from master to disk")
-        }
-    ));
+fn transfer_to_file(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<String, String> {
     let tmp = format!(
         "temp-{}.{}.rdb",
         engine::server::wall_ms() / 1000,
         std::process::id()
     );
-    let result = receive_file(&tmp, total, eof_mark.as_deref(), shared, c);
-    if let Err(e) = result {
+    let mut file = FileDrain::create(&tmp)?;
+    if let Err(e) = transfer(shared, c, "disk", &mut file) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
@@ -473,19 +468,123 @@ fn transfer(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<String,
     Ok(opts.dbfilename.clone())
 }
 
-fn receive_file(
-    path: &str,
-    total: i64,
-    eof_mark: Option<&[u8]>,
-    shared: &Shared,
-    c: &mut Conn,
-) -> Result<(), String> {
-    let mut f = File::create(path).map_err(|e| {
-        format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
-    })?;
-    let werr = |e: std::io::Error| format!("Write error writing to the DB file {path}: {e}");
+/// Where the RDB payload goes as it arrives.
+trait Drain {
+    fn put(&mut self, piece: &[u8]) -> Result<(), String>;
+    /// All `len` bytes of the RDB are in (an EOF mark after them was put
+    /// too and is not part of it).
+    fn end(&mut self, len: u64) -> Result<(), String>;
+}
+
+/// The temp file of a disk load.
+struct FileDrain {
+    f: File,
+    path: String,
+}
+
+impl FileDrain {
+    fn create(path: &str) -> Result<FileDrain, String> {
+        let f = File::create(path).map_err(|e| {
+            format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
+        })?;
+        Ok(FileDrain {
+            f,
+            path: path.to_string(),
+        })
+    }
+
+    fn err(&self, e: std::io::Error) -> String {
+        format!("Write error writing to the DB file {}: {e}", self.path)
+    }
+}
+
+impl Drain for FileDrain {
+    fn put(&mut self, piece: &[u8]) -> Result<(), String> {
+        self.f.write_all(piece).map_err(|e| self.err(e))
+    }
+
+    fn end(&mut self, len: u64) -> Result<(), String> {
+        self.f.set_len(len).map_err(|e| self.err(e))?;
+        self.f.sync_all().map_err(|e| self.err(e))
+    }
+}
+
+/// Chunks queued between the link and the loader of a diskless load.
+const STREAM_QUEUE: usize = 64;
+
+/// The link's end of a diskless load: chunks to the loader's reader. A
+/// loader that stopped reading (it has the whole RDB, or failed) is not
+/// the transfer's failure: the load says how it went.
+struct ChunkSender(mpsc::SyncSender<Vec<u8>>);
+
+impl Drain for ChunkSender {
+    fn put(&mut self, piece: &[u8]) -> Result<(), String> {
+        let _ = self.0.send(piece.to_vec());
+        Ok(())
+    }
+
+    fn end(&mut self, _len: u64) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The loader's end: the chunks as one byte stream, ended when the link
+/// drops its end (after the RDB, or when the transfer fails: then the
+/// loader finds the RDB cut short).
+struct ChunkReader {
+    rx: mpsc::Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    pos: usize,
+}
+
+impl ChunkReader {
+    fn new(rx: mpsc::Receiver<Vec<u8>>) -> ChunkReader {
+        ChunkReader {
+            rx,
+            chunk: Vec::new(),
+            pos: 0,
+        }
+    }
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.chunk.len() {
+            match self.rx.recv() {
+                Ok(c) => {
+                    self.chunk = c;
+                    self.pos = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.pos);
+        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Read the payload's header (`$<len>` or `$EOF:<mark>`) and the payload
+/// into `drain`; `to` says where in the log.
+fn transfer(shared: &Shared, c: &mut Conn, to: &str, drain: &mut dyn Drain) -> Result<(), String> {
+    let header = c.line(shared)?;
+    let (total, eof_mark) = match parse_transfer_header(&header)? {
+        TransferSize::Bytes(n) => (n as i64, None),
+        TransferSize::UntilMark(mark) => (-1, Some(mark)),
+    };
+    shared.transfer_total.store(total, Ordering::Relaxed);
+    shared.transfer_read.store(0, Ordering::Relaxed);
+    log::notice(&format!(
+        "MASTER <-> REPLICA sync: receiving {}",
+        if total < 0 {
+            format!("streamed RDB from master with EOF to {to}")
+        } else {
+            format!("{total} bytes from master to {to}")
+        }
+    ));
     let mut got: u64 = 0;
-    // The last bytes written, to find the EOF marker across reads.
+    // The last bytes received, to find the EOF marker across reads.
     let mut tail: Vec<u8> = Vec::with_capacity(EOF_MARK_LEN * 2);
     loop {
         if c.pos == c.buf.len() {
@@ -493,19 +592,19 @@ fn receive_file(
             continue;
         }
         let avail = &c.buf[c.pos..];
-        let take = match (total, eof_mark) {
+        let take = match (total, eof_mark.as_deref()) {
             (n, None) => avail.len().min((n as u64 - got) as usize),
             (_, Some(_)) => avail.len(),
         };
         let piece = &avail[..take];
-        f.write_all(piece).map_err(werr)?;
+        drain.put(piece)?;
         got += take as u64;
         c.pos += take;
         shared.transfer_read.store(got, Ordering::Relaxed);
-        match eof_mark {
+        match eof_mark.as_deref() {
             None => {
                 if got == total as u64 {
-                    break;
+                    return drain.end(got);
                 }
             }
             Some(mark) => {
@@ -514,16 +613,12 @@ fn receive_file(
                     tail.drain(..tail.len() - EOF_MARK_LEN);
                 }
                 if tail == mark {
-                    // Nothing follows the marker until we ack the load; the
-                    // marker is not part of the file.
-                    f.set_len(got - EOF_MARK_LEN as u64).map_err(werr)?;
-                    break;
+                    // Nothing follows the marker until we ack the load.
+                    return drain.end(got - EOF_MARK_LEN as u64);
                 }
             }
         }
     }
-    f.sync_all().map_err(werr)?;
-    Ok(())
 }
 
 /// The stream: whole commands handed over as they come; an ACK a second.

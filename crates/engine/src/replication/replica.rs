@@ -26,6 +26,7 @@
 //! primary's (`Db::expiry_hidden`).
 
 use crate::ClientId;
+use crate::config::DisklessLoad;
 use crate::log;
 use crate::server::Server;
 use crate::session::Session;
@@ -55,6 +56,9 @@ pub struct LinkOptions {
     pub offset: u64,
     /// Where the transferred RDB file goes (relative to `dir`).
     pub dbfilename: String,
+    /// `repl-diskless-load` says the RDB goes from the socket to memory,
+    /// not through `dbfilename`.
+    pub diskless_load: bool,
     /// `repl-timeout`, seconds.
     pub timeout_s: u64,
     /// `PSYNC replid offset FAILOVER`: we hand over to this primary (see
@@ -77,12 +81,12 @@ pub enum LinkState {
 /// One thing the link thread has for the engine, in stream order.
 pub enum LinkEvent {
     State(LinkState),
-    /// The primary sent a full dataset: `file` (relative to `dir`) holds
-    /// it, complete and synced; the stream continues from `offset`.
+    /// The primary sends a full dataset, in `rdb`; the stream continues
+    /// from `offset`.
     FullSync {
         replid: String,
         offset: u64,
-        file: String,
+        rdb: SyncRdb,
     },
     /// Partial resynchronization accepted: the stream continues where we
     /// are; the primary's replication id may have changed.
@@ -100,6 +104,15 @@ pub enum LinkEvent {
     PsyncRefused(String),
     /// The link is gone (the thread has ended).
     Lost(String),
+}
+
+/// Where a full sync's RDB is.
+pub enum SyncRdb {
+    /// In this file (relative to `dir`), complete and synced.
+    File(String),
+    /// Arriving: read it as it comes (`repl-diskless-load`). It ends
+    /// early if the transfer fails.
+    Stream(Box<dyn std::io::Read + Send>),
 }
 
 /// The link to one primary, owned by another thread. Dropping it closes
@@ -145,6 +158,8 @@ pub struct Primary {
     pub state: LinkState,
     /// A FULLRESYNC's file is loading: commands wait in the link.
     pub loading: bool,
+    /// Where that load reads from ("disk" or "socket", for the log).
+    pub loading_from: &'static str,
     /// Unix ms the link went down (or the primary was set).
     pub down_since_ms: i64,
     pub last_attempt_ms: i64,
@@ -184,6 +199,7 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
         link: None,
         state: LinkState::Connecting,
         loading: false,
+        loading_from: "disk",
         down_since_ms: now_ms,
         last_attempt_ms: 0,
         synced: false,
@@ -237,6 +253,7 @@ fn connect(srv: &mut Server, now_ms: i64) {
         .and_then(|p| p.parse::<u16>().ok())
         .filter(|&p| p != 0)
         .unwrap_or(srv.config.port);
+    let diskless_load = loads_from_socket(srv);
     let Some(p) = srv.repl.primary.as_mut() else {
         return;
     };
@@ -254,12 +271,23 @@ fn connect(srv: &mut Server, now_ms: i64) {
         replid: srv.repl.replid.clone(),
         offset: srv.repl.offset,
         dbfilename: srv.config.dbfilename.clone(),
+        diskless_load,
         timeout_s,
         failover: srv.repl.failover.in_progress(),
         wake: srv.repl.wake.clone(),
     };
     p.state = LinkState::Connecting;
     p.link = Some(links.connect(opts));
+}
+
+/// Whether the next full sync's RDB goes from the socket to memory
+/// (Valkey's useDisklessLoad).
+fn loads_from_socket(srv: &Server) -> bool {
+    match srv.config.repl_diskless_load {
+        DisklessLoad::FlushBeforeLoad => true,
+        DisklessLoad::OnEmptyDb => srv.keyspace.dbs.iter().all(|db| db.is_empty()),
+        DisklessLoad::Disabled | DisklessLoad::Swapdb => false,
+    }
 }
 
 /// Reconnect a lost link; keep the link's FACK current.
@@ -324,10 +352,10 @@ pub fn background_step(srv: &mut Server) {
             LinkEvent::FullSync {
                 replid,
                 offset,
-                file,
+                rdb,
             } => {
                 super::failover::handed_over(srv);
-                full_sync(srv, replid, offset, &file);
+                full_sync(srv, replid, offset, rdb);
                 return;
             }
             LinkEvent::Continue { replid } => {
@@ -380,11 +408,16 @@ pub fn drop_link(srv: &mut Server) -> bool {
     true
 }
 
-/// FULLRESYNC: the dataset becomes the primary's file.
-fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
-    log::notice(&format!(
-        "MASTER <-> REPLICA sync: Flushing old data, loading {file}"
-    ));
+/// FULLRESYNC: the dataset becomes the primary's RDB.
+fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
+    match &rdb {
+        SyncRdb::File(file) => log::notice(&format!(
+            "MASTER <-> REPLICA sync: Flushing old data, loading {file}"
+        )),
+        SyncRdb::Stream(_) => log::notice(
+            "MASTER <-> REPLICA sync: Flushing old data, loading the DB from the socket",
+        ),
+    }
     crate::snapshot::abort_bgsave(srv);
     crate::aof::abort_rewrite(srv);
     // Our history ends here: our replicas sync again, from the new
@@ -402,16 +435,24 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, file: &str) {
     srv.repl.second_offset = -1;
     sync_shift(srv);
     let now = srv.now_ms();
-    let started = crate::loading::start_file(srv, file, now);
+    let from = match &rdb {
+        SyncRdb::File(_) => "disk",
+        SyncRdb::Stream(_) => "socket",
+    };
+    let started = match rdb {
+        SyncRdb::File(file) => crate::loading::start_file(srv, &file, now),
+        SyncRdb::Stream(input) => crate::loading::start_stream(srv, input, now).map(|()| true),
+    };
     let Some(p) = srv.repl.primary.as_mut() else {
         return;
     };
+    p.loading_from = from;
     match started {
         Ok(true) => p.loading = true,
         Ok(false) | Err(_) => {
             let why = started.err().unwrap_or_else(|| "the file is gone".into());
             log::warning(&format!(
-                "Failed trying to load the MASTER synchronization DB from disk: {why}"
+                "Failed trying to load the MASTER synchronization DB from {from}: {why}"
             ));
             p.link = None;
         }
@@ -440,8 +481,9 @@ fn restart_aof(srv: &mut Server) {
 /// A full sync's file could not be loaded: empty what was half loaded and
 /// sync again (a replica does not exit over its primary's file).
 pub fn load_failed(srv: &mut Server, why: &str) {
+    let from = srv.repl.primary.as_ref().map_or("disk", |p| p.loading_from);
     log::warning(&format!(
-        "Failed trying to load the MASTER synchronization DB from disk: {why}"
+        "Failed trying to load the MASTER synchronization DB from {from}: {why}"
     ));
     srv.persist.loading = None;
     for db in &mut srv.keyspace.dbs {
