@@ -1,7 +1,8 @@
 //! How a replica takes in its primary's RDB (`repl-diskless-load`): into
 //! `dbfilename` and loaded from it (`disabled`, the default), or from the
-//! socket straight to memory (`flush-before-load`, and `on-empty-db` when
-//! the replica holds nothing). Valkey 8.1 replicas run beside as the
+//! socket straight to memory (`flush-before-load`; `on-empty-db` when the
+//! replica holds nothing; `swapdb`, which keeps the old dataset aside
+//! until the new one is in). Valkey 8.1 replicas run beside as the
 //! oracle.
 
 use std::path::Path;
@@ -56,6 +57,8 @@ e2e!(
             ("flush-before-load", true),
             ("on-empty-db", false),
             ("on-empty-db", true),
+            ("swapdb", false),
+            ("swapdb", true),
         ];
         for (mode, nonempty) in cases {
             let want = sync_with(&p, Backend::Valkey, mode, nonempty);
@@ -69,15 +72,12 @@ e2e!(
     }
 );
 
-/// A replica of `replica`'s kind (`flush-before-load`, holding keys of its
-/// own) loses its primary halfway through a slow transfer: how many keys
-/// it holds once the failed load is over, and whether it said so.
-fn cut_mid_load(p: &mut Server, replica: Backend) -> (i64, bool) {
-    let r = replica.start(
-        Opts::new()
-            .arg("save", "")
-            .arg("repl-diskless-load", "flush-before-load"),
-    );
+/// A replica of `replica`'s kind (with `repl-diskless-load mode`,
+/// holding keys of its own) loses its primary halfway through a slow
+/// transfer: how many keys it holds once the failed load is over, and
+/// whether it said so.
+fn cut_mid_load(p: &mut Server, replica: Backend, mode: &str) -> (i64, bool) {
+    let r = replica.start(Opts::new().arg("save", "").arg("repl-diskless-load", mode));
     let rc = &mut r.client();
     for i in 0..10 {
         assert_eq!(q(rc, &format!("SET mine:{i} 1")), ok());
@@ -116,9 +116,13 @@ fn slow_primary(b: Backend) -> Server {
 }
 
 e2e!(
-    ringkv_only fn a_diskless_load_cut_short_leaves_the_replica_empty_as_valkeys(b) {
-        let want = cut_mid_load(&mut slow_primary(b), Backend::Valkey);
-        assert_eq!(want, (0, true), "Valkey 8.1, the oracle");
-        assert_eq!(cut_mid_load(&mut slow_primary(b), b), want, "ringkv");
+    /// `flush-before-load` leaves the replica empty; `swapdb` gives it its
+    /// old dataset back.
+    ringkv_only fn a_diskless_load_cut_short_ends_as_valkeys(b) {
+        for (mode, keys) in [("flush-before-load", 0), ("swapdb", 10)] {
+            let want = cut_mid_load(&mut slow_primary(b), Backend::Valkey, mode);
+            assert_eq!(want, (keys, true), "Valkey 8.1, the oracle, {mode}");
+            assert_eq!(cut_mid_load(&mut slow_primary(b), b, mode), want, "ringkv, {mode}");
+        }
     }
 );

@@ -31,8 +31,8 @@ pub enum DisklessLoad {
     Disabled,
     /// From the socket when the dataset is empty, else through the disk.
     OnEmptyDb,
-    /// Valkey keeps the old dataset in memory while it loads the new one;
-    /// ringkv loads through the disk (see README).
+    /// From the socket, the old dataset kept aside until the new one is
+    /// in (and back if the transfer fails).
     Swapdb,
     /// The dataset is flushed, then loaded from the socket.
     FlushBeforeLoad,

@@ -566,6 +566,30 @@ impl Db {
     }
     /// Empty the database. During a view the keys go to the view, which is
     /// still reading them (freed at [`Db::thaw`]).
+    /// Move the keys out into a database of their own, leaving this one
+    /// empty (its settings stay): a replica loading with `repl-diskless-load
+    /// swapdb` keeps them aside in case the new dataset fails to arrive.
+    /// Not while a frozen view exists.
+    pub fn take_keys(&mut self) -> Db {
+        let mut kept = Db::default();
+        self.swap_keys(&mut kept);
+        kept
+    }
+
+    /// Put back keys [`Db::take_keys`] moved out; returns what this
+    /// database held meanwhile (to be freed).
+    pub fn put_back_keys(&mut self, mut kept: Db) -> Db {
+        self.swap_keys(&mut kept);
+        kept
+    }
+
+    fn swap_keys(&mut self, other: &mut Db) {
+        debug_assert!(self.view.is_none() && other.view.is_none());
+        std::mem::swap(&mut self.table, &mut other.table);
+        std::mem::swap(&mut self.expires, &mut other.expires);
+        std::mem::swap(&mut self.volatile, &mut other.volatile);
+    }
+
     pub fn clear(&mut self) {
         if self.detach_for_view() {
             return;

@@ -283,3 +283,19 @@ fn a_batch_sample_takes_its_whole_count_and_the_prefetch_hints_change_nothing() 
     }
     assert_eq!(db.len(), 1000);
 }
+
+#[test]
+fn keys_taken_aside_come_back_with_their_expiry() {
+    let mut db = Db::default();
+    put(&mut db, "old", Some(NOW + 1000));
+    put(&mut db, "kept", None);
+    let kept = db.take_keys();
+    assert_eq!((db.len(), db.expires_len()), (0, 0));
+    assert_eq!((kept.len(), kept.expires_len()), (2, 1));
+    // A load that fails halfway.
+    put(&mut db, "partial", Some(NOW + 5));
+    let partial = db.put_back_keys(kept);
+    assert_eq!((partial.len(), partial.expires_len()), (1, 1));
+    assert!(has(&db, "old") && has(&db, "kept") && !has(&db, "partial"));
+    assert_eq!((db.len(), db.expires_len()), (2, 1));
+}

@@ -79,6 +79,8 @@ pub struct Replication {
     pub second_offset: i64,
     /// A FAILOVER under way (as the primary handing over).
     pub failover: failover::Failover,
+    /// What a `swapdb` diskless load keeps aside while it runs.
+    pub kept: Option<replica::KeptDataset>,
 }
 
 impl Replication {
@@ -94,6 +96,7 @@ impl Replication {
             shift: 0,
             second_offset: -1,
             failover: failover::Failover::default(),
+            kept: None,
         }
     }
 

@@ -286,7 +286,8 @@ fn loads_from_socket(srv: &Server) -> bool {
     match srv.config.repl_diskless_load {
         DisklessLoad::FlushBeforeLoad => true,
         DisklessLoad::OnEmptyDb => srv.keyspace.dbs.iter().all(|db| db.is_empty()),
-        DisklessLoad::Disabled | DisklessLoad::Swapdb => false,
+        DisklessLoad::Swapdb => true,
+        DisklessLoad::Disabled => false,
     }
 }
 
@@ -333,6 +334,7 @@ pub fn background_step(srv: &mut Server) {
         if p.loading {
             p.loading = false;
             log::notice("MASTER <-> REPLICA sync: Finished with success");
+            loaded(srv);
             restart_aof(srv);
             continue;
         }
@@ -423,8 +425,25 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
     // Our history ends here: our replicas sync again, from the new
     // dataset (Valkey's replicationAttachToNewPrimary).
     super::primary::stop_feeding(srv, "its primary did a full resync");
-    for db in &mut srv.keyspace.dbs {
-        db.clear();
+    if matches!(rdb, SyncRdb::Stream(_)) && srv.config.repl_diskless_load == DisklessLoad::Swapdb {
+        // Kept aside until the new dataset is in, and back if it fails.
+        let r = &srv.repl;
+        srv.repl.kept = Some(KeptDataset {
+            replid: r.replid.clone(),
+            replid2: r.replid2.clone(),
+            offset: r.offset,
+            second_offset: r.second_offset,
+            dbs: srv
+                .keyspace
+                .dbs
+                .iter_mut()
+                .map(|db| db.take_keys())
+                .collect(),
+        });
+    } else {
+        for db in &mut srv.keyspace.dbs {
+            db.clear();
+        }
     }
     if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT) {
         s.db = 0;
@@ -447,19 +466,33 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
         return;
     };
     p.loading_from = from;
+    p.state = LinkState::Connected;
+    p.synced = true;
     match started {
         Ok(true) => p.loading = true,
         Ok(false) | Err(_) => {
             let why = started.err().unwrap_or_else(|| "the file is gone".into());
-            log::warning(&format!(
-                "Failed trying to load the MASTER synchronization DB from {from}: {why}"
-            ));
-            p.link = None;
+            load_failed(srv, &why);
         }
     }
-    if let Some(p) = srv.repl.primary.as_mut() {
-        p.state = LinkState::Connected;
-        p.synced = true;
+}
+
+/// The dataset and replication state a `swapdb` diskless load keeps
+/// aside while the primary's arrives.
+pub struct KeptDataset {
+    replid: String,
+    replid2: String,
+    offset: u64,
+    second_offset: i64,
+    dbs: Vec<store::Db>,
+}
+
+/// The full sync's load is done: what was kept aside for it goes.
+fn loaded(srv: &mut Server) {
+    if let Some(kept) = srv.repl.kept.take() {
+        for db in kept.dbs {
+            srv.lazyfree.free_db(db);
+        }
     }
 }
 
@@ -486,13 +519,29 @@ pub fn load_failed(srv: &mut Server, why: &str) {
         "Failed trying to load the MASTER synchronization DB from {from}: {why}"
     ));
     srv.persist.loading = None;
-    for db in &mut srv.keyspace.dbs {
-        db.clear();
-    }
     if let Some(p) = srv.repl.primary.as_mut() {
         p.loading = false;
         p.link = None;
         p.state = LinkState::Connecting;
+    }
+    if let Some(kept) = srv.repl.kept.take() {
+        // swapdb: the old dataset and its history come back, so the next
+        // PSYNC may continue it.
+        log::notice(
+            "MASTER <-> REPLICA sync: Discarding the half-loaded data, the old dataset is back",
+        );
+        for (db, old) in srv.keyspace.dbs.iter_mut().zip(kept.dbs) {
+            let partial = db.put_back_keys(old);
+            srv.lazyfree.free_db(partial);
+        }
+        let r = &mut srv.repl;
+        (r.replid, r.replid2) = (kept.replid, kept.replid2);
+        (r.offset, r.second_offset) = (kept.offset, kept.second_offset);
+        sync_shift(srv);
+        return;
+    }
+    for db in &mut srv.keyspace.dbs {
+        db.clear();
     }
     // Nothing of the old history is valid any more.
     super::primary::stop_feeding(srv, "the primary's dataset failed to load");
