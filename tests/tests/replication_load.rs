@@ -2,8 +2,9 @@
 //! `dbfilename` and loaded from it (`disabled`, the default), or from the
 //! socket straight to memory (`flush-before-load`; `on-empty-db` when the
 //! replica holds nothing; `swapdb`, which keeps the old dataset aside
-//! until the new one is in). Valkey 8.1 replicas run beside as the
-//! oracle.
+//! until the new one is in); whichever way, the replica's own FUNCTION
+//! libraries give way to the primary's. Valkey 8.1 replicas run beside as
+//! the oracle.
 
 use std::path::Path;
 
@@ -124,5 +125,39 @@ e2e!(
             assert_eq!(want, (keys, true), "Valkey 8.1, the oracle, {mode}");
             assert_eq!(cut_mid_load(&mut slow_primary(b), b, mode), want, "ringkv, {mode}");
         }
+    }
+);
+
+/// A replica of `replica`'s kind holding a library of its own syncs in
+/// full from `p` (which holds another), by each way of loading: which of
+/// the two functions it can call afterwards.
+fn libraries_after_sync(p: &Server, replica: Backend) -> Vec<(String, bool, bool)> {
+    let mut out = Vec::new();
+    for mode in ["disabled", "flush-before-load", "swapdb"] {
+        let r = replica.start(Opts::new().arg("save", "").arg("repl-diskless-load", mode));
+        let rc = &mut r.client();
+        let mine = "#!lua name=mine\nredis.register_function{function_name='mine_f', callback=function() return 1 end, flags={'no-writes'}}";
+        assert!(ringkv_e2e::query(rc, &["FUNCTION", "LOAD", mine]).is_ok());
+        follow(rc, p);
+        wait_caught_up(&mut p.client(), rc);
+        let callable = |rc: &mut redis::Connection, f: &str| q(rc, &format!("FCALL {f} 0")).is_ok();
+        out.push((
+            mode.to_string(),
+            callable(rc, "mine_f"),
+            callable(rc, "theirs_f"),
+        ));
+    }
+    out
+}
+
+e2e!(
+    ringkv_only fn a_full_sync_replaces_the_replicas_libraries_as_valkeys(b) {
+        let p = b.start(Opts::new().arg("save", ""));
+        // Read-only functions: a replica calls them.
+        let theirs = "#!lua name=theirs\nredis.register_function{function_name='theirs_f', callback=function() return 2 end, flags={'no-writes'}}";
+        assert!(ringkv_e2e::query(&mut p.client(), &["FUNCTION", "LOAD", theirs]).is_ok());
+        let want = libraries_after_sync(&p, Backend::Valkey);
+        assert!(want.iter().all(|(_, mine, theirs)| !mine && *theirs), "Valkey 8.1, the oracle: {want:?}");
+        assert_eq!(libraries_after_sync(&p, b), want, "ringkv");
     }
 );

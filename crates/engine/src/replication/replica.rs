@@ -425,6 +425,9 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
     // Our history ends here: our replicas sync again, from the new
     // dataset (Valkey's replicationAttachToNewPrimary).
     super::primary::stop_feeding(srv, "its primary did a full resync");
+    // The libraries go with the keys: the primary's RDB brings its own
+    // (Valkey's emptyData flushes functions too).
+    let functions = srv.functions.take();
     if matches!(rdb, SyncRdb::Stream(_)) && srv.config.repl_diskless_load == DisklessLoad::Swapdb {
         // Kept aside until the new dataset is in, and back if it fails.
         let r = &srv.repl;
@@ -439,6 +442,7 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
                 .iter_mut()
                 .map(|db| db.take_keys())
                 .collect(),
+            functions,
         });
     } else {
         for db in &mut srv.keyspace.dbs {
@@ -485,6 +489,7 @@ pub struct KeptDataset {
     offset: u64,
     second_offset: i64,
     dbs: Vec<store::Db>,
+    functions: Option<Box<script::functions::Functions>>,
 }
 
 /// The full sync's load is done: what was kept aside for it goes.
@@ -534,6 +539,7 @@ pub fn load_failed(srv: &mut Server, why: &str) {
             let partial = db.put_back_keys(old);
             srv.lazyfree.free_db(partial);
         }
+        srv.functions = kept.functions;
         let r = &mut srv.repl;
         (r.replid, r.replid2) = (kept.replid, kept.replid2);
         (r.offset, r.second_offset) = (kept.offset, kept.second_offset);
