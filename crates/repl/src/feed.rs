@@ -8,7 +8,8 @@
 //!          [RDB: $EOF:<mark> + encoded chunks + <mark>, or $len + RDB,
 //!           or (repl-diskless-sync no) a "\n" a second until the engine
 //!           names the saved file, then $len + the file by sendfile(2)],
-//!          then the stream: slices of the effects blocks as they are
+//!          then (unless `REPLCONF rdb-only 1`: the connection ends with
+//!          the RDB) the stream: slices of the effects blocks as they are
 //!          published (zero-copy from the size set, see crate::zerocopy),
 //!          REPLCONF ACKs read in between
 //! ```

@@ -10,6 +10,8 @@
 //!               ├─ +FULLRESYNC id off ─► RDB ($len or $EOF:<mark>) into a
 //!               │                         temp file, fsync, rename to
 //!               │                         dbfilename ─► FullSync event
+//!               │    (repl-diskless-load: FullSync event first, then the
+//!               │     RDB in chunks to the loader as it arrives)
 //!               └─ +CONTINUE [id] ─────► Continue event
 //!          ─► stream: split into whole commands ─► Commands events
 //!             every second: REPLCONF ACK <applied offset>
