@@ -415,23 +415,24 @@ fn handshake(opts: &LinkOptions, shared: &Shared, c: &mut Conn) -> Result<(), St
         PsyncReply::FullResync { replid, offset } => {
             log::notice(&format!("Full resync from master: {replid}:{offset}"));
             shared.push(LinkEvent::State(LinkState::Transfer));
-            let full_sync = |rdb| LinkEvent::FullSync {
-                replid: replid.to_string(),
-                offset,
-                rdb,
+            // The stream continues from the primary's offset, past the RDB.
+            let full_sync = |rdb| {
+                shared.received.store(offset, Ordering::Relaxed);
+                shared.applied.store(offset, Ordering::Relaxed);
+                shared.push(LinkEvent::FullSync {
+                    replid: replid.to_string(),
+                    offset,
+                    rdb,
+                });
             };
             if opts.diskless_load {
                 // The engine loads while the bytes arrive.
                 let (tx, rx) = mpsc::sync_channel(STREAM_QUEUE);
-                shared.received.store(offset, Ordering::Relaxed);
-                shared.applied.store(offset, Ordering::Relaxed);
-                shared.push(full_sync(SyncRdb::Stream(Box::new(ChunkReader::new(rx)))));
+                full_sync(SyncRdb::Stream(Box::new(ChunkReader::new(rx))));
                 transfer(shared, c, "memory", &mut ChunkSender(tx))?;
             } else {
                 let file = transfer_to_file(opts, shared, c)?;
-                shared.received.store(offset, Ordering::Relaxed);
-                shared.applied.store(offset, Ordering::Relaxed);
-                shared.push(full_sync(SyncRdb::File(file)));
+                full_sync(SyncRdb::File(file));
             }
         }
         PsyncReply::Continue { replid } => {

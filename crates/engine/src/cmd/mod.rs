@@ -51,6 +51,18 @@ pub const SYNTAX_ERR: &str = "ERR syntax error";
 /// Valkey's shared reply for a bad integer argument.
 pub const NOT_INT: &str = "ERR value is not an integer or out of range";
 
+/// An integer argument within `min..=max`, with Valkey's errors
+/// (getRangeLongFromObjectOrReply).
+pub(crate) fn parse_range(b: &[u8], min: i64, max: i64) -> Result<i64, String> {
+    match crate::num::parse_i64(b) {
+        None => Err(NOT_INT.into()),
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        Some(_) => Err(format!(
+            "ERR value is out of range, value must between {min} and {max}"
+        )),
+    }
+}
+
 /// Reply with a `HELP` text: an array of status lines, the first naming
 /// the command (Valkey's `addReplyHelp`).
 pub fn reply_help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {

@@ -243,12 +243,9 @@ fn replconf(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             }
             hello.ip_address = Some(String::from_utf8_lossy(value).into_owned());
         } else if opt.eq_ignore_ascii_case(b"rdb-only") {
-            match crate::num::parse_i64(value) {
-                Some(v @ 0..=1) => hello.rdb_only = v == 1,
-                Some(_) => {
-                    return ctx.error("ERR value is out of range, value must between 0 and 1");
-                }
-                None => return ctx.error(crate::cmd::NOT_INT),
+            match crate::cmd::parse_range(value, 0, 1) {
+                Ok(v) => hello.rdb_only = v == 1,
+                Err(e) => return ctx.error(&e),
             }
         } else if opt.eq_ignore_ascii_case(b"rdb-filter-only") {
             // Include filters: what is not named is left out ("" is an
@@ -374,10 +371,9 @@ fn wait_deadline(ctx: &Ctx<'_>, arg: &[u8]) -> Result<Option<i64>, &'static str>
 
 /// WAITAOF numlocal numreplicas timeout-ms: `[local, replicas]`.
 fn waitaof(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let numlocal = match crate::num::parse_i64(argv.get(1)) {
-        None => return ctx.error(crate::cmd::NOT_INT),
-        Some(n @ 0..=1) => n == 1,
-        Some(_) => return ctx.error("ERR value is out of range, value must between 0 and 1"),
+    let numlocal = match crate::cmd::parse_range(argv.get(1), 0, 1) {
+        Ok(n) => n == 1,
+        Err(e) => return ctx.error(&e),
     };
     let numreplicas = match crate::num::parse_i64(argv.get(2)) {
         None => return ctx.error(crate::cmd::NOT_INT),

@@ -30,27 +30,6 @@ pub mod wait;
 pub use primary::{NOMASTERLINK_ERR, ReplicaHello};
 pub use replica::*;
 
-/// Our primary's command meets a disk this replica cannot write (a failed
-/// AOF write, or BGSAVE with save points). As Valkey: unless
-/// `replica-ignore-disk-write-errors`, a write stops the replica rather
-/// than leave it holding data its files will not have; otherwise it is
-/// applied, with a warning every 10 s.
-pub fn applying_despite_disk_error(srv: &crate::server::Server, write: bool) {
-    use std::sync::atomic::{AtomicI64, Ordering};
-    static LAST_WARNING_MS: AtomicI64 = AtomicI64::new(0);
-    if write && !srv.config.replica_ignore_disk_write_errors {
-        crate::log::warning("Replica was unable to write command to disk.");
-        std::process::exit(1);
-    }
-    let now = crate::server::wall_ms();
-    if now - LAST_WARNING_MS.load(Ordering::Relaxed) > 10_000 {
-        LAST_WARNING_MS.store(now, Ordering::Relaxed);
-        crate::log::warning(
-            "Replica is applying a command even though it is unable to write to disk.",
-        );
-    }
-}
-
 /// Bytes replication moved: read from our primaries, and to and from our
 /// replicas.
 #[derive(Clone, Copy, Debug, Default)]

@@ -252,6 +252,14 @@ pub struct Feeds {
     pub good_replicas: usize,
 }
 
+impl Feeds {
+    /// What the replicas waiting for their full sync said, in arrival
+    /// order.
+    fn waiting(&self) -> impl Iterator<Item = &ReplicaHello> {
+        self.replicas.iter().filter_map(|r| r.waiting.as_ref())
+    }
+}
+
 /// `-NOREPLICAS`: `min-replicas-to-write` is not met.
 pub const NOREPLICAS_ERR: &str = "NOREPLICAS Not enough good replicas to write.";
 
@@ -491,13 +499,7 @@ fn start_disk_sync(srv: &mut Server, now_ms: i64) {
         return;
     }
     let joins = |h: &ReplicaHello| !h.content.is_filtered();
-    let Some(first) = srv
-        .repl
-        .feeds
-        .replicas
-        .iter()
-        .find_map(|r| r.waiting.as_ref().filter(|h| joins(h)))
-    else {
+    let Some(first) = srv.repl.feeds.waiting().find(|h| joins(h)) else {
         return;
     };
     let version = first.rdb_version();
@@ -654,9 +656,8 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     let first_filtered = srv
         .repl
         .feeds
-        .replicas
-        .iter()
-        .find_map(|r| r.waiting.as_ref())
+        .waiting()
+        .next()
         .is_some_and(|h| h.content.is_filtered());
     if !srv.config.repl_diskless_sync && !first_filtered {
         start_disk_sync(srv, now_ms);
@@ -732,8 +733,8 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
 /// nor does a filtered one when syncs go through disk (Valkey's syncCommand
 /// starts its capture at once).
 fn diskless_group(srv: &Server, now_ms: i64) -> Option<((u16, RdbContent), Vec<usize>)> {
+    let first = srv.repl.feeds.waiting().next()?;
     let replicas = &srv.repl.feeds.replicas;
-    let first = replicas.iter().find_map(|r| r.waiting.as_ref())?;
     let key = first.sync_group();
     let group: Vec<usize> = replicas
         .iter()

@@ -115,6 +115,16 @@ pub enum SyncRdb {
     Stream(Box<dyn std::io::Read + Send>),
 }
 
+impl SyncRdb {
+    /// Where the load reads from, as Valkey's log says it.
+    fn source(&self) -> &'static str {
+        match self {
+            SyncRdb::File(_) => "disk",
+            SyncRdb::Stream(_) => "socket",
+        }
+    }
+}
+
 /// The link to one primary, owned by another thread. Dropping it closes
 /// the connection and ends the thread.
 pub trait PrimaryLink: Send {
@@ -412,14 +422,14 @@ pub fn drop_link(srv: &mut Server) -> bool {
 
 /// FULLRESYNC: the dataset becomes the primary's RDB.
 fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
-    match &rdb {
-        SyncRdb::File(file) => log::notice(&format!(
-            "MASTER <-> REPLICA sync: Flushing old data, loading {file}"
-        )),
-        SyncRdb::Stream(_) => log::notice(
-            "MASTER <-> REPLICA sync: Flushing old data, loading the DB from the socket",
-        ),
-    }
+    let from = rdb.source();
+    let what = match &rdb {
+        SyncRdb::File(file) => file.as_str(),
+        SyncRdb::Stream(_) => "the DB from the socket",
+    };
+    log::notice(&format!(
+        "MASTER <-> REPLICA sync: Flushing old data, loading {what}"
+    ));
     crate::snapshot::abort_bgsave(srv);
     crate::aof::abort_rewrite(srv);
     // Our history ends here: our replicas sync again, from the new
@@ -458,10 +468,6 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
     srv.repl.second_offset = -1;
     sync_shift(srv);
     let now = srv.now_ms();
-    let from = match &rdb {
-        SyncRdb::File(_) => "disk",
-        SyncRdb::Stream(_) => "socket",
-    };
     let started = match rdb {
         SyncRdb::File(file) => crate::loading::start_file(srv, &file, now),
         SyncRdb::Stream(input) => crate::loading::start_stream(srv, input, now).map(|()| true),
@@ -591,6 +597,27 @@ fn set_replica_expiry(srv: &mut Server, paused: bool, hidden: bool) {
     for db in &mut srv.keyspace.dbs {
         db.expiry_paused = paused;
         db.expiry_hidden = hidden;
+    }
+}
+
+/// Our primary's command meets a disk this replica cannot write (a failed
+/// AOF write, or BGSAVE with save points). As Valkey: unless
+/// `replica-ignore-disk-write-errors`, a write stops the replica rather
+/// than leave it holding data its files will not have; otherwise it is
+/// applied, with a warning every 10 s.
+pub fn applying_despite_disk_error(srv: &Server, write: bool) {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST_WARNING_MS: AtomicI64 = AtomicI64::new(0);
+    if write && !srv.config.replica_ignore_disk_write_errors {
+        crate::log::warning("Replica was unable to write command to disk.");
+        std::process::exit(1);
+    }
+    let now = crate::server::wall_ms();
+    if now - LAST_WARNING_MS.load(Ordering::Relaxed) > 10_000 {
+        LAST_WARNING_MS.store(now, Ordering::Relaxed);
+        crate::log::warning(
+            "Replica is applying a command even though it is unable to write to disk.",
+        );
     }
 }
 
