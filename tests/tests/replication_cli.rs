@@ -241,3 +241,88 @@ e2e!(
         assert_eq!(sync_replica_outlives_repl_timeout(&primary(b, true)), want, "ringkv");
     }
 );
+
+/// `PING` and `SYNC` in one write, then a `PING` once their replies are
+/// in: what the client reads, and how many replicas the primary lists.
+fn pipelined_sync(p: &Server) -> (String, usize) {
+    let mut s = ringkv_e2e::tcp(p.port);
+    s.write_all(b"PING\r\nSYNC\r\n").unwrap();
+    let mut got = Vec::new();
+    let read_lines = |s: &mut TcpStream, got: &mut Vec<u8>, lines: usize| {
+        let mut buf = [0u8; 512];
+        while got.iter().filter(|&&b| b == b'\n').count() < lines {
+            let n = s.read(&mut buf).expect("a reply");
+            assert!(n > 0, "closed: {:?}", String::from_utf8_lossy(got));
+            got.extend_from_slice(&buf[..n]);
+        }
+    };
+    read_lines(&mut s, &mut got, 2);
+    s.write_all(b"PING\r\n").unwrap();
+    read_lines(&mut s, &mut got, 3);
+    let pc = &mut p.client();
+    (
+        String::from_utf8_lossy(&got).into_owned(),
+        replica_states(pc).len(),
+    )
+}
+
+e2e!(
+    ringkv_only fn a_sync_pipelined_behind_a_reply_is_refused_as_valkeys_is(b) {
+        let want = pipelined_sync(&primary(Backend::Valkey, true));
+        assert_eq!(
+            want,
+            (
+                "+PONG\r\n-ERR SYNC and PSYNC are invalid with pending output\r\n+PONG\r\n"
+                    .to_string(),
+                0
+            ),
+            "Valkey 8.1, the oracle"
+        );
+        assert_eq!(pipelined_sync(&primary(b, true)), want, "ringkv");
+    }
+);
+
+/// A diskless RDB from a primary on `b` with `rdbcompression no` and
+/// `rdbchecksum no` (and a key whose value LZF would shrink): whether the
+/// value is in it as it is, and whether its checksum is left at zero.
+fn diskless_rdb_format(b: Backend) -> (bool, bool) {
+    let p = b.start(
+        Opts::new()
+            .arg("save", "")
+            .arg("rdbcompression", "no")
+            .arg("rdbchecksum", "no"),
+    );
+    let pc = &mut p.client();
+    let value = "ab".repeat(500);
+    assert_eq!(q(pc, &format!("SET plain {value}")), ok());
+    let (replies, got, _) = exchange(
+        p.port,
+        &["REPLCONF capa eof", "REPLCONF rdb-only 1"],
+        "SYNC",
+        10,
+    );
+    assert_eq!(replies, ["+OK", "+OK"]);
+    let start = got.iter().position(|&b| b != b'\n').expect("an RDB");
+    let framed = &got[start..];
+    assert!(
+        framed.starts_with(b"$EOF:"),
+        "{:?}",
+        String::from_utf8_lossy(framed)
+    );
+    let mark = &framed[5..45];
+    let body = framed[47..]
+        .strip_suffix(mark)
+        .expect("the RDB ends with its mark");
+    (
+        body.windows(value.len()).any(|w| w == value.as_bytes()),
+        body.ends_with(&[0u8; 8]) && body[body.len() - 9] == 0xff,
+    )
+}
+
+e2e!(
+    ringkv_only fn a_diskless_rdb_follows_rdbcompression_and_rdbchecksum(b) {
+        let want = diskless_rdb_format(Backend::Valkey);
+        assert_eq!(want, (true, true), "Valkey 8.1, the oracle");
+        assert_eq!(diskless_rdb_format(b), want, "ringkv");
+    }
+);

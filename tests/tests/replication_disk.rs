@@ -271,12 +271,16 @@ e2e!(
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
-        s.write_all(b"REPLCONF capa eof capa psync2\r\nPSYNC ? -1\r\n")
-            .unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 1024];
+        s.write_all(b"REPLCONF capa eof capa psync2\r\n").unwrap();
+        while !got.ends_with(b"\r\n") {
+            let n = s.read(&mut buf).expect("the REPLCONF's reply");
+            got.extend_from_slice(&buf[..n]);
+        }
+        s.write_all(b"PSYNC ? -1\r\n").unwrap();
         // (Newlines may come between: the keepalive while the save runs.)
-    while !String::from_utf8_lossy(&got).contains("\n$") {
+        while !String::from_utf8_lossy(&got).contains("\n$") {
             let n = s.read(&mut buf).expect("the preamble and the bulk header");
             assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
             got.extend_from_slice(&buf[..n]);
@@ -333,5 +337,69 @@ e2e!(
         wait_caught_up(pc, rc2);
         std::thread::sleep(Duration::from_millis(1500));
         assert!(p.dir().join("dump.rdb").exists());
+    }
+);
+
+/// A replica that does not say `capa eof`, on a diskless primary with 200
+/// keys: how its RDB is framed, how many saves the primary made for it,
+/// and whether the RDB holds the keys (their names appear in it).
+fn sync_without_capa_eof(p: &Server) -> (String, i64, bool) {
+    let pc = &mut p.client();
+    let mset: Vec<String> = (0..200).map(|i| format!("noeof:{i} v{i}")).collect();
+    assert_eq!(q(pc, &format!("MSET {}", mset.join(" "))), ok());
+    let saves =
+        |c: &mut redis::Connection| -> i64 { stat(c, "persistence", "rdb_saves").parse().unwrap() };
+    let before = saves(pc);
+    let mut s = ringkv_e2e::tcp(p.port);
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    // One at a time: Valkey refuses a PSYNC behind an unsent reply.
+    s.write_all(b"REPLCONF capa psync2\r\n").unwrap();
+    while !got.ends_with(b"\r\n") {
+        let n = s.read(&mut buf).expect("the REPLCONF's reply");
+        got.extend_from_slice(&buf[..n]);
+    }
+    s.write_all(b"PSYNC ? -1\r\n").unwrap();
+    // The RDB ends with EOF and an 8-byte checksum; the keys' names are
+    // stored as they are (no compression of short strings).
+    let complete = |got: &[u8]| {
+        let text = String::from_utf8_lossy(got);
+        let Some(at) = text.find("\n$") else {
+            return false;
+        };
+        let header = &text[at + 2..];
+        let Some(end) = header.find("\r\n") else {
+            return false;
+        };
+        let len: usize = header[..end].parse().expect("a length");
+        got.len() >= at + 2 + end + 2 + len
+    };
+    while !complete(&got) {
+        let n = s
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(&got)));
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    assert!(text.starts_with("+OK\r\n+FULLRESYNC "), "{text}");
+    let framing = if text.contains("$EOF:") {
+        "EOF-marked"
+    } else {
+        "sized"
+    };
+    let has_keys = text.contains("noeof:0") && text.contains("noeof:199");
+    (framing.to_string(), saves(pc) - before, has_keys)
+}
+
+e2e!(
+    ringkv_only fn a_replica_without_capa_eof_gets_the_file_of_a_save_to_disk(b) {
+        let diskless = || Opts::new().arg("save", "").arg("repl-diskless-sync", "yes");
+        let want = sync_without_capa_eof(&Backend::Valkey.start(diskless()));
+        assert_eq!(want, ("sized".to_string(), 1, true), "Valkey 8.1, the oracle");
+        let p = b.start(diskless());
+        assert_eq!(sync_without_capa_eof(&p), want, "ringkv");
+        assert!(p.dir().join("dump.rdb").exists());
+        assert!(p.log().contains("Starting BGSAVE for SYNC with target: disk"));
     }
 );

@@ -6,12 +6,13 @@
 //! libraries give way to the primary's. Valkey 8.1 replicas run beside as
 //! the oracle.
 
+use std::net::TcpListener;
 use std::path::Path;
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::replication::{assert_same, follow, settled_view, stat, wait_caught_up};
 use ringkv_e2e::v::{int_of, ok};
-use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, q, within};
+use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, q, query, within};
 
 /// RDB files in a replica's directory (its dump, or a transfer's temp).
 fn rdb_files(dir: &Path) -> Vec<String> {
@@ -159,5 +160,82 @@ e2e!(
         let want = libraries_after_sync(&p, Backend::Valkey);
         assert!(want.iter().all(|(_, mine, theirs)| !mine && *theirs), "Valkey 8.1, the oracle: {want:?}");
         assert_eq!(libraries_after_sync(&p, b), want, "ringkv");
+    }
+);
+
+/// A replica of `replica`'s kind with `repl-diskless-load swapdb` syncs
+/// with `p` (5,000 keys of 1 KB and `marker`), is pointed where nothing
+/// listens while `p` changes `marker` and writes past its 16 KB backlog,
+/// then back: the full sync that follows continues the replica's own
+/// history, and its load is slowed to a millisecond a key. What the replica
+/// answers during that load (INFO's `loading` and `async_loading`, GET
+/// marker) and once it is in (GET marker, DBSIZE).
+fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 5] {
+    let pc = &mut p.client();
+    assert_eq!(q(pc, "CONFIG SET repl-backlog-size 16kb"), ok());
+    assert_eq!(q(pc, "SET marker old"), ok());
+    let r = replica.start(
+        Opts::new()
+            .arg("save", "")
+            .arg("repl-diskless-load", "swapdb")
+            // Valkey answers between keys, not every 2 MB of them.
+            .arg("loading-process-events-interval-bytes", "1024"),
+    );
+    let rc = &mut r.client();
+    follow(rc, p);
+    wait_caught_up(pc, rc);
+    let nowhere = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    assert_eq!(
+        query(rc, &["REPLICAOF", "127.0.0.1", &nowhere.to_string()]),
+        ok()
+    );
+    assert_eq!(q(pc, "SET marker new"), ok());
+    assert_eq!(query(pc, &["SET", "filler", &"x".repeat(64 * 1024)]), ok());
+    assert_eq!(q(rc, "CONFIG SET key-load-delay 1000"), ok());
+    follow(rc, p);
+    within(20, "the replica's load to start", || {
+        let info = ringkv_e2e::v::text(&q(rc, "INFO persistence"));
+        info.contains("loading:1") || info.contains("async_loading:1")
+    });
+    let during = [
+        stat(rc, "persistence", "loading"),
+        stat(rc, "persistence", "async_loading"),
+        format!("{:?}", q(rc, "GET marker")),
+    ];
+    assert_eq!(q(rc, "CONFIG SET key-load-delay 0"), ok());
+    wait_caught_up(pc, rc);
+    let [loading, async_loading, marker] = during;
+    [
+        loading,
+        async_loading,
+        marker,
+        format!("{:?}", q(rc, "GET marker")),
+        int_of(&q(rc, "DBSIZE")).to_string(),
+    ]
+}
+
+e2e!(
+    /// Valkey's async loading: the old dataset is served until the new
+    /// one is in.
+    ringkv_only fn a_swapdb_load_of_the_replicas_own_history_serves_the_old_keys(b) {
+        let p = slow_primary(b);
+        assert_eq!(q(&mut p.client(), "CONFIG SET rdb-key-save-delay 0"), ok());
+        let want = answers_during_a_swapdb_load(&p, Backend::Valkey);
+        assert_eq!(
+            want,
+            [
+                "0".to_string(),
+                "1".to_string(),
+                "Ok(bulk-string('\"old\"'))".to_string(),
+                "Ok(bulk-string('\"new\"'))".to_string(),
+                "5002".to_string(),
+            ],
+            "Valkey 8.1, the oracle"
+        );
+        assert_eq!(answers_during_a_swapdb_load(&p, b), want, "ringkv");
     }
 );

@@ -330,18 +330,32 @@ fn big_value(i: usize) -> String {
 
 e2e!(
     // A Valkey replica in its own network namespace: the link is not
-    // loopback, so the stream's large writes go out zero-copy — with
-    // IORING_OP_SEND_ZC under io_uring, MSG_ZEROCOPY under epoll.
+    // loopback, so the full sync's RDB and the stream's large writes go
+    // out zero-copy — with IORING_OP_SEND_ZC under io_uring, MSG_ZEROCOPY
+    // under epoll.
     ringkv_only fn large_writes_reach_a_remote_replica_zero_copy(b) {
         let Some((_guard, ns)) = remote_host(&[]) else {
             return;
         };
         let p = primary_for(b, &ns);
         let pc = &mut p.client();
+        // About 2 MB of RDB, sent from buffers of 1 MB or more: zero-copy.
+        assert_eq!(q(pc, "CONFIG SET rdbcompression no"), ok());
+        for i in 0..8 {
+            assert_eq!(query(pc, &["SET", &format!("pre{i}"), &big_value(100 + i)]), ok());
+        }
         let dir = TempDir::new("zc-replica");
         let replica = valkey_in(&ns, 7399, &p, &dir);
         let cli = |args: &[&str]| ns.cli(&ns.inner_addr(), 7399, args);
         remote_synced(&ns, 7399);
+        let stats = text(&q(pc, "INFO stats"));
+        let rdb_writes: u64 = info_field(&stats, "zerocopy_writes").parse().unwrap();
+        let rdb_bytes: u64 = info_field(&stats, "zerocopy_bytes").parse().unwrap();
+        assert!(rdb_writes >= 1 && rdb_bytes >= 2 << 20, "the RDB: {stats}");
+        for i in 0..8 {
+            let got = cli(&["GET", &format!("pre{i}")]);
+            assert!(got.trim_end() == big_value(100 + i), "pre{i} differs on the replica");
+        }
         for i in 0..20 {
             assert_eq!(query(pc, &["SET", &format!("big{i}"), &big_value(i)]), ok());
         }
@@ -361,7 +375,7 @@ e2e!(
         let stats = text(&q(pc, "INFO stats"));
         let writes: u64 = info_field(&stats, "zerocopy_writes").parse().unwrap();
         let bytes: u64 = info_field(&stats, "zerocopy_bytes").parse().unwrap();
-        assert!(writes > 0 && bytes >= 10 << 10, "{stats}");
+        assert!(writes > rdb_writes && bytes >= rdb_bytes + (10 << 10), "the stream: {stats}");
         within(10, "every zero-copy send to complete", || {
             info_field(&text(&q(pc, "INFO stats")), "zerocopy_in_flight") == "0"
         });

@@ -284,6 +284,27 @@ pub struct Slice {
 }
 
 impl Slice {
+    /// Bytes of no stream, held the same way (a full sync's RDB buffer,
+    /// kept alive while a zero-copy send of it is in flight). Offset 0.
+    pub fn from_vec(bytes: Vec<u8>) -> Slice {
+        let end = bytes.len();
+        let raw = Box::into_raw(bytes.into_boxed_slice());
+        // SAFETY: `UnsafeCell<u8>` has the layout of `u8`, so the boxed
+        // slice is reinterpreted with its length and allocation intact.
+        let buf = unsafe { Box::from_raw(raw as *mut [UnsafeCell<u8>]) };
+        let block = Arc::new(Block {
+            start: 0,
+            len: AtomicUsize::new(end),
+            buf,
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        });
+        Slice {
+            block,
+            start: 0,
+            end,
+        }
+    }
+
     /// Stream offset of the first byte.
     pub fn offset(&self) -> u64 {
         self.block.start + self.start as u64

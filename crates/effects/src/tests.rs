@@ -135,3 +135,20 @@ fn a_copy_of_a_backlog_reader_skips_to_any_published_offset() {
     assert!(r2.skip_to(200));
     assert!(!r2.skip_to(150));
 }
+
+#[test]
+fn a_slice_of_owned_bytes_reads_them_and_splits_like_a_stream_slice() {
+    let bytes: Vec<u8> = (0..3 * BLOCK_SIZE).map(|i| (i % 253) as u8).collect();
+    let mut owned = Vec::with_capacity(bytes.len() * 2);
+    owned.extend_from_slice(&bytes);
+    let s = Slice::from_vec(owned);
+    assert_eq!((s.offset(), &s[..]), (0, &bytes[..]));
+    let tail = s.split_from(BLOCK_SIZE);
+    assert_eq!(
+        (tail.offset(), &tail[..]),
+        (BLOCK_SIZE as u64, &bytes[BLOCK_SIZE..])
+    );
+    // The bytes live as long as any slice of them.
+    drop(s);
+    assert_eq!(&tail.truncate(5)[..], &bytes[BLOCK_SIZE..BLOCK_SIZE + 5]);
+}

@@ -360,8 +360,9 @@ fn memory(srv: &mut Server, out: &mut String) {
 fn persistence(srv: &Server, out: &mut String) {
     let p = &srv.persist;
     out.push_str("# Persistence\r\n");
-    field!(out, "loading:{}", p.is_loading() as u8);
-    field!(out, "async_loading:0");
+    let serving = p.loading.as_ref().is_some_and(|l| l.serving());
+    field!(out, "loading:{}", (p.is_loading() && !serving) as u8);
+    field!(out, "async_loading:{}", serving as u8);
     // No fork, so no copy-on-write: a save's extra memory is the copies
     // of keys changed while it runs, counted in used_memory.
     field!(out, "current_cow_peak:0");

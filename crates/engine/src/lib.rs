@@ -1355,7 +1355,7 @@ fn resolve(
             cmd: Some(i),
         });
     }
-    if srv.persist.is_loading() && e.spec.flags & command::flags::LOADING == 0 {
+    if srv.persist.is_loading() && loading::refuses(srv, e.spec.flags) {
         return Err(Rejected {
             msg: persist::LOADING_ERR.into(),
             cmd: Some(i),

@@ -3,6 +3,12 @@
 //! slices, answering `-LOADING` to commands meanwhile (those flagged
 //! `loading`, such as INFO, still run).
 //!
+//! A load into [`Staging`] (a replica's `repl-diskless-load swapdb`)
+//! leaves the live dataset alone and replaces it only once the file is
+//! whole; when it continues the replica's own history the live dataset is
+//! served meanwhile (Valkey's async loading: only commands flagged
+//! `no-async-loading` get `-LOADING`).
+//!
 //! A bad file stops the server (as Valkey does): a half-loaded keyspace
 //! is never served.
 
@@ -24,6 +30,47 @@ pub struct Loading {
     /// The start-up load: the file's replication id and offset are taken
     /// up (not for DEBUG RELOAD, nor a replica's full sync).
     pub at_startup: bool,
+    /// Where the keys go when they must not replace the live ones yet.
+    staging: Option<Staging>,
+}
+
+/// The databases and libraries a staged load fills.
+pub struct Staging {
+    dbs: Vec<store::Db>,
+    functions: Option<Box<script::functions::Functions>>,
+    /// Clients are served from the live dataset meanwhile.
+    serving: bool,
+}
+
+impl Staging {
+    /// Empty databases like the live ones; `serving`: clients go on
+    /// being served from the live ones during the load.
+    pub fn new(srv: &Server, serving: bool) -> Staging {
+        Staging {
+            dbs: srv.keyspace.dbs.iter().map(|db| db.staging()).collect(),
+            functions: None,
+            serving,
+        }
+    }
+}
+
+impl Loading {
+    /// Clients are served during this load (Valkey's `async_loading`).
+    pub fn serving(&self) -> bool {
+        self.staging.as_ref().is_some_and(|s| s.serving)
+    }
+}
+
+/// Whether a command with `flags` is refused while a load runs: all but
+/// those flagged `loading`, or during a load that serves clients only
+/// those flagged `no-async-loading` (Valkey's processCommand).
+pub fn refuses(srv: &Server, flags: u32) -> bool {
+    use crate::command::flags::{LOADING, NO_ASYNC_LOADING};
+    match &srv.persist.loading {
+        Some(l) if l.serving() => flags & NO_ASYNC_LOADING != 0,
+        Some(_) => flags & LOADING == 0,
+        None => false,
+    }
 }
 
 /// Open `dbfilename` and begin loading it. `Ok(false)`: no file.
@@ -47,10 +94,11 @@ pub fn start_file(srv: &mut Server, name: &str, now_ms: i64) -> Result<bool, Str
 }
 
 /// Begin loading an RDB read from `input` as it arrives (a replica's
-/// diskless load).
+/// diskless load), into `staging` if given.
 pub fn start_stream(
     srv: &mut Server,
     input: Box<dyn std::io::Read + Send>,
+    staging: Option<Staging>,
     now_ms: i64,
 ) -> Result<(), String> {
     let opts = crate::persist::load_options(srv, now_ms);
@@ -59,6 +107,9 @@ pub fn start_stream(
     };
     let source = storage.load_stream("the primary's RDB", input, opts)?;
     begin(srv, source, now_ms);
+    if let Some(l) = srv.persist.loading.as_mut() {
+        l.staging = staging;
+    }
     Ok(())
 }
 
@@ -70,7 +121,18 @@ fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
         loaded: 0,
         waiting: false,
         at_startup: false,
+        staging: None,
     });
+}
+
+/// Give up the load in progress; what a staged load filled is freed.
+pub fn abandon(srv: &mut Server) {
+    let Some(ld) = srv.persist.loading.take() else {
+        return;
+    };
+    for db in ld.staging.into_iter().flat_map(|s| s.dbs) {
+        srv.lazyfree.free_db(db);
+    }
 }
 
 /// Load all of `source` before returning (an AOF's RDB base).
@@ -102,8 +164,12 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
         match ld.source.next(deadline.is_none()) {
             LoadStep::Keys(keys) => {
                 ld.waiting = false;
+                let dbs = match ld.staging.as_mut() {
+                    Some(s) => &mut s.dbs,
+                    None => &mut srv.keyspace.dbs,
+                };
                 for k in keys {
-                    let Some(db) = srv.keyspace.dbs.get_mut(k.db) else {
+                    let Some(db) = dbs.get_mut(k.db) else {
                         return Err(format!("DB index {} is out of range", k.db));
                     };
                     if let Some(dup) = db.insert_loaded(k.hash, k.entry) {
@@ -120,7 +186,11 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                 ld.waiting = false;
                 // A library of the same name is replaced (DEBUG RELOAD
                 // loads what the server already has).
-                let f = srv.functions.get_or_insert_with(Box::default);
+                let functions = match ld.staging.as_mut() {
+                    Some(s) => &mut s.functions,
+                    None => &mut srv.functions,
+                };
+                let f = functions.get_or_insert_with(Box::default);
                 if let Err(e) = f.load(&code, true) {
                     return Err(format!("Failed loading library: {e}"));
                 }
@@ -130,7 +200,14 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                 return Ok(Progress::Waiting);
             }
             LoadStep::Done { expired, repl } => {
-                let ld = srv.persist.loading.take().expect("loading");
+                let mut ld = srv.persist.loading.take().expect("loading");
+                if let Some(staged) = ld.staging.take() {
+                    for (live, new) in srv.keyspace.dbs.iter_mut().zip(staged.dbs) {
+                        let old = live.replace_keys(new);
+                        srv.lazyfree.free_db(old);
+                    }
+                    srv.functions = staged.functions;
+                }
                 match repl {
                     Some(saved) if ld.at_startup => crate::replication::restore_saved(srv, saved),
                     // A full sync's file: the stream that follows runs in

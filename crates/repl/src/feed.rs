@@ -5,9 +5,10 @@
 //!  engine: Senders::feed(client, FeedStart) ──► thread started, waits
 //!  net: detach hook ──► adopt(client, socket, unsent, unparsed) ──┘
 //!  thread: unsent replies, preamble (+FULLRESYNC / +CONTINUE),
-//!          [RDB: $EOF:<mark> + encoded chunks + <mark>, or $len + RDB,
-//!           or (repl-diskless-sync no) a "\n" a second until the engine
-//!           names the saved file, then $len + the file by sendfile(2)],
+//!          [RDB: $EOF:<mark> + encoded chunks + <mark>, or (repl-diskless-
+//!           sync no, or a replica without capa eof) a "\n" a second until
+//!           the engine names the saved file, then $len + the file by
+//!           sendfile(2)],
 //!          then (unless `REPLCONF rdb-only 1`: the connection ends with
 //!          the RDB) the stream: slices of the effects blocks as they are
 //!          published (zero-copy from the size set, see crate::zerocopy),
@@ -24,7 +25,7 @@ use engine::ClientId;
 use engine::log;
 use engine::persist::{ChannelSink, SinkMsg, SinkWriter, SnapshotSink};
 use engine::replication::primary::{
-    FeedStart, RdbFraming, ReplicaFeed, Senders, Traffic, ZeroCopyStats,
+    FeedStart, RdbFormat, RdbFraming, ReplicaFeed, Senders, Traffic, ZeroCopyStats,
 };
 use ringkv_rings::doorbell::Doorbell;
 use std::collections::HashMap;
@@ -195,7 +196,7 @@ impl Feed {
             .unwrap_or_else(|e| e.into_inner())
             .insert(client.0, adopt_tx);
         let (rdb, chunks) = match start.rdb {
-            Some(RdbFraming::EofMark | RdbFraming::Length) => {
+            Some(RdbFraming::EofMark) => {
                 let (sink, writer) = ChannelSink::new(QUEUE, "replica feed");
                 (Some(sink), Some(writer))
             }
@@ -381,6 +382,42 @@ fn serve(
     sock.set_nonblocking(false).map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(WRITE_TIMEOUT))
         .map_err(|e| e.to_string())?;
+    let mut zc = start
+        .zerocopy_min
+        .filter(|_| !is_loopback(sock))
+        .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring));
+    if let Some(z) = &zc {
+        let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        log::notice(&format!(
+            "Replica connection {peer}: RDB and stream writes of at least {} bytes go zero-copy with {}",
+            z.min_size(),
+            z.mechanism()
+        ));
+    }
+    let r = sync_and_stream(
+        client, start, rdb_in, unsent, unparsed, sock, &mut zc, shared,
+    );
+    if let Some(t) = zc.as_mut() {
+        // Seed 003's rule: a socket with zero-copy sends in flight is
+        // closed only once the kernel has let go of their buffers.
+        t.drain(Duration::from_secs(2));
+        t.publish(&shared.zc);
+    }
+    r
+}
+
+/// Everything a feed sends, in order, once its socket is set up.
+#[allow(clippy::too_many_arguments)]
+fn sync_and_stream(
+    client: ClientId,
+    start: FeedStart,
+    rdb_in: RdbIn,
+    unsent: Vec<u8>,
+    unparsed: Vec<u8>,
+    sock: &TcpStream,
+    zc: &mut Option<ZeroCopy>,
+    shared: &Shared,
+) -> Result<(), String> {
     let werr = |e: std::io::Error| format!("write error: {e}");
     shared.write_all(sock, &unsent).map_err(werr)?;
     shared.write_all(sock, &start.preamble).map_err(werr)?;
@@ -397,32 +434,22 @@ fn serve(
         ));
         shared.online.store(!start.rdb_only, Ordering::Relaxed);
     }
-    if let (Some(framing), Some(writer)) = (start.rdb, rdb_in.chunks) {
-        let outcome = send_rdb(sock, framing, start.rdb_version, &writer.chunks, shared);
+    if let Some(writer) = rdb_in.chunks {
+        let out = RdbOut {
+            sock,
+            zc: zc.as_mut(),
+            shared,
+        };
+        let outcome = send_rdb(out, start.rdb_format, &writer.chunks);
         let failed = outcome.as_ref().err().cloned();
         let _ = writer.outcome.send(outcome);
         if let Some(e) = failed {
             return Err(e);
         }
-        hold_until_ack = framing == RdbFraming::EofMark;
-        if !hold_until_ack && !start.rdb_only {
-            shared.online.store(true, Ordering::Relaxed);
-        }
+        hold_until_ack = true;
     }
     if start.rdb_only && start.rdb.is_some() {
         return end_rdb_only(client, sock, shared);
-    }
-    let zc = start
-        .zerocopy_min
-        .filter(|_| !is_loopback(sock))
-        .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring));
-    if let Some(z) = &zc {
-        let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        log::notice(&format!(
-            "Replica connection {peer}: stream writes of at least {} bytes go zero-copy with {}",
-            z.min_size(),
-            z.mechanism()
-        ));
     }
     let mut stream = Stream {
         sock,
@@ -434,14 +461,7 @@ fn serve(
         stream.await_first_ack(shared)?;
         shared.online.store(true, Ordering::Relaxed);
     }
-    let r = stream.run(shared);
-    if let Some(t) = stream.zc.as_mut() {
-        // Seed 003's rule: a socket with zero-copy sends in flight is
-        // closed only once the kernel has let go of their buffers.
-        t.drain(Duration::from_secs(2));
-        t.publish(&shared.zc);
-    }
-    r
+    stream.run(shared)
 }
 
 /// `REPLCONF rdb-only 1`: the RDB was all it wanted. The write side
@@ -472,55 +492,65 @@ fn is_loopback(sock: &TcpStream) -> bool {
     sock.peer_addr().is_ok_and(|a| a.ip().is_loopback())
 }
 
-/// The RDB of a full sync, as the replica's framing asks.
-fn send_rdb(
-    sock: &TcpStream,
-    framing: RdbFraming,
-    version: u16,
-    rx: &Receiver<SinkMsg>,
-    shared: &Shared,
-) -> Result<u64, String> {
-    let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
-    let mut enc = rdb::Encoder::with_version(true, true, version);
+/// Where a diskless RDB goes: the socket, zero-copy for the buffers
+/// large enough.
+struct RdbOut<'a> {
+    sock: &'a TcpStream,
+    zc: Option<&'a mut ZeroCopy>,
+    shared: &'a Shared,
+}
+
+impl RdbOut<'_> {
+    /// Send `buf` and leave it empty. Zero-copy, the buffer itself goes
+    /// (the tracker holds it until the kernel is done with it) and a new
+    /// one takes its place: jemalloc hands back the pages of one already
+    /// let go, so that costs no page faults.
+    fn send(&mut self, buf: &mut Vec<u8>) -> Result<(), String> {
+        let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
+        match self.zc.as_deref_mut() {
+            Some(z) if buf.len() >= z.min_size() => {
+                let bytes = std::mem::replace(buf, Vec::with_capacity(buf.capacity()));
+                let slice = effects::Slice::from_vec(bytes);
+                z.send(&slice, WRITE_TIMEOUT)?;
+                z.reap();
+                z.publish(&self.shared.zc);
+                self.shared.meter.add_written(slice.len());
+            }
+            _ => {
+                self.shared.write_all(self.sock, buf).map_err(werr)?;
+                buf.clear();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The RDB of a diskless full sync, framed by EOF marks.
+fn send_rdb(mut out: RdbOut<'_>, f: RdbFormat, rx: &Receiver<SinkMsg>) -> Result<u64, String> {
+    let mut enc = rdb::Encoder::with_version(f.compress, f.checksum, f.version);
     let mut buf = Vec::with_capacity(WRITE_BUF + WRITE_BUF / 4);
     let mut written = 0u64;
     let mark = eof_mark();
-    if framing == RdbFraming::EofMark {
-        shared
-            .write_all(sock, format!("$EOF:{mark}\r\n").as_bytes())
-            .map_err(werr)?;
-    }
+    let mut head = format!("$EOF:{mark}\r\n").into_bytes();
+    out.send(&mut head)?;
     enc.header(&mut buf);
     loop {
         let msg = rx.recv().map_err(|_| "the sync was aborted".to_string())?;
         match msg {
             SinkMsg::Chunk(c) => {
                 enc.feed(&c, &mut buf);
-                if framing == RdbFraming::EofMark && buf.len() >= WRITE_BUF {
-                    shared.write_all(sock, &buf).map_err(werr)?;
+                if buf.len() >= WRITE_BUF {
                     written += buf.len() as u64;
-                    buf.clear();
+                    out.send(&mut buf)?;
                 }
             }
             SinkMsg::Finish => break,
         }
     }
     enc.finish(&mut buf);
-    match framing {
-        RdbFraming::EofMark => {
-            buf.extend_from_slice(mark.as_bytes());
-            shared.write_all(sock, &buf).map_err(werr)?;
-            written += buf.len() as u64 - mark.len() as u64;
-        }
-        // (The file's own sync never gets here: it has no chunks.)
-        RdbFraming::Length | RdbFraming::File => {
-            shared
-                .write_all(sock, format!("${}\r\n", buf.len()).as_bytes())
-                .map_err(werr)?;
-            shared.write_all(sock, &buf).map_err(werr)?;
-            written = buf.len() as u64;
-        }
-    }
+    written += buf.len() as u64;
+    buf.extend_from_slice(mark.as_bytes());
+    out.send(&mut buf)?;
     Ok(written)
 }
 
@@ -611,7 +641,7 @@ struct Stream<'a> {
     reader: effects::Reader,
     /// What the replica sent that is not parsed yet (its ACKs).
     input: Vec<u8>,
-    zc: Option<ZeroCopy>,
+    zc: &'a mut Option<ZeroCopy>,
 }
 
 impl Stream<'_> {

@@ -564,23 +564,24 @@ impl Db {
         out.volatile = std::mem::take(&mut self.volatile);
         out
     }
-    /// Empty the database. During a view the keys go to the view, which is
-    /// still reading them (freed at [`Db::thaw`]).
-    /// Move the keys out into a database of their own, leaving this one
-    /// empty (its settings stay): a replica loading with `repl-diskless-load
-    /// swapdb` keeps them aside in case the new dataset fails to arrive.
-    /// Not while a frozen view exists.
-    pub fn take_keys(&mut self) -> Db {
-        let mut kept = Db::default();
-        self.swap_keys(&mut kept);
-        kept
+    /// An empty database with this one's settings (access policy, clock),
+    /// for a load that must not disturb this one while it is served (a
+    /// replica's `repl-diskless-load swapdb`).
+    pub fn staging(&self) -> Db {
+        Db {
+            policy: self.policy,
+            rng: self.rng,
+            clock_ms: self.clock_ms,
+            ..Db::default()
+        }
     }
 
-    /// Put back keys [`Db::take_keys`] moved out; returns what this
-    /// database held meanwhile (to be freed).
-    pub fn put_back_keys(&mut self, mut kept: Db) -> Db {
-        self.swap_keys(&mut kept);
-        kept
+    /// The keys of `new` (a [`Db::staging`] database, loaded) become this
+    /// database's; returns the ones it held, to be freed. Not while a
+    /// frozen view exists.
+    pub fn replace_keys(&mut self, mut new: Db) -> Db {
+        self.swap_keys(&mut new);
+        new
     }
 
     fn swap_keys(&mut self, other: &mut Db) {
@@ -590,6 +591,8 @@ impl Db {
         std::mem::swap(&mut self.volatile, &mut other.volatile);
     }
 
+    /// Empty the database. During a view the keys go to the view, which is
+    /// still reading them (freed at [`Db::thaw`]).
     pub fn clear(&mut self) {
         if self.detach_for_view() {
             return;

@@ -285,17 +285,17 @@ fn a_batch_sample_takes_its_whole_count_and_the_prefetch_hints_change_nothing() 
 }
 
 #[test]
-fn keys_taken_aside_come_back_with_their_expiry() {
+fn a_staged_load_replaces_the_keys_with_their_expiry() {
     let mut db = Db::default();
     put(&mut db, "old", Some(NOW + 1000));
-    put(&mut db, "kept", None);
-    let kept = db.take_keys();
-    assert_eq!((db.len(), db.expires_len()), (0, 0));
-    assert_eq!((kept.len(), kept.expires_len()), (2, 1));
-    // A load that fails halfway.
-    put(&mut db, "partial", Some(NOW + 5));
-    let partial = db.put_back_keys(kept);
-    assert_eq!((partial.len(), partial.expires_len()), (1, 1));
-    assert!(has(&db, "old") && has(&db, "kept") && !has(&db, "partial"));
-    assert_eq!((db.len(), db.expires_len()), (2, 1));
+    put(&mut db, "gone", None);
+    let mut staged = db.staging();
+    assert_eq!((staged.len(), staged.expires_len()), (0, 0));
+    put(&mut staged, "new", Some(NOW + 5));
+    // The live database is untouched until the load is whole.
+    assert!(has(&db, "old") && has(&db, "gone") && !has(&db, "new"));
+    let old = db.replace_keys(staged);
+    assert_eq!((old.len(), old.expires_len()), (2, 1));
+    assert!(has(&db, "new") && !has(&db, "old") && !has(&db, "gone"));
+    assert_eq!((db.len(), db.expires_len()), (1, 1));
 }

@@ -296,7 +296,11 @@ fn psync(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     {
         return ctx.error(&e);
     }
-    if let Err(e) = replication::primary::psync(ctx.srv, ctx.session, replid, offset, now) {
+    // Replies of this client's earlier commands in the batch, or messages
+    // queued for it (output the IO layer holds is not seen: it may be
+    // sent already, its count not yet settled).
+    let unsent = !ctx.reply.out.is_empty() || !ctx.session.pending.is_empty();
+    if let Err(e) = replication::primary::psync(ctx.srv, ctx.session, replid, offset, unsent, now) {
         ctx.error(&e);
     }
 }

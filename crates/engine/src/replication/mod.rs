@@ -59,7 +59,7 @@ pub struct Replication {
     /// A FAILOVER under way (as the primary handing over).
     pub failover: failover::Failover,
     /// What a `swapdb` diskless load keeps aside while it runs.
-    pub kept: Option<replica::KeptDataset>,
+    pub kept: Option<replica::KeptHistory>,
 }
 
 impl Replication {

@@ -80,12 +80,31 @@ impl ReplicaHello {
 pub enum RdbFraming {
     /// `$EOF:<40 random chars>\r\n` ... the same 40 chars (diskless).
     EofMark,
-    /// `$<len>\r\n`: the whole file is encoded before it is sent.
-    Length,
     /// `$<len>\r\n` and the bytes of the file a BGSAVE for replicas
-    /// wrote (`repl-diskless-sync no`), named by
-    /// [`ReplicaFeed::rdb_file`] once the save is done.
+    /// wrote (`repl-diskless-sync no`, or a replica without `capa eof`),
+    /// named by [`ReplicaFeed::rdb_file`] once the save is done.
     File,
+}
+
+/// How a diskless RDB is encoded: the version the replica reads (the
+/// sink's captures are made for it; the header must say it), and
+/// `rdbcompression` / `rdbchecksum` as set when the sync began (Valkey's
+/// diskless sync follows them as its saves do).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RdbFormat {
+    pub version: u16,
+    pub compress: bool,
+    pub checksum: bool,
+}
+
+impl RdbFormat {
+    fn of(srv: &Server, version: u16) -> RdbFormat {
+        RdbFormat {
+            version,
+            compress: srv.config.rdbcompression,
+            checksum: srv.config.rdbchecksum,
+        }
+    }
 }
 
 /// What a feed thread sends, in order.
@@ -94,9 +113,8 @@ pub struct FeedStart {
     pub preamble: Vec<u8>,
     /// A full sync's RDB comes through [`ReplicaFeed::rdb_sink`].
     pub rdb: Option<RdbFraming>,
-    /// The RDB version the replica reads (the sink's captures are made
-    /// for it; the header must say it).
-    pub rdb_version: u16,
+    /// How the diskless RDB is encoded.
+    pub rdb_format: RdbFormat,
     /// The stream from the point the replica continues at.
     pub stream: effects::Reader,
     /// `REPLCONF rdb-only 1`: the connection ends once the RDB is sent.
@@ -303,6 +321,7 @@ pub fn psync(
     sess: &mut Session,
     replid: Option<&[u8]>,
     offset: Option<i64>,
+    replies_unsent: bool,
     now_ms: i64,
 ) -> Result<(), String> {
     if srv.repl.failover.active() {
@@ -312,6 +331,11 @@ pub fn psync(
     // replication), once it is in sync with that primary.
     if srv.repl.is_replica() && !srv.repl.link_up() {
         return Err(NOMASTERLINK_ERR.into());
+    }
+    // The feed's first bytes must be the preamble: a SYNC pipelined behind
+    // commands whose replies are still here is refused, as Valkey's.
+    if replies_unsent {
+        return Err("ERR SYNC and PSYNC are invalid with pending output".into());
     }
     if srv.repl.feeds.senders.is_none() {
         return Err("ERR this server cannot feed replicas (no replication IO)".into());
@@ -351,7 +375,7 @@ pub fn psync(
         let start = FeedStart {
             preamble: preamble.into_bytes(),
             rdb: None,
-            rdb_version: rdb::RDB_VERSION,
+            rdb_format: RdbFormat::of(srv, rdb::RDB_VERSION),
             stream,
             rdb_only: false,
             zerocopy_min: zerocopy_min(srv),
@@ -400,7 +424,7 @@ pub fn psync(
         soft_since: None,
         card: crate::cmd::client::ReplicaCard::of(sess, now_ms),
     });
-    if !srv.config.repl_diskless_sync && srv.persist.snapshot.is_some() {
+    if (!srv.config.repl_diskless_sync || !takes_eof) && srv.persist.snapshot.is_some() {
         // Valkey's syncCommand with a BGSAVE to disk in progress.
         let i = srv.repl.feeds.replicas.len() - 1;
         if can_attach(srv, i) {
@@ -465,7 +489,7 @@ fn attach_to_disk_save(srv: &mut Server, i: usize) {
     let start = FeedStart {
         preamble: full_resync_preamble(r, &d.replid, d.offset),
         rdb: Some(RdbFraming::File),
-        rdb_version: d.rdb_version,
+        rdb_format: RdbFormat::of(srv, d.rdb_version),
         stream: d.stream.clone(),
         rdb_only: waiting.is_some_and(|h| h.rdb_only),
         zerocopy_min: zerocopy_min(srv),
@@ -659,7 +683,11 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         .waiting()
         .next()
         .is_some_and(|h| h.content.is_filtered());
-    if !srv.config.repl_diskless_sync && !first_filtered {
+    // Valkey's startBgsaveForReplication: the RDB goes to sockets only if
+    // every waiting replica reads an EOF-marked one (its `mincapa`); a
+    // filtered one always does.
+    let all_take_eof = srv.repl.feeds.waiting().all(|h| h.capa_eof);
+    if (!srv.config.repl_diskless_sync || !all_take_eof) && !first_filtered {
         start_disk_sync(srv, now_ms);
         return;
     }
@@ -686,12 +714,8 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
         let id = r.id;
         let start = FeedStart {
             preamble: full_resync_preamble(r, &srv.repl.replid, offset),
-            rdb: Some(if hello.capa_eof {
-                RdbFraming::EofMark
-            } else {
-                RdbFraming::Length
-            }),
-            rdb_version: version,
+            rdb: Some(RdbFraming::EofMark),
+            rdb_format: RdbFormat::of(srv, version),
             stream: stream.clone(),
             rdb_only: hello.rdb_only,
             zerocopy_min: zerocopy_min(srv),
@@ -728,10 +752,9 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
 /// start a diskless sync together now: those reading the first one's,
 /// once the first has waited `repl-diskless-sync-delay` or
 /// `repl-diskless-sync-max-replicas` of them wait (Valkey's
-/// shouldStartChildReplication). A replica that cannot take an
-/// EOF-marked RDB does not wait (Valkey gives it a save to disk at once),
-/// nor does a filtered one when syncs go through disk (Valkey's syncCommand
-/// starts its capture at once).
+/// shouldStartChildReplication). A filtered replica does not wait when
+/// syncs go through disk (Valkey's syncCommand starts its capture at
+/// once).
 fn diskless_group(srv: &Server, now_ms: i64) -> Option<((u16, RdbContent), Vec<usize>)> {
     let first = srv.repl.feeds.waiting().next()?;
     let replicas = &srv.repl.feeds.replicas;
@@ -751,7 +774,7 @@ fn diskless_group(srv: &Server, now_ms: i64) -> Option<((u16, RdbContent), Vec<u
         .unwrap_or(0);
     let enough =
         c.repl_diskless_sync_max_replicas > 0 && group.len() >= c.repl_diskless_sync_max_replicas;
-    let waits = first.capa_eof && c.repl_diskless_sync && !enough && longest_wait < delay_ms;
+    let waits = c.repl_diskless_sync && !enough && longest_wait < delay_ms;
     (!waits).then_some((key, group))
 }
 

@@ -344,7 +344,7 @@ pub fn background_step(srv: &mut Server) {
         if p.loading {
             p.loading = false;
             log::notice("MASTER <-> REPLICA sync: Finished with success");
-            loaded(srv);
+            srv.repl.kept = None;
             restart_aof(srv);
             continue;
         }
@@ -435,30 +435,31 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
     // Our history ends here: our replicas sync again, from the new
     // dataset (Valkey's replicationAttachToNewPrimary).
     super::primary::stop_feeding(srv, "its primary did a full resync");
-    // The libraries go with the keys: the primary's RDB brings its own
-    // (Valkey's emptyData flushes functions too).
-    let functions = srv.functions.take();
-    if matches!(rdb, SyncRdb::Stream(_)) && srv.config.repl_diskless_load == DisklessLoad::Swapdb {
-        // Kept aside until the new dataset is in, and back if it fails.
+    // Our own history, continued by the primary: a staged load serves
+    // the dataset we hold until the new one is in (Valkey's async loading).
+    let same_history = replid == srv.repl.replid;
+    let staging = if matches!(rdb, SyncRdb::Stream(_))
+        && srv.config.repl_diskless_load == DisklessLoad::Swapdb
+    {
+        // The history comes back if the load fails, so that the next
+        // PSYNC may continue it; the dataset never left.
         let r = &srv.repl;
-        srv.repl.kept = Some(KeptDataset {
+        srv.repl.kept = Some(KeptHistory {
             replid: r.replid.clone(),
             replid2: r.replid2.clone(),
             offset: r.offset,
             second_offset: r.second_offset,
-            dbs: srv
-                .keyspace
-                .dbs
-                .iter_mut()
-                .map(|db| db.take_keys())
-                .collect(),
-            functions,
         });
+        Some(crate::loading::Staging::new(srv, same_history))
     } else {
+        // The libraries go with the keys: the primary's RDB brings its
+        // own (Valkey's emptyData flushes functions too).
+        srv.functions = None;
         for db in &mut srv.keyspace.dbs {
             db.clear();
         }
-    }
+        None
+    };
     if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT) {
         s.db = 0;
     }
@@ -470,7 +471,9 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
     let now = srv.now_ms();
     let started = match rdb {
         SyncRdb::File(file) => crate::loading::start_file(srv, &file, now),
-        SyncRdb::Stream(input) => crate::loading::start_stream(srv, input, now).map(|()| true),
+        SyncRdb::Stream(input) => {
+            crate::loading::start_stream(srv, input, staging, now).map(|()| true)
+        }
     };
     let Some(p) = srv.repl.primary.as_mut() else {
         return;
@@ -487,24 +490,13 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
     }
 }
 
-/// The dataset and replication state a `swapdb` diskless load keeps
-/// aside while the primary's arrives.
-pub struct KeptDataset {
+/// The replication state a `swapdb` diskless load keeps aside while the
+/// primary's dataset arrives.
+pub struct KeptHistory {
     replid: String,
     replid2: String,
     offset: u64,
     second_offset: i64,
-    dbs: Vec<store::Db>,
-    functions: Option<Box<script::functions::Functions>>,
-}
-
-/// The full sync's load is done: what was kept aside for it goes.
-fn loaded(srv: &mut Server) {
-    if let Some(kept) = srv.repl.kept.take() {
-        for db in kept.dbs {
-            srv.lazyfree.free_db(db);
-        }
-    }
 }
 
 /// The dataset is the primary's file now: what the AOF holds no longer
@@ -529,23 +521,18 @@ pub fn load_failed(srv: &mut Server, why: &str) {
     log::warning(&format!(
         "Failed trying to load the MASTER synchronization DB from {from}: {why}"
     ));
-    srv.persist.loading = None;
+    crate::loading::abandon(srv);
     if let Some(p) = srv.repl.primary.as_mut() {
         p.loading = false;
         p.link = None;
         p.state = LinkState::Connecting;
     }
     if let Some(kept) = srv.repl.kept.take() {
-        // swapdb: the old dataset and its history come back, so the next
-        // PSYNC may continue it.
+        // swapdb: the old dataset stayed; its history comes back, so the
+        // next PSYNC may continue it.
         log::notice(
-            "MASTER <-> REPLICA sync: Discarding the half-loaded data, the old dataset is back",
+            "MASTER <-> REPLICA sync: Discarding the half-loaded data, the old dataset stays",
         );
-        for (db, old) in srv.keyspace.dbs.iter_mut().zip(kept.dbs) {
-            let partial = db.put_back_keys(old);
-            srv.lazyfree.free_db(partial);
-        }
-        srv.functions = kept.functions;
         let r = &mut srv.repl;
         (r.replid, r.replid2) = (kept.replid, kept.replid2);
         (r.offset, r.second_offset) = (kept.offset, kept.second_offset);
