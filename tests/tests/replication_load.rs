@@ -163,14 +163,17 @@ e2e!(
     }
 );
 
-/// A replica of `replica`'s kind with `repl-diskless-load swapdb` syncs
-/// with `p` (5,000 keys of 1 KB and `marker`), is pointed where nothing
-/// listens while `p` changes `marker` and writes past its 16 KB backlog,
-/// then back: the full sync that follows continues the replica's own
-/// history, and its load is slowed to a millisecond a key. What the replica
-/// answers during that load (INFO's `loading` and `async_loading`, GET
-/// marker) and once it is in (GET marker, DBSIZE).
-fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 5] {
+/// A replica of `replica`'s kind with `repl-diskless-load swapdb`, and a
+/// Valkey replica of its own, syncs with `p` (5,000 keys of 1 KB and
+/// `marker`); it is pointed where nothing listens while `p` changes
+/// `marker` and writes past its 16 KB backlog, then back: the full sync
+/// that follows continues the replica's own history, and its load is
+/// slowed to a millisecond a key. What the replica answers during that
+/// load (INFO's `loading` and `async_loading`, GET marker) and whether
+/// its own replica's link is still up; then, once the load is in, GET
+/// marker, DBSIZE, and how many full syncs it has served its replica
+/// (it syncs again from the new dataset).
+fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 7] {
     let pc = &mut p.client();
     assert_eq!(q(pc, "CONFIG SET repl-backlog-size 16kb"), ok());
     assert_eq!(q(pc, "SET marker old"), ok());
@@ -184,6 +187,10 @@ fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 5] {
     let rc = &mut r.client();
     follow(rc, p);
     wait_caught_up(pc, rc);
+    let below = Backend::Valkey.start(Opts::new().arg("save", ""));
+    let bc = &mut below.client();
+    follow(bc, &r);
+    wait_caught_up(rc, bc);
     let nowhere = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -205,35 +212,37 @@ fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 5] {
         stat(rc, "persistence", "loading"),
         stat(rc, "persistence", "async_loading"),
         format!("{:?}", q(rc, "GET marker")),
+        stat(bc, "replication", "master_link_status"),
     ];
     assert_eq!(q(rc, "CONFIG SET key-load-delay 0"), ok());
     wait_caught_up(pc, rc);
-    let [loading, async_loading, marker] = during;
+    within(20, "the replica's replica to sync again", || {
+        stat(rc, "stats", "sync_full") == "2"
+    });
+    wait_caught_up(rc, bc);
+    let [loading, async_loading, marker, below_link] = during;
     [
         loading,
         async_loading,
         marker,
+        below_link,
         format!("{:?}", q(rc, "GET marker")),
         int_of(&q(rc, "DBSIZE")).to_string(),
+        format!("{:?}", q(bc, "GET marker")),
     ]
 }
 
 e2e!(
-    /// Valkey's async loading: the old dataset is served until the new
-    /// one is in.
+    /// Valkey's async loading: the old dataset is served, and the
+    /// replica's own replicas stay, until the new one is in.
     ringkv_only fn a_swapdb_load_of_the_replicas_own_history_serves_the_old_keys(b) {
         let p = slow_primary(b);
         assert_eq!(q(&mut p.client(), "CONFIG SET rdb-key-save-delay 0"), ok());
         let want = answers_during_a_swapdb_load(&p, Backend::Valkey);
+        let (old, new) = ("Ok(bulk-string('\"old\"'))", "Ok(bulk-string('\"new\"'))");
         assert_eq!(
             want,
-            [
-                "0".to_string(),
-                "1".to_string(),
-                "Ok(bulk-string('\"old\"'))".to_string(),
-                "Ok(bulk-string('\"new\"'))".to_string(),
-                "5002".to_string(),
-            ],
+            ["0", "1", old, "up", new, "5002", new].map(String::from),
             "Valkey 8.1, the oracle"
         );
         assert_eq!(answers_during_a_swapdb_load(&p, b), want, "ringkv");

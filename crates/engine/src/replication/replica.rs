@@ -344,7 +344,9 @@ pub fn background_step(srv: &mut Server) {
         if p.loading {
             p.loading = false;
             log::notice("MASTER <-> REPLICA sync: Finished with success");
-            srv.repl.kept = None;
+            if srv.repl.kept.take().is_some() {
+                stop_feeding_for_new_history(srv);
+            }
             restart_aof(srv);
             continue;
         }
@@ -432,9 +434,6 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
     ));
     crate::snapshot::abort_bgsave(srv);
     crate::aof::abort_rewrite(srv);
-    // Our history ends here: our replicas sync again, from the new
-    // dataset (Valkey's replicationAttachToNewPrimary).
-    super::primary::stop_feeding(srv, "its primary did a full resync");
     // Our own history, continued by the primary: a staged load serves
     // the dataset we hold until the new one is in (Valkey's async loading).
     let same_history = replid == srv.repl.replid;
@@ -450,8 +449,11 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
             offset: r.offset,
             second_offset: r.second_offset,
         });
+        // Our replicas stay until the new dataset is in (they keep our
+        // history if it fails).
         Some(crate::loading::Staging::new(srv, same_history))
     } else {
+        stop_feeding_for_new_history(srv);
         // The libraries go with the keys: the primary's RDB brings its
         // own (Valkey's emptyData flushes functions too).
         srv.functions = None;
@@ -488,6 +490,12 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
             load_failed(srv, &why);
         }
     }
+}
+
+/// Our history ends with a full sync: our replicas sync again, from the
+/// new dataset (Valkey's replicationAttachToNewPrimary).
+fn stop_feeding_for_new_history(srv: &mut Server) {
+    super::primary::stop_feeding(srv, "its primary did a full resync");
 }
 
 /// The replication state a `swapdb` diskless load keeps aside while the
