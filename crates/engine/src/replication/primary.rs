@@ -832,15 +832,16 @@ pub fn capture_ready(srv: &Server) -> Option<bool> {
     srv.repl.feeds.snapshot.as_ref().map(|(_, s)| s.ready())
 }
 
-/// A save that needs the frozen view now (SAVE, DEBUG RELOAD) ends the
-/// full sync in progress; its replica will ask again.
-pub fn abort_sync(srv: &mut Server) {
+/// The full sync in progress ends (`why`): a save needs the frozen view
+/// now (SAVE, DEBUG RELOAD), or the databases it views are about to be
+/// replaced. Its replica will ask again.
+pub fn abort_sync(srv: &mut Server, why: &str) {
     if let Some((ids, snap)) = srv.repl.feeds.snapshot.take() {
         for db in snap.abort(&mut srv.keyspace) {
             srv.lazyfree.free_db(db);
         }
         for id in ids {
-            drop_replica(srv, id, "its full sync was aborted by a save");
+            drop_replica(srv, id, why);
         }
     }
 }
@@ -1036,7 +1037,7 @@ fn keep_waiting_replicas(srv: &mut Server, now_ms: i64) {
 /// Every replica is disconnected (they reconnect and PSYNC: a new
 /// replication id, or a promotion, is learnt that way).
 pub fn disconnect_replicas(srv: &mut Server, why: &str) {
-    abort_sync(srv);
+    abort_sync(srv, why);
     // A save to disk for them goes on as a plain BGSAVE; its instant is
     // no one's to share any more.
     srv.repl.feeds.disk = None;

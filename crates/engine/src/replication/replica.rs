@@ -450,7 +450,9 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
             second_offset: r.second_offset,
         });
         // Our replicas stay until the new dataset is in (they keep our
-        // history if it fails).
+        // history if it fails), but not a full sync of one of them: its
+        // frozen view of the live databases would outlive their keys.
+        super::primary::abort_sync(srv, "our primary's dataset is loading");
         Some(crate::loading::Staging::new(srv, same_history))
     } else {
         stop_feeding_for_new_history(srv);
