@@ -169,11 +169,12 @@ e2e!(
 /// `marker` and writes past its 16 KB backlog, then back: the full sync
 /// that follows continues the replica's own history, and its load is
 /// slowed to a millisecond a key. What the replica answers during that
-/// load (INFO's `loading` and `async_loading`, GET marker) and whether
-/// its own replica's link is still up; then, once the load is in, GET
+/// load (INFO's `loading` and `async_loading`, GET marker, whether its own
+/// replica's link is still up, and that the sync is still in progress);
+/// then, once the load is in, GET
 /// marker, DBSIZE, and how many full syncs it has served its replica
 /// (it syncs again from the new dataset).
-fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 7] {
+fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 9] {
     let pc = &mut p.client();
     assert_eq!(q(pc, "CONFIG SET repl-backlog-size 16kb"), ok());
     assert_eq!(q(pc, "SET marker old"), ok());
@@ -213,6 +214,8 @@ fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 7] {
         stat(rc, "persistence", "async_loading"),
         format!("{:?}", q(rc, "GET marker")),
         stat(bc, "replication", "master_link_status"),
+        stat(rc, "replication", "master_sync_in_progress"),
+        stat(rc, "replication", "master_last_io_seconds_ago"),
     ];
     assert_eq!(q(rc, "CONFIG SET key-load-delay 0"), ok());
     wait_caught_up(pc, rc);
@@ -220,12 +223,21 @@ fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 7] {
         stat(rc, "stats", "sync_full") == "2"
     });
     wait_caught_up(rc, bc);
-    let [loading, async_loading, marker, below_link] = during;
+    let [
+        loading,
+        async_loading,
+        marker,
+        below_link,
+        in_progress,
+        last_io,
+    ] = during;
     [
         loading,
         async_loading,
         marker,
         below_link,
+        in_progress,
+        last_io,
         format!("{:?}", q(rc, "GET marker")),
         int_of(&q(rc, "DBSIZE")).to_string(),
         format!("{:?}", q(bc, "GET marker")),
@@ -242,9 +254,43 @@ e2e!(
         let (old, new) = ("Ok(bulk-string('\"old\"'))", "Ok(bulk-string('\"new\"'))");
         assert_eq!(
             want,
-            ["0", "1", old, "up", new, "5002", new].map(String::from),
+            ["0", "1", old, "up", "1", "-1", new, "5002", new].map(String::from),
             "Valkey 8.1, the oracle"
         );
         assert_eq!(answers_during_a_swapdb_load(&p, b), want, "ringkv");
+    }
+);
+
+/// A replica of `replica`'s kind receiving an EOF-marked RDB into its
+/// file (a slow diskless primary): INFO's size of the transfer, and
+/// whether what is left reads as negative once bytes came in (the size
+/// is unknown: Valkey counts it as 0).
+fn streamed_transfer_fields(p: &Server, replica: Backend) -> (String, bool, String) {
+    let r = replica.start(Opts::new().arg("save", ""));
+    let rc = &mut r.client();
+    follow(rc, p);
+    within(20, "bytes of the RDB to arrive", || {
+        stat(rc, "replication", "master_sync_in_progress") == "1"
+            && ringkv_e2e::v::text(&q(rc, "INFO replication"))
+                .lines()
+                .any(|l| {
+                    l.starts_with("master_sync_read_bytes:") && l != "master_sync_read_bytes:0"
+                })
+    });
+    let left: i64 = stat(rc, "replication", "master_sync_left_bytes")
+        .parse()
+        .unwrap();
+    (
+        stat(rc, "replication", "master_sync_total_bytes"),
+        left < 0,
+        stat(rc, "replication", "master_sync_perc"),
+    )
+}
+
+e2e!(
+    ringkv_only fn a_streamed_transfer_reports_its_size_as_valkey_does(b) {
+        let want = streamed_transfer_fields(&slow_primary(b), Backend::Valkey);
+        assert_eq!(want, ("0".to_string(), true, "0.00".to_string()), "Valkey 8.1, the oracle");
+        assert_eq!(streamed_transfer_fields(&slow_primary(b), b), want, "ringkv");
     }
 );

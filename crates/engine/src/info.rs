@@ -640,14 +640,16 @@ fn replication(srv: &Server, out: &mut String, now_ms: i64) {
             field!(out, "master_host:{}", p.host);
             field!(out, "master_port:{}", p.port);
             field!(out, "master_link_status:{}", if up { "up" } else { "down" });
+            // The full sync lasts until its RDB is loaded (Valkey's
+            // REPL_STATE_TRANSFER covers its load too).
+            let transfer = p.state == crate::replication::LinkState::Transfer || p.loading;
             let last_io = match link {
-                Some(l) if p.state == crate::replication::LinkState::Connected => {
+                Some(l) if p.state == crate::replication::LinkState::Connected && !transfer => {
                     (now_ms - l.last_io_ms()).max(0) / 1000
                 }
                 _ => -1,
             };
             field!(out, "master_last_io_seconds_ago:{last_io}");
-            let transfer = p.state == crate::replication::LinkState::Transfer;
             field!(out, "master_sync_in_progress:{}", u8::from(transfer));
             let read = link.map_or(r.offset, |l| l.received().max(r.offset));
             field!(out, "slave_read_repl_offset:{read}");
@@ -658,7 +660,10 @@ fn replication(srv: &Server, out: &mut String, now_ms: i64) {
             field!(out, "replicas_repl_buffer_peak:0");
             if let (true, Some(l)) = (transfer, link) {
                 let (total, got) = l.transfer();
-                let left = if total < 0 { 0 } else { total - got as i64 };
+                // An EOF-marked RDB has no size: Valkey shows 0 and a
+                // negative number left.
+                let total = total.max(0);
+                let left = total - got as i64;
                 let perc = if total > 0 {
                     got as f64 * 100.0 / total as f64
                 } else {
