@@ -207,3 +207,24 @@ e2e!(
         slow_subscriber_is_evicted(&ringkv_e2e::Backend::Valkey.server());
     }
 );
+
+/// `lazyfreed_objects` once FLUSHALL ASYNC of 1,000 keys is done: Valkey
+/// counts the keys a flushed database held, not the database.
+fn lazyfreed_by_a_flush(s: &ringkv_e2e::Server) -> String {
+    let c = &mut s.client();
+    let mset: Vec<String> = (0..1000).map(|i| format!("lf:{i} v")).collect();
+    assert_eq!(q(c, &format!("MSET {}", mset.join(" "))), ok());
+    assert_eq!(q(c, "FLUSHALL ASYNC"), ok());
+    ringkv_e2e::within(10, "the flush to be freed", || {
+        info_field(&text(&q(c, "INFO memory")), "lazyfree_pending_objects") == "0"
+    });
+    info_field(&text(&q(c, "INFO memory")), "lazyfreed_objects")
+}
+
+e2e!(
+    ringkv_only fn lazyfreed_objects_counts_a_flushed_databases_keys_as_valkey(b) {
+        let want = lazyfreed_by_a_flush(&ringkv_e2e::Backend::Valkey.server());
+        assert_eq!(want, "1000", "Valkey 8.1, the oracle");
+        assert_eq!(lazyfreed_by_a_flush(&b.server()), want, "ringkv");
+    }
+);

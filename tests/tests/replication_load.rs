@@ -294,3 +294,31 @@ e2e!(
         assert_eq!(streamed_transfer_fields(&slow_primary(b), b), want, "ringkv");
     }
 );
+
+/// A replica of `replica`'s kind holding 1,000 keys of its own syncs in
+/// full from `p` (`repl-diskless-load disabled`, the default): what INFO
+/// counts as freed lazily once it is in sync (Valkey 8's
+/// `replica-lazy-flush yes` empties the old keys on its lazyfree thread).
+fn lazily_flushed_by_a_sync(p: &Server, replica: Backend) -> String {
+    let r = replica.start(Opts::new().arg("save", ""));
+    let rc = &mut r.client();
+    assert_eq!(stat(rc, "memory", "lazyfreed_objects"), "0");
+    let mset: Vec<String> = (0..1000).map(|i| format!("mine:{i} v")).collect();
+    assert_eq!(q(rc, &format!("MSET {}", mset.join(" "))), ok());
+    follow(rc, p);
+    wait_caught_up(&mut p.client(), rc);
+    within(10, "the old keys to be freed", || {
+        stat(rc, "memory", "lazyfree_pending_objects") == "0"
+    });
+    stat(rc, "memory", "lazyfreed_objects")
+}
+
+e2e!(
+    ringkv_only fn a_full_sync_frees_the_replicas_old_keys_lazily_as_valkeys(b) {
+        let p = b.start(Opts::new().arg("save", ""));
+        assert_eq!(q(&mut p.client(), "SET theirs 1"), ok());
+        let want = lazily_flushed_by_a_sync(&p, Backend::Valkey);
+        assert_eq!(want, "1000", "Valkey 8.1, the oracle");
+        assert_eq!(lazily_flushed_by_a_sync(&p, b), want, "ringkv");
+    }
+);

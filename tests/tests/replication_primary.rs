@@ -278,7 +278,7 @@ e2e!(
         let rc = &mut r.client();
         follow(rc, &p);
         within(10, "the transfer to start", || {
-            text(&q(pc, "INFO replication")).contains("state=send_bulk")
+            stat(rc, "replication", "master_sync_read_bytes").parse::<u64>().unwrap_or(0) > 0
         });
         // SAFETY: SIGKILL to the Valkey process this test started.
         unsafe { libc::kill(r.pid().expect("running") as i32, libc::SIGKILL) };

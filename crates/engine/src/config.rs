@@ -207,7 +207,7 @@ static DEFS: &[Def] = &[
     b("aof-use-rdb-preamble", true, SUP),
     b("aof-timestamp-enabled", false, SUP),
     al(b("cluster-replica-no-failover", false, 0), "cluster-slave-no-failover"),
-    al(b("replica-lazy-flush", false, 0), "slave-lazy-flush"),
+    al(b("replica-lazy-flush", true, SUP), "slave-lazy-flush"),
     al(b("replica-serve-stale-data", true, SUP), "slave-serve-stale-data"),
     al(b("replica-read-only", true, SUP), "slave-read-only"),
     al(b("replica-ignore-maxmemory", true, SUP), "slave-ignore-maxmemory"),
@@ -324,7 +324,7 @@ static DEFS: &[Def] = &[
     ),
     i("latency-monitor-threshold", 0, LMAX, "0", SUP),
     i("stream-node-max-entries", 0, LMAX, "100", SUP),
-    m("repl-backlog-size", 1, LMAX, "1048576", SUP),
+    m("repl-backlog-size", 1, LMAX, "10485760", SUP),
     m("cluster-link-sendbuf-limit", 0, LMAX, "0", 0),
     al(i("hash-max-listpack-entries", 0, LMAX, "512", SUP), "hash-max-ziplist-entries"),
     i("set-max-intset-entries", 0, LMAX, "512", SUP),
@@ -489,6 +489,9 @@ pub struct Config {
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog past this becomes dense.
     pub hll_sparse_max_bytes: u64,
     pub lazyfree_lazy_user_flush: bool,
+    /// A replica's full sync hands its old databases to the lazyfree
+    /// thread rather than freeing them in place (Valkey 8: on).
+    pub replica_lazy_flush: bool,
     /// Empty = stdout.
     pub logfile: String,
     pub loglevel: Level,
@@ -644,6 +647,7 @@ impl Default for Config {
             lazyfree_lazy_user_del: true,
             hll_sparse_max_bytes: 3000,
             lazyfree_lazy_user_flush: true,
+            replica_lazy_flush: true,
             logfile: String::new(),
             loglevel: Level::Notice,
             dir: String::new(),
@@ -687,7 +691,7 @@ impl Default for Config {
             min_replicas_max_lag: 10,
             repl_timeout_s: 60,
             repl_ping_replica_period_s: 10,
-            repl_backlog_size: 1 << 20,
+            repl_backlog_size: 10 << 20,
             repl_diskless_sync: true,
             repl_diskless_sync_delay_s: 5,
             repl_diskless_sync_max_replicas: 0,
@@ -1131,6 +1135,7 @@ impl Config {
             "prefetch-batch-max-size" => self.prefetch_batch_max_size = num() as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num() as u64,
             "lazyfree-lazy-user-flush" => self.lazyfree_lazy_user_flush = v == "yes",
+            "replica-lazy-flush" => self.replica_lazy_flush = v == "yes",
             "logfile" => self.logfile = v.to_string(),
             "loglevel" => self.loglevel = Level::from_name(v).unwrap_or(Level::Notice),
             "pidfile" => self.pidfile = v.to_string(),

@@ -22,8 +22,9 @@ use store::{Db, Entry, ValueRef};
 /// Values with a larger free effort than this go to the lazyfree thread.
 pub const LAZYFREE_THRESHOLD: usize = 64;
 
-/// Anything to drop over there.
-type Garbage = Box<dyn Send>;
+/// Anything to drop over there, and how many objects it counts for in
+/// INFO (a database: its keys, as Valkey counts an async flush).
+type Garbage = (Box<dyn Send>, u64);
 
 /// The handle to the lazyfree thread and its counters.
 #[derive(Default)]
@@ -63,15 +64,20 @@ impl LazyFree {
     /// all) on the lazyfree thread by its effort.
     pub fn free(&mut self, e: Entry) {
         if free_effort(e.value()) > LAZYFREE_THRESHOLD {
-            self.send(Box::new(e));
+            self.send(Box::new(e), 1);
         }
     }
 
     /// Drop a whole database's former contents on the lazyfree thread
-    /// (small ones here).
+    /// (small ones here, counted all the same: Valkey sends every database
+    /// it flushes asynchronously to its thread).
     pub fn free_db(&mut self, db: Db) {
+        let keys = db.len() as u64;
         if db.len() > LAZYFREE_THRESHOLD {
-            self.send(Box::new(db));
+            self.send(Box::new(db), keys);
+        } else {
+            drop(db);
+            self.counters.freed.fetch_add(keys, Ordering::Relaxed);
         }
     }
 
@@ -83,7 +89,7 @@ impl LazyFree {
         self.counters.freed.load(Ordering::Relaxed)
     }
 
-    fn send(&mut self, g: Garbage) {
+    fn send(&mut self, garbage: Box<dyn Send>, objects: u64) {
         if self.tx.is_none() {
             self.tx = self.spawn();
         }
@@ -91,10 +97,10 @@ impl LazyFree {
             // No thread could be started: free it here.
             return;
         };
-        self.counters.pending.fetch_add(1, Ordering::Relaxed);
-        if let Err(mpsc::SendError(g)) = tx.send(g) {
+        self.counters.pending.fetch_add(objects, Ordering::Relaxed);
+        if let Err(mpsc::SendError(g)) = tx.send((garbage, objects)) {
             // The thread is gone (it panicked): free here.
-            self.counters.pending.fetch_sub(1, Ordering::Relaxed);
+            self.counters.pending.fetch_sub(objects, Ordering::Relaxed);
             self.tx = None;
             drop(g);
         }
@@ -106,10 +112,10 @@ impl LazyFree {
         std::thread::Builder::new()
             .name("lazyfree".into())
             .spawn(move || {
-                for g in rx {
-                    drop(g);
-                    counters.pending.fetch_sub(1, Ordering::Relaxed);
-                    counters.freed.fetch_add(1, Ordering::Relaxed);
+                for (garbage, objects) in rx {
+                    drop(garbage);
+                    counters.pending.fetch_sub(objects, Ordering::Relaxed);
+                    counters.freed.fetch_add(objects, Ordering::Relaxed);
                 }
             })
             .ok()?;

@@ -43,6 +43,10 @@ const ADOPT_WAIT: Duration = Duration::from_secs(10);
 const QUEUE: usize = 16;
 /// Encoded RDB bytes gathered before each write.
 const WRITE_BUF: usize = 1 << 20;
+/// ... unless the capture is slow: what is gathered goes at least this
+/// often, so that the replica sees its transfer move (as Valkey's parent
+/// relays what its child writes as it comes).
+const WRITE_AFTER: Duration = Duration::from_millis(100);
 /// The longest the thread sleeps between looks at its stop flag.
 const TICK: Duration = Duration::from_millis(100);
 /// After a round that sent something, the feed looks again this much later
@@ -116,6 +120,8 @@ struct Shared {
     wake: Arc<engine::wake::Wake>,
     stop: AtomicBool,
     online: AtomicBool,
+    /// The full sync's RDB is still being sent (its framing).
+    sending_rdb: Mutex<Option<RdbFraming>>,
     /// The engine named the saved file and the thread has not opened it
     /// yet (no new save may replace it meanwhile).
     file_pending: AtomicBool,
@@ -138,6 +144,10 @@ struct Shared {
 }
 
 impl Shared {
+    fn rdb_sent(&self) {
+        *self.sending_rdb.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// A blocking write of all of `bytes`, counted.
     fn write_all(&self, sock: &TcpStream, bytes: &[u8]) -> std::io::Result<()> {
         let mut w = sock;
@@ -179,6 +189,7 @@ impl Feed {
             wake: start.wake.clone(),
             stop: AtomicBool::new(false),
             online: AtomicBool::new(start.rdb.is_none()),
+            sending_rdb: Mutex::new(start.rdb),
             file_pending: AtomicBool::new(false),
             sent: AtomicU64::new(start.stream.offset()),
             ack_offset: AtomicU64::new(0),
@@ -302,6 +313,14 @@ impl ReplicaFeed for Feed {
 
     fn online(&self) -> bool {
         self.shared.online.load(Ordering::Relaxed)
+    }
+
+    fn sending_rdb(&self) -> Option<RdbFraming> {
+        *self
+            .shared
+            .sending_rdb
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     fn opening_file(&self) -> bool {
@@ -432,6 +451,7 @@ fn sync_and_stream(
             "Synchronization with replica {} succeeded ({n} bytes of RDB from {name})",
             client.0
         ));
+        shared.rdb_sent();
         shared.online.store(!start.rdb_only, Ordering::Relaxed);
     }
     if let Some(writer) = rdb_in.chunks {
@@ -446,6 +466,7 @@ fn sync_and_stream(
         if let Some(e) = failed {
             return Err(e);
         }
+        shared.rdb_sent();
         hold_until_ack = true;
     }
     if start.rdb_only && start.rdb.is_some() {
@@ -534,17 +555,24 @@ fn send_rdb(mut out: RdbOut<'_>, f: RdbFormat, rx: &Receiver<SinkMsg>) -> Result
     let mut head = format!("$EOF:{mark}\r\n").into_bytes();
     out.send(&mut head)?;
     enc.header(&mut buf);
+    let mut last_write = std::time::Instant::now();
     loop {
-        let msg = rx.recv().map_err(|_| "the sync was aborted".to_string())?;
-        match msg {
-            SinkMsg::Chunk(c) => {
-                enc.feed(&c, &mut buf);
-                if buf.len() >= WRITE_BUF {
-                    written += buf.len() as u64;
-                    out.send(&mut buf)?;
-                }
+        let msg = match rx.recv_timeout(WRITE_AFTER) {
+            Ok(m) => Some(m),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("the sync was aborted".to_string());
             }
-            SinkMsg::Finish => break,
+        };
+        match msg {
+            Some(SinkMsg::Chunk(c)) => enc.feed(&c, &mut buf),
+            Some(SinkMsg::Finish) => break,
+            None => {}
+        }
+        if buf.len() >= WRITE_BUF || (!buf.is_empty() && last_write.elapsed() >= WRITE_AFTER) {
+            written += buf.len() as u64;
+            out.send(&mut buf)?;
+            last_write = std::time::Instant::now();
         }
     }
     enc.finish(&mut buf);

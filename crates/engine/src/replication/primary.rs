@@ -150,6 +150,8 @@ pub trait ReplicaFeed: Send {
     }
     /// The RDB is sent: the replica is online.
     fn online(&self) -> bool;
+    /// The full sync's RDB, while it is still being sent.
+    fn sending_rdb(&self) -> Option<RdbFraming>;
     /// Named a file by [`ReplicaFeed::rdb_file`], it has not opened it
     /// yet: a new save must not replace it.
     fn opening_file(&self) -> bool {
@@ -227,13 +229,19 @@ impl Replica {
         self.ip.eq_ignore_ascii_case(host) && self.port == port
     }
 
-    /// INFO's `state=`.
+    /// INFO's `state=`, as Valkey names its replica states: a diskless
+    /// RDB is `wait_bgsave` until it is all sent (Valkey's child is still
+    /// writing it) and then `online` (streaming from the first ACK); a
+    /// file is `send_bulk` while it goes.
     pub fn state(&self) -> &'static str {
         match &self.feed {
             None => "wait_bgsave",
             Some(_) if self.awaiting_file => "wait_bgsave",
-            Some(f) if f.online() => "online",
-            Some(_) => "send_bulk",
+            Some(f) => match f.sending_rdb() {
+                Some(RdbFraming::EofMark) => "wait_bgsave",
+                Some(RdbFraming::File) => "send_bulk",
+                None => "online",
+            },
         }
     }
 }

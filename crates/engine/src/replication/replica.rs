@@ -459,9 +459,7 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
         // The libraries go with the keys: the primary's RDB brings its
         // own (Valkey's emptyData flushes functions too).
         srv.functions = None;
-        for db in &mut srv.keyspace.dbs {
-            db.clear();
-        }
+        empty_databases(srv);
         None
     };
     if let Some(s) = srv.clients.get_mut(PRIMARY_CLIENT) {
@@ -490,6 +488,19 @@ fn full_sync(srv: &mut Server, replid: String, offset: u64, rdb: SyncRdb) {
         Ok(false) | Err(_) => {
             let why = started.err().unwrap_or_else(|| "the file is gone".into());
             load_failed(srv, &why);
+        }
+    }
+}
+
+/// Empty every database for a full sync, through the lazyfree thread
+/// with `replica-lazy-flush` (Valkey's emptyData with EMPTYDB_ASYNC).
+fn empty_databases(srv: &mut Server) {
+    for i in 0..srv.keyspace.dbs.len() {
+        if srv.config.replica_lazy_flush {
+            let old = srv.keyspace.dbs[i].take_contents();
+            srv.lazyfree.free_db(old);
+        } else {
+            srv.keyspace.dbs[i].clear();
         }
     }
 }
@@ -549,9 +560,7 @@ pub fn load_failed(srv: &mut Server, why: &str) {
         sync_shift(srv);
         return;
     }
-    for db in &mut srv.keyspace.dbs {
-        db.clear();
-    }
+    empty_databases(srv);
     // Nothing of the old history is valid any more.
     super::primary::stop_feeding(srv, "the primary's dataset failed to load");
     srv.repl.replid = crate::server::new_replid();
