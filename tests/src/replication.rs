@@ -12,6 +12,16 @@ pub fn stat(c: &mut redis::Connection, section: &str, field: &str) -> String {
     info_field(&text(&q(c, &format!("INFO {section}"))), field)
 }
 
+/// A replica's `master_sync_read_bytes`: how much of its full sync's RDB
+/// has come (0 while no transfer runs and the field is absent).
+pub fn sync_read_bytes(c: &mut redis::Connection) -> u64 {
+    text(&q(c, "INFO replication"))
+        .lines()
+        .find_map(|l| l.strip_prefix("master_sync_read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// `slaveN`'s `state=` on the primary, for each replica listed.
 pub fn replica_states(c: &mut redis::Connection) -> Vec<String> {
     let info = text(&q(c, "INFO replication"));

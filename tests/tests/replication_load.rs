@@ -10,7 +10,9 @@ use std::net::TcpListener;
 use std::path::Path;
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
-use ringkv_e2e::replication::{assert_same, follow, settled_view, stat, wait_caught_up};
+use ringkv_e2e::replication::{
+    assert_same, follow, settled_view, stat, sync_read_bytes, wait_caught_up,
+};
 use ringkv_e2e::v::{int_of, ok};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, q, query, within};
 
@@ -269,14 +271,7 @@ fn streamed_transfer_fields(p: &Server, replica: Backend) -> (String, bool, Stri
     let r = replica.start(Opts::new().arg("save", ""));
     let rc = &mut r.client();
     follow(rc, p);
-    within(20, "bytes of the RDB to arrive", || {
-        stat(rc, "replication", "master_sync_in_progress") == "1"
-            && ringkv_e2e::v::text(&q(rc, "INFO replication"))
-                .lines()
-                .any(|l| {
-                    l.starts_with("master_sync_read_bytes:") && l != "master_sync_read_bytes:0"
-                })
-    });
+    within(20, "bytes of the RDB to arrive", || sync_read_bytes(rc) > 0);
     let left: i64 = stat(rc, "replication", "master_sync_left_bytes")
         .parse()
         .unwrap();

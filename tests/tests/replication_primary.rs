@@ -11,7 +11,7 @@ use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::netns::{NETNS, Netns};
 use ringkv_e2e::replication::{
     assert_same, both_follow_a_write, follow, incr_files_text, replica_states, settled_view, stat,
-    wait_caught_up, writes_acknowledged_by_wait,
+    sync_read_bytes, wait_caught_up, writes_acknowledged_by_wait,
 };
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
@@ -278,7 +278,7 @@ e2e!(
         let rc = &mut r.client();
         follow(rc, &p);
         within(10, "the transfer to start", || {
-            stat(rc, "replication", "master_sync_read_bytes").parse::<u64>().unwrap_or(0) > 0
+            sync_read_bytes(rc) > 0
         });
         // SAFETY: SIGKILL to the Valkey process this test started.
         unsafe { libc::kill(r.pid().expect("running") as i32, libc::SIGKILL) };
@@ -1074,5 +1074,38 @@ e2e!(
         assert!(want.iter().all(|c| c.ends_with("true")), "Valkey 8.1, the oracle: {want:?}");
         assert_eq!(replication_traffic(b, b), want, "ringkv to ringkv");
         assert_eq!(replication_traffic(b, Backend::Valkey), want, "ringkv to Valkey");
+    }
+);
+
+/// A Valkey replica syncs from a primary on `b` whose diskless capture
+/// takes a second or more (200 µs a key): the replica's state in the
+/// primary's INFO while its RDB is on the way, and once it is in sync.
+fn diskless_replica_states(b: Backend) -> (Vec<String>, Vec<String>) {
+    let p = b.start(
+        Opts::new()
+            .arg("rdb-key-save-delay", "200")
+            .arg("enable-debug-command", "yes"),
+    );
+    let pc = &mut p.client();
+    assert_eq!(q(pc, "DEBUG POPULATE 5000"), ok());
+    let r = peer(Backend::Valkey);
+    let rc = &mut r.client();
+    follow(rc, &p);
+    within(10, "the RDB to be on its way", || sync_read_bytes(rc) > 0);
+    let during = replica_states(pc);
+    assert_eq!(q(pc, "CONFIG SET rdb-key-save-delay 0"), ok());
+    wait_caught_up(pc, rc);
+    (during, replica_states(pc))
+}
+
+e2e!(
+    ringkv_only fn a_diskless_replica_waits_for_the_capture_then_is_online_as_in_valkey(b) {
+        let want = diskless_replica_states(Backend::Valkey);
+        assert_eq!(
+            want,
+            (vec!["wait_bgsave".to_string()], vec!["online".to_string()]),
+            "Valkey 8.1, the oracle"
+        );
+        assert_eq!(diskless_replica_states(b), want, "ringkv");
     }
 );
