@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let limits = store::EncodingLimits::default();
-    if let Some(body) = rdb::payload::verify(data) {
+    if let Some(body) = rdb::payload::verify(data, true) {
         let _ = rdb::restore::restore(body, &limits);
     }
     let _ = rdb::restore::restore(data, &limits);

@@ -194,3 +194,44 @@ e2e!(
         let _ = query(c, &["DEL", "m"]);
     }
 );
+
+/// RESTORE of a string's DUMP re-signed with each RDB version, under
+/// `rdb-version-check` `mode`: which versions are taken.
+fn restorable_versions(s: &Server, mode: &str) -> Vec<u16> {
+    let c = &mut s.client();
+    assert_eq!(q(c, &format!("CONFIG SET rdb-version-check {mode}")), ok());
+    q(c, "SET src hello").unwrap();
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(c).unwrap();
+    let body = &payload[..payload.len() - 10];
+    [10u16, 11, 12, 79, 80, 81, 65535]
+        .into_iter()
+        .filter(|v| {
+            let mut p = body.to_vec();
+            p.extend_from_slice(&v.to_le_bytes());
+            let crc = rdb::crc64::crc64(0, &p);
+            p.extend_from_slice(&crc.to_le_bytes());
+            let key = format!("dst{v}{mode}");
+            redis::cmd("RESTORE")
+                .arg(&key)
+                .arg(0)
+                .arg(p)
+                .query::<redis::Value>(c)
+                .is_ok()
+        })
+        .collect()
+}
+
+e2e!(
+    /// Valkey 8.1's `rdb-version-check relaxed` takes a later Valkey's
+    /// payloads (80 on), never those of the versions left to Redis.
+    ringkv_only fn rdb_version_check_decides_which_payload_versions_restore(b) {
+        let valkey = Backend::Valkey.server();
+        let want: Vec<Vec<u16>> =
+            ["strict", "relaxed"].iter().map(|m| restorable_versions(&valkey, m)).collect();
+        assert_eq!(want, [vec![10, 11], vec![10, 11, 80, 81, 65535]], "Valkey 8.1, the oracle");
+        let ours = b.server();
+        let got: Vec<Vec<u16>> =
+            ["strict", "relaxed"].iter().map(|m| restorable_versions(&ours, m)).collect();
+        assert_eq!(got, want, "ringkv");
+    }
+);

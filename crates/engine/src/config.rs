@@ -259,6 +259,7 @@ static DEFS: &[Def] = &[
     e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM),
     e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM),
     e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", SUP),
+    e("rdb-version-check", &["strict", "relaxed"], "strict", SUP),
     e("maxmemory-policy", &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"], "noeviction", SUP),
     e("appendfsync", &["everysec", "always", "no"], "everysec", SUP),
     e("oom-score-adj", &["no", "yes", "relative", "absolute"], "no", 0),
@@ -489,6 +490,9 @@ pub struct Config {
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog past this becomes dense.
     pub hll_sparse_max_bytes: u64,
     pub lazyfree_lazy_user_flush: bool,
+    /// `rdb-version-check relaxed`: RESTORE and FUNCTION RESTORE take a
+    /// later Valkey's payload versions too.
+    pub rdb_version_check_relaxed: bool,
     /// A replica's full sync hands its old databases to the lazyfree
     /// thread rather than freeing them in place (Valkey 8: on).
     pub replica_lazy_flush: bool,
@@ -648,6 +652,7 @@ impl Default for Config {
             hll_sparse_max_bytes: 3000,
             lazyfree_lazy_user_flush: true,
             replica_lazy_flush: true,
+            rdb_version_check_relaxed: false,
             logfile: String::new(),
             loglevel: Level::Notice,
             dir: String::new(),
@@ -1136,6 +1141,7 @@ impl Config {
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num() as u64,
             "lazyfree-lazy-user-flush" => self.lazyfree_lazy_user_flush = v == "yes",
             "replica-lazy-flush" => self.replica_lazy_flush = v == "yes",
+            "rdb-version-check" => self.rdb_version_check_relaxed = v == "relaxed",
             "logfile" => self.logfile = v.to_string(),
             "loglevel" => self.loglevel = Level::from_name(v).unwrap_or(Level::Notice),
             "pidfile" => self.pidfile = v.to_string(),

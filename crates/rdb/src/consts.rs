@@ -4,6 +4,10 @@
 pub const RDB_VERSION: u16 = 11;
 /// DUMP payloads carry the version too; Valkey refuses newer ones.
 pub const MIN_VERSION: u16 = 1;
+/// Versions Valkey leaves to Redis (7.4 wrote 12): never loaded, even with
+/// `rdb-version-check relaxed`, which lets DUMP payloads of later Valkey
+/// versions (80 on) through.
+pub const FOREIGN_VERSIONS: std::ops::RangeInclusive<u16> = 12..=79;
 
 // Value types.
 pub const TYPE_STRING: u8 = 0;

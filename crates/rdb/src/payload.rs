@@ -5,12 +5,13 @@
 //! and encoded exactly as in a snapshot (compression on, as Valkey's
 //! default `rdbcompression`), then the trailer is appended. Verification
 //! follows Valkey's `verifyDumpPayload`: at least the 10 trailer bytes, a
-//! version not newer than ours, and a matching CRC (a zero CRC is *not*
-//! accepted: only `skip_checksum_validation`, which we do not have, skips
-//! the check in Valkey).
+//! version not newer than ours (with `rdb-version-check relaxed`, also a
+//! later Valkey's, outside [`FOREIGN_VERSIONS`]), and a matching CRC (a
+//! zero CRC is *not* accepted: only `skip_checksum_validation`, which we
+//! do not have, skips the check in Valkey).
 
 use crate::capture::{Capture, Encoder};
-use crate::consts::RDB_VERSION;
+use crate::consts::{FOREIGN_VERSIONS, RDB_VERSION};
 use crate::crc64::crc64;
 use crate::object;
 use store::ValueRef;
@@ -30,15 +31,17 @@ pub fn dump(v: ValueRef<'_>) -> Vec<u8> {
 
 /// Check the trailer: `Some((type byte and value bytes))` when the version
 /// is one we load and the checksum matches (Valkey's `verifyDumpPayload`,
-/// which does not accept a zero checksum).
-pub fn verify(payload: &[u8]) -> Option<&[u8]> {
+/// which does not accept a zero checksum). `relaxed`: `rdb-version-check
+/// relaxed`, a later Valkey's version is tried too.
+pub fn verify(payload: &[u8], relaxed: bool) -> Option<&[u8]> {
     let n = payload.len();
     if n < 10 {
         return None;
     }
     let footer = &payload[n - 10..];
     let version = u16::from_le_bytes([footer[0], footer[1]]);
-    if version > RDB_VERSION {
+    let later_valkey = relaxed && version > *FOREIGN_VERSIONS.end();
+    if version > RDB_VERSION && !later_valkey {
         return None;
     }
     let crc = u64::from_le_bytes(footer[2..].try_into().expect("8 bytes"));
@@ -58,20 +61,47 @@ mod tests {
         let p = dump(ValueRef::Str(StrRef::of(&s)));
         assert_eq!(&p[..7], b"\x00\x05hello");
         assert_eq!(&p[7..9], &[11, 0]);
-        assert_eq!(verify(&p), Some(&p[..7]));
+        assert_eq!(verify(&p, false), Some(&p[..7]));
         let mut bad = p.clone();
         bad[3] ^= 1;
-        assert_eq!(verify(&bad), None);
+        assert_eq!(verify(&bad, false), None);
         let mut newer = p[..9].to_vec();
         newer[7] = 12;
         let crc = crc64(0, &newer);
         newer.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(verify(&newer), None);
+        assert_eq!(verify(&newer, false), None);
         let mut zero = p.clone();
         let at = zero.len() - 8;
         zero[at..].fill(0);
-        assert_eq!(verify(&zero), None);
-        assert_eq!(verify(&p[..9]), None);
+        assert_eq!(verify(&zero, false), None);
+        assert_eq!(verify(&p[..9], false), None);
+    }
+
+    /// What Valkey 8.1 answers RESTORE with each version under
+    /// `rdb-version-check strict` and `relaxed` (run against it).
+    #[test]
+    fn relaxed_lets_a_later_valkeys_versions_through_but_not_redis_ones() {
+        let s = Str::from_bytes(b"hello");
+        let p = dump(ValueRef::Str(StrRef::of(&s)));
+        let with_version = |v: u16| {
+            let mut q = p[..7].to_vec();
+            q.extend_from_slice(&v.to_le_bytes());
+            let crc = crc64(0, &q);
+            q.extend_from_slice(&crc.to_le_bytes());
+            q
+        };
+        for (v, strict, relaxed) in [
+            (10, true, true),
+            (11, true, true),
+            (12, false, false),
+            (79, false, false),
+            (80, false, true),
+            (65535, false, true),
+        ] {
+            let q = with_version(v);
+            assert_eq!(verify(&q, false).is_some(), strict, "{v}, strict");
+            assert_eq!(verify(&q, true).is_some(), relaxed, "{v}, relaxed");
+        }
     }
 
     // Fixtures: `DUMP <key>` replies of a real Valkey 8.1.8
@@ -87,7 +117,7 @@ mod tests {
     fn check(v: ValueRef<'_>, valkey_hex: &str) {
         let want = hex(valkey_hex);
         assert_eq!(dump(v), want, "ours vs Valkey's");
-        assert!(verify(&want).is_some());
+        assert!(verify(&want, false).is_some());
     }
 
     /// `HSET h f1 v1 n 123 neg -5 big 3000000000`

@@ -297,7 +297,7 @@ mod tests {
     fn a_stream_survives_dump_and_restore() {
         let s = sample();
         let payload = dump(ValueRef::Stream(&s));
-        let body = verify(&payload).expect("valid payload");
+        let body = verify(&payload, false).expect("valid payload");
         let back = restore(body, &EncodingLimits::default()).expect("restores");
         let Value::Stream(back) = back else { panic!() };
         assert_eq!(*back, s);
@@ -410,7 +410,7 @@ mod tests {
     fn corrupt_stream_payloads_are_refused() {
         let s = sample();
         let payload = dump(ValueRef::Stream(&s));
-        let body = verify(&payload).unwrap().to_vec();
+        let body = verify(&payload, false).unwrap().to_vec();
         // Every truncation fails cleanly.
         for n in 1..body.len() {
             assert!(

@@ -160,7 +160,8 @@ fn restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if ttl < 0 {
         return ctx.error("ERR Invalid TTL value, must be >= 0");
     }
-    let Some(body) = rdb::payload::verify(argv.get(3)) else {
+    let Some(body) = rdb::payload::verify(argv.get(3), ctx.srv.config.rdb_version_check_relaxed)
+    else {
         return ctx.error("ERR DUMP payload version or checksum are wrong");
     };
     let Ok(value) = rdb::restore::restore(body, &ctx.srv.config.encoding) else {

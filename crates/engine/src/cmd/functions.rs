@@ -534,7 +534,8 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     } else {
         Policy::Append
     };
-    let Some(body) = rdb::payload::verify(argv.get(2)) else {
+    let Some(body) = rdb::payload::verify(argv.get(2), ctx.srv.config.rdb_version_check_relaxed)
+    else {
         return ctx.error("ERR DUMP payload version or checksum are wrong");
     };
     let mut codes = Vec::new();
