@@ -235,3 +235,33 @@ e2e!(
         assert_eq!(got, want, "ringkv");
     }
 );
+
+/// DUMP of a value LZF would shrink, and FUNCTION DUMP of a long library,
+/// with `rdbcompression` `mode`: whether each holds its bytes as they are.
+fn dumps_hold_plain_bytes(s: &Server, mode: &str) -> (bool, bool) {
+    let c = &mut s.client();
+    assert_eq!(q(c, &format!("CONFIG SET rdbcompression {mode}")), ok());
+    let value = "ab".repeat(200);
+    q(c, &format!("SET plain {value}")).unwrap();
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("plain").query(c).unwrap();
+    let body = format!(
+        "-- {}\nserver.register_function('pf', function() return 1 end)",
+        "x".repeat(300)
+    );
+    let code = format!("#!lua name=plainlib\n{body}");
+    let _ = query(c, &["FUNCTION", "LOAD", "REPLACE", &code]);
+    let functions: Vec<u8> = redis::cmd("FUNCTION").arg("DUMP").query(c).unwrap();
+    let holds = |p: &[u8], what: &str| p.windows(what.len()).any(|w| w == what.as_bytes());
+    (holds(&payload, &value), holds(&functions, &body))
+}
+
+e2e!(
+    ringkv_only fn dump_and_function_dump_follow_rdbcompression(b) {
+        let valkey = Backend::Valkey.server();
+        let want = [dumps_hold_plain_bytes(&valkey, "no"), dumps_hold_plain_bytes(&valkey, "yes")];
+        assert_eq!(want, [(true, true), (false, false)], "Valkey 8.1, the oracle");
+        let ours = b.server();
+        let got = [dumps_hold_plain_bytes(&ours, "no"), dumps_hold_plain_bytes(&ours, "yes")];
+        assert_eq!(got, want, "ringkv");
+    }
+);

@@ -2,13 +2,14 @@
 //! the CRC64 of all that (LE).
 //!
 //! Design: a DUMP is the save path in one call: the value is captured
-//! and encoded exactly as in a snapshot (compression on, as Valkey's
-//! default `rdbcompression`), then the trailer is appended. Verification
-//! follows Valkey's `verifyDumpPayload`: at least the 10 trailer bytes, a
-//! version not newer than ours (with `rdb-version-check relaxed`, also a
-//! later Valkey's, outside [`FOREIGN_VERSIONS`]), and a matching CRC (a
-//! zero CRC is *not* accepted: only `skip_checksum_validation`, which we
-//! do not have, skips the check in Valkey).
+//! and encoded exactly as in a snapshot (compressed unless
+//! `rdbcompression` is off, as in Valkey), then the trailer is appended.
+//! Verification follows Valkey's `verifyDumpPayload`: at least the 10
+//! trailer bytes, a version not newer than ours (with `rdb-version-check
+//! relaxed`, also a later Valkey's, outside [`FOREIGN_VERSIONS`]), and a
+//! matching CRC (a zero CRC is *not* accepted: only
+//! `skip_checksum_validation`, which we do not have, skips the check in
+//! Valkey).
 
 use crate::capture::{Capture, Encoder};
 use crate::consts::{FOREIGN_VERSIONS, RDB_VERSION};
@@ -16,13 +17,19 @@ use crate::crc64::crc64;
 use crate::object;
 use store::ValueRef;
 
-/// DUMP's reply for a value.
+/// DUMP's reply for a value, compressed as by default.
 pub fn dump(v: ValueRef<'_>) -> Vec<u8> {
+    dump_with(v, true)
+}
+
+/// DUMP's reply for a value; `compress`: `rdbcompression` (Valkey's DUMP
+/// follows it as its saves do).
+pub fn dump_with(v: ValueRef<'_>, compress: bool) -> Vec<u8> {
     let mut cap = Capture::new();
     cap.raw(&[object::type_byte(v)]);
     object::write_value(&mut cap, v);
     let mut out = Vec::new();
-    Encoder::new(true, false).feed(&cap, &mut out);
+    Encoder::new(compress, false).feed(&cap, &mut out);
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());

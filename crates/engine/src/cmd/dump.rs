@@ -105,10 +105,11 @@ fn dump(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     let h = ctx.key_hash(key);
     let db = ctx.session.db;
+    let compress = ctx.srv.config.rdbcompression;
     let Some(e) = lookup_read(ctx.srv, db, h, key, ctx.now_ms) else {
         return ctx.reply.null();
     };
-    let payload = rdb::payload::dump(e.value());
+    let payload = rdb::payload::dump_with(e.value(), compress);
     ctx.reply.bulk(&payload);
 }
 

@@ -440,7 +440,7 @@ fn function_dump(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     if let Some(f) = ctx.srv.functions.as_ref() {
         for lib in f.libraries() {
             out.push(rdb::consts::OPCODE_FUNCTION2);
-            rdb::encode::put_string(&mut out, &lib.code, true);
+            rdb::encode::put_string(&mut out, &lib.code, ctx.srv.config.rdbcompression);
         }
     }
     out.extend_from_slice(&rdb::consts::RDB_VERSION.to_le_bytes());
