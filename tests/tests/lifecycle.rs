@@ -224,3 +224,84 @@ e2e!(
         assert!(log.contains("disable-thp") && log.contains("argument must be 'yes' or 'no'"), "{log}");
     }
 );
+
+/// The shape of every line a server on `b` logs with `log-format logfmt`
+/// and `log-timestamp-format iso8601`, after it became a replica (of a
+/// port where nothing listens) and then switched to unix-millisecond
+/// legacy lines: (logfmt lines, roles seen, whether the last line is a
+/// legacy one with a millisecond time).
+fn log_shapes(b: ringkv_e2e::Backend) -> (bool, Vec<String>, bool) {
+    let srv = b.start(
+        Opts::new()
+            .arg("log-format", "logfmt")
+            .arg("log-timestamp-format", "iso8601"),
+    );
+    let c = &mut srv.client();
+    let nowhere = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    assert_eq!(q(c, &format!("REPLICAOF 127.0.0.1 {nowhere}")), ok());
+    assert_eq!(q(c, "REPLICAOF NO ONE"), ok());
+    assert_eq!(
+        q(
+            c,
+            "CONFIG SET log-format legacy log-timestamp-format milliseconds"
+        ),
+        ok()
+    );
+    assert_eq!(q(c, "CONFIG SET loglevel verbose"), ok());
+    assert_eq!(q(c, "CONFIG SET loglevel notice"), ok());
+    assert_eq!(q(c, "REPLICAOF 127.0.0.1 1"), ok());
+    let log = srv.log();
+    let (logfmt, legacy): (Vec<&str>, Vec<&str>) = log
+        .lines()
+        .filter(|l| !l.is_empty())
+        .partition(|l| l.starts_with("pid="));
+    let well_formed = |l: &&str| {
+        let Some((_, rest)) = l.split_once(" role=") else {
+            return false;
+        };
+        let (role, rest) = rest.split_once(' ').unwrap_or_default();
+        let Some(ts) = rest
+            .strip_prefix("timestamp=\"")
+            .and_then(|r| r.split('"').next())
+        else {
+            return false;
+        };
+        let iso = ts.len() == 29 && &ts[10..11] == "T" && ts.ends_with("+00:00");
+        iso && ["primary", "replica"].contains(&role)
+            && l.ends_with('"')
+            && l.contains(" message=\"")
+    };
+    let mut roles: Vec<String> = logfmt
+        .iter()
+        .filter_map(|l| Some(l.split_once(" role=")?.1.split(' ').next()?.to_string()))
+        .collect();
+    roles.dedup();
+    roles.sort();
+    roles.dedup();
+    let last = legacy.last().copied().unwrap_or_default();
+    let millis = last
+        .split(' ')
+        .nth(1)
+        .is_some_and(|t| t.len() == 13 && t.bytes().all(|b| b.is_ascii_digit()));
+    (
+        !logfmt.is_empty() && logfmt.iter().all(well_formed),
+        roles,
+        last.contains(":S ") && millis,
+    )
+}
+
+e2e!(
+    ringkv_only fn log_format_and_timestamp_format_as_valkey_writes_them(b) {
+        let want = log_shapes(ringkv_e2e::Backend::Valkey);
+        assert_eq!(
+            want,
+            (true, vec!["primary".to_string(), "replica".to_string()], true),
+            "Valkey 8.1, the oracle"
+        );
+        assert_eq!(log_shapes(b), want, "ringkv");
+    }
+);

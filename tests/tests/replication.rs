@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::replication::{
-    assert_same, follow, settled_view, wait_caught_up, writes_acknowledged_by_wait,
+    assert_same, follow, settled_view, stat, wait_caught_up, writes_acknowledged_by_wait,
 };
 use ringkv_e2e::v::{int_of, ok, strings, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
@@ -544,5 +544,63 @@ e2e!(
             format!("{:?}", s.raw().cmd(&["REPLCONF", "ip-address", &long]))
         };
         assert_eq!(refused(b), refused(Backend::Valkey));
+    }
+);
+
+/// A replica of `replica`'s kind whose link to a Valkey primary is killed
+/// (CLIENT KILL TYPE master) while writes go on: whether it said it
+/// reconnects at once, and the primary's full and partial syncs after.
+fn reconnects_after_a_kill(replica: Backend) -> (bool, String, String) {
+    let p = Backend::Valkey.start(Opts::new().arg("save", ""));
+    let pc = &mut p.client();
+    let r = replica.start(Opts::new().arg("save", ""));
+    let rc = &mut r.client();
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    assert_eq!(int_of(&q(rc, "CLIENT KILL TYPE master")), 1);
+    assert_eq!(q(pc, "SET after kill"), ok());
+    wait_caught_up(pc, rc);
+    (
+        r.log().contains("Reconnecting to"),
+        stat(pc, "stats", "sync_full"),
+        stat(pc, "stats", "sync_partial_ok"),
+    )
+}
+
+e2e!(
+    /// Valkey's replica does not wait for its cron's next second to
+    /// reconnect: the backlog may be gone by then.
+    ringkv_only fn a_killed_link_reconnects_at_once_as_valkeys(b) {
+        let want = reconnects_after_a_kill(Backend::Valkey);
+        assert_eq!(want, (true, "1".to_string(), "1".to_string()), "Valkey 8.1, the oracle");
+        assert_eq!(reconnects_after_a_kill(b), want, "ringkv");
+    }
+);
+
+/// A replica of `replica`'s kind of a Valkey primary, synced and then fed
+/// a few writes: its own backlog (active, and how much of the stream it
+/// holds), which lets its siblings continue should it be promoted.
+fn replica_backlog(replica: Backend) -> (String, String) {
+    let p = Backend::Valkey.start(Opts::new().arg("save", ""));
+    let pc = &mut p.client();
+    let r = replica.start(Opts::new().arg("save", ""));
+    let rc = &mut r.client();
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    for i in 0..10 {
+        assert_eq!(q(pc, &format!("SET k{i} {i}")), ok());
+    }
+    wait_caught_up(pc, rc);
+    (
+        stat(rc, "replication", "repl_backlog_active"),
+        stat(rc, "replication", "repl_backlog_histlen"),
+    )
+}
+
+e2e!(
+    ringkv_only fn a_replica_keeps_a_backlog_of_its_primarys_stream_as_valkeys(b) {
+        let want = replica_backlog(Backend::Valkey);
+        assert_eq!(want.0, "1", "Valkey 8.1, the oracle: {want:?}");
+        assert_eq!(replica_backlog(b), want, "ringkv");
     }
 );

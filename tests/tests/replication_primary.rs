@@ -233,10 +233,12 @@ e2e!(
 
 e2e!(
     ringkv_only fn a_replica_that_stops_reading_is_cut_off_at_its_output_limit(b) {
-        let p = b.start(Opts::new().arg_multi(
-            "client-output-buffer-limit",
-            &["replica", "1mb", "0", "0"],
-        ));
+        // A backlog smaller than the writes it misses: it syncs in full.
+        let p = b.start(
+            Opts::new()
+                .arg_multi("client-output-buffer-limit", &["replica", "1mb", "0", "0"])
+                .arg("repl-backlog-size", "1mb"),
+        );
         let pc = &mut p.client();
         let mut r = peer(Backend::Valkey);
         let rc = &mut r.client();

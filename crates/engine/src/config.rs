@@ -171,6 +171,8 @@ static DEFS: &[Def] = &[
     i("io-threads", 1, 128, "1", SUP),
     s("logfile", "", SUP | IMM),
     e("loglevel", LOGLEVELS, "notice", SUP),
+    e("log-format", &["legacy", "logfmt"], "legacy", SUP),
+    e("log-timestamp-format", &["legacy", "iso8601", "milliseconds"], "legacy", SUP),
     sp("dir", "", SUP | PROT),
     s("pidfile", "", SUP | IMM),
     b("daemonize", false, SUP | IMM),
@@ -231,9 +233,11 @@ static DEFS: &[Def] = &[
     b("debug-assert-enabled", false, IMM | HIDDEN),
     b("dual-channel-replication-enabled", false, 0),
     b("hide-user-data-from-log", false, 0),
+    b("import-mode", false, 0),
     b("cluster-slot-stats-enabled", false, 0),
     s("aclfile", "", IMM),
     s("unixsocket", "", IMM),
+    s("unixsocketgroup", "", IMM),
     al(s("replica-announce-ip", "", SUP), "slave-announce-ip"),
     al(s("primaryuser", "", SENS | SUP), "masteruser"),
     al(s("primaryauth", "", SENS | SUP), "masterauth"),
@@ -277,6 +281,7 @@ static DEFS: &[Def] = &[
     i("cluster-migration-barrier", 0, INT_MAX, "1", 0),
     i("active-defrag-cycle-min", 1, 99, "1", 0),
     i("active-defrag-cycle-max", 1, 99, "25", 0),
+    i("active-defrag-cycle-us", 0, 100000, "500", 0),
     i("active-defrag-threshold-lower", 0, 1000, "10", 0),
     i("active-defrag-threshold-upper", 0, 1000, "100", 0),
     i("lfu-log-factor", 0, INT_MAX, "10", SUP),
@@ -318,6 +323,8 @@ static DEFS: &[Def] = &[
     i("acllog-max-len", 0, LMAX, "128", 0),
     al(i("busy-reply-threshold", 0, LMAX, "5000", SUP), "lua-time-limit"),
     i("cluster-node-timeout", 0, LMAX, "15000", 0),
+    i("cluster-blacklist-ttl", 0, LMAX, "60", 0),
+    i("cluster-manual-failover-timeout", 1, LMAX, "5000", 0),
     i("cluster-ping-interval", 0, LMAX, "0", HIDDEN),
     al(
         i("commandlog-execution-slower-than", -1, LMAX, "10000", SUP),
@@ -499,6 +506,8 @@ pub struct Config {
     /// Empty = stdout.
     pub logfile: String,
     pub loglevel: Level,
+    pub log_format: crate::log::Format,
+    pub log_timestamp: crate::log::Timestamp,
     /// `dir` as configured; the server chdir()s there at start-up (CONFIG
     /// SET dir changes the process directory itself).
     pub dir: String,
@@ -655,6 +664,8 @@ impl Default for Config {
             rdb_version_check_relaxed: false,
             logfile: String::new(),
             loglevel: Level::Notice,
+            log_format: crate::log::Format::Legacy,
+            log_timestamp: crate::log::Timestamp::Legacy,
             dir: String::new(),
             pidfile: String::new(),
             daemonize: false,
@@ -1144,6 +1155,19 @@ impl Config {
             "rdb-version-check" => self.rdb_version_check_relaxed = v == "relaxed",
             "logfile" => self.logfile = v.to_string(),
             "loglevel" => self.loglevel = Level::from_name(v).unwrap_or(Level::Notice),
+            "log-format" => {
+                self.log_format = match v {
+                    "logfmt" => crate::log::Format::Logfmt,
+                    _ => crate::log::Format::Legacy,
+                }
+            }
+            "log-timestamp-format" => {
+                self.log_timestamp = match v {
+                    "iso8601" => crate::log::Timestamp::Iso8601,
+                    "milliseconds" => crate::log::Timestamp::Milliseconds,
+                    _ => crate::log::Timestamp::Legacy,
+                }
+            }
             "pidfile" => self.pidfile = v.to_string(),
             "dir" => self.dir = v.to_string(),
             "daemonize" => self.daemonize = v == "yes",

@@ -1,6 +1,8 @@
-//! Valkey-style log lines (`pid:role dd Mon yyyy hh:mm:ss.mmm <level> msg`),
-//! written to stdout or `logfile`, filtered by `loglevel`. Shared by all
-//! crates; never called on the per-request path.
+//! Valkey-style log lines (`pid:role dd Mon yyyy hh:mm:ss.mmm <level> msg`,
+//! or with `log-format logfmt` `pid=.. role=.. timestamp=".." level=..
+//! message=".."`; the time as `log-timestamp-format` says), written to
+//! stdout or `logfile`, filtered by `loglevel`. Shared by all crates; never
+//! called on the per-request path.
 //!
 //! One process-wide logger set by [`init`]; until then lines go to stdout at
 //! `notice`. A filtered-out call costs one atomic load.
@@ -32,6 +34,15 @@ impl Level {
             _ => return None,
         })
     }
+    /// The level's name in logfmt lines.
+    fn name(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Verbose => "verbose",
+            Level::Notice => "notice",
+            Level::Warning | Level::Nothing => "warning",
+        }
+    }
     /// The character Valkey puts before the message.
     fn mark(self) -> char {
         match self {
@@ -43,7 +54,27 @@ impl Level {
     }
 }
 
+/// `log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Legacy,
+    Logfmt,
+}
+
+/// `log-timestamp-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timestamp {
+    /// `27 Nov 2026 00:45:40.238`
+    Legacy,
+    /// `2026-11-27T00:45:41.654+00:00`
+    Iso8601,
+    /// Unix milliseconds.
+    Milliseconds,
+}
+
 static MIN_LEVEL: AtomicU8 = AtomicU8::new(Level::Notice as u8);
+static FORMAT: AtomicU8 = AtomicU8::new(Format::Legacy as u8);
+static TIMESTAMP: AtomicU8 = AtomicU8::new(Timestamp::Legacy as u8);
 /// `None` = stdout.
 static FILE: Mutex<Option<String>> = Mutex::new(None);
 /// The role character: `M` for the server (Valkey: `C` child, `S` replica...).
@@ -61,9 +92,17 @@ pub fn init(level: Level, file: &str) {
     };
 }
 
-/// [`init`] from the `loglevel` and `logfile` directives.
+/// [`init`] from the `loglevel` and `logfile` directives, and the line
+/// format.
 pub fn init_from(config: &crate::Config) {
     init(config.loglevel, &config.logfile);
+    set_format(config.log_format, config.log_timestamp);
+}
+
+/// `log-format` and `log-timestamp-format` (CONFIG SET too).
+pub fn set_format(format: Format, timestamp: Timestamp) {
+    FORMAT.store(format as u8, Ordering::Relaxed);
+    TIMESTAMP.store(timestamp as u8, Ordering::Relaxed);
 }
 
 /// CONFIG SET loglevel.
@@ -117,27 +156,65 @@ const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
-/// `12345:M 22 Nov 2026 13:42:03.123 * message\n` (UTC).
+/// `12345:M 22 Nov 2026 13:42:03.123 * message\n` (UTC), or the same
+/// in the configured format.
 pub fn format_line(level: Level, msg: &str, at: SystemTime) -> String {
+    let role = ROLE.load(Ordering::Relaxed);
+    let time = timestamp(at);
+    if FORMAT.load(Ordering::Relaxed) == Format::Logfmt as u8 {
+        // Valkey's logfmt keeps the message one quoted value: its quotes
+        // become apostrophes and line breaks spaces.
+        let msg: String = msg
+            .chars()
+            .map(|c| match c {
+                '"' => '\'',
+                '\n' | '\r' => ' ',
+                c => c,
+            })
+            .collect();
+        format!(
+            "pid={} role={} timestamp=\"{time}\" level={} message=\"{msg}\"\n",
+            std::process::id(),
+            role_name(role),
+            level.name()
+        )
+    } else {
+        format!(
+            "{}:{} {time} {} {msg}\n",
+            std::process::id(),
+            role as char,
+            level.mark()
+        )
+    }
+}
+
+/// The role's name in logfmt lines.
+fn role_name(role: u8) -> &'static str {
+    match role {
+        b'S' => "replica",
+        b'C' => "child",
+        b'X' => "sentinel",
+        _ => "primary",
+    }
+}
+
+fn timestamp(at: SystemTime) -> String {
     let d = at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs() as i64;
     let ms = d.subsec_millis();
     let (y, mo, day) = civil_from_days(secs.div_euclid(86400));
     let sod = secs.rem_euclid(86400);
-    format!(
-        "{}:{} {:02} {} {} {:02}:{:02}:{:02}.{:03} {} {}\n",
-        std::process::id(),
-        ROLE.load(Ordering::Relaxed) as char,
-        day,
-        MONTHS[(mo - 1) as usize],
-        y,
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60,
-        ms,
-        level.mark(),
-        msg
-    )
+    let (h, mi, s) = (sod / 3600, sod / 60 % 60, sod % 60);
+    match TIMESTAMP.load(Ordering::Relaxed) {
+        t if t == Timestamp::Iso8601 as u8 => {
+            format!("{y:04}-{mo:02}-{day:02}T{h:02}:{mi:02}:{s:02}.{ms:03}+00:00")
+        }
+        t if t == Timestamp::Milliseconds as u8 => d.as_millis().to_string(),
+        _ => format!(
+            "{day:02} {} {y} {h:02}:{mi:02}:{s:02}.{ms:03}",
+            MONTHS[(mo - 1) as usize]
+        ),
+    }
 }
 
 /// Days since 1970-01-01 to (year, month 1-12, day 1-31), proleptic Gregorian.
@@ -170,6 +247,24 @@ mod tests {
         assert!(format_line(Level::Debug, "x", t).ends_with(" . x\n"));
         assert!(format_line(Level::Verbose, "x", t).ends_with(" - x\n"));
         assert_eq!(civil_from_days(0), (1970, 1, 1));
+        // The other formats, as Valkey 8.1 writes them (one test: the
+        // format is process-wide).
+        set_format(Format::Logfmt, Timestamp::Iso8601);
+        let line = format_line(Level::Warning, "he said \"hi\"\nbye", t);
+        let rest = line.split_once(' ').unwrap().1;
+        assert_eq!(
+            rest,
+            "role=primary timestamp=\"2026-11-22T13:42:03.123+00:00\" level=warning \
+             message=\"he said 'hi' bye\"\n"
+        );
+        set_format(Format::Legacy, Timestamp::Milliseconds);
+        let rest = format_line(Level::Notice, "x", t)
+            .split_once(':')
+            .unwrap()
+            .1
+            .to_string();
+        assert_eq!(rest, "M 1795354923123 * x\n");
+        set_format(Format::Legacy, Timestamp::Legacy);
         assert_eq!(civil_from_days(11016), (2000, 2, 29));
     }
 }

@@ -222,6 +222,7 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
     // A replica leaves expiry to its primary's DELs, and hides what is
     // past its time meanwhile.
     set_replica_expiry(srv, true, true);
+    log::set_role(b'S');
     log::notice(&format!("Connecting to MASTER {host}:{port}"));
     // While the local file loads, cron connects once it is in: its
     // replication id and offset may let the PSYNC continue.
@@ -240,6 +241,7 @@ pub fn unset_primary(srv: &mut Server) {
     drop(p.link);
     srv.clients.map.remove(&PRIMARY_CLIENT.0);
     set_replica_expiry(srv, false, false);
+    log::set_role(b'M');
     // From here on the stream is our own effects, after a SELECT.
     crate::aof::set_relaying(srv, false);
     // Our replicas must learn the new id: they reconnect and continue
@@ -347,6 +349,10 @@ pub fn background_step(srv: &mut Server) {
             if srv.repl.kept.take().is_some() {
                 stop_feeding_for_new_history(srv);
             }
+            // A backlog of the stream from here on, as Valkey's replicas
+            // keep: promoted, this server lets its former siblings
+            // continue even if they were behind it.
+            super::primary::ensure_backlog(srv);
             restart_aof(srv);
             continue;
         }
@@ -375,6 +381,7 @@ pub fn background_step(srv: &mut Server) {
             LinkEvent::Continue { replid } => {
                 p.state = LinkState::Connected;
                 super::failover::handed_over(srv);
+                super::primary::ensure_backlog(srv);
                 log::notice(
                     "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
                 );
@@ -394,10 +401,14 @@ pub fn background_step(srv: &mut Server) {
                 apply(srv, &data, &args, &argc);
             }
             LinkEvent::Lost(why) => {
+                let established = p.state == LinkState::Connected;
                 p.link = None;
                 p.state = LinkState::Connecting;
                 p.down_since_ms = crate::server::wall_ms();
                 log::warning(&format!("Connection with master lost: {why}"));
+                if established {
+                    reconnect_at_once(srv);
+                }
                 return;
             }
         }
@@ -419,7 +430,23 @@ pub fn drop_link(srv: &mut Server) -> bool {
     p.state = LinkState::Connecting;
     p.down_since_ms = crate::server::wall_ms();
     log::notice("Connection with master lost (killed by a client).");
+    reconnect_at_once(srv);
     true
+}
+
+/// An established link was lost: connect again now rather than at the
+/// next second, so that the backlog still holds where we were (Valkey's
+/// replicationHandlePrimaryDisconnection). Failed attempts are retried by
+/// cron, once a second.
+fn reconnect_at_once(srv: &mut Server) {
+    if srv.persist.is_loading() {
+        return;
+    }
+    if let Some(p) = srv.repl.primary.as_ref() {
+        log::notice(&format!("Reconnecting to MASTER {}:{}", p.host, p.port));
+    }
+    let now = srv.now_ms();
+    connect(srv, now);
 }
 
 /// FULLRESYNC: the dataset becomes the primary's RDB.
