@@ -604,3 +604,51 @@ e2e!(
         assert_eq!(replica_backlog(b), want, "ringkv");
     }
 );
+
+/// A Valkey primary with two replicas: `promoted` (of its kind) and a
+/// Valkey one pointed where nothing listens while 100 writes go by (it
+/// keeps its place in the primary's history). The primary dies;
+/// `promoted` takes over (REPLICAOF NO ONE); the lagging one follows it.
+/// The new primary's full and partial syncs, and whether the follower
+/// ends with every key.
+fn lagging_sibling_follows(promoted: Backend) -> (String, String, bool) {
+    let mut p = Backend::Valkey.start(Opts::new().arg("save", ""));
+    let pc = &mut p.client();
+    let a = promoted.start(Opts::new().arg("save", ""));
+    let ac = &mut a.client();
+    let lagging = Backend::Valkey.start(Opts::new().arg("save", ""));
+    let lc = &mut lagging.client();
+    follow(ac, &p);
+    follow(lc, &p);
+    wait_caught_up(pc, ac);
+    wait_caught_up(pc, lc);
+    let nowhere = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    assert_eq!(q(lc, &format!("REPLICAOF 127.0.0.1 {nowhere}")), ok());
+    for i in 0..100 {
+        assert_eq!(q(pc, &format!("SET late{i} {i}")), ok());
+    }
+    wait_caught_up(pc, ac);
+    p.kill_9();
+    assert_eq!(q(ac, "REPLICAOF NO ONE"), ok());
+    follow(lc, &a);
+    wait_caught_up(ac, lc);
+    (
+        stat(ac, "stats", "sync_full"),
+        stat(ac, "stats", "sync_partial_ok"),
+        int_of(&q(lc, "DBSIZE")) == int_of(&q(ac, "DBSIZE")),
+    )
+}
+
+e2e!(
+    /// PSYNC2 with a sibling behind the promoted replica: it continues
+    /// from the backlog the replica kept of its primary's stream.
+    ringkv_only fn a_promoted_replica_lets_a_sibling_behind_it_continue(b) {
+        let want = lagging_sibling_follows(Backend::Valkey);
+        assert_eq!(want, ("0".to_string(), "1".to_string(), true), "Valkey 8.1, the oracle");
+        assert_eq!(lagging_sibling_follows(b), want, "ringkv");
+    }
+);
