@@ -547,16 +547,22 @@ e2e!(
     }
 );
 
+/// A Valkey primary and a replica of `replica`'s kind in sync with it.
+fn synced_to_valkey(replica: Backend) -> (Server, Server) {
+    let p = Backend::Valkey.start(Opts::new().arg("save", ""));
+    let r = replica.start(Opts::new().arg("save", ""));
+    let rc = &mut r.client();
+    follow(rc, &p);
+    wait_caught_up(&mut p.client(), rc);
+    (p, r)
+}
+
 /// A replica of `replica`'s kind whose link to a Valkey primary is killed
 /// (CLIENT KILL TYPE master) while writes go on: whether it said it
 /// reconnects at once, and the primary's full and partial syncs after.
 fn reconnects_after_a_kill(replica: Backend) -> (bool, String, String) {
-    let p = Backend::Valkey.start(Opts::new().arg("save", ""));
-    let pc = &mut p.client();
-    let r = replica.start(Opts::new().arg("save", ""));
-    let rc = &mut r.client();
-    follow(rc, &p);
-    wait_caught_up(pc, rc);
+    let (p, r) = synced_to_valkey(replica);
+    let (pc, rc) = (&mut p.client(), &mut r.client());
     assert_eq!(int_of(&q(rc, "CLIENT KILL TYPE master")), 1);
     assert_eq!(q(pc, "SET after kill"), ok());
     wait_caught_up(pc, rc);
@@ -581,12 +587,8 @@ e2e!(
 /// a few writes: its own backlog (active, and how much of the stream it
 /// holds), which lets its siblings continue should it be promoted.
 fn replica_backlog(replica: Backend) -> (String, String) {
-    let p = Backend::Valkey.start(Opts::new().arg("save", ""));
-    let pc = &mut p.client();
-    let r = replica.start(Opts::new().arg("save", ""));
-    let rc = &mut r.client();
-    follow(rc, &p);
-    wait_caught_up(pc, rc);
+    let (p, r) = synced_to_valkey(replica);
+    let (pc, rc) = (&mut p.client(), &mut r.client());
     for i in 0..10 {
         assert_eq!(q(pc, &format!("SET k{i} {i}")), ok());
     }

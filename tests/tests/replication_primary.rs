@@ -266,16 +266,22 @@ e2e!(
     }
 );
 
+/// A primary on `b` with 5,000 keys, each taking 200 µs to save: a
+/// diskless transfer from it lasts about a second.
+fn slow_capture_primary(b: Backend) -> Server {
+    let p = b.start(
+        Opts::new()
+            .arg("rdb-key-save-delay", "200")
+            .arg("enable-debug-command", "yes"),
+    );
+    assert_eq!(q(&mut p.client(), "DEBUG POPULATE 5000"), ok());
+    p
+}
+
 e2e!(
     ringkv_only fn a_replica_killed_during_its_transfer_frees_the_snapshot(b) {
-        // Each key takes 200 µs to save: the transfer lasts about a second.
-        let p = b.start(
-            Opts::new()
-                .arg("rdb-key-save-delay", "200")
-                .arg("enable-debug-command", "yes"),
-        );
+        let p = slow_capture_primary(b);
         let pc = &mut p.client();
-        assert_eq!(q(pc, "DEBUG POPULATE 5000"), ok());
         let mut r = peer(Backend::Valkey);
         let rc = &mut r.client();
         follow(rc, &p);
@@ -1083,13 +1089,8 @@ e2e!(
 /// takes a second or more (200 µs a key): the replica's state in the
 /// primary's INFO while its RDB is on the way, and once it is in sync.
 fn diskless_replica_states(b: Backend) -> (Vec<String>, Vec<String>) {
-    let p = b.start(
-        Opts::new()
-            .arg("rdb-key-save-delay", "200")
-            .arg("enable-debug-command", "yes"),
-    );
+    let p = slow_capture_primary(b);
     let pc = &mut p.client();
-    assert_eq!(q(pc, "DEBUG POPULATE 5000"), ok());
     let r = peer(Backend::Valkey);
     let rc = &mut r.client();
     follow(rc, &p);

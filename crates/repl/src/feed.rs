@@ -401,11 +401,14 @@ fn serve(
     sock.set_nonblocking(false).map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(WRITE_TIMEOUT))
         .map_err(|e| e.to_string())?;
-    let mut zc = start
-        .zerocopy_min
-        .filter(|_| !is_loopback(sock))
-        .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring));
-    if let Some(z) = &zc {
+    let mut drained = Drained {
+        zc: start
+            .zerocopy_min
+            .filter(|_| !is_loopback(sock))
+            .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring)),
+        shared,
+    };
+    if let Some(z) = &drained.zc {
         let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         log::notice(&format!(
             "Replica connection {peer}: RDB and stream writes of at least {} bytes go zero-copy with {}",
@@ -413,30 +416,7 @@ fn serve(
             z.mechanism()
         ));
     }
-    let r = sync_and_stream(
-        client, start, rdb_in, unsent, unparsed, sock, &mut zc, shared,
-    );
-    if let Some(t) = zc.as_mut() {
-        // Seed 003's rule: a socket with zero-copy sends in flight is
-        // closed only once the kernel has let go of their buffers.
-        t.drain(Duration::from_secs(2));
-        t.publish(&shared.zc);
-    }
-    r
-}
-
-/// Everything a feed sends, in order, once its socket is set up.
-#[allow(clippy::too_many_arguments)]
-fn sync_and_stream(
-    client: ClientId,
-    start: FeedStart,
-    rdb_in: RdbIn,
-    unsent: Vec<u8>,
-    unparsed: Vec<u8>,
-    sock: &TcpStream,
-    zc: &mut Option<ZeroCopy>,
-    shared: &Shared,
-) -> Result<(), String> {
+    let zc = &mut drained.zc;
     let werr = |e: std::io::Error| format!("write error: {e}");
     shared.write_all(sock, &unsent).map_err(werr)?;
     shared.write_all(sock, &start.preamble).map_err(werr)?;
@@ -483,6 +463,23 @@ fn sync_and_stream(
         shared.online.store(true, Ordering::Relaxed);
     }
     stream.run(shared)
+}
+
+/// A feed's zero-copy sender, drained when the feed ends however it ends:
+/// seed 003's rule, a socket with zero-copy sends in flight is closed only
+/// once the kernel has let go of their buffers.
+struct Drained<'a> {
+    zc: Option<ZeroCopy>,
+    shared: &'a Shared,
+}
+
+impl Drop for Drained<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.zc.as_mut() {
+            t.drain(Duration::from_secs(2));
+            t.publish(&self.shared.zc);
+        }
+    }
 }
 
 /// `REPLCONF rdb-only 1`: the RDB was all it wanted. The write side
