@@ -300,7 +300,9 @@ pub struct Server {
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn free_port() -> u16 {
+/// A loopback port nothing listens on now (a server's, or a primary's
+/// address where none answers).
+pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     l.local_addr().unwrap().port()
 }

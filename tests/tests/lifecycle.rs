@@ -237,11 +237,7 @@ fn log_shapes(b: ringkv_e2e::Backend) -> (bool, Vec<String>, bool) {
             .arg("log-timestamp-format", "iso8601"),
     );
     let c = &mut srv.client();
-    let nowhere = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let nowhere = ringkv_e2e::server::free_port();
     assert_eq!(q(c, &format!("REPLICAOF 127.0.0.1 {nowhere}")), ok());
     assert_eq!(q(c, "REPLICAOF NO ONE"), ok());
     assert_eq!(

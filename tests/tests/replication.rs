@@ -624,11 +624,7 @@ fn lagging_sibling_follows(promoted: Backend) -> (String, String, bool) {
     follow(lc, &p);
     wait_caught_up(pc, ac);
     wait_caught_up(pc, lc);
-    let nowhere = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let nowhere = ringkv_e2e::server::free_port();
     assert_eq!(q(lc, &format!("REPLICAOF 127.0.0.1 {nowhere}")), ok());
     for i in 0..100 {
         assert_eq!(q(pc, &format!("SET late{i} {i}")), ok());

@@ -6,7 +6,6 @@
 //! libraries give way to the primary's. Valkey 8.1 replicas run beside as
 //! the oracle.
 
-use std::net::TcpListener;
 use std::path::Path;
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
@@ -194,11 +193,7 @@ fn answers_during_a_swapdb_load(p: &Server, replica: Backend) -> [String; 9] {
     let bc = &mut below.client();
     follow(bc, &r);
     wait_caught_up(rc, bc);
-    let nowhere = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let nowhere = ringkv_e2e::server::free_port();
     assert_eq!(
         query(rc, &["REPLICAOF", "127.0.0.1", &nowhere.to_string()]),
         ok()
