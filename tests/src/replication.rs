@@ -22,6 +22,23 @@ pub fn sync_read_bytes(c: &mut redis::Connection) -> u64 {
         .unwrap_or(0)
 }
 
+/// Sends `line` on a raw replica connection and reads its one-line reply
+/// (a replica waits for each: Valkey refuses a SYNC behind a reply still
+/// unsent). Byte by byte, so that nothing after the reply is consumed.
+pub fn handshake_line(s: &mut std::net::TcpStream, line: &str) -> String {
+    use std::io::{Read, Write};
+    s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => reply.push(byte[0]),
+            other => panic!("no reply to {line}: {other:?}"),
+        }
+    }
+    String::from_utf8_lossy(&reply).trim_end().to_string()
+}
+
 /// `slaveN`'s `state=` on the primary, for each replica listed.
 pub fn replica_states(c: &mut redis::Connection) -> Vec<String> {
     let info = text(&q(c, "INFO replication"));

@@ -109,9 +109,15 @@ e2e!(
             srv.wait_exit(Duration::from_secs(10));
         }
         // 1 ms a key: three seconds of loading.
-        let srv = b.start(opts.arg("key-load-delay", "1000"));
+        let srv = b.start(
+            opts.arg("key-load-delay", "1000")
+                .arg("enable-debug-command", "yes"),
+        );
         let c = &mut srv.client();
         assert_eq!(q(c, "GET k:1"), err("LOADING Valkey is loading the dataset in memory"));
+        // One load at a time: DEBUG (allowed while loading) does not
+        // start a second one over it.
+        assert_eq!(q(c, "DEBUG RELOAD"), err("LOADING Valkey is loading the dataset in memory"));
         let info = text(&q(c, "INFO persistence"));
         assert_eq!(info_field(&info, "loading"), "1", "{info}");
         assert!(info.contains("loading_loaded_perc:"), "{info}");

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ringkv_e2e::replication::replica_states;
+use ringkv_e2e::replication::{handshake_line, replica_states};
 use ringkv_e2e::server::{TempDir, valkey_binary};
 use ringkv_e2e::v::{int_of, ok};
 use ringkv_e2e::{Backend, Opts, Server, e2e, q, within};
@@ -95,19 +95,10 @@ fn exchange(port: u16, handshake: &[&str], last: &str, secs: u64) -> (Vec<String
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let mut replies = Vec::new();
-    let mut byte = [0u8; 1];
-    for line in handshake {
-        s.write_all(format!("{line}\r\n").as_bytes()).unwrap();
-        let mut reply = Vec::new();
-        while !reply.ends_with(b"\r\n") {
-            match s.read(&mut byte) {
-                Ok(1) => reply.push(byte[0]),
-                other => panic!("no reply to {line}: {other:?}"),
-            }
-        }
-        replies.push(String::from_utf8_lossy(&reply).trim_end().to_string());
-    }
+    let replies: Vec<String> = handshake
+        .iter()
+        .map(|line| handshake_line(&mut s, line))
+        .collect();
     s.write_all(format!("{last}\r\n").as_bytes()).unwrap();
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::replication::{
-    assert_same, both_follow_a_write, follow, replica_states, settled_view, stat, wait_caught_up,
+    assert_same, both_follow_a_write, follow, handshake_line, replica_states, settled_view, stat,
+    wait_caught_up,
 };
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{int_of, ok, text};
@@ -271,13 +272,9 @@ e2e!(
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             );
         }
-        let mut got = Vec::new();
+        assert_eq!(handshake_line(&mut s, "REPLCONF capa eof capa psync2"), "+OK");
+        let mut got = b"+OK\r\n".to_vec();
         let mut buf = [0u8; 1024];
-        s.write_all(b"REPLCONF capa eof capa psync2\r\n").unwrap();
-        while !got.ends_with(b"\r\n") {
-            let n = s.read(&mut buf).expect("the REPLCONF's reply");
-            got.extend_from_slice(&buf[..n]);
-        }
         s.write_all(b"PSYNC ? -1\r\n").unwrap();
         // (Newlines may come between: the keepalive while the save runs.)
         while !String::from_utf8_lossy(&got).contains("\n$") {
@@ -351,14 +348,9 @@ fn sync_without_capa_eof(p: &Server) -> (String, i64, bool) {
         |c: &mut redis::Connection| -> i64 { stat(c, "persistence", "rdb_saves").parse().unwrap() };
     let before = saves(pc);
     let mut s = ringkv_e2e::tcp(p.port);
-    let mut got = Vec::new();
+    assert_eq!(handshake_line(&mut s, "REPLCONF capa psync2"), "+OK");
+    let mut got = b"+OK\r\n".to_vec();
     let mut buf = [0u8; 4096];
-    // One at a time: Valkey refuses a PSYNC behind an unsent reply.
-    s.write_all(b"REPLCONF capa psync2\r\n").unwrap();
-    while !got.ends_with(b"\r\n") {
-        let n = s.read(&mut buf).expect("the REPLCONF's reply");
-        got.extend_from_slice(&buf[..n]);
-    }
     s.write_all(b"PSYNC ? -1\r\n").unwrap();
     // The RDB ends with EOF and an 8-byte checksum; the keys' names are
     // stored as they are (no compression of short strings).
