@@ -37,7 +37,10 @@ fn write_dump(
 fn load_copy(b: Backend, from: &std::path::Path) -> (Server, TempDir) {
     let dir = TempDir::new("rdb-copy");
     fs::copy(from.join("dump.rdb"), dir.path().join("dump.rdb")).unwrap();
-    (b.start(Opts::new().dir(dir.path())), dir)
+    let srv = b.start(Opts::new().dir(dir.path()));
+    // On a loaded machine the load may outlast the start.
+    srv.wait_loaded();
+    (srv, dir)
 }
 
 /// Equal views, or a panic naming only the keys that differ.
