@@ -111,6 +111,31 @@ const SCRIPT: &[&[&str]] = &[
     &["PFSELFTEST"],
     &["RESTORE-ASKING", "x", "0", "bad"],
     &["LOLWUT", "VERSION", "x"],
+    // The order of a scan's checks: a missing key answers an empty scan
+    // before its options are read; a key of another type, WRONGTYPE.
+    &["HSCAN", "nokey", "0", "COUNT", "0"],
+    &["SSCAN", "nokey", "0", "bogus", "1"],
+    &["SSCAN", "nokey", "0", "NOVALUES"],
+    &["ZSCAN", "nokey", "0", "MATCH"],
+    &["HSCAN", "s", "0", "bogus", "1"],
+    &["SSCAN", "a", "0", "bogus", "1"],
+    &["HSCAN", "h", "0", "COUNT", "0"],
+    &["SSCAN", "a", "x"],
+    // EVALSHA of a name that cannot be a SHA1 is NOSCRIPT before numkeys
+    // is read; FCALL looks up the function first, and words numkeys'
+    // error its own way.
+    &["EVALSHA", "fff", "abc"],
+    &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "abc"],
+    &["FCALL", "nofn", "abc"],
+    &[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=edges\nredis.register_function('f', function() return 1 end)",
+    ],
+    &["FCALL", "f", "abc"],
+    &["FCALL_RO", "f", "abc"],
+    &["FCALL", "f", "2", "k"],
+    &["FCALL", "f", "0"],
 ];
 
 fn replies(srv: &Server) -> Vec<String> {

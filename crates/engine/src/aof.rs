@@ -303,6 +303,7 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
     let id = LOADING_CLIENT;
     let mut sess = crate::Session::new(id);
     sess.authenticated = true;
+    sess.user = crate::acl::SUPERUSER;
     srv.clients.map.insert(id.0, Some(Box::new(sess)));
     srv.aof.replaying = true;
     for db in &mut srv.keyspace.dbs {

@@ -105,8 +105,8 @@ struct Refused {
     /// that ran here (the KILLs, FUNCTION STATS), with its error if any.
     rejected: bool,
     error: Option<String>,
-    /// An AUTH that succeeded: the session is authenticated.
-    authenticated: bool,
+    /// An AUTH that succeeded: the session is this user's.
+    authenticated: Option<crate::acl::UserId>,
 }
 
 /// Who sent a command answered while busy, as the IO layer knows the
@@ -150,11 +150,11 @@ pub struct BusyState {
     auth_required: AtomicBool,
     /// The busy function, for FUNCTION STATS (taken when it turns busy).
     running: Mutex<Option<Running>>,
-    /// `requirepass`, kept current by the engine: AUTH while busy.
-    password: Mutex<Option<Vec<u8>>>,
+    /// The users' credentials, kept current by the engine: AUTH while busy.
+    credentials: Mutex<std::sync::Arc<crate::acl::Credentials>>,
     /// Clients that authenticated while busy before the engine knew them
-    /// (accepted then): their sessions start authenticated.
-    authed_early: Mutex<Vec<ClientId>>,
+    /// (accepted then): their sessions start as that user.
+    authed_early: Mutex<Vec<(ClientId, crate::acl::UserId)>>,
     /// A busy script ended and nobody has asked since ([`BusyState::take_ended`]).
     ended: AtomicBool,
 }
@@ -211,22 +211,17 @@ impl BusyState {
         self.ended.load(Relaxed) && self.ended.swap(false, AcqRel)
     }
 
-    /// `requirepass` changed (start-up, CONFIG SET).
-    pub(crate) fn set_password(&self, p: Option<Vec<u8>>) {
-        *lock(&self.password) = p;
+    /// The users changed (start-up, CONFIG SET requirepass, ACL).
+    pub(crate) fn set_credentials(&self, c: std::sync::Arc<crate::acl::Credentials>) {
+        *lock(&self.credentials) = c;
     }
 
     /// A client registered now authenticated while busy, before the
-    /// engine knew it.
-    pub(crate) fn take_authed_early(&self, id: ClientId) -> bool {
+    /// engine knew it: as which user.
+    pub(crate) fn take_authed_early(&self, id: ClientId) -> Option<crate::acl::UserId> {
         let mut v = lock(&self.authed_early);
-        match v.iter().position(|&c| c == id) {
-            Some(i) => {
-                v.swap_remove(i);
-                true
-            }
-            None => false,
-        }
+        let i = v.iter().position(|&(c, _)| c == id)?;
+        Some(v.swap_remove(i).1)
     }
 
     /// A client that connects now has to AUTH first (its commands then
@@ -353,7 +348,7 @@ impl BusyState {
                     exec: false,
                     rejected: true,
                     error: Some(r.msg),
-                    authenticated: false,
+                    authenticated: None,
                 });
                 return BusyAnswer::Replied;
             }
@@ -369,7 +364,7 @@ impl BusyState {
                 exec: false,
                 rejected: true,
                 error: Some(msg),
-                authenticated: false,
+                authenticated: None,
             });
             return BusyAnswer::Replied;
         }
@@ -389,7 +384,7 @@ impl BusyState {
                 exec: false,
                 rejected: true,
                 error: Some(msg),
-                authenticated: false,
+                authenticated: None,
             });
             return BusyAnswer::Replied;
         }
@@ -404,7 +399,7 @@ impl BusyState {
                 exec: false,
                 rejected: false,
                 error: r.err().map(str::to_string),
-                authenticated: false,
+                authenticated: None,
             });
         };
         if spec.flags & ALLOW_BUSY == 0 {
@@ -440,7 +435,7 @@ impl BusyState {
                     exec: false,
                     rejected: false,
                     error: None,
-                    authenticated: false,
+                    authenticated: None,
                 });
             }
             (None, "shutdown") => {
@@ -473,12 +468,12 @@ impl BusyState {
             exec,
             rejected: true,
             error: Some(text),
-            authenticated: false,
+            authenticated: None,
         });
     }
 
-    /// AUTH while busy, as the engine's `auth` (only the `default` user;
-    /// `requirepass` unset: any password, AUTH <password> an error).
+    /// AUTH while busy, as the engine's `auth` (`default` without a
+    /// password: AUTH <password> is an error).
     fn auth(
         &self,
         who: BusyClient,
@@ -486,24 +481,22 @@ impl BusyState {
         argv: ArgvRef<'_>,
         out: &mut ReplyBuf,
     ) -> BusyAnswer {
-        let password = lock(&self.password).clone();
+        let credentials = lock(&self.credentials).clone();
+        let mut user = None;
         let result = if argv.len() > 3 {
             Err(crate::cmd::SYNTAX_ERR)
-        } else if argv.len() == 2 && password.is_none() {
+        } else if argv.len() == 2 && credentials.default_nopass() {
             Err(
                 "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
             )
         } else {
-            let (user, pass) = if argv.len() == 2 {
+            let (name, pass) = if argv.len() == 2 {
                 (&b"default"[..], argv.get(1))
             } else {
                 (argv.get(1), argv.get(2))
             };
-            let ok = user == b"default"
-                && password
-                    .as_deref()
-                    .is_none_or(|p| crate::cmd::connection::constant_time_eq(p, pass));
-            if ok {
+            user = credentials.authenticate(name, pass);
+            if user.is_some() {
                 Ok(())
             } else {
                 Err(crate::cmd::connection::WRONGPASS)
@@ -519,7 +512,7 @@ impl BusyState {
             exec: false,
             rejected: false,
             error: result.err().map(str::to_string),
-            authenticated: result.is_ok(),
+            authenticated: user,
         });
         if result.is_ok() {
             BusyAnswer::Authenticated
@@ -567,11 +560,16 @@ impl BusyState {
             if let Some(text) = &r.error {
                 srv.stats.record_error(text);
             }
-            if r.authenticated {
-                match srv.clients.get_mut(r.client) {
-                    Some(sess) => sess.authenticated = true,
+            if let Some(user) = r.authenticated {
+                match srv.clients.map.get_mut(&r.client.0).and_then(Option::take) {
+                    Some(mut sess) => {
+                        crate::acl::login(srv, &mut sess, user);
+                        if let Some(slot) = srv.clients.map.get_mut(&r.client.0) {
+                            *slot = Some(sess);
+                        }
+                    }
                     // Accepted while busy, registered next.
-                    None => lock(&self.authed_early).push(r.client),
+                    None => lock(&self.authed_early).push((r.client, user)),
                 }
             }
             if !r.rejected {

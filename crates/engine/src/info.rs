@@ -622,10 +622,11 @@ fn stats(srv: &Server, out: &mut String) {
     );
     field!(out, "reply_buffer_shrinks:0");
     field!(out, "reply_buffer_expands:0");
-    field!(out, "acl_access_denied_auth:0");
-    field!(out, "acl_access_denied_cmd:0");
-    field!(out, "acl_access_denied_key:0");
-    field!(out, "acl_access_denied_channel:0");
+    let acl = &srv.acl;
+    field!(out, "acl_access_denied_auth:{}", acl.denied_auth);
+    field!(out, "acl_access_denied_cmd:{}", acl.denied_cmd);
+    field!(out, "acl_access_denied_key:{}", acl.denied_key);
+    field!(out, "acl_access_denied_channel:{}", acl.denied_channel);
 }
 
 fn replication(srv: &Server, out: &mut String, now_ms: i64) {

@@ -46,6 +46,7 @@
 //!   (enforced by `cron`), `client-query-buffer-limit`,
 //!   `proto-max-bulk-len`, `tcp-keepalive` ([`Engine::tcp_keepalive_s`]).
 
+pub mod acl;
 pub mod aof;
 pub mod batch;
 pub mod blocking;
@@ -439,10 +440,7 @@ impl Engine {
             srv.stats.rejected_connections += 1;
             return Err(MAXCLIENTS_ERR.to_vec());
         }
-        if srv.config.protected_mode
-            && srv.config.requirepass.is_none()
-            && !is_local(info.peer.ip())
-        {
+        if srv.config.protected_mode && srv.acl.default_nopass() && !is_local(info.peer.ip()) {
             srv.stats.rejected_connections += 1;
             return Err(PROTECTED_MODE_DENIED.to_vec());
         }
@@ -454,7 +452,10 @@ impl Engine {
         });
         let now = srv.now_ms();
         let mut s = Session::new(id);
-        s.authenticated = !srv.auth_required() || srv.busy.take_authed_early(id);
+        match srv.busy.take_authed_early(id) {
+            Some(user) => acl::login(srv, &mut s, user),
+            None => s.authenticated = !srv.auth_required(),
+        }
         s.peer = Some(info.peer);
         s.local = Some(info.local);
         s.fd = info.fd;
@@ -996,8 +997,16 @@ fn execute_one(
             if let Some(m) = sess.multi.as_deref_mut() {
                 m.dirty = true;
             }
+            let msg = match rejected.acl {
+                Some(d) => {
+                    let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
+                    let i = rejected.cmd.unwrap_or_default();
+                    format!("NOPERM {}", acl::refuse(srv, sess, d, i, &args, now_ms))
+                }
+                None => rejected.msg,
+            };
             let mut w = ReplyWriter::for_buf(out, proto);
-            w.error(&rejected.msg);
+            w.error(&msg);
             if let Some(i) = rejected.cmd {
                 srv.stats.commands[i].rejected_calls += 1;
             }
@@ -1293,6 +1302,9 @@ fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf, reply_
 pub(crate) struct Rejected {
     pub(crate) msg: String,
     pub(crate) cmd: Option<usize>,
+    /// Refused by the client's ACL: `msg` is made (and the refusal
+    /// logged) by the caller, which can change the server.
+    pub(crate) acl: Option<acl::Denied>,
 }
 
 /// [`resolve`]'s checks that depend on the command alone (unknown
@@ -1308,6 +1320,7 @@ pub(crate) fn resolve_static(
         return Err(Rejected {
             msg: unknown_command_msg(argv),
             cmd: None,
+            acl: None,
         });
     }
     let mut i = idx as usize;
@@ -1322,6 +1335,7 @@ pub(crate) fn resolve_static(
                         trunc(argv.get(1), 128)
                     ),
                     cmd: None,
+                    acl: None,
                 });
             }
         }
@@ -1333,6 +1347,7 @@ pub(crate) fn resolve_static(
         return Err(Rejected {
             msg: format!("ERR wrong number of arguments for '{}' command", e.fullname),
             cmd: Some(i),
+            acl: None,
         });
     }
     Ok(i)
@@ -1353,12 +1368,24 @@ fn resolve(
         return Err(Rejected {
             msg: "NOAUTH Authentication required.".into(),
             cmd: Some(i),
+            acl: None,
         });
+    }
+    if srv.acl.restricted(sess.user) {
+        let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
+        if let Err(d) = srv.acl.check(sess.user, i, &args) {
+            return Err(Rejected {
+                msg: String::new(),
+                cmd: Some(i),
+                acl: Some(d),
+            });
+        }
     }
     if srv.persist.is_loading() && loading::refuses(srv, e.spec.flags) {
         return Err(Rejected {
             msg: persist::LOADING_ERR.into(),
             cmd: Some(i),
+            acl: None,
         });
     }
     if sess.capa_redirect
@@ -1371,6 +1398,7 @@ fn resolve(
         return Err(Rejected {
             msg: format!("REDIRECT {}:{}", p.host, p.port),
             cmd: Some(i),
+            acl: None,
         });
     }
     if srv.repl.is_replica()
@@ -1380,6 +1408,7 @@ fn resolve(
         return Err(Rejected {
             msg: msg.into(),
             cmd: Some(i),
+            acl: None,
         });
     }
     let write = e.spec.flags & command::flags::WRITE != 0;
@@ -1388,7 +1417,11 @@ fn resolve(
         && let Some(msg) = disk_refusal(srv)
     {
         if sess.id != replication::PRIMARY_CLIENT {
-            return Err(Rejected { msg, cmd: Some(i) });
+            return Err(Rejected {
+                msg,
+                cmd: Some(i),
+                acl: None,
+            });
         }
         replication::applying_despite_disk_error(srv, write);
     }
@@ -1396,12 +1429,14 @@ fn resolve(
         return Err(Rejected {
             msg: replication::primary::NOREPLICAS_ERR.into(),
             cmd: Some(i),
+            acl: None,
         });
     }
     if sess.multi.is_some() && e.spec.flags & command::flags::NO_MULTI != 0 {
         return Err(Rejected {
             msg: "ERR Command not allowed inside a transaction".into(),
             cmd: Some(i),
+            acl: None,
         });
     }
     if sess.in_resp2_pubsub() && !cmd::pubsub::allowed_in_subscribed_mode(&e.fullname) {
@@ -1411,6 +1446,7 @@ fn resolve(
                 e.fullname
             ),
             cmd: Some(i),
+            acl: None,
         });
     }
     Ok(i)

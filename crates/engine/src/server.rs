@@ -206,6 +206,8 @@ impl Clients {
 
 pub struct Server {
     pub keyspace: Keyspace,
+    /// Users and their permissions (ACL, AUTH).
+    pub acl: crate::acl::Acl,
     pub config: Config,
     pub stats: Stats,
     /// LATENCY LATEST / HISTORY: spikes by event class.
@@ -347,7 +349,15 @@ impl Server {
             functions: None,
             busy: Default::default(),
             pre_command_oom: false,
+            acl: crate::acl::Acl::new(),
         };
+        srv.acl.pubsub_default_all = srv.config.acl_pubsub_all();
+        srv.acl
+            .set_default_password(srv.config.requirepass.as_deref());
+        // Checked as the config (or the ACL file) was read.
+        for u in srv.config.users.clone() {
+            crate::acl::apply_declared(&mut srv.acl, &u);
+        }
         srv.repl.replid = srv.run_id.clone();
         srv.sync_expiry_logging();
         srv.sync_output_limits();
@@ -357,9 +367,10 @@ impl Server {
     }
 
     /// The busy state answers AUTH while a script runs: it keeps a copy of
-    /// `requirepass` (start-up, CONFIG SET).
+    /// the users' credentials (start-up, CONFIG SET requirepass, ACL
+    /// SETUSER / DELUSER).
     pub fn sync_busy_auth(&self) {
-        self.busy.set_password(self.config.requirepass.clone());
+        self.busy.set_credentials(self.acl.credentials());
     }
 
     /// Tell the store how to stamp accesses for `maxmemory-policy` (LRU
@@ -484,7 +495,7 @@ impl Server {
 
     /// Does a client still need AUTH before running commands?
     pub fn auth_required(&self) -> bool {
-        self.config.requirepass.is_some()
+        self.acl.auth_required()
     }
 
     /// Write to another client outside its own replies (pub/sub messages):

@@ -25,8 +25,13 @@ pub struct Session {
     pub proto: Protocol,
     /// CLIENT SETNAME; `None` when unset (an empty name unsets it).
     pub name: Option<Vec<u8>>,
-    /// False only while `requirepass` is set and AUTH has not succeeded.
+    /// False only while the `default` user needs a password and AUTH has
+    /// not succeeded.
     pub authenticated: bool,
+    /// Who the client is (AUTH, HELLO AUTH): its permissions.
+    pub user: crate::acl::UserId,
+    /// ... and its name (CLIENT LIST `user=`; users are never renamed).
+    pub user_name: std::borrow::Cow<'static, str>,
     pub lib_name: Option<Vec<u8>>,
     pub lib_ver: Option<Vec<u8>>,
     pub peer: Option<SocketAddr>,
@@ -130,6 +135,8 @@ impl Session {
             proto: Protocol::Resp2,
             name: None,
             authenticated: true,
+            user: crate::acl::DEFAULT_USER,
+            user_name: std::borrow::Cow::Borrowed("default"),
             lib_name: None,
             lib_ver: None,
             peer: None,

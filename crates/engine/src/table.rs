@@ -68,7 +68,7 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 26] {
+fn groups() -> [&'static [CommandSpec]; 27] {
     [
         cmd::strings::COMMANDS,
         cmd::lcs::COMMANDS,
@@ -96,6 +96,7 @@ fn groups() -> [&'static [CommandSpec]; 26] {
         cmd::persistence::COMMANDS,
         cmd::memory::COMMANDS,
         cmd::introspection::COMMANDS,
+        cmd::acl::COMMANDS,
     ]
 }
 

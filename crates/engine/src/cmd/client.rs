@@ -816,7 +816,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         o,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} capa={} db={} sub={} psub={} ssub={} \
          multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp=0 obl={} oll={} omem={} \
-         tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={} \
+         tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={} \
          tot-net-in={} tot-net-out={} tot-cmds={}",
         s.id.0,
         s.addr_string(),
@@ -844,6 +844,7 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         // Valkey watches for writability only while output waits.
         if pending > 0 { "rw" } else { "r" },
         cmd,
+        s.user_name,
         s.tracking.as_deref().map_or(-1, |t| t.redirect as i64),
         if s.proto == Protocol::Resp3 { 3 } else { 2 },
         lib_name,
@@ -994,7 +995,7 @@ fn type_matches(t: Option<ClientType>, s: &Session) -> bool {
 /// [SKIPME yes|no] [MAXAGE s]: Valkey 8.1's filters, as CLIENT KILL's.
 fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut f = ClientFilter::default();
-    if let Err(e) = parse_filter(argv, 2, &mut f) {
+    if let Err(e) = parse_filter(argv, 2, &mut f, &ctx.srv.acl) {
         return ctx.error(&e);
     }
     let now = ctx.now_ms;
@@ -1040,7 +1041,12 @@ struct ClientFilter {
 
 /// Parse `option value` pairs from `argv[from..]` into `f`, with
 /// Valkey's errors.
-fn parse_filter(argv: ArgvRef<'_>, from: usize, f: &mut ClientFilter) -> Result<(), String> {
+fn parse_filter(
+    argv: ArgvRef<'_>,
+    from: usize,
+    f: &mut ClientFilter,
+    acl: &crate::acl::Acl,
+) -> Result<(), String> {
     let mut j = from;
     while j < argv.len() {
         let opt = argv.get(j).to_ascii_lowercase();
@@ -1080,7 +1086,7 @@ fn parse_filter(argv: ArgvRef<'_>, from: usize, f: &mut ClientFilter) -> Result<
             b"addr" => f.addr = Some(val.to_vec()),
             b"laddr" => f.laddr = Some(val.to_vec()),
             b"user" => {
-                if val != b"default" {
+                if acl.id(val).is_none() {
                     return Err(format!(
                         "ERR No such user '{}'",
                         String::from_utf8_lossy(val)
@@ -1120,6 +1126,11 @@ impl ClientFilter {
         if !type_matches(self.ctype, s) {
             return false;
         }
+        if let Some(u) = &self.user
+            && s.user_name.as_bytes() != u.as_slice()
+        {
+            return false;
+        }
         if let Some(a) = &self.addr
             && s.addr_string().as_bytes() != a.as_slice()
         {
@@ -1138,6 +1149,7 @@ impl ClientFilter {
     /// The same filters for a replica (never the caller, user `default`).
     fn matches_replica(&self, id: ClientId, r: &ReplicaCard, now_ms: i64) -> bool {
         (self.ids.is_empty() || self.ids.contains(&id.0))
+            && self.user.as_ref().is_none_or(|u| u == b"default")
             && matches!(self.ctype, None | Some(ClientType::Replica))
             && self
                 .addr
@@ -1171,7 +1183,7 @@ fn kill(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         skipme: true,
         ..ClientFilter::default()
     };
-    if let Err(e) = parse_filter(argv, 2, &mut f) {
+    if let Err(e) = parse_filter(argv, 2, &mut f, &ctx.srv.acl) {
         return ctx.error(&e);
     }
     let n = kill_matching(ctx, &f);

@@ -184,15 +184,30 @@ fn echo(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.reply.bulk(argv.get(1));
 }
 
-/// Check a username/password against the only user, `default`.
-/// `requirepass` unset means `nopass`: any password works.
-fn check_user(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    match &ctx.srv.config.requirepass {
-        None => true,
-        Some(p) => constant_time_eq(p, pass),
+/// AUTH's and HELLO AUTH's check: on success the session is that user;
+/// on failure the refusal is counted and logged, as Valkey's
+/// `ACLAuthenticateUser`.
+/// `command` is the name the client sent (ACL LOG's object).
+fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]) -> bool {
+    match ctx.srv.acl.credentials().authenticate(user, pass) {
+        Some(id) => {
+            crate::acl::login(ctx.srv, ctx.session, id);
+            true
+        }
+        None => {
+            ctx.srv.acl.denied_auth += 1;
+            let context = crate::acl::log::Context::of(ctx.session);
+            crate::acl::log_refusal(
+                ctx.srv,
+                ctx.session,
+                "auth",
+                context,
+                command,
+                user,
+                ctx.now_ms,
+            );
+            false
+        }
     }
 }
 
@@ -211,7 +226,7 @@ fn auth(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return;
     }
     let (user, pass): (&[u8], &[u8]) = if argv.len() == 2 {
-        if ctx.srv.config.requirepass.is_none() {
+        if ctx.srv.acl.default_nopass() {
             ctx.error(
                 "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
             );
@@ -221,8 +236,7 @@ fn auth(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     } else {
         (argv.get(1), argv.get(2))
     };
-    if check_user(ctx, user, pass) {
-        ctx.session.authenticated = true;
+    if authenticate(ctx, argv.get(0), user, pass) {
         ctx.reply.ok();
     } else {
         ctx.error(WRONGPASS);
@@ -269,12 +283,11 @@ fn hello(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             return;
         }
     }
-    if let Some((u, p)) = creds {
-        if !check_user(ctx, u, p) {
-            ctx.error(WRONGPASS);
-            return;
-        }
-        ctx.session.authenticated = true;
+    if let Some((u, p)) = creds
+        && !authenticate(ctx, argv.get(0), u, p)
+    {
+        ctx.error(WRONGPASS);
+        return;
     }
     if !ctx.session.authenticated && ctx.srv.auth_required() {
         ctx.error(

@@ -244,9 +244,6 @@ fn fcall_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 /// Valkey's `fcallCommandGeneric`.
 fn fcall_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ro: bool) {
     ctx.monitor_script_command(argv);
-    let Some(numkeys) = numkeys(ctx, argv) else {
-        return;
-    };
     let name = String::from_utf8_lossy(argv.get(1)).into_owned();
     let Some(flags) = ctx
         .srv
@@ -256,6 +253,9 @@ fn fcall_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ro: bool) {
         .map(|f| f.flags)
     else {
         return ctx.error("ERR Function not found");
+    };
+    let Some(numkeys) = numkeys(ctx, argv, "ERR Bad number of keys provided") else {
+        return;
     };
     let no_writes = flags & script::flags::NO_WRITES != 0;
     let allow_oom = flags & script::flags::ALLOW_OOM != 0;

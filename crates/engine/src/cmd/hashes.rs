@@ -614,14 +614,17 @@ fn hscan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(mut cursor) = parse_cursor(argv.get(2)) else {
         return ctx.error("ERR invalid cursor");
     };
-    let opts = match parse_scan_opts(argv, 3, true) {
-        Ok(o) => o,
-        Err(e) => return ctx.error(e),
-    };
+    // Valkey reads the options only once the key is found and typed: a
+    // missing key answers an empty scan whatever follows.
+    let opts = parse_scan_opts(argv, 3, true);
     let Some(h) = typed_or_reply!(ctx, argv.get(1), true, Value::as_hash_mut) else {
         ctx.reply.array_len(2);
         ctx.reply.bulk(b"0");
         return ctx.reply.array_len(0);
+    };
+    let opts = match opts {
+        Ok(o) => o,
+        Err(e) => return ctx.error(e),
     };
     let mut found: Vec<(&[u8], &[u8])> = Vec::new();
     let mut sampled = 0;

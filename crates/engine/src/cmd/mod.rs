@@ -17,6 +17,7 @@ macro_rules! typed_or_reply {
     }};
 }
 
+pub mod acl;
 pub mod bitmaps;
 pub mod client;
 pub mod commandlog;

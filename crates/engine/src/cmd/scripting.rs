@@ -278,10 +278,16 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     eval_generic(ctx, argv, true, true);
 }
 
+const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script.";
+
 /// Valkey's `evalGenericCommand`.
 fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
     ctx.monitor_script_command(argv);
-    let Some(numkeys) = numkeys(ctx, argv) else {
+    if by_sha && argv.get(1).len() != 40 {
+        // No script can match: Valkey answers so before it reads numkeys.
+        return ctx.error(NOSCRIPT_ERR);
+    }
+    let Some(numkeys) = numkeys(ctx, argv, NOT_INT) else {
         return;
     };
     let mut sc = ctx
@@ -299,7 +305,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, by_sha: bool, ro: bool) {
             }
             _ => {
                 ctx.srv.scripts = Some(sc);
-                return ctx.error("NOSCRIPT No matching script.");
+                return ctx.error(NOSCRIPT_ERR);
             }
         }
     } else {
@@ -408,10 +414,12 @@ pub(crate) fn refused_up_front(
     None
 }
 
-/// EVAL's and FCALL's `numkeys`, checked against the arguments.
-pub(crate) fn numkeys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) -> Option<usize> {
+/// EVAL's and FCALL's `numkeys`, checked against the arguments;
+/// `not_int` is the command's error for one that is not a number (EVAL
+/// and FCALL word it differently in Valkey).
+pub(crate) fn numkeys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, not_int: &str) -> Option<usize> {
     let Some(n) = crate::num::parse_i64(argv.get(2)) else {
-        ctx.error(NOT_INT);
+        ctx.error(not_int);
         return None;
     };
     if n > argv.len() as i64 - 3 {
@@ -475,6 +483,11 @@ impl ScriptHost<'_, '_> {
             return Err("ERR This Redis command is not allowed from script".into());
         }
         let srv: &mut Server = self.srv;
+        if let Err(d) = srv.acl.check(self.session.user, i, argv) {
+            let context = crate::acl::log::Context::Lua;
+            let msg = crate::acl::refuse_in(srv, self.session, d, i, argv, context, self.now_ms);
+            return Err(format!("ERR ACL failure in script: {msg}"));
+        }
         if spec.flags & WRITE != 0 {
             if self.read_only {
                 return Err("ERR Write commands are not allowed from read-only scripts.".into());
@@ -737,7 +750,7 @@ fn script_show(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .map(|s| s.body.clone());
     match body {
         Some(b) => ctx.reply.bulk(&b),
-        None => ctx.error("NOSCRIPT No matching script."),
+        None => ctx.error(NOSCRIPT_ERR),
     }
 }
 

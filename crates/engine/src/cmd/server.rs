@@ -721,7 +721,10 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();
     ctx.srv.sync_access_policy();
+    ctx.srv.acl.pubsub_default_all = ctx.srv.config.acl_pubsub_all();
     if ctx.srv.config.requirepass != before.requirepass {
+        let p = ctx.srv.config.requirepass.clone();
+        ctx.srv.acl.set_default_password(p.as_deref());
         ctx.srv.sync_busy_auth();
     }
     let max = ctx.srv.config.maxmemory;
@@ -778,6 +781,11 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     net.total_net_input_bytes = 0;
     net.total_net_output_bytes = 0;
     net.rejected_connections = 0;
+    let acl = &mut ctx.srv.acl;
+    acl.denied_auth = 0;
+    acl.denied_cmd = 0;
+    acl.denied_key = 0;
+    acl.denied_channel = 0;
     ctx.reply.ok();
 }
 
@@ -786,7 +794,17 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         ctx.error("ERR The server is running without a config file");
         return;
     };
-    match ctx.srv.config.rewrite(&path) {
+    let users: Vec<String> = if ctx.srv.config.get("aclfile").is_some_and(|f| !f.is_empty()) {
+        Vec::new()
+    } else {
+        ctx.srv
+            .acl
+            .users_sorted()
+            .iter()
+            .map(|u| u.describe())
+            .collect()
+    };
+    match ctx.srv.config.rewrite(&path, &users) {
         Ok(()) => {
             log::notice("CONFIG REWRITE executed with success.");
             ctx.reply.ok();

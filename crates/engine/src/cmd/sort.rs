@@ -158,7 +158,13 @@ struct Opts<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse_opts<'a>(argv: ArgvRef<'a>, readonly: bool) -> Result<Opts<'a>, &'static str> {
+/// `full_key_access`: the client may read any key (Valkey refuses BY and
+/// GET patterns otherwise: they read keys no key spec names).
+fn parse_opts<'a>(
+    argv: ArgvRef<'a>,
+    readonly: bool,
+    full_key_access: bool,
+) -> Result<Opts<'a>, &'static str> {
     let mut o = Opts {
         desc: false,
         alpha: false,
@@ -193,9 +199,14 @@ fn parse_opts<'a>(argv: ArgvRef<'a>, readonly: bool) -> Result<Opts<'a>, &'stati
             // A pattern without '*' names no per-element key: no sorting.
             if !c_str(p).contains(&b'*') {
                 o.dontsort = true;
+            } else if !full_key_access {
+                return Err("ERR BY option of SORT denied due to insufficient ACL permissions.");
             }
             j += 1;
         } else if is(b"get") && left >= 1 {
+            if !full_key_access {
+                return Err("ERR GET option of SORT denied due to insufficient ACL permissions.");
+            }
             o.gets.push(argv.get(j + 1));
             j += 1;
         } else {
@@ -338,7 +349,14 @@ struct Item {
 }
 
 fn sort_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
-    let mut o = match parse_opts(argv, readonly) {
+    let user = ctx.session.user;
+    let full_key_access = !ctx.srv.acl.restricted(user) || {
+        let name: &[u8] = if readonly { b"sort_ro" } else { b"sort" };
+        let entry = crate::table::table().lookup(name).unwrap_or_default();
+        let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
+        ctx.srv.acl.full_key_access(user, entry, &args)
+    };
+    let mut o = match parse_opts(argv, readonly, full_key_access) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };

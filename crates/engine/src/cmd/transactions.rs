@@ -189,6 +189,38 @@ fn unwatch(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.ok();
 }
 
+/// A queued command the client's ACL no longer allows (Valkey checks
+/// again at EXEC): logged, and the reason EXEC gives for it.
+fn acl_changed_since_queued(
+    ctx: &mut Ctx<'_>,
+    idx: usize,
+    argv: ArgvRef<'_>,
+) -> Option<&'static str> {
+    let user = ctx.session.user;
+    if !ctx.srv.acl.restricted(user) {
+        return None;
+    }
+    let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
+    let denied = ctx.srv.acl.check(user, idx, &args).err()?;
+    let context = crate::acl::log::Context::Multi;
+    crate::acl::refuse_in(
+        ctx.srv,
+        ctx.session,
+        denied,
+        idx,
+        &args,
+        context,
+        ctx.now_ms,
+    );
+    Some(match denied {
+        crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+        crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+        crate::acl::Denied::Channel(_) => {
+            "no permission to access one of the channels used as arguments"
+        }
+    })
+}
+
 fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let Some(m) = ctx.session.multi.take() else {
         return ctx.error("ERR EXEC without MULTI");
@@ -221,6 +253,14 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         // The engine's first-key hint belongs to EXEC's own arguments.
         ctx.srv.key_hint = KeyHint::default();
         let start = ctx.reply.out.len();
+        if let Some(reason) = acl_changed_since_queued(ctx, idx, argv) {
+            let msg = format!(
+                "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+            );
+            ctx.reply.error(&msg);
+            ctx.srv.stats.record_error(&msg);
+            continue;
+        }
         if let Some(f) = entries[idx].spec.func {
             crate::effects::call(ctx, f, argv, false);
         }

@@ -215,6 +215,7 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
         synced: false,
     });
     let mut sess = Session::new(PRIMARY_CLIENT);
+    sess.user = crate::acl::SUPERUSER;
     sess.authenticated = true;
     srv.clients
         .map
