@@ -436,6 +436,15 @@ e2e!(
     }
 );
 
+/// Every bulk and status string in a reply, depth first.
+fn flat_text(r: &Reply) -> Vec<String> {
+    match r {
+        Reply::Array(v) => v.iter().flat_map(flat_text).collect(),
+        Reply::Bulk(_) | Reply::Status(_) => vec![r.text()],
+        _ => Vec::new(),
+    }
+}
+
 /// A server's ACL LIST.
 fn acl_list(srv: &Server) -> Vec<String> {
     match srv.raw().cmd(&["ACL", "LIST"]) {
@@ -529,5 +538,37 @@ e2e!(
         );
         assert!(!status.success());
         assert!(log.contains("at the same setting an ACL file path is invalid"), "{log}");
+    }
+);
+
+e2e!(
+    ringkv_only fn replicas_authenticate_as_an_acl_user(b) {
+        let primary = b.server();
+        let mut p = primary.raw();
+        p.cmd(&["ACL", "SETUSER", "repl", "on", ">rpw", "+psync", "+replconf", "+ping"]);
+        p.cmd(&["ACL", "SETUSER", "norepl", "on", ">x", "+replconf", "+ping"]);
+        p.cmd(&["SET", "k", "v"]);
+        assert_eq!(p.cmd(&["CONFIG", "SET", "requirepass", "adminpw"]), Reply::status("OK"));
+        let port = primary.port.to_string();
+        let link = |replica: &Server| {
+            let info = replica.raw().cmd(&["INFO", "replication"]).text();
+            info_field(&info, "master_link_status")
+        };
+        // ringkv and Valkey 8.1 replicas, as the user `repl`.
+        for backend in [b, Backend::Valkey] {
+            let replica = backend.start(Opts::new().arg("masteruser", "repl").arg("masterauth", "rpw"));
+            let mut r = replica.raw();
+            assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", &port]), Reply::status("OK"));
+            ringkv_e2e::within(30, "the replica to sync as `repl`", || {
+                link(&replica) == "up" && r.cmd(&["GET", "k"]) == Reply::bulk("v")
+            });
+        }
+        // A user that may not PSYNC never gets a link; the primary logs why.
+        let replica = b.start(Opts::new().arg("masteruser", "norepl").arg("masterauth", "x"));
+        replica.raw().cmd(&["REPLICAOF", "127.0.0.1", &port]);
+        ringkv_e2e::within(10, "the refused PSYNC in the primary's ACL LOG", || {
+            flat_text(&p.cmd(&["ACL", "LOG"])).contains(&"psync".to_string())
+        });
+        assert_eq!(link(&replica), "down");
     }
 );
