@@ -190,6 +190,11 @@ impl Session {
         self.proto = Protocol::Resp2;
         self.name = None;
         self.authenticated = !auth_required;
+        // Logged out: back to `default` (Valkey's clientSetDefaultAuth).
+        if self.user != crate::acl::SUPERUSER {
+            self.user = crate::acl::DEFAULT_USER;
+            self.user_name = std::borrow::Cow::Borrowed("default");
+        }
         self.monitor = false;
         self.readonly = false;
         self.no_evict = false;

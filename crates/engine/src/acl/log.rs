@@ -1,13 +1,16 @@
 //! ACL LOG: the refusals (commands, keys, channels, failed AUTH), newest
-//! first, with Valkey's grouping: a refusal like one logged less than a
-//! minute ago (same reason, context, object and user) counts on that
-//! entry instead of adding one.
+//! first, with Valkey's grouping: a refusal like one of the ten newest
+//! entries, logged less than a minute ago (same reason, context, object
+//! and user), counts on that entry instead of adding one.
 
 use std::collections::VecDeque;
 
 /// How long a refusal still counts on a matching entry (Valkey's
 /// `ACL_LOG_GROUPING_MAX_TIME_DELTA`).
 const GROUPING_MS: i64 = 60_000;
+/// How many of the newest entries are looked at for a match (Valkey
+/// bounds that work the same way).
+const SCAN_FOR_MATCH: usize = 10;
 
 /// Where the refused command came from (ACL LOG `context`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +74,7 @@ pub struct Refusal<'a> {
 impl AclLog {
     /// Logs a refusal at `now_ms`, keeping at most `max_len` entries.
     pub fn add(&mut self, r: Refusal<'_>, now_ms: i64, max_len: usize) {
-        let matching = self.entries.iter().position(|e| {
+        let matching = self.entries.iter().take(SCAN_FOR_MATCH).position(|e| {
             e.reason == r.reason
                 && e.context == r.context
                 && e.object == r.object
@@ -109,11 +112,6 @@ impl AclLog {
     /// ACL LOG RESET (entry ids go on from where they were, as Valkey's).
     pub fn reset(&mut self) {
         self.entries.clear();
-    }
-
-    /// `acllog-max-len` lowered.
-    pub fn trim(&mut self, max_len: usize) {
-        self.entries.truncate(max_len);
     }
 }
 
