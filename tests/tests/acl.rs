@@ -159,6 +159,14 @@ const SCENARIO: &[(char, &[&str])] = &[
     ('a', &["ACL", "SETUSER", "y", "(~x"]),
     ('a', &["ACL", "SETUSER", "v", "~x"]),
     ('a', &["ACL", "SETUSER", "v", "&x"]),
+    (
+        'a',
+        &["ACL", "SETUSER", "v", "~*", "&*", "allkeys", "allchannels"],
+    ),
+    ('a', &["ACL", "SETUSER", "v", "%R~*"]),
+    ('a', &["ACL", "SETUSER", "z2", "resetchannels", "&*", "&a"]),
+    ('a', &["ACL", "SETUSER", "z4", "resetchannels", "&a", "&*"]),
+    ('a', &["ACL", "GETUSER", "z4"]),
     ('a', &["ACL", "SETUSER", "a b"]),
     ('a', &["ACL", "USERS"]),
     ('a', &["ACL", "CAT"]),
@@ -537,7 +545,7 @@ e2e!(
         std::fs::write(&conf, "user alice on bogus\n").unwrap();
         let (status, log) = b.start_expect_exit(Opts::new().conf(&conf));
         assert!(!status.success());
-        assert!(log.contains("Error in user declaration 'bogus': Syntax error"), "{log}");
+        assert!(log.contains("Error in user declaration 'alice': Syntax error"), "{log}");
         let acl = dir.path().join("users.acl");
         std::fs::write(&acl, "user bob on\n").unwrap();
         std::fs::write(&conf, "user alice on\n").unwrap();

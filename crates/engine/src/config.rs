@@ -1140,13 +1140,18 @@ impl Config {
     /// it reads the file), and a user is declared once.
     fn add_user(&mut self, args: &[String]) -> Result<(), String> {
         let name = &args[0];
+        if name.is_empty() || name.contains(' ') || name.contains('\0') {
+            return Err(format!(
+                "Error in user declaration '{name}': invalid user name"
+            ));
+        }
         if self.users.iter().any(|u| &u[0] == name) {
             return Err(
                 "Duplicate user found. A user can only be defined once in config files".into(),
             );
         }
         crate::acl::Acl::validate(name, &args[1..], self.acl_pubsub_all())
-            .map_err(|(rule, why)| format!("Error in user declaration '{rule}': {why}"))?;
+            .map_err(|(_, why)| format!("Error in user declaration '{name}': {why}"))?;
         self.users.push(args.to_vec());
         Ok(())
     }

@@ -32,7 +32,8 @@ pub fn parse(text: &str, name: &str, pubsub_all: bool) -> Result<Vec<Vec<String>
             errors.push_str(&format!("{name}:{at} should start with user keyword. "));
             continue;
         }
-        if args.len() < 2 {
+        // An empty name could not be read back from what ACL SAVE writes.
+        if args.len() < 2 || args[1].is_empty() {
             errors.push_str(&format!("{name}:{at}: missing user name. "));
             continue;
         }

@@ -96,13 +96,23 @@ impl Selector {
     pub(super) fn apply(&mut self, t: &Table, op: &str) -> Result<(), &'static str> {
         let lower = op.to_ascii_lowercase();
         match lower.as_str() {
-            "allkeys" => return self.apply(t, "~*"),
+            // `~*` and `&*` are the flags themselves: given again they
+            // change nothing (other patterns after them are refused).
+            "allkeys" | "~*" => {
+                self.all_keys = true;
+                self.keys.clear();
+                return Ok(());
+            }
             "resetkeys" => {
                 self.all_keys = false;
                 self.keys.clear();
                 return Ok(());
             }
-            "allchannels" => return self.apply(t, "&*"),
+            "allchannels" | "&*" => {
+                self.all_channels = true;
+                self.channels.clear();
+                return Ok(());
+            }
             "resetchannels" => {
                 self.all_channels = false;
                 self.channels.clear();
@@ -158,10 +168,7 @@ impl Selector {
                     return Err(CHANNEL_AFTER_ALL);
                 }
                 let pat = &b[1..];
-                if pat == b"*" {
-                    self.all_channels = true;
-                    self.channels.clear();
-                } else if !self.channels.iter().any(|p| p == pat) {
+                if !self.channels.iter().any(|p| p == pat) {
                     self.channels.push(pat.to_vec());
                 }
                 Ok(())
