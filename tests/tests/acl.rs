@@ -45,7 +45,7 @@ fn comparable(args: &[&str], r: Reply) -> Reply {
         }
         ("ACL", Some("GENPASS"), Reply::Bulk(p)) => Reply::Int(p.len() as i64),
         // Names the server and its version.
-        ("HELLO", _, Reply::Array(_)) => Reply::status("HELLO reply"),
+        ("HELLO", _, Reply::Array(_) | Reply::Map(_)) => Reply::status("HELLO reply"),
         (_, _, r) => r,
     }
 }
@@ -148,6 +148,12 @@ const SCENARIO: &[(char, &[&str])] = &[
     ('a', &["ACL", "GETUSER", "u"]),
     ('a', &["ACL", "GETUSER", "s"]),
     ('a', &["ACL", "GETUSER", "nosuch"]),
+    // RESP3: GETUSER's map, its flags a set.
+    ('a', &["HELLO", "3"]),
+    ('a', &["ACL", "GETUSER", "u"]),
+    ('a', &["ACL", "GETUSER", "s"]),
+    ('a', &["ACL", "GETUSER", "nosuch"]),
+    ('a', &["HELLO", "2"]),
     ('a', &["ACL", "SETUSER", "y", "bogus"]),
     ('a', &["ACL", "SETUSER", "y", "+nosuch"]),
     ('a', &["ACL", "SETUSER", "y", "+@nosuch"]),

@@ -448,6 +448,12 @@ maxmemory-policy noeviction
     // Acted on now: no warning.
     let cfg = Config::parse_file_text("maxmemory-policy allkeys-lru\n", "x").unwrap();
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+    let cfg = Config::parse_file_text(
+        "aclfile /nonexistent.acl\nacl-pubsub-default allchannels\nacllog-max-len 5\n",
+        "x",
+    )
+    .unwrap();
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
 }
 
 /// Every class of client-output-buffer-limit is enforced (`replica` on

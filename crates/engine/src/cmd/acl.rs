@@ -260,7 +260,7 @@ fn acl_getuser(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let r = &mut ctx.reply;
     r.map_len(6);
     r.bulk(b"flags");
-    r.array_len(flags.len());
+    r.set_len(flags.len());
     for f in flags {
         r.bulk(f.as_bytes());
     }
