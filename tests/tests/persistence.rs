@@ -40,6 +40,7 @@ e2e!(
         };
         assert!(tmp.path().join("dump.rdb").exists());
         let srv = b.start(opts);
+        srv.wait_loaded();
         let c = &mut srv.client();
         assert_eq!(view(c), before);
         assert_eq!(q(c, "DBSIZE"), int(before.keys().filter(|k| k.starts_with("0:")).count() as i64));
@@ -176,6 +177,7 @@ e2e!(
         // The good file still loads.
         fs::write(&path, &good).unwrap();
         let srv = b.start(opts);
+        srv.wait_loaded();
         assert_eq!(text(&q(&mut srv.client(), "GET s:short")), "hello");
     }
 );
@@ -327,6 +329,7 @@ e2e!(
         srv.wait_exit(Duration::from_secs(10)).expect("killed");
         assert_eq!(fs::read(tmp.path().join("dump.rdb")).unwrap(), good, "the dump changed");
         let srv = b.start(opts);
+        srv.wait_loaded();
         let c = &mut srv.client();
         assert_eq!(q(c, "DBSIZE"), int(3000));
         assert_eq!(q(c, "EXISTS new:0"), int(0));

@@ -408,6 +408,7 @@ e2e!(
             let dir = TempDir::new("fn-rdb");
             save_with_library(b, dir.path(), LIB_W);
             let srv = reader.start(ringkv_e2e::Opts::new().dir(dir.path()));
+            srv.wait_loaded();
             let mut c = srv.raw();
             assert_eq!(c.cmd(&["FCALL", "setter", "1", "k2", "x"]), Reply::status("OK"), "{reader:?}");
             assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
@@ -418,6 +419,7 @@ e2e!(
         let dir = TempDir::new("fn-rdb-valkey");
         save_with_library(Backend::Valkey, dir.path(), LIB);
         let srv = b.start(ringkv_e2e::Opts::new().dir(dir.path()));
+        srv.wait_loaded();
         let mut c = srv.raw();
         assert_eq!(
             c.cmd(&["FCALL", "myfunc", "1", "k", "a"]),

@@ -634,6 +634,7 @@ e2e!(
             drop(c);
             save_and_stop(srv);
             let srv = reader.start(ringkv_e2e::Opts::new().dir(dir.path()));
+            srv.wait_loaded();
             let mut c = srv.raw();
             c.cmd(&["CONFIG", "SET", "stream-node-max-entries", "4"]);
             assert_eq!(snapshot(&mut c, "s"), want, "{writer:?} -> {reader:?}");
@@ -889,6 +890,7 @@ e2e!(
             want
         };
         let srv = b_.start(opts);
+        srv.wait_loaded();
         let got = replicated_view(&mut srv.raw());
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert!(g == w, "view {i} differs after the restart:\n{g:?}\n{w:?}");
