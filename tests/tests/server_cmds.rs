@@ -691,7 +691,10 @@ e2e!(
             let stats = format!("command: {n} latency spikes (average ");
             let line = report.lines().find(|l| l.contains(&stats)).unwrap_or_else(|| panic!("{report}"));
             assert!(line.ends_with(&format!("Worst all time event {all_time}ms.")), "{line}");
-            seen.push((help, lines.len(), n, report.contains("CONFIG SET slowlog-log-slower-than 1000")));
+            // The three sleeps are spikes of their own; a loaded machine may
+            // add one (either server), so the count is not compared.
+            assert!(n >= 3, "{graph}");
+            seen.push((help, report.contains("CONFIG SET slowlog-log-slower-than 1000")));
         }
         assert_eq!(seen[0], seen[1]);
     }
