@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 fn described(users: &[Vec<String>]) -> Vec<String> {
     let mut a = Acl::new();
     for u in users {
-        acl::apply_declared(&mut a, u);
+        a.declare(u);
     }
     a.users_sorted().iter().map(|u| u.describe()).collect()
 }

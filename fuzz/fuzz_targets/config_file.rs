@@ -4,7 +4,7 @@
 //! again to the same settings and users.
 #![no_main]
 
-use engine::acl::{self, Acl};
+use engine::acl::Acl;
 use engine::config::Config;
 use libfuzzer_sys::fuzz_target;
 
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let users = |c: &Config| -> Vec<String> {
         let mut acl = Acl::new();
         for u in &c.users {
-            acl::apply_declared(&mut acl, u);
+            acl.declare(u);
         }
         acl.users_sorted().iter().map(|u| u.describe()).collect()
     };

@@ -291,10 +291,14 @@ fn scenario(srv: &Server) -> Vec<String> {
             format!("{who} {args:?} -> {r:?}")
         })
         .collect();
-    let stats = a.cmd(&["INFO", "stats"]).text();
-    for f in ["auth", "cmd", "key", "channel"] {
-        let name = format!("acl_access_denied_{f}");
-        out.push(format!("{name}:{}", info_field(&stats, &name)));
+    // The counters, then after CONFIG RESETSTAT.
+    for _ in 0..2 {
+        let stats = a.cmd(&["INFO", "stats"]).text();
+        for f in ["auth", "cmd", "key", "channel"] {
+            let name = format!("acl_access_denied_{f}");
+            out.push(format!("{name}:{}", info_field(&stats, &name)));
+        }
+        a.cmd(&["CONFIG", "RESETSTAT"]);
     }
     out
 }
@@ -430,6 +434,12 @@ e2e!(
         assert_eq!(list.lines().count(), 1, "{list}");
         let me = a.cmd(&["CLIENT", "INFO"]).text();
         assert!(me.contains("user=default"), "{me}");
+        // CLIENT KILL USER closes that user's connections only.
+        assert_eq!(a.cmd(&["CLIENT", "KILL", "USER", "bob"]), Reply::Int(1));
+        bob.closed_within(Duration::from_secs(5)).expect("killed by user");
+        assert_eq!(a.cmd(&["PING"]), Reply::status("PONG"));
+        let mut bob = srv.raw();
+        assert_eq!(bob.cmd(&["AUTH", "bob", "pw"]), Reply::status("OK"));
         assert_eq!(a.cmd(&["ACL", "DELUSER", "bob"]), Reply::Int(1));
         bob.closed_within(Duration::from_secs(5))
             .expect("a deleted user's connection closes");
@@ -533,14 +543,34 @@ e2e!(
         // longer has are closed, the others keep theirs.
         let mut dave = srv2.raw();
         assert_eq!(dave.cmd(&["AUTH", "dave", "d"]), Reply::status("OK"));
-        std::fs::write(&from_ringkv, "user default on nopass ~* &* +@all\n").unwrap();
+        r2.cmd(&["ACL", "SETUSER", "erin", "on", ">e", "+@all", "~*"]);
+        let mut erin = srv2.raw();
+        assert_eq!(erin.cmd(&["AUTH", "erin", "e"]), Reply::status("OK"));
+        std::fs::write(
+            &from_ringkv,
+            "user default on nopass ~* &* +@all\nuser erin on >e -@all +acl|whoami\n",
+        )
+        .unwrap();
         assert_eq!(r2.cmd(&["ACL", "LOAD"]), Reply::status("OK"));
-        assert_eq!(r2.cmd(&["ACL", "USERS"]), Reply::Array(vec![Reply::bulk("default")]));
+        let both = Reply::Array(vec![Reply::bulk("default"), Reply::bulk("erin")]);
+        assert_eq!(r2.cmd(&["ACL", "USERS"]), both);
         dave.closed_within(Duration::from_secs(5)).expect("dave's connection closes");
+        // erin's connection stays hers, under the file's rules.
+        assert_eq!(erin.cmd(&["ACL", "WHOAMI"]), Reply::bulk("erin"));
+        assert_eq!(
+            erin.cmd(&["GET", "k"]),
+            Reply::err("NOPERM User erin has no permissions to run the 'get' command")
+        );
+        // A bad file, or none at all, changes nothing.
         std::fs::write(&from_ringkv, "user eve bogus\n").unwrap();
         let e = r2.cmd(&["ACL", "LOAD"]).text();
-        assert!(e.contains("Syntax error"), "{e}");
-        assert_eq!(r2.cmd(&["ACL", "USERS"]), Reply::Array(vec![Reply::bulk("default")]));
+        assert!(e.contains(":1: Syntax error. WARNING: ACL errors detected, no change to the previously active ACL rules was performed"), "{e}");
+        std::fs::remove_file(&from_ringkv).unwrap();
+        let e = r2.cmd(&["ACL", "LOAD"]).text();
+        assert!(e.starts_with("ERR Error loading ACLs, opening file"), "{e}");
+        assert!(e.ends_with("': No such file or directory"), "{e}");
+        assert_eq!(r2.cmd(&["ACL", "USERS"]), both);
+        assert_eq!(erin.cmd(&["ACL", "WHOAMI"]), Reply::bulk("erin"));
     }
 );
 
@@ -560,6 +590,48 @@ e2e!(
         );
         assert!(!status.success());
         assert!(log.contains("at the same setting an ACL file path is invalid"), "{log}");
+        // An ACL file that is not there stops the start too (as Valkey).
+        let missing = dir.path().join("missing.acl");
+        let (status, log) =
+            b.start_expect_exit(Opts::new().arg("aclfile", missing.to_str().unwrap()));
+        assert!(!status.success());
+        assert!(log.contains("Error loading ACLs, opening file"), "{log}");
+    }
+);
+
+e2e!(
+    fn acl_save_on_a_full_disk_fails_and_keeps_the_old_file(b) {
+        let Some(disk) = ringkv_e2e::server::SmallDisk::mount(64) else {
+            // Mounting needs root; CI runs as root.
+            assert!(std::env::var("CI").is_err(), "cannot mount a tmpfs in CI");
+            eprintln!("skipped: cannot mount a tmpfs here (not root?)");
+            return;
+        };
+        let path = disk.dir.path().join("users.acl");
+        std::fs::write(&path, "").unwrap();
+        let srv = b.start(Opts::new().arg("aclfile", path.to_str().unwrap()));
+        let mut c = srv.raw();
+        c.cmd(&["ACL", "SETUSER", "small", "on", ">s", "~*", "+get"]);
+        assert_eq!(c.cmd(&["ACL", "SAVE"]), Reply::status("OK"));
+        let saved = std::fs::read(&path).unwrap();
+        // Users whose lines fill more than the disk holds.
+        for i in 0..200 {
+            let mut rule = vec!["ACL".to_string(), "SETUSER".into(), format!("big{i}")];
+            rule.extend((0..20).map(|j| format!("~{}{j}", "p".repeat(40))));
+            let args: Vec<&str> = rule.iter().map(String::as_str).collect();
+            assert_eq!(c.cmd(&args), Reply::status("OK"));
+        }
+        assert_eq!(
+            c.cmd(&["ACL", "SAVE"]),
+            Reply::err("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), saved, "the saved file changed");
+        assert_eq!(c.cmd(&["PING"]), Reply::status("PONG"));
+        // Once there is room, the save goes through.
+        for i in 0..200 {
+            c.cmd(&["ACL", "DELUSER", &format!("big{i}")]);
+        }
+        assert_eq!(c.cmd(&["ACL", "SAVE"]), Reply::status("OK"));
     }
 );
 

@@ -999,7 +999,7 @@ fn execute_one(
             }
             let msg = match rejected.acl {
                 Some(d) => {
-                    let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
+                    let args: Vec<&[u8]> = argv.iter().collect();
                     let i = rejected.cmd.unwrap_or_default();
                     format!("NOPERM {}", acl::refuse(srv, sess, d, i, &args, now_ms))
                 }
@@ -1341,9 +1341,7 @@ pub(crate) fn resolve_static(
         }
     }
     let e = &table.entries[i];
-    let arity = e.spec.arity;
-    let argc = argv.len() as i32;
-    if (arity > 0 && argc != arity) || argc < -arity {
+    if !e.accepts_argc(argv.len()) {
         return Err(Rejected {
             msg: format!("ERR wrong number of arguments for '{}' command", e.fullname),
             cmd: Some(i),
@@ -1372,7 +1370,7 @@ fn resolve(
         });
     }
     if srv.acl.restricted(sess.user) {
-        let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
+        let args: Vec<&[u8]> = argv.iter().collect();
         if let Err(d) = srv.acl.check(sess.user, i, &args) {
             return Err(Rejected {
                 msg: String::new(),

@@ -356,7 +356,7 @@ impl Server {
             .set_default_password(srv.config.requirepass.as_deref());
         // Checked as the config (or the ACL file) was read.
         for u in srv.config.users.clone() {
-            crate::acl::apply_declared(&mut srv.acl, &u);
+            srv.acl.declare(&u);
         }
         srv.repl.replid = srv.run_id.clone();
         srv.sync_expiry_logging();

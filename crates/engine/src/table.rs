@@ -51,6 +51,20 @@ pub struct Entry {
     pub movable_keys: bool,
 }
 
+impl Entry {
+    /// `argc` arguments (the name included) fit its arity: exactly that
+    /// many when positive, at least `-arity` when negative.
+    #[inline]
+    pub fn accepts_argc(&self, argc: usize) -> bool {
+        let (arity, argc) = (self.spec.arity, argc as i32);
+        if arity > 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+}
+
 /// Commands that may run a Lua script: EVAL and FCALL and their
 /// variants, and EXEC, whose transaction may hold them.
 fn may_run_script(name: &str) -> bool {
@@ -181,6 +195,17 @@ impl Table {
                 .as_bytes()
                 .eq_ignore_ascii_case(name)
         })
+    }
+
+    /// The entry a command line runs: its command, or for a container
+    /// the subcommand its second argument names; `None` if either is
+    /// unknown.
+    pub fn lookup_command(&self, argv: &[&[u8]]) -> Option<usize> {
+        let i = self.lookup(argv.first()?)?;
+        if self.entries[i].subs.is_empty() || argv.len() < 2 {
+            return Some(i);
+        }
+        self.lookup_sub(i, argv[1])
     }
 
     /// `get` or `config|get`, any case (COMMAND INFO/DOCS arguments).

@@ -5,13 +5,37 @@
 use super::{Acl, merge_selector_args};
 use std::path::Path;
 
+/// Why an ACL file was not taken, in Valkey's words.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadError {
+    /// It could not be opened or read.
+    Open(String),
+    /// Its bad lines, each with where it is.
+    Lines(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Open(e) | ReadError::Lines(e) => f.write_str(e),
+        }
+    }
+}
+
 /// The users a file declares, each as `[name, rules...]`, checked as
 /// Valkey's `ACLLoadFromFile` checks them; on error, every bad line.
 /// `pubsub_all`: `acl-pubsub-default allchannels`.
-pub fn read(path: &Path, pubsub_all: bool) -> Result<Vec<Vec<String>>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("Error loading ACLs, opening file '{}': {e}", path.display()))?;
-    parse(&text, &path.display().to_string(), pubsub_all)
+pub fn read(path: &Path, pubsub_all: bool) -> Result<Vec<Vec<String>>, ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        // strerror's text, as Valkey prints it (no "(os error N)").
+        let why = e.to_string();
+        let why = why.split(" (os error").next().unwrap_or_default();
+        ReadError::Open(format!(
+            "Error loading ACLs, opening file '{}': {why}",
+            path.display()
+        ))
+    })?;
+    parse(&text, &path.display().to_string(), pubsub_all).map_err(ReadError::Lines)
 }
 
 /// [`read`] of a file's text; `name` is the file's name, for errors.
@@ -29,7 +53,9 @@ pub fn parse(text: &str, name: &str, pubsub_all: bool) -> Result<Vec<Vec<String>
             continue;
         };
         if args[0] != "user" {
-            errors.push_str(&format!("{name}:{at} should start with user keyword. "));
+            errors.push_str(&format!(
+                "{name}:{at} should start with user keyword followed by the username. "
+            ));
             continue;
         }
         // An empty name could not be read back from what ACL SAVE writes.
@@ -99,14 +125,14 @@ mod tests {
         let users = parse(&text, "f", false).unwrap();
         let mut b = Acl::new();
         for u in &users {
-            super::super::apply_declared(&mut b, u);
+            b.declare(u);
         }
         let describe =
             |a: &Acl| -> Vec<String> { a.users_sorted().iter().map(|u| u.describe()).collect() };
         assert_eq!(describe(&a), describe(&b));
         assert_eq!(
             parse("# c\n\nuser u on\nuser u off\nfoo\nuser v bogus\n", "f", false),
-            Err("f:4: Duplicate user 'u' found. f:5 should start with user keyword. f:6: Syntax error.".into())
+            Err("f:4: Duplicate user 'u' found. f:5 should start with user keyword followed by the username. f:6: Syntax error.".into())
         );
     }
 }

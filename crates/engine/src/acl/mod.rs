@@ -45,8 +45,6 @@ pub use log::AclLog;
 pub use selector::Denied;
 pub use user::{SelectorFields, User, merge_selector_args};
 
-use selector::KEY_READ;
-
 /// A user's place in [`Acl`]; stays valid (pointing at nothing) once the
 /// user is deleted.
 pub type UserId = u32;
@@ -54,6 +52,12 @@ pub type UserId = u32;
 pub const DEFAULT_USER: UserId = 0;
 /// Internal clients (the primary's link, the AOF loader): never checked.
 pub const SUPERUSER: UserId = u32::MAX;
+/// `default` at start-up (and after an ACL LOAD whose file leaves it out).
+const DEFAULT_RULES: &[&str] = &["on", "nopass", "~*", "&*", "+@all"];
+
+/// A refused ACL SETUSER or `user` line: the rule and why (the rule is
+/// empty when the selectors' parentheses do not match up).
+pub type RuleError = (String, std::borrow::Cow<'static, str>);
 
 /// Valkey's ACL categories, in its order (ACL CAT).
 pub const CATEGORIES: &[&str] = &[
@@ -154,13 +158,13 @@ impl Default for Acl {
 impl Acl {
     /// Only `default`: on, nopass, every command, key and channel.
     pub fn new() -> Acl {
-        let t = table();
-        let mut d = User::new("default", t.entries.len(), false);
-        for r in ["on", "nopass", "~*", "&*", "+@all"] {
-            d.apply(t, r).expect("default user rules");
-        }
+        let default = User::build(
+            User::new("default", table().entries.len(), false),
+            DEFAULT_RULES,
+        )
+        .expect("the default user's rules");
         let mut acl = Acl {
-            users: vec![Some(d)],
+            users: vec![Some(default)],
             by_name: HashMap::from([("default".to_string(), DEFAULT_USER)]),
             credentials: Arc::default(),
             pubsub_default_all: false,
@@ -235,13 +239,9 @@ impl Acl {
             return false;
         };
         let t = table();
-        std::iter::once(&u.root).chain(&u.selectors).any(|s| {
-            s.check(t, entry, argv).is_ok()
-                && (s.all_keys
-                    || s.keys
-                        .iter()
-                        .any(|(f, p)| f & KEY_READ != 0 && p.as_slice() == b"*"))
-        })
+        std::iter::once(&u.root)
+            .chain(&u.selectors)
+            .any(|s| s.check(t, entry, argv).is_ok() && s.reads_every_key())
     }
 
     /// Whether `id` needs [`Acl::check`] at all (so the caller can skip
@@ -254,31 +254,44 @@ impl Acl {
     /// ACL SETUSER: the rules to a copy of the user (a new one if none),
     /// which replaces it only if all of them apply. On error, the rule
     /// that failed and why.
-    pub fn set_user<S: AsRef<str>>(
-        &mut self,
-        name: &str,
-        rules: &[S],
-    ) -> Result<(), (String, std::borrow::Cow<'static, str>)> {
-        let t = table();
-        let rules = merge_selector_args(rules).map_err(|e| (String::new(), e.into()))?;
-        let existing = self.by_name.get(name).copied();
-        let mut u = match existing.and_then(|id| self.user(id)) {
+    pub fn set_user<S: AsRef<str>>(&mut self, name: &str, rules: &[S]) -> Result<(), RuleError> {
+        let base = match self.by_name.get(name).and_then(|&id| self.user(id)) {
             Some(u) => u.clone(),
-            None => User::new(name, t.entries.len(), self.pubsub_default_all),
+            None => self.new_user(name),
         };
-        for r in &rules {
-            u.apply(t, r).map_err(|e| (r.clone(), e.into()))?;
+        self.put(User::build(base, rules)?);
+        Ok(())
+    }
+
+    /// A declared user (`[name, rules...]`, from a config file's `user`
+    /// line or the ACL file), already checked: it starts over from a new
+    /// user, `default` too, as Valkey's loader does.
+    pub fn declare(&mut self, user: &[String]) {
+        if let Ok(u) = User::build(self.new_user(&user[0]), &user[1..]) {
+            self.put(u);
         }
-        match existing {
-            Some(id) => self.users[id as usize] = Some(u),
-            None => {
-                let id = self.users.len() as UserId;
-                self.users.push(Some(u));
-                self.by_name.insert(name.to_string(), id);
-            }
+    }
+
+    /// ACL LOAD: exactly the declared users (`default` as at start-up if
+    /// the file leaves it out). A user kept keeps its id, so connected
+    /// clients stay its own; the ids of the users gone are returned.
+    pub fn redeclare(&mut self, users: &[Vec<String>]) -> Vec<UserId> {
+        let gone: Vec<String> = self
+            .by_name
+            .keys()
+            .filter(|n| *n != "default" && !users.iter().any(|u| &u[0] == *n))
+            .cloned()
+            .collect();
+        let gone = gone.iter().filter_map(|n| self.delete_user(n)).collect();
+        if !users.iter().any(|u| u[0] == "default") {
+            let fresh = Acl::new();
+            self.users[DEFAULT_USER as usize] = fresh.users.into_iter().next().flatten();
+        }
+        for u in users {
+            self.declare(u);
         }
         self.refresh_credentials();
-        Ok(())
+        gone
     }
 
     /// Whether a declared user's rules (a `user` line) apply to a new
@@ -287,14 +300,26 @@ impl Acl {
         name: &str,
         rules: &[S],
         pubsub_all: bool,
-    ) -> Result<(), (String, std::borrow::Cow<'static, str>)> {
-        let t = table();
-        let rules = merge_selector_args(rules).map_err(|e| (String::new(), e.into()))?;
-        let mut u = User::new(name, t.entries.len(), pubsub_all);
-        for r in &rules {
-            u.apply(t, r).map_err(|e| (r.clone(), e.into()))?;
+    ) -> Result<(), RuleError> {
+        User::build(User::new(name, table().entries.len(), pubsub_all), rules).map(drop)
+    }
+
+    /// A user as ACL SETUSER creates it.
+    fn new_user(&self, name: &str) -> User {
+        User::new(name, table().entries.len(), self.pubsub_default_all)
+    }
+
+    /// `u` in place of its namesake (its id kept), or as a new user.
+    fn put(&mut self, u: User) {
+        match self.by_name.get(&u.name) {
+            Some(&id) => self.users[id as usize] = Some(u),
+            None => {
+                let id = self.users.len() as UserId;
+                self.by_name.insert(u.name.clone(), id);
+                self.users.push(Some(u));
+            }
         }
-        Ok(())
+        self.refresh_credentials();
     }
 
     /// ACL DELUSER of one user (never `default`): its id, if it existed.
@@ -306,15 +331,6 @@ impl Acl {
         self.users[id as usize] = None;
         self.refresh_credentials();
         Some(id)
-    }
-
-    /// Every user but `default` gone and `default` reset to its start
-    /// (ACL LOAD, before the file's users).
-    pub fn clear(&mut self) {
-        let fresh = Acl::new();
-        self.users = fresh.users;
-        self.by_name = fresh.by_name;
-        self.refresh_credentials();
     }
 
     fn refresh_credentials(&mut self) {
@@ -366,16 +382,6 @@ impl Acl {
                 .collect(),
         )
     }
-}
-
-/// A declared user (`[name, rules...]`, from a config file's `user` line
-/// or the ACL file), already checked: `default` starts over from
-/// `reset`, as Valkey's loader does.
-pub fn apply_declared(acl: &mut Acl, user: &[String]) {
-    if user[0] == "default" {
-        let _ = acl.set_user("default", &["reset"]);
-    }
-    let _ = acl.set_user(&user[0], &user[1..]);
 }
 
 /// The session is now `id` (AUTH, HELLO AUTH).

@@ -322,6 +322,16 @@ impl Selector {
             })
     }
 
+    /// Valkey's `ACLSelectorHasUnrestrictedKeyAccess` for reads: all keys,
+    /// or `*` readable.
+    pub(super) fn reads_every_key(&self) -> bool {
+        self.all_keys
+            || self
+                .keys
+                .iter()
+                .any(|(f, p)| f & KEY_READ != 0 && p.as_slice() == b"*")
+    }
+
     /// Valkey's `ACLSelectorCheckKey`.
     fn key_allowed(&self, key: &[u8], spec_flags: u16) -> bool {
         use crate::command::key_flags as kf;

@@ -39,6 +39,20 @@ impl User {
         }
     }
 
+    /// `base` with `rules` applied (selectors given over several arguments
+    /// merged first), or the first rule that does not apply.
+    pub(super) fn build<S: AsRef<str>>(
+        mut base: User,
+        rules: &[S],
+    ) -> Result<User, super::RuleError> {
+        let t = table();
+        let rules = merge_selector_args(rules).map_err(|e| (String::new(), e.into()))?;
+        for r in &rules {
+            base.apply(t, r).map_err(|e| (r.clone(), e.into()))?;
+        }
+        Ok(base)
+    }
+
     /// Allowed every command, key and channel: no check needed.
     pub fn unrestricted(&self) -> bool {
         self.root.allows_everything()

@@ -7,6 +7,7 @@ use crate::acl::{self, Acl, UserId};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
+use crate::session::Session;
 use crate::table::table;
 use crate::{ClientId, Event};
 
@@ -297,7 +298,7 @@ fn acl_deluser(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     if !deleted.is_empty() {
         ctx.srv.sync_busy_auth();
-        disconnect_users(ctx, |u| deleted.contains(&u));
+        disconnect_users(ctx, &deleted);
     }
     ctx.reply.int(deleted.len() as i64);
 }
@@ -306,11 +307,8 @@ fn acl_deluser(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 /// channel or pattern its user's rules no longer allow is disconnected.
 fn drop_refused_subscribers(ctx: &mut Ctx<'_>) {
     let acl = &ctx.srv.acl;
-    let refused = |s: &crate::session::Session| {
-        let Some(subs) = s.subs.as_deref() else {
-            return false;
-        };
-        let Some(u) = acl.user(s.user) else {
+    let refused = |s: &Session| {
+        let (Some(subs), Some(u)) = (s.subs.as_deref(), acl.user(s.user)) else {
             return false;
         };
         !u.unrestricted()
@@ -318,54 +316,44 @@ fn drop_refused_subscribers(ctx: &mut Ctx<'_>) {
                 || subs.shard.iter().any(|c| !u.channel_allowed(c, false))
                 || subs.patterns.iter().any(|p| !u.channel_allowed(p, true)))
     };
-    let me_refused = refused(ctx.session);
-    let others: Vec<u64> = ctx
-        .srv
-        .clients
-        .map
-        .iter()
-        .filter_map(|(&id, s)| {
-            s.as_ref()
-                .filter(|s| !s.close_asap && refused(s))
-                .map(|_| id)
-        })
-        .collect();
-    if me_refused {
-        ctx.session.close_after_reply = true;
-    }
-    for id in others {
-        if let Some(s) = ctx.srv.clients.get_mut(ClientId(id)) {
+    let ids = clients_where(ctx, refused);
+    close(ctx, ids);
+}
+
+/// Disconnects the clients of the users in `gone` (deleted by ACL
+/// DELUSER, or left out of the file by ACL LOAD).
+fn disconnect_users(ctx: &mut Ctx<'_>, gone: &[UserId]) {
+    let ids = clients_where(ctx, |s| gone.contains(&s.user));
+    close(ctx, ids);
+}
+
+/// The clients `pick` chooses, the caller included, none already closing.
+fn clients_where(ctx: &Ctx<'_>, pick: impl Fn(&Session) -> bool) -> Vec<ClientId> {
+    let me = std::iter::once(&*ctx.session);
+    let others = (ctx.srv.clients.map.values())
+        .filter_map(|s| s.as_deref())
+        .filter(|s| s.id != ctx.session.id);
+    me.chain(others)
+        .filter(|s| !s.close_asap && pick(s))
+        .map(|s| s.id)
+        .collect()
+}
+
+/// Closes `ids`: the caller's connection once its reply is sent, the
+/// others at once (as CLIENT KILL closes them).
+fn close(ctx: &mut Ctx<'_>, ids: Vec<ClientId>) {
+    for id in ids {
+        if id == ctx.session.id {
+            ctx.session.close_after_reply = true;
+            continue;
+        }
+        if let Some(s) = ctx.srv.clients.get_mut(id) {
             s.close_asap = true;
         }
         ctx.srv.events.push(Event::Close {
-            client: ClientId(id),
+            client: id,
             flush: false,
         });
-    }
-}
-
-/// Closes the connections of the users `gone` picks (their user was
-/// deleted or, after ACL LOAD, no longer exists), the caller's after its
-/// reply.
-fn disconnect_users(ctx: &mut Ctx<'_>, gone: impl Fn(UserId) -> bool) {
-    if gone(ctx.session.user) {
-        ctx.session.close_after_reply = true;
-    }
-    let me = ctx.session.id;
-    for id in ctx.srv.clients.ids() {
-        if id == me.0 {
-            continue;
-        }
-        let Some(s) = ctx.srv.clients.get_mut(ClientId(id)) else {
-            continue;
-        };
-        if gone(s.user) && !s.close_asap {
-            s.close_asap = true;
-            ctx.srv.events.push(Event::Close {
-                client: ClientId(id),
-                flush: false,
-            });
-        }
     }
 }
 
@@ -478,26 +466,15 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             String::from_utf8_lossy(argv.get(2))
         ));
     };
-    let args: Vec<&[u8]> = (3..argv.len()).map(|i| argv.get(i)).collect();
+    let args: Vec<&[u8]> = argv.iter().skip(3).collect();
     let t = table();
-    let not_found = || {
-        format!(
+    let Some(i) = t.lookup_command(&args) else {
+        return ctx.error(&format!(
             "ERR Command '{}' not found",
             String::from_utf8_lossy(args[0])
-        )
+        ));
     };
-    let Some(mut i) = t.lookup(args[0]) else {
-        return ctx.error(&not_found());
-    };
-    if !t.entries[i].subs.is_empty() && args.len() >= 2 {
-        match t.lookup_sub(i, args[1]) {
-            Some(s) => i = s,
-            None => return ctx.error(&not_found()),
-        }
-    }
-    let arity = t.entries[i].spec.arity;
-    let argc = args.len() as i32;
-    if (arity > 0 && argc != arity) || argc < -arity {
+    if !t.entries[i].accepts_argc(args.len()) {
         return ctx.error(&format!(
             "ERR wrong number of arguments for '{}' command",
             t.entries[i].fullname
@@ -586,52 +563,16 @@ fn acl_load(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let pubsub_all = ctx.srv.config.acl_pubsub_all();
     let users = match acl::file::read(std::path::Path::new(&path), pubsub_all) {
         Ok(u) => u,
-        Err(e) => return ctx.error(&format!("ERR Error loading ACLs: {e}")),
+        Err(acl::file::ReadError::Open(e)) => return ctx.error(&format!("ERR {e}")),
+        Err(acl::file::ReadError::Lines(e)) => {
+            return ctx.error(&format!(
+                "ERR {e} WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+            ));
+        }
     };
-    let acl = &mut ctx.srv.acl;
-    acl.clear();
-    for u in &users {
-        acl::apply_declared(acl, u);
-    }
+    let gone = ctx.srv.acl.redeclare(&users);
     ctx.srv.sync_busy_auth();
-    // Connections keep their user by name; those whose user is gone close.
-    let relogin = |acl: &Acl, s: &mut crate::session::Session| match acl.id(s.user_name.as_bytes())
-    {
-        Some(id) => {
-            s.user = id;
-            true
-        }
-        None => false,
-    };
-    let mut gone: Vec<u64> = Vec::new();
-    if ctx.session.user != acl::SUPERUSER && !relogin(&ctx.srv.acl, ctx.session) {
-        ctx.session.close_after_reply = true;
-    }
-    for id in ctx.srv.clients.ids() {
-        if id == ctx.session.id.0 {
-            continue;
-        }
-        let acl = &ctx.srv.acl;
-        let ok = ctx
-            .srv
-            .clients
-            .map
-            .get_mut(&id)
-            .and_then(Option::as_mut)
-            .is_none_or(|s| s.user == acl::SUPERUSER || relogin(acl, s));
-        if !ok {
-            gone.push(id);
-        }
-    }
-    for id in gone {
-        if let Some(s) = ctx.srv.clients.get_mut(ClientId(id)) {
-            s.close_asap = true;
-        }
-        ctx.srv.events.push(Event::Close {
-            client: ClientId(id),
-            flush: false,
-        });
-    }
+    disconnect_users(ctx, &gone);
     drop_refused_subscribers(ctx);
     ctx.reply.ok();
 }

@@ -465,18 +465,11 @@ impl ScriptHost<'_, '_> {
         out: &mut Vec<u8>,
     ) -> Result<(), String> {
         let t = table();
-        let Some(mut i) = t.lookup(argv[0]) else {
+        let Some(i) = t.lookup_command(argv) else {
             return Err(UNKNOWN.into());
         };
-        if !t.entries[i].subs.is_empty() && argv.len() >= 2 {
-            match t.lookup_sub(i, argv[1]) {
-                Some(s) => i = s,
-                None => return Err(UNKNOWN.into()),
-            }
-        }
         let spec = t.entries[i].spec;
-        let argc = argv.len() as i32;
-        if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
+        if !t.entries[i].accepts_argc(argv.len()) {
             return Err("ERR Wrong number of args calling command from script".into());
         }
         if spec.flags & NOSCRIPT != 0 {

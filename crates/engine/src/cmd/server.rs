@@ -781,11 +781,6 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     net.total_net_input_bytes = 0;
     net.total_net_output_bytes = 0;
     net.rejected_connections = 0;
-    let acl = &mut ctx.srv.acl;
-    acl.denied_auth = 0;
-    acl.denied_cmd = 0;
-    acl.denied_key = 0;
-    acl.denied_channel = 0;
     ctx.reply.ok();
 }
 

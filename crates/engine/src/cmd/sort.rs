@@ -163,7 +163,7 @@ struct Opts<'a> {
 fn parse_opts<'a>(
     argv: ArgvRef<'a>,
     readonly: bool,
-    full_key_access: bool,
+    full_key_access: &dyn Fn() -> bool,
 ) -> Result<Opts<'a>, &'static str> {
     let mut o = Opts {
         desc: false,
@@ -199,12 +199,12 @@ fn parse_opts<'a>(
             // A pattern without '*' names no per-element key: no sorting.
             if !c_str(p).contains(&b'*') {
                 o.dontsort = true;
-            } else if !full_key_access {
+            } else if !full_key_access() {
                 return Err("ERR BY option of SORT denied due to insufficient ACL permissions.");
             }
             j += 1;
         } else if is(b"get") && left >= 1 {
-            if !full_key_access {
+            if !full_key_access() {
                 return Err("ERR GET option of SORT denied due to insufficient ACL permissions.");
             }
             o.gets.push(argv.get(j + 1));
@@ -350,13 +350,17 @@ struct Item {
 
 fn sort_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
     let user = ctx.session.user;
-    let full_key_access = !ctx.srv.acl.restricted(user) || {
-        let name: &[u8] = if readonly { b"sort_ro" } else { b"sort" };
-        let entry = crate::table::table().lookup(name).unwrap_or_default();
-        let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
-        ctx.srv.acl.full_key_access(user, entry, &args)
+    let acl = &ctx.srv.acl;
+    // Asked only when BY or GET needs it.
+    let full_key_access = || {
+        !acl.restricted(user) || {
+            let name: &[u8] = if readonly { b"sort_ro" } else { b"sort" };
+            let entry = crate::table::table().lookup(name).unwrap_or_default();
+            let args: Vec<&[u8]> = argv.iter().collect();
+            acl.full_key_access(user, entry, &args)
+        }
     };
-    let mut o = match parse_opts(argv, readonly, full_key_access) {
+    let mut o = match parse_opts(argv, readonly, &full_key_access) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };

@@ -200,7 +200,7 @@ fn acl_changed_since_queued(
     if !ctx.srv.acl.restricted(user) {
         return None;
     }
-    let args: Vec<&[u8]> = (0..argv.len()).map(|j| argv.get(j)).collect();
+    let args: Vec<&[u8]> = argv.iter().collect();
     let denied = ctx.srv.acl.check(user, idx, &args).err()?;
     let context = crate::acl::log::Context::Multi;
     crate::acl::refuse_in(
