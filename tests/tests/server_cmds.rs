@@ -699,3 +699,66 @@ e2e!(
         assert_eq!(seen[0], seen[1]);
     }
 );
+
+/// INFO stats counters as numbers.
+fn stat(c: &mut ringkv_e2e::Raw, name: &str) -> u64 {
+    let info = c.cmd(&["INFO", "stats"]).text();
+    let v = ringkv_e2e::info_field(&info, name);
+    v.parse().unwrap_or_else(|_| panic!("{name}:{v}"))
+}
+
+e2e!(
+    ringkv_only fn eventloop_counters_move_as_valkeys(b) {
+        // The same steps on both servers, the same assertions on each: a
+        // command's time is in both sums, an idle server's cron is a
+        // cycle, RESETSTAT starts the counters again.
+        let opts = || Opts::new().arg("enable-debug-command", "yes");
+        let ours = b.start(opts());
+        let theirs = ringkv_e2e::Backend::Valkey.start(opts());
+        for srv in [&ours, &theirs] {
+            let c = &mut srv.raw();
+            let who = if std::ptr::eq(srv, &ours) { "ringkv" } else { "valkey" };
+            let cycles = stat(c, "eventloop_cycles");
+            let (all, cmd) = (
+                stat(c, "eventloop_duration_sum"),
+                stat(c, "eventloop_duration_cmd_sum"),
+            );
+            assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.05"]), Reply::status("OK"));
+            assert!(stat(c, "eventloop_cycles") >= cycles + 2, "{who}");
+            let all2 = stat(c, "eventloop_duration_sum");
+            let cmd2 = stat(c, "eventloop_duration_cmd_sum");
+            assert!(cmd2 >= cmd + 50_000, "{who}: cmd {cmd} -> {cmd2}");
+            assert!(all2 >= all + 50_000, "{who}: all {all} -> {all2}");
+            assert!(all2 >= cmd2, "{who}: all {all2} < cmd {cmd2}");
+            assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Reply::status("OK"));
+            assert!(stat(c, "eventloop_cycles") < cycles + 2, "{who}");
+            assert!(stat(c, "eventloop_duration_cmd_sum") < 50_000, "{who}");
+            // Cron runs `hz` (10) times a second on an idle server; the
+            // rate is a mean over the samples of the last 1.6 s.
+            std::thread::sleep(Duration::from_millis(600));
+            let rate = stat(c, "instantaneous_eventloop_cycles_per_sec");
+            assert!((1..1000).contains(&rate), "{who}: {rate} cycles/s");
+            let each = stat(c, "instantaneous_eventloop_duration_usec");
+            assert!(each < 100_000, "{who}: {each} µs per cycle");
+        }
+        // Every command's first key is prefetched in batches before it
+        // runs (Valkey does so only with IO threads).
+        let c = &mut ours.raw();
+        let (batches, entries) = (
+            stat(c, "io_threaded_total_prefetch_batches"),
+            stat(c, "io_threaded_total_prefetch_entries"),
+        );
+        let mut req = Vec::new();
+        for i in 0..64 {
+            req.extend(ringkv_e2e::raw::encode_str(&["GET", &format!("k{i}")]));
+        }
+        c.send(&req);
+        for _ in 0..64 {
+            assert_eq!(c.read_reply(), Reply::Nil);
+        }
+        assert!(stat(c, "io_threaded_total_prefetch_batches") > batches);
+        // The INFO commands between are keyless.
+        assert_eq!(stat(c, "io_threaded_total_prefetch_entries"), entries + 64);
+        assert_eq!(stat(c, "io_threaded_freed_objects"), 0);
+    }
+);

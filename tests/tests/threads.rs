@@ -76,6 +76,11 @@ e2e!(
         let stats = raws[0].cmd(&["INFO", "stats"]).text();
         let reads: u64 = info_field(&stats, "io_threaded_reads_processed").parse().unwrap();
         assert!(reads >= 4, "io_threaded_reads_processed:{reads}");
+        // The IO threads accept connections and wait for IO themselves.
+        let accepts: u64 = info_field(&stats, "io_threaded_accept_processed").parse().unwrap();
+        assert!(accepts >= 4, "io_threaded_accept_processed:{accepts}");
+        let polls: u64 = info_field(&stats, "io_threaded_poll_processed").parse().unwrap();
+        assert!(polls >= 4, "io_threaded_poll_processed:{polls}");
     }
 );
 

@@ -484,7 +484,7 @@ fn stats(srv: &Server, out: &mut String) {
         st.total_commands_processed
     );
     let repl = srv.repl.traffic();
-    field!(out, "instantaneous_ops_per_sec:{}", st.ops_rate.per_sec());
+    field!(out, "instantaneous_ops_per_sec:{}", st.ops_rate.mean());
     // As Valkey's, the totals include replication's bytes; the ACKs a
     // primary reads from its replicas are client input, not replication.
     field!(
@@ -506,7 +506,7 @@ fn stats(srv: &Server, out: &mut String) {
         "total_net_repl_output_bytes:{}",
         repl.replicas.bytes_out
     );
-    let kbps = |r: &crate::server::Rate| r.per_sec() as f64 / 1024.0;
+    let kbps = |r: &crate::server::Rate| r.mean() as f64 / 1024.0;
     field!(out, "instantaneous_input_kbps:{:.2}", kbps(&st.in_rate));
     field!(out, "instantaneous_output_kbps:{:.2}", kbps(&st.out_rate));
     field!(
@@ -575,7 +575,11 @@ fn stats(srv: &Server, out: &mut String) {
     );
     field!(out, "latest_fork_usec:0");
     field!(out, "total_forks:0");
-    field!(out, "migrate_cached_sockets:0");
+    field!(
+        out,
+        "migrate_cached_sockets:{}",
+        srv.migrator.as_ref().map_or(0, |m| m.cached())
+    );
     field!(out, "slave_expires_tracked_keys:0");
     field!(out, "active_defrag_hits:0");
     field!(out, "active_defrag_misses:0");
@@ -610,6 +614,30 @@ fn stats(srv: &Server, out: &mut String) {
     );
     field!(out, "io_threaded_reads_processed:{io_reads}");
     field!(out, "io_threaded_writes_processed:{io_writes}");
+    // IO threads free nothing of the engine's: values whose sends are
+    // done go back to the execution thread (`ToExec::Spent`).
+    field!(out, "io_threaded_freed_objects:0");
+    field!(
+        out,
+        "io_threaded_accept_processed:{}",
+        net.io_sum(|t| &t.accepts)
+    );
+    field!(
+        out,
+        "io_threaded_poll_processed:{}",
+        net.io_sum(|t| &t.polls)
+    );
+    // Unlike Valkey's, the prefetch pass also runs without IO threads.
+    field!(
+        out,
+        "io_threaded_total_prefetch_batches:{}",
+        st.prefetch_batches
+    );
+    field!(
+        out,
+        "io_threaded_total_prefetch_entries:{}",
+        st.prefetch_entries
+    );
     field!(
         out,
         "client_query_buffer_limit_disconnections:{}",
@@ -622,6 +650,23 @@ fn stats(srv: &Server, out: &mut String) {
     );
     field!(out, "reply_buffer_shrinks:0");
     field!(out, "reply_buffer_expands:0");
+    field!(out, "eventloop_cycles:{}", st.eventloop_cycles);
+    field!(out, "eventloop_duration_sum:{}", st.eventloop_ns / 1000);
+    field!(
+        out,
+        "eventloop_duration_cmd_sum:{}",
+        st.eventloop_cmd_ns / 1000
+    );
+    field!(
+        out,
+        "instantaneous_eventloop_cycles_per_sec:{}",
+        st.cycles_rate.mean()
+    );
+    field!(
+        out,
+        "instantaneous_eventloop_duration_usec:{}",
+        st.cycle_length.mean()
+    );
     let acl = &srv.acl;
     field!(out, "acl_access_denied_auth:{}", acl.denied_auth);
     field!(out, "acl_access_denied_cmd:{}", acl.denied_cmd);

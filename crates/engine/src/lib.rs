@@ -68,6 +68,7 @@ pub mod lazyfree;
 pub mod loading;
 pub mod log;
 pub mod memory;
+pub mod migrate;
 pub mod monitor;
 pub mod num;
 mod observe;
@@ -97,7 +98,7 @@ use resp::{Mark, ReplyBuf, ReplyWriter};
 use server::CmdStat;
 use session::ReplyMode;
 use std::net::{IpAddr, SocketAddr};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use table::table;
 
 /// Identifies a client for its whole life; never reused (CLIENT ID).
@@ -179,6 +180,9 @@ pub struct IoThreadStats {
     pub commands: std::sync::atomic::AtomicU64,
     pub bytes_in: std::sync::atomic::AtomicU64,
     pub bytes_out: std::sync::atomic::AtomicU64,
+    /// Connections this thread accepted, and waits for IO it made.
+    pub accepts: std::sync::atomic::AtomicU64,
+    pub polls: std::sync::atomic::AtomicU64,
     /// Nanoseconds spent working (not waiting for IO or the doorbell).
     pub busy_ns: std::sync::atomic::AtomicU64,
     /// Written by the execution thread: [`IO_THREAD_ACTIVE`],
@@ -237,13 +241,20 @@ const UNKNOWN: u32 = CommandHint::UNKNOWN;
 /// entries (`store::Db::prefetch_batch`), then the values' bytes
 /// (`store::Db::prefetch_values`).
 fn prefetch_window(srv: &mut Server, hashes: &mut [Vec<u64>], window: &[Found]) {
+    let mut keys = 0;
     for f in window {
         if f.hint.key_hash != 0
             && let Some(h) = hashes.get_mut(f.db as usize)
         {
             h.push(f.hint.key_hash);
+            keys += 1;
         }
     }
+    if keys == 0 {
+        return;
+    }
+    srv.stats.prefetch_batches += 1;
+    srv.stats.prefetch_entries += keys;
     for (db, h) in hashes.iter().enumerate() {
         if !h.is_empty() {
             srv.keyspace.dbs[db].prefetch_batch(h);
@@ -310,6 +321,7 @@ impl CmdTimer {
             return;
         };
         let total = ns + self.rem_ns;
+        srv.stats.eventloop_cmd_ns += ns;
         srv.stats.commands[i].usec += total / 1000;
         self.rem_ns = total % 1000;
         let calls = std::mem::take(&mut self.calls);
@@ -617,7 +629,7 @@ impl Engine {
         }
         // Valkey's `activerehashing`: up to 1 ms per cron finishes resizes
         // of databases that see no writes (writes move buckets themselves).
-        let until = Instant::now() + std::time::Duration::from_millis(1);
+        let until = Instant::now() + Duration::from_millis(1);
         for db in srv.keyspace.dbs.iter_mut() {
             while db.rehash_step(100) && Instant::now() < until {}
         }
@@ -638,6 +650,9 @@ impl Engine {
             }
         }
         client_evict::evict_clients(srv);
+        if let Some(m) = srv.migrator.as_mut() {
+            m.close_idle(migrate::CACHE_TTL);
+        }
         persist::cron(srv, now);
         aof::cron(srv, now);
         replication::cron(srv, now);
@@ -689,6 +704,12 @@ impl Engine {
     /// `ringkv-persist`); without it SAVE and BGSAVE fail.
     pub fn set_storage(&mut self, storage: Box<dyn persist::Storage>) {
         self.srv.persist.storage = Some(storage);
+    }
+
+    /// MIGRATE connects through `migrator` (the server's sockets);
+    /// without it MIGRATE fails to connect.
+    pub fn set_migrator(&mut self, migrator: Box<dyn migrate::Migrator>) {
+        self.srv.migrator = Some(migrator);
     }
 
     /// Start loading `dbfilename` if it exists; commands get `-LOADING`
@@ -756,17 +777,17 @@ impl Engine {
 
     /// How soon [`Engine::background_step`] wants to run again: now when
     /// it has work at hand, shortly when it waits on another thread.
-    pub fn background_wait(&self) -> Option<std::time::Duration> {
+    pub fn background_wait(&self) -> Option<Duration> {
         if self.srv.repl.ready() {
-            return Some(std::time::Duration::ZERO);
+            return Some(Duration::ZERO);
         }
         if let Some(ready) = replication::primary::capture_ready(&self.srv) {
             let ms = if ready { 0 } else { 1 };
-            return Some(std::time::Duration::from_millis(ms));
+            return Some(Duration::from_millis(ms));
         }
         if let Some(r) = &self.srv.aof.rewrite {
             let ms = if r.ready() { 0 } else { 1 };
-            return Some(std::time::Duration::from_millis(ms));
+            return Some(Duration::from_millis(ms));
         }
         let p = &self.srv.persist;
         if p.is_loading() || p.snapshot.is_some() {
@@ -776,7 +797,7 @@ impl Engine {
                 (None, None) => false,
             };
             let ms = if ready { 0 } else { 1 };
-            return Some(std::time::Duration::from_millis(ms));
+            return Some(Duration::from_millis(ms));
         }
         replication::wait::poll_interval(&self.srv)
     }
@@ -927,6 +948,14 @@ impl Engine {
 
     /// Count read and write syscalls (or completions) for INFO
     /// `total_reads_processed` / `total_writes_processed`.
+    /// One cycle of the loop that runs the engine did something (took in
+    /// commands, ran cron) in `busy`, its wait for IO left out: INFO's
+    /// `eventloop_cycles` and `eventloop_duration_sum`.
+    pub fn count_cycle(&mut self, busy: Duration) {
+        self.srv.stats.eventloop_cycles += 1;
+        self.srv.stats.eventloop_ns += busy.as_nanos() as u64;
+    }
+
     pub fn count_io(&mut self, reads: u64, writes: u64) {
         self.srv.stats.total_reads_processed += reads;
         self.srv.stats.total_writes_processed += writes;
@@ -1519,6 +1548,9 @@ fn sample_stats(srv: &mut Server, now: i64) {
     st.out_rate.sample(i, net_out, dt);
     st.repl_in_rate.sample(i, repl.from_primary, dt);
     st.repl_out_rate.sample(i, repl.replicas.bytes_out, dt);
+    st.cycles_rate.sample(i, st.eventloop_cycles, dt);
+    st.cycle_length
+        .sample_per(i, st.eventloop_ns / 1000, st.eventloop_cycles);
     if dt > 0 {
         st.sample_idx += 1;
     }

@@ -117,21 +117,35 @@ pub struct Stats {
     pub out_rate: Rate,
     pub repl_in_rate: Rate,
     pub repl_out_rate: Rate,
+    /// Loop cycles per second, and the mean length of one (µs).
+    pub cycles_rate: Rate,
+    pub cycle_length: Rate,
     pub sample_idx: usize,
+    /// The loop that runs the engine (the inline loop, or the execution
+    /// thread): cycles that did something, the nanoseconds they took,
+    /// and of those the nanoseconds commands took (INFO's `eventloop_*`).
+    pub eventloop_cycles: u64,
+    pub eventloop_ns: u64,
+    pub eventloop_cmd_ns: u64,
+    /// Prefetch passes over a batch's keys, and the keys they covered.
+    pub prefetch_batches: u64,
+    pub prefetch_entries: u64,
     pub last_sample_ms: i64,
 }
 
-/// One instantaneous metric: per-second rates of a running total over
-/// the last 16 samples (Valkey takes one every 100 ms).
+/// One instantaneous metric: how fast a running total grows against a
+/// base (time, or another total), over the last 16 samples (Valkey takes
+/// one every 100 ms).
 #[derive(Clone, Debug, Default)]
 pub struct Rate {
     samples: [u64; 16],
     last_total: u64,
+    last_base: u64,
 }
 
 impl Rate {
     /// Sample `total` into slot `idx`, `dt_ms` after the last sample
-    /// (0: the first, which only sets the base).
+    /// (0: the first, which only sets the base): growth per second.
     pub fn sample(&mut self, idx: usize, total: u64, dt_ms: i64) {
         if dt_ms > 0 {
             self.samples[idx % 16] = total.saturating_sub(self.last_total) * 1000 / dt_ms as u64;
@@ -139,8 +153,19 @@ impl Rate {
         self.last_total = total;
     }
 
-    /// The mean of the samples, per second.
-    pub fn per_sec(&self) -> u64 {
+    /// Sample `total`'s growth per unit of `base`'s since the last sample
+    /// (0 when `base` did not move).
+    pub fn sample_per(&mut self, idx: usize, total: u64, base: u64) {
+        let d = base.saturating_sub(self.last_base);
+        self.samples[idx % 16] = total
+            .saturating_sub(self.last_total)
+            .checked_div(d)
+            .unwrap_or(0);
+        (self.last_total, self.last_base) = (total, base);
+    }
+
+    /// The mean of the samples (per second for [`Rate::sample`]).
+    pub fn mean(&self) -> u64 {
         self.samples.iter().sum::<u64>() / self.samples.len() as u64
     }
 }
@@ -272,6 +297,8 @@ pub struct Server {
     pub output_limits: std::sync::Arc<crate::output::OutputLimits>,
     /// RDB: dirty counter, save points, the BGSAVE or load in progress.
     pub persist: crate::persist::Persist,
+    /// MIGRATE's connections (none: MIGRATE cannot connect).
+    pub migrator: Option<Box<dyn crate::migrate::Migrator>>,
     /// The write-effects stream (on while the AOF or a replica reads it).
     pub effects: crate::effects::Effects,
     /// The append-only file: its state and INFO figures.
@@ -342,6 +369,7 @@ impl Server {
             lazyfree: Default::default(),
             output_limits: Default::default(),
             persist: crate::persist::Persist::new(start_ms / 1000),
+            migrator: None,
             effects: crate::effects::Effects::default(),
             aof: crate::aof::Aof::default(),
             repl: crate::replication::Replication::new(""),

@@ -82,13 +82,14 @@ pub struct Table {
 }
 
 /// Every command group, in the order COMMAND lists them.
-fn groups() -> [&'static [CommandSpec]; 27] {
+fn groups() -> [&'static [CommandSpec]; 28] {
     [
         cmd::strings::COMMANDS,
         cmd::lcs::COMMANDS,
         cmd::keys::COMMANDS,
         cmd::sort::COMMANDS,
         cmd::dump::COMMANDS,
+        cmd::migrate::COMMANDS,
         cmd::lists::COMMANDS,
         cmd::hashes::COMMANDS,
         cmd::sets::COMMANDS,

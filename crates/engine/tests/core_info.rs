@@ -377,3 +377,46 @@ fn commands_in_a_transaction_are_recorded_one_by_one() {
         "{r}"
     );
 }
+
+#[test]
+fn eventloop_rates_come_from_cron_samples() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let t0 = 1_800_000_000_000;
+    e.pin_clock(Some(t0));
+    e.cron();
+    // 40 cycles of 250 µs in 100 ms: 400/s and 250 µs each, in one of
+    // 16 samples.
+    for _ in 0..40 {
+        e.count_cycle(std::time::Duration::from_micros(250));
+    }
+    e.pin_clock(Some(t0 + 100));
+    e.cron();
+    let t = bulk_text(&cmd(&mut e, c, &["info", "stats"]));
+    assert!(t.contains("\r\neventloop_cycles:40\r\n"), "{t}");
+    assert!(t.contains("\r\neventloop_duration_sum:10000\r\n"), "{t}");
+    assert!(
+        t.contains("\r\ninstantaneous_eventloop_cycles_per_sec:25\r\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("\r\ninstantaneous_eventloop_duration_usec:15\r\n"),
+        "{t}"
+    );
+    // No cycle in the next 100 ms: that sample's length is 0, not a
+    // division by zero.
+    e.pin_clock(Some(t0 + 200));
+    e.cron();
+    let t = bulk_text(&cmd(&mut e, c, &["info", "stats"]));
+    assert!(
+        t.contains("\r\ninstantaneous_eventloop_duration_usec:15\r\n"),
+        "{t}"
+    );
+    assert_eq!(cmd(&mut e, c, &["config", "resetstat"]), "+OK\r\n");
+    let t = bulk_text(&cmd(&mut e, c, &["info", "stats"]));
+    assert!(t.contains("\r\neventloop_cycles:0\r\n"), "{t}");
+    assert!(
+        t.contains("\r\ninstantaneous_eventloop_duration_usec:0\r\n"),
+        "{t}"
+    );
+}

@@ -52,7 +52,8 @@ impl EngineTimers {
         }
     }
 
-    pub(crate) fn run(&mut self, engine: &mut Engine, now: Instant) {
+    /// Returns whether cron ran (its time is then past `now`).
+    pub(crate) fn run(&mut self, engine: &mut Engine, now: Instant) -> bool {
         // Taken, not just read: a signal whose shutdown failed (the final
         // save did not work) leaves the server running, and the next
         // signal tries again.
@@ -60,7 +61,8 @@ impl EngineTimers {
             engine.shutdown_requested();
         }
         engine.background_step();
-        if now >= self.next_cron {
+        let cron = now >= self.next_cron;
+        if cron {
             engine.cron();
             crate::busy_poll::set_window_us(engine.config().io_busy_poll_us);
             let period = Duration::from_micros(1_000_000 / u64::from(engine.hz().clamp(1, 500)));
@@ -72,6 +74,7 @@ impl EngineTimers {
         engine.expire_blocked();
         // Deletions by active expiry and eviction, a rewrite's cut-over.
         engine.commit_effects();
+        cron
     }
 
     /// How long the loop may sleep (at most `max`) before cron or a blocked
@@ -212,6 +215,9 @@ pub(crate) struct Driver {
     disconnect_later: Vec<ClientId>,
     /// `io-busy-poll-us`: poll instead of sleeping just after input.
     busy_poll: crate::busy_poll::BusyPoll,
+    /// Inline mode: when the backend's wait last returned (the cycle's
+    /// start, for the engine's `eventloop_*` counters).
+    woke: Option<Instant>,
 }
 
 impl Driver {
@@ -294,6 +300,7 @@ impl Driver {
             guest_keepalive: 300,
             disconnect_later: Vec::new(),
             busy_poll: Default::default(),
+            woke: None,
         }
     }
 
@@ -355,6 +362,7 @@ impl Driver {
             Side::Inline(engine) => engine,
             Side::Lent => unreachable!("a batch lends the engine only while busy"),
             Side::Io(link) => {
+                link.count_accept();
                 // The execution thread registers the client and deals the
                 // socket to an IO thread (maybe this one) with Adopt.
                 link.send(ToExec::Connect(Box::new(Accepted {
@@ -670,6 +678,7 @@ impl Driver {
             Side::Io(link) => link.after_wait(rung),
             Side::Lent => {}
             Side::Inline(_) => {
+                self.woke = Some(Instant::now());
                 if let Some(b) = &self.wake_bell
                     && (self.bell_sleeping || rung)
                 {
@@ -1226,7 +1235,15 @@ impl Driver {
     /// out of time; the backend then tears down what is left).
     pub(crate) fn tick(&mut self) -> bool {
         if let Side::Inline(engine) = &mut self.side {
-            self.timers.run(engine, Instant::now());
+            let now = Instant::now();
+            let end = if self.timers.run(engine, now) {
+                Instant::now()
+            } else {
+                now
+            };
+            if let Some(woke) = self.woke.take() {
+                engine.count_cycle(end.saturating_duration_since(woke));
+            }
             self.drain_output();
             self.drain_events();
         }

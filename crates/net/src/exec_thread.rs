@@ -449,20 +449,24 @@ impl ExecLoop {
     /// [`ExecLoop::step`], with its time counted as busy.
     fn timed_step(&mut self) -> bool {
         let started = Instant::now();
-        let worked = self.step();
+        let (worked, cron) = self.step();
         // The step read the clock for its timers just before its last
         // flushes: close enough, and one clock read less per step.
         let now = self.clock;
         if worked {
             self.busy_since_report += now.saturating_duration_since(started);
         }
+        if worked || cron {
+            self.engine
+                .count_cycle(now.saturating_duration_since(started));
+        }
         self.report_busy(now);
         worked
     }
 
     /// One round: take in every ring, run the batch, answer, timers.
-    /// Returns whether anything came in.
-    fn step(&mut self) -> bool {
+    /// Returns whether anything came in, and whether cron ran.
+    fn step(&mut self) -> (bool, bool) {
         let mut worked = false;
         if !self.on_io && !self.script_wait.is_empty() {
             worked = true;
@@ -481,15 +485,18 @@ impl ExecLoop {
         for msg in std::mem::take(&mut self.deferred) {
             self.after_batch(msg);
         }
-        let now = Instant::now();
+        let mut now = Instant::now();
+        let cron = self.timers.run(&mut self.engine, now);
+        if cron {
+            now = Instant::now();
+        }
         self.clock = now;
-        self.timers.run(&mut self.engine, now);
         self.route_output();
         self.tend_pool(now);
         for p in &mut self.peers {
             p.flush();
         }
-        worked
+        (worked, cron)
     }
 
     fn take(&mut self, thread: usize, msg: ToExec) {

@@ -201,6 +201,10 @@ impl IoLink {
         add(&s.bytes_out, bytes_out);
     }
 
+    pub(crate) fn count_accept(&self) {
+        add(&self.stats.accepts, 1);
+    }
+
     /// How long to wait: zero if there is work, else announce the sleep
     /// (then anything the execution thread publishes rings the doorbell,
     /// whose fd the backend waits on).
@@ -253,6 +257,7 @@ impl IoLink {
 
     /// The wait is over; `rung`: it reported the doorbell's fd readable.
     pub(crate) fn after_wait(&mut self, rung: bool) {
+        add(&self.stats.polls, 1);
         if self.waiting {
             self.waiting = false;
             self.woke = Instant::now();

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use engine::log;
 
 mod fdlimit;
+mod migrate;
 
 /// jemalloc, counting the bytes it hands out: INFO `used_memory` and the
 /// `maxmemory` check before each command read the count
@@ -180,6 +181,7 @@ fn main() -> ExitCode {
     });
     engine.set_file_limit(fdlimit::raise_for_engine);
     engine.set_storage(Box::new(persist::FileStorage));
+    engine.set_migrator(Box::<migrate::MigrateSockets>::default());
     if let Err(e) = engine.load_at_startup() {
         log::warning(&format!("Fatal error loading the DB: {e}. Exiting."));
         if let Some(p) = &pidfile {

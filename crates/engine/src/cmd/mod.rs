@@ -32,6 +32,7 @@ pub mod keys;
 pub mod lcs;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
 pub mod persistence;
 pub mod pubsub;
 pub mod replication;
