@@ -230,38 +230,32 @@ fn a_target_error_keeps_the_refused_keys_and_is_the_reply() {
     assert_eq!(effects(&mut e, &mut r), Vec::<Vec<String>>::new());
 }
 
+/// MIGRATE of one key `a` to a target answering `conns`: the reply, how
+/// many connections were made, and whether `a` is still here.
+fn migrate_one(conns: Vec<Vec<io::Result<&str>>>) -> (String, usize, bool) {
+    let (mut e, t) = setup(conns);
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["set", "a", "1"]);
+    let reply = cmd(&mut e, c, &["migrate", "h", "1", "a", "0", "100"]);
+    let kept = cmd(&mut e, c, &["exists", "a"]) == ":1\r\n";
+    let connects = t.0.lock().unwrap().connects;
+    (reply, connects, kept)
+}
+
 #[test]
 fn a_socket_error_before_any_reply_is_retried_once() {
     let eof = || Err(io::ErrorKind::UnexpectedEof.into());
-    // A cached connection the target closed: the second one works.
-    let (mut e, t) = setup(vec![vec![eof()], vec![Ok("+OK"), Ok("+OK")]]);
-    let c = connect(&mut e);
-    cmd(&mut e, c, &["set", "a", "1"]);
-    assert_eq!(
-        cmd(&mut e, c, &["migrate", "h", "1", "a", "0", "100"]),
-        "+OK\r\n"
-    );
-    assert_eq!(t.0.lock().unwrap().connects, 2);
-    // Twice: the error, the key kept.
-    let (mut e, t) = setup(vec![vec![eof()], vec![eof()], vec![Ok("+OK")]]);
-    let c = connect(&mut e);
-    cmd(&mut e, c, &["set", "a", "1"]);
-    assert_eq!(
-        cmd(&mut e, c, &["migrate", "h", "1", "a", "0", "100"]),
-        "-IOERR error or timeout reading to target instance\r\n"
-    );
-    assert_eq!(t.0.lock().unwrap().connects, 2);
-    assert_eq!(cmd(&mut e, c, &["exists", "a"]), ":1\r\n");
-    // A timeout is not retried.
     let late = || Err(io::ErrorKind::WouldBlock.into());
-    let (mut e, t) = setup(vec![vec![late()], vec![Ok("+OK"), Ok("+OK")]]);
-    let c = connect(&mut e);
-    cmd(&mut e, c, &["set", "a", "1"]);
-    assert_eq!(
-        cmd(&mut e, c, &["migrate", "h", "1", "a", "0", "100"]),
-        "-IOERR error or timeout reading to target instance\r\n"
-    );
-    assert_eq!(t.0.lock().unwrap().connects, 1);
+    let lost = "-IOERR error or timeout reading to target instance\r\n";
+    // A cached connection the target closed: the second one works.
+    let moved = migrate_one(vec![vec![eof()], vec![Ok("+OK"), Ok("+OK")]]);
+    assert_eq!(moved, ("+OK\r\n".to_string(), 2, false));
+    // Twice: the error, the key kept.
+    let twice = migrate_one(vec![vec![eof()], vec![eof()], vec![Ok("+OK")]]);
+    assert_eq!(twice, (lost.to_string(), 2, true));
+    // A timeout is not retried.
+    let timed_out = migrate_one(vec![vec![late()], vec![Ok("+OK"), Ok("+OK")]]);
+    assert_eq!(timed_out, (lost.to_string(), 1, true));
     // Lost after the first key was answered: that key moved, no retry.
     let (mut e, t) = setup(vec![vec![Ok("+OK"), Ok("+OK"), eof()], vec![Ok("+OK")]]);
     let c = connect(&mut e);
