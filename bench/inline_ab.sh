@@ -4,18 +4,19 @@
 #
 # For ROUNDS rounds, in alternating order (A B, then B A, ...), each binary
 # runs pinned to core SERVER_CPU and redis-benchmark on CLIENT_CPU runs
-# TEST (set or get) at -P 1: -c 50 -d 100 -r 1000000 -n N. Prints one line
+# TEST (set or get) at -P PIPELINE (1): -c 50 -d 100 -r 1000000 -n N. Prints one line
 # per run: round, binary, ns of server CPU per request (Δ(utime+stime) of
 # /proc/PID/stat ÷ Δtotal_commands_processed) and the client's rps.
 #
 # Usage: A_BIN=path B_BIN=path bench/inline_ab.sh [ROUNDS] [set|get] [N]
-# Env:   SERVER_CPU (0) CLIENT_CPU (1) PORT (17611)
+# Env:   SERVER_CPU (0) CLIENT_CPU (1) PORT (17611) PIPELINE (1: -P)
 # Stops only the servers it started, by PID.
 set -euo pipefail
 ROUNDS=${1:-5}; TEST=${2:-set}; N=${3:-400000}
 : "${A_BIN:?set A_BIN}" "${B_BIN:?set B_BIN}"
 SERVER_CPU=${SERVER_CPU:-0}; CLIENT_CPU=${CLIENT_CPU:-1}
 PORT=${PORT:-17611}
+PIPELINE=${PIPELINE:-1}
 TCK=$(getconf CLK_TCK)
 pid=""; dir=""
 cleanup() {
@@ -35,7 +36,7 @@ for round in $(seq "$ROUNDS"); do
     for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
     c0=$(cpu); n0=$(cmds)
     rps=$(taskset -c "$CLIENT_CPU" redis-benchmark -p "$PORT" -t "$TEST" -c 50 -d 100 -r 1000000 \
-      -n "$N" -P 1 -q 2>/dev/null | grep -o '[0-9.]* requests per second' | head -1)
+      -n "$N" -P "$PIPELINE" -q 2>/dev/null | grep -o '[0-9.]* requests per second' | head -1)
     c1=$(cpu); n1=$(cmds)
     echo "$round $which ns/req=$(( (c1 - c0) * 1000000000 / TCK / (n1 - n0) )) $rps"
     cleanup; pid=""; dir=""

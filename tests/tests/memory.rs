@@ -2,7 +2,7 @@
 //! against redis-server 7.0, whose figures differ but keep the same shape.
 
 use redis::Value;
-use ringkv_e2e::v::{int_of, ok, text};
+use ringkv_e2e::v::{int, int_of, ok, text};
 use ringkv_e2e::{e2e, info_field, q, query};
 
 fn usage(c: &mut redis::Connection, key: &str) -> i64 {
@@ -226,5 +226,40 @@ e2e!(
         let want = lazyfreed_by_a_flush(&ringkv_e2e::Backend::Valkey.server());
         assert_eq!(want, "1000", "Valkey 8.1, the oracle");
         assert_eq!(lazyfreed_by_a_flush(&b.server()), want, "ringkv");
+    }
+);
+
+/// `lazyfreed_objects` after a SET over a 1,000-member set and the active
+/// expiry of a 1,000-member sorted set, then the same with both lazyfree
+/// settings off (freed in place: the count stays).
+fn lazyfreed_by_overwrite_and_expiry(s: &ringkv_e2e::Server) -> Vec<String> {
+    let c = &mut s.client();
+    let mut counts = Vec::new();
+    for setting in ["yes", "no"] {
+        for name in ["lazyfree-lazy-server-del", "lazyfree-lazy-expire"] {
+            assert_eq!(q(c, &format!("CONFIG SET {name} {setting}")), ok());
+        }
+        let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        assert_eq!(q(c, &format!("SADD big {}", members.join(" "))), int(1000));
+        assert_eq!(q(c, "SET big x"), ok());
+        let scored: Vec<String> = (0..1000).map(|i| format!("{i} m{i}")).collect();
+        assert_eq!(q(c, &format!("ZADD exp {}", scored.join(" "))), int(1000));
+        assert_eq!(q(c, "PEXPIRE exp 50"), int(1));
+        // Gone by active expiry (nothing reads it), then freed.
+        ringkv_e2e::within(10, "the sorted set to expire", || q(c, "DBSIZE") == int(1));
+        ringkv_e2e::within(10, "the values to be freed", || {
+            info_field(&text(&q(c, "INFO memory")), "lazyfree_pending_objects") == "0"
+        });
+        counts.push(info_field(&text(&q(c, "INFO memory")), "lazyfreed_objects"));
+        assert_eq!(q(c, "DEL big"), int(1));
+    }
+    counts
+}
+
+e2e!(
+    ringkv_only fn overwritten_and_expired_values_are_lazyfreed_as_valkey(b) {
+        let want = lazyfreed_by_overwrite_and_expiry(&ringkv_e2e::Backend::Valkey.server());
+        assert_eq!(want, ["2", "2"], "Valkey 8.1, the oracle");
+        assert_eq!(lazyfreed_by_overwrite_and_expiry(&b.server()), want, "ringkv");
     }
 );

@@ -3,6 +3,8 @@
 //! ```text
 //!  UNLINK big ─► keyspace entry removed now ─► Value sent ─► "lazyfree" thread drops it
 //!  FLUSHALL ASYNC ─► each database's contents swapped for an empty one ─► sent
+//!  SET over big, big expired ─► the store keeps the entry aside ─► collected
+//!      after the batch (or the timers' round) ─► sent
 //! ```
 //!
 //! Dropping a collection of a million elements walks a million allocations;
@@ -17,10 +19,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use store::{Db, Entry, ValueRef};
+use store::{Db, Entry};
 
-/// Values with a larger free effort than this go to the lazyfree thread.
-pub const LAZYFREE_THRESHOLD: usize = 64;
+pub use store::keyspace::LAZYFREE_THRESHOLD;
 
 /// Anything to drop over there, and how many objects it counts for in
 /// INFO (a database: its keys, as Valkey counts an async flush).
@@ -41,30 +42,29 @@ struct Counters {
     freed: AtomicU64,
 }
 
-/// How many allocations dropping `v` walks, roughly: 1 for strings and
-/// compact encodings, the element count for the large ones but lists,
-/// whose quicklist frees one buffer per node (Valkey counts its nodes).
-pub fn free_effort(v: ValueRef<'_>) -> usize {
-    let (len, encoding) = match v {
-        ValueRef::List(l) => return l.nodes().max(1),
-        ValueRef::Hash(h) => (h.len(), h.encoding()),
-        ValueRef::Set(s) => (s.len(), s.encoding()),
-        ValueRef::ZSet(z) => (z.len(), z.encoding()),
-        ValueRef::Str(_) => return 1,
-        ValueRef::Stream(s) => return s.free_effort().max(1),
-    };
-    match encoding {
-        "listpack" | "intset" => 1,
-        _ => len,
-    }
-}
-
 impl LazyFree {
     /// Drop a removed key's entry, here or (the whole node, value and
     /// all) on the lazyfree thread by its effort.
     pub fn free(&mut self, e: Entry) {
-        if free_effort(e.value()) > LAZYFREE_THRESHOLD {
+        if e.value().free_effort() > LAZYFREE_THRESHOLD {
             self.send(Box::new(e), 1);
+        }
+    }
+
+    /// Free what expiry and overwrites left in `keyspace`'s databases
+    /// (`lazyfree-lazy-expire`, `lazyfree-lazy-server-del`; see
+    /// `store::Db::take_retired`). Called after each batch and each round
+    /// of timers, so that nothing waits there long.
+    pub fn collect(&mut self, keyspace: &mut store::Keyspace) {
+        if !keyspace.any_retired() {
+            return;
+        }
+        for db in keyspace.dbs.iter_mut() {
+            if let Some(retired) = db.take_retired() {
+                for e in retired {
+                    self.free(e);
+                }
+            }
         }
     }
 

@@ -591,6 +591,9 @@ impl Engine {
     /// fdatasync.
     pub fn commit_effects(&mut self) {
         aof::after_batch(&mut self.srv);
+        // What active expiry removed (batches collect their own).
+        let srv = &mut self.srv;
+        srv.lazyfree.collect(&mut srv.keyspace);
     }
 
     /// Move pending events into `out`.
@@ -1681,6 +1684,7 @@ fn execute_jobs(
         }
     }
     timer.switch(srv, None);
+    srv.lazyfree.collect(&mut srv.keyspace);
     // The hint points into this batch's buffers.
     srv.key_hint = server::KeyHint::default();
     tracking::broadcast(srv);

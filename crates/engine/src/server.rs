@@ -389,7 +389,7 @@ impl Server {
         srv.repl.replid = srv.run_id.clone();
         srv.sync_expiry_logging();
         srv.sync_output_limits();
-        srv.sync_access_policy();
+        srv.sync_store_settings();
         srv.sync_busy_auth();
         srv
     }
@@ -402,11 +402,17 @@ impl Server {
     }
 
     /// Tell the store how to stamp accesses for `maxmemory-policy` (LRU
-    /// clock, or LFU counter with `lfu-log-factor`/`lfu-decay-time`).
-    /// Call after CONFIG SET.
-    pub fn sync_access_policy(&mut self) {
+    /// clock, or LFU counter with `lfu-log-factor`/`lfu-decay-time`), and
+    /// which removals leave large values to the lazyfree thread
+    /// (`lazyfree-lazy-expire`, `lazyfree-lazy-server-del`). Call after
+    /// CONFIG SET.
+    pub fn sync_store_settings(&mut self) {
         let p = crate::evict::access_policy(self);
         self.keyspace.set_access_policy(p);
+        self.keyspace.set_lazy_removals(store::LazyRemovals {
+            expired: self.config.lazyfree_lazy_expire,
+            overwritten: self.config.lazyfree_lazy_server_del,
+        });
     }
 
     /// Bytes in use as `maxmemory` sees them: the counting allocator's

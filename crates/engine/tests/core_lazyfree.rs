@@ -112,3 +112,56 @@ fn flush_async_hands_databases_to_the_lazyfree_thread() {
     assert_eq!(cmd(&mut e, c, &["FLUSHDB"]), "+OK\r\n");
     wait_freed(&mut e, c, 510 + 100);
 }
+
+#[test]
+fn overwritten_and_expired_large_values_go_to_the_lazyfree_thread() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    e.pin_clock(Some(1_000_000));
+    // Valkey 8's defaults: both on. Overwrites (SET over it, RENAME onto
+    // it) and expiry (on access, or by cron).
+    zset(&mut e, c, "big", 1000);
+    cmd(&mut e, c, &["SET", "big", "now a string"]);
+    zset(&mut e, c, "src", 1000);
+    zset(&mut e, c, "dst", 1000);
+    cmd(&mut e, c, &["RENAME", "src", "dst"]);
+    zset(&mut e, c, "gone", 1000);
+    zset(&mut e, c, "swept", 1000);
+    cmd(&mut e, c, &["PEXPIRE", "gone", "10"]);
+    cmd(&mut e, c, &["PEXPIRE", "swept", "10"]);
+    // Server-side deletions: a *STORE with nothing to store, a time
+    // already past.
+    zset(&mut e, c, "stored", 1000);
+    assert_eq!(
+        cmd(&mut e, c, &["SUNIONSTORE", "stored", "nothing"]),
+        ":0\r\n"
+    );
+    zset(&mut e, c, "past", 1000);
+    assert_eq!(cmd(&mut e, c, &["PEXPIREAT", "past", "1"]), ":1\r\n");
+    // Small ones are freed in place, as before.
+    zset(&mut e, c, "small", 10);
+    cmd(&mut e, c, &["SET", "small", "x"]);
+    e.pin_clock(Some(1_000_100));
+    assert_eq!(cmd(&mut e, c, &["EXISTS", "gone"]), ":0\r\n");
+    e.cron();
+    e.commit_effects();
+    assert_eq!(cmd(&mut e, c, &["DBSIZE"]), ":3\r\n");
+    wait_freed(&mut e, c, 6);
+    assert_eq!(cmd(&mut e, c, &["ZCARD", "dst"]), ":1000\r\n");
+
+    // Off: freed in place.
+    cmd(
+        &mut e,
+        c,
+        &["CONFIG", "SET", "lazyfree-lazy-server-del", "no"],
+    );
+    cmd(&mut e, c, &["CONFIG", "SET", "lazyfree-lazy-expire", "no"]);
+    cmd(&mut e, c, &["SET", "dst", "x"]);
+    zset(&mut e, c, "gone", 1000);
+    cmd(&mut e, c, &["PEXPIRE", "gone", "10"]);
+    e.pin_clock(Some(1_000_200));
+    assert_eq!(cmd(&mut e, c, &["EXISTS", "gone"]), ":0\r\n");
+    e.commit_effects();
+    assert_eq!(info_field(&mut e, c, "lazyfreed_objects"), 6);
+    assert_eq!(info_field(&mut e, c, "lazyfree_pending_objects"), 0);
+}

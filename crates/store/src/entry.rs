@@ -108,6 +108,24 @@ impl<'a> ValueRef<'a> {
             Value::Stream(s) => ValueRef::Stream(s),
         }
     }
+    /// How many allocations dropping the value walks, roughly (Valkey's
+    /// `lazyfreeGetFreeEffort`): 1 for strings and compact encodings, the
+    /// element count for the large ones but lists, whose quicklist frees
+    /// one buffer per node (Valkey counts its nodes).
+    pub fn free_effort(self) -> usize {
+        let (len, encoding) = match self {
+            ValueRef::List(l) => return l.nodes().max(1),
+            ValueRef::Hash(h) => (h.len(), h.encoding()),
+            ValueRef::Set(s) => (s.len(), s.encoding()),
+            ValueRef::ZSet(z) => (z.len(), z.encoding()),
+            ValueRef::Str(_) => return 1,
+            ValueRef::Stream(s) => return s.free_effort().max(1),
+        };
+        match encoding {
+            "listpack" | "intset" => 1,
+            _ => len,
+        }
+    }
     /// TYPE's answer (and what SCAN TYPE compares against).
     pub fn type_name(self) -> &'static str {
         match self {

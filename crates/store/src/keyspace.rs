@@ -20,6 +20,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::table::{Item, RawTable};
@@ -114,6 +116,20 @@ pub struct ExpireStats {
     pub expired_time_cap_reached_count: u64,
 }
 
+/// Values with a larger free effort ([`crate::ValueRef::free_effort`])
+/// than this are freed off the engine's thread (Valkey's lazyfree).
+pub const LAZYFREE_THRESHOLD: usize = 64;
+
+/// Which removals leave large values for the engine to free elsewhere
+/// (`lazyfree-lazy-expire`, `lazyfree-lazy-server-del`).
+#[derive(Default, Clone, Copy, Debug)]
+pub struct LazyRemovals {
+    /// Keys deleted by expiry.
+    pub expired: bool,
+    /// Values an insert replaced.
+    pub overwritten: bool,
+}
+
 /// `random_key` gives up after this many expired picks.
 const RANDOM_TRIES: usize = 32;
 /// The most keys one [`Db::sample`] call takes (Valkey caps
@@ -126,6 +142,13 @@ const POPS_PER_CLOCK_READ: usize = 16;
 #[derive(Default)]
 struct ExpireIndex {
     heap: BinaryHeap<Reverse<(i64, u64)>>,
+}
+
+/// What [`Db::insert`] replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replaced {
+    /// Its time had passed (not yet expired: a write treats the key as new).
+    pub expired: bool,
 }
 
 /// One database: a table of entries plus what expiry and eviction need.
@@ -157,6 +180,12 @@ pub struct Db {
     pub expiry_hidden: bool,
     /// A point-in-time view in progress (see [`crate::freeze`]).
     pub(crate) view: Option<Box<crate::freeze::View>>,
+    lazy: LazyRemovals,
+    /// Large entries removed under `lazy`, for [`Db::take_retired`].
+    retired: Vec<Entry>,
+    /// Set when `retired` gains an entry; shared by a keyspace's
+    /// databases, so that [`Keyspace::any_retired`] is one load.
+    retired_signal: Arc<AtomicBool>,
 }
 
 impl Default for Db {
@@ -175,6 +204,9 @@ impl Default for Db {
             expiry_paused: false,
             expiry_hidden: false,
             view: None,
+            lazy: LazyRemovals::default(),
+            retired: Vec::new(),
+            retired_signal: Arc::default(),
         }
     }
 }
@@ -281,7 +313,9 @@ impl Db {
     pub fn peek(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
         self.table.get(hash, key)
     }
-    /// Insert or overwrite. Returns the old entry (even if it had expired).
+    /// Insert or overwrite. Returns what it replaced (even if that had
+    /// expired), which is dropped here or, large and under
+    /// [`LazyRemovals::overwritten`], kept for [`Db::take_retired`].
     /// A new key's access bits are stamped fresh unless `entry` carries
     /// some (a moved key keeps its own); an overwrite under LFU keeps the
     /// old key's counter, as Valkey's `dbSetValue`.
@@ -291,7 +325,7 @@ impl Db {
         key: &[u8],
         mut entry: Entry,
         now_ms: i64,
-    ) -> Option<Entry> {
+    ) -> Option<Replaced> {
         self.clock_ms = now_ms;
         self.before_write(hash, key, true);
         if entry.key() != key {
@@ -313,7 +347,13 @@ impl Db {
             e.set_access(o.access());
         }
         self.count_expiry(hash, at, old.as_ref());
-        old
+        old.map(|o| {
+            let replaced = Replaced {
+                expired: o.is_expired(now_ms),
+            };
+            self.retire(o, self.lazy.overwritten);
+            replaced
+        })
     }
     /// Insert an entry under its own key, as a load does: no copy of the
     /// key, no view to keep (loading never overlaps a save). Returns what
@@ -347,9 +387,49 @@ impl Db {
         }
         old
     }
+    /// A deletion by the server rather than the user (Valkey's `dbDelete`:
+    /// a `*STORE` with an empty result, RESTORE or MIGRATE): the entry is
+    /// dropped, or kept for [`Db::take_retired`] when large under
+    /// [`LazyRemovals::overwritten`]. False if there was no such key.
+    pub fn delete(&mut self, hash: u64, key: &[u8]) -> bool {
+        let lazy = self.lazy.overwritten;
+        self.remove_retiring(hash, key, lazy)
+    }
+    /// A key deleted because a write gave it a time already past: as
+    /// [`Db::delete`], under [`LazyRemovals::expired`] (Valkey's
+    /// `deleteExpiredKeyFromOverwriteAndPropagate`).
+    pub fn delete_expired(&mut self, hash: u64, key: &[u8]) -> bool {
+        let lazy = self.lazy.expired;
+        self.remove_retiring(hash, key, lazy)
+    }
+    fn remove_retiring(&mut self, hash: u64, key: &[u8], lazy: bool) -> bool {
+        match self.remove(hash, key) {
+            Some(e) => {
+                self.retire(e, lazy);
+                true
+            }
+            None => false,
+        }
+    }
+    /// Drop a removed entry, or keep it for [`Db::take_retired`] when
+    /// `lazy` and it is large.
+    fn retire(&mut self, e: Entry, lazy: bool) {
+        if lazy && e.value().free_effort() > LAZYFREE_THRESHOLD {
+            self.retired.push(e);
+            self.retired_signal.store(true, Ordering::Relaxed);
+        }
+    }
+    /// Large entries expiry and overwrites removed since the last call
+    /// (see [`LazyRemovals`]), for the engine to free elsewhere.
+    pub fn take_retired(&mut self) -> Option<Vec<Entry>> {
+        if self.retired.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(&mut self.retired))
+    }
     /// Remove an expired key and count it.
     fn expire_key(&mut self, hash: u64, key: &[u8]) -> bool {
-        let gone = self.remove(hash, key).is_some();
+        let gone = self.delete_expired(hash, key);
         self.stats.expired_keys += gone as u64;
         if gone && self.log_expired {
             self.expired_log.push(key.into());
@@ -572,6 +652,8 @@ impl Db {
             policy: self.policy,
             rng: self.rng,
             clock_ms: self.clock_ms,
+            lazy: self.lazy,
+            retired_signal: self.retired_signal.clone(),
             ..Db::default()
         }
     }
@@ -664,13 +746,34 @@ fn find_volatile(table: &RawTable<Entry>, hash: u64, at: i64) -> Option<&Entry> 
 /// All databases (`databases` directive, 16 by default).
 pub struct Keyspace {
     pub dbs: Vec<Db>,
+    /// Shared with every database (see `Db::retired_signal`).
+    retired_signal: Arc<AtomicBool>,
 }
 
 impl Keyspace {
     pub fn new(databases: usize) -> Self {
+        let retired_signal = Arc::<AtomicBool>::default();
+        let dbs = (0..databases)
+            .map(|_| Db {
+                retired_signal: retired_signal.clone(),
+                ..Db::default()
+            })
+            .collect();
         Keyspace {
-            dbs: (0..databases).map(|_| Db::default()).collect(),
+            dbs,
+            retired_signal,
         }
+    }
+    /// Whether any database kept an entry aside since the last call
+    /// (then see [`Db::take_retired`]).
+    pub fn any_retired(&mut self) -> bool {
+        // A load, not a swap: this runs after every batch, and only this
+        // thread sets it.
+        let any = self.retired_signal.load(Ordering::Relaxed);
+        if any {
+            self.retired_signal.store(false, Ordering::Relaxed);
+        }
+        any
     }
     pub fn swap(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b)
@@ -679,6 +782,13 @@ impl Keyspace {
     pub fn set_access_policy(&mut self, p: AccessPolicy) {
         for db in &mut self.dbs {
             db.policy = p;
+        }
+    }
+    /// Which removals every database leaves large values of for the
+    /// engine to free elsewhere.
+    pub fn set_lazy_removals(&mut self, lazy: LazyRemovals) {
+        for db in &mut self.dbs {
+            db.lazy = lazy;
         }
     }
 }

@@ -39,7 +39,8 @@ pub use alloc_size::alloc_size;
 pub use entry::{Entry, StrRef, ValueRef};
 pub use hash::hash_key;
 pub use keyspace::{
-    AccessPolicy, Db, ExpireStats, Keyspace, LFU_INIT_VAL, lru_clock, restored_access,
+    AccessPolicy, Db, ExpireStats, Keyspace, LFU_INIT_VAL, LazyRemovals, Replaced, lru_clock,
+    restored_access,
 };
 pub use table::{RawTable, Table};
 pub use types::stream::StreamId;

@@ -88,13 +88,15 @@ fn overwrites_and_moves_keep_lookups_working() {
         );
         // Overwrite half of them at once: the replaced slot keeps its tag.
         if i % 2 == 0 {
+            let before = db.peek(h, k.as_bytes()).and_then(|e| e.str());
+            assert_eq!(before, Some(StrRef::Int(i as i64)));
             let old = db.insert(
                 h,
                 k.as_bytes(),
                 Entry::keyed_str(k.as_bytes(), StrRef::Bytes(b"v"), None),
                 NOW,
             );
-            assert_eq!(old.unwrap().str(), Some(StrRef::Int(i as i64)));
+            assert_eq!(old, Some(ringkv_store::Replaced { expired: false }));
         }
     }
     for i in 0..5000u32 {

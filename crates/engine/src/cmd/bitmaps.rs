@@ -647,7 +647,7 @@ fn bitop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let d = &mut ctx.srv.keyspace.dbs[db];
     if out.is_empty() {
         if d.get(h, dst, now).is_some() {
-            d.remove(h, dst);
+            d.delete(h, dst);
             ctx.touched(db, dst);
             ctx.notify(notify::GENERIC, "del", dst);
         }

@@ -176,7 +176,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if past {
         // Already expired: the key ends up deleted (Valkey propagates a DEL).
         if exists {
-            db.remove(h, key);
+            db.delete(h, key);
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "del", key);
             super::propagate_server_del(ctx, key);

@@ -760,7 +760,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
     // fires `del`, not `expire`).
     let deleted = ctx.already_expired(when);
     let event = if deleted {
-        ctx.db().remove(hash, key);
+        ctx.db().delete_expired(hash, key);
         "del"
     } else {
         ctx.db().set_expire(hash, key, Some(when));

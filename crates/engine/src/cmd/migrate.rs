@@ -383,7 +383,7 @@ fn delete_moved(ctx: &mut Ctx<'_>, keys: &[&[u8]]) {
     let db = ctx.session.db;
     for &key in keys {
         let h = ctx.key_hash(key);
-        if ctx.db().remove(h, key).is_some() {
+        if ctx.db().delete(h, key) {
             ctx.touched(db, key);
             ctx.notify(notify::GENERIC, "del", key);
         }

@@ -720,7 +720,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();
-    ctx.srv.sync_access_policy();
+    ctx.srv.sync_store_settings();
     ctx.srv.acl.pubsub_default_all = ctx.srv.config.acl_pubsub_all();
     if ctx.srv.config.requirepass != before.requirepass {
         let p = ctx.srv.config.requirepass.clone();

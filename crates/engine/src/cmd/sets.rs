@@ -706,7 +706,7 @@ fn setop_store(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, op: Op, event: &str) {
     if out.is_empty() {
         let d = &mut ctx.srv.keyspace.dbs[db];
         if d.get(h, dst, ctx.now_ms).is_some() {
-            d.remove(h, dst);
+            d.delete(h, dst);
             ctx.notify(notify::GENERIC, "del", dst);
             ctx.touched(db, dst);
         }

@@ -519,7 +519,7 @@ fn store_list(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<Vec<u8>>) {
     if n == 0 {
         let d = &mut ctx.srv.keyspace.dbs[db];
         if d.get(h, dst, ctx.now_ms).is_some() {
-            d.remove(h, dst);
+            d.delete(h, dst);
             ctx.touched(db, dst);
             ctx.notify(notify::GENERIC, "del", dst);
         }

@@ -585,8 +585,7 @@ pub(crate) fn store_arg(
 }
 
 fn store_entry(db: &mut Db, h: u64, key: &[u8], e: Entry, now_ms: i64) -> bool {
-    db.insert(h, key, e, now_ms)
-        .is_none_or(|old| old.is_expired(now_ms))
+    db.insert(h, key, e, now_ms).is_none_or(|old| old.expired)
 }
 
 /// Keyspace events of a string write: `new` first when the key was
@@ -800,8 +799,14 @@ fn set_generic(
         old_ttl = Some(was);
         // The common overwrite (no NX, no TTL change): replace the value in
         // place, reusing its buffer, instead of a second lookup to insert.
+        // A large collection goes through insert, which leaves it to the
+        // lazyfree thread.
         let ttl = if flags & opt::KEEPTTL != 0 { was } else { when };
-        if flags & opt::NX == 0 && when.is_none_or(|t| t > now) && ttl == was {
+        if flags & opt::NX == 0
+            && when.is_none_or(|t| t > now)
+            && ttl == was
+            && e.value().free_effort() <= store::keyspace::LAZYFREE_THRESHOLD
+        {
             e.set_str(encode(val));
             done = true;
         }
@@ -825,7 +830,7 @@ fn set_generic(
     // cycle, so the old value is deleted instead (Valkey replicates a DEL).
     if past {
         if found {
-            db.remove(h, key);
+            db.delete_expired(h, key);
             ctx.touched(dbi, key);
             ctx.notify(notify::GENERIC, "del", key);
             super::propagate_expired_del(ctx, key);

@@ -1005,7 +1005,7 @@ pub(crate) fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], pairs: Vec<(Vec<u8>, f
         let d = &mut ctx.srv.keyspace.dbs[db];
         let existed = d.get(h, dst, ctx.now_ms).is_some();
         if existed {
-            d.remove(h, dst);
+            d.delete(h, dst);
             ctx.touched(db, dst);
             ctx.notify(notify::GENERIC, "del", dst);
         }
