@@ -104,8 +104,10 @@ e2e!(
                 .map(|v| text(&Ok(v)))
                 .unwrap_or_default()
         };
+        // (Not there yet is a nil, which is not a text.)
         let has = |s: &Server, key: &str, want: &str| {
-            ask(s, &format!("GET {key}")).is_some_and(|v| text(&Ok(v)) == want)
+            matches!(ask(s, &format!("GET {key}")),
+                Some(redis::Value::BulkString(v)) if v == want.as_bytes())
         };
         // Every server but the primary follows it, up, with `key`.
         let settled = |sc: &mut redis::Connection, servers: &[&Server], key: &str, want: &str| {
