@@ -313,6 +313,10 @@ impl State {
         let start = self.written();
         let end = upto.min(self.reader.offset());
         if end <= start && self.prefix.is_empty() {
+            // Skips cut at the end move `written` on with nothing to write.
+            if sh.written.load(Ordering::Acquire) != start {
+                self.publish(sh);
+            }
             return Ok(());
         }
         if end > start && self.opts.timestamps && self.prefix.is_empty() && self.at_boundary {
