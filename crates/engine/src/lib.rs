@@ -949,16 +949,16 @@ impl Engine {
         }
     }
 
-    /// Count read and write syscalls (or completions) for INFO
-    /// `total_reads_processed` / `total_writes_processed`.
-    /// One cycle of the loop that runs the engine did something (took in
-    /// commands, ran cron) in `busy`, its wait for IO left out: INFO's
-    /// `eventloop_cycles` and `eventloop_duration_sum`.
+    /// One cycle of the loop that runs the engine took `busy`, its wait
+    /// for IO left out: INFO's `eventloop_cycles` and
+    /// `eventloop_duration_sum` (which cycles count: docs/ARCHITECTURE.md).
     pub fn count_cycle(&mut self, busy: Duration) {
         self.srv.stats.eventloop_cycles += 1;
         self.srv.stats.eventloop_ns += busy.as_nanos() as u64;
     }
 
+    /// Count read and write syscalls (or completions) for INFO
+    /// `total_reads_processed` / `total_writes_processed`.
     pub fn count_io(&mut self, reads: u64, writes: u64) {
         self.srv.stats.total_reads_processed += reads;
         self.srv.stats.total_writes_processed += writes;

@@ -22,6 +22,28 @@ struct Link {
     buf: Vec<u8>,
     db: Option<i64>,
     last_use: Instant,
+    /// The socket's read and write timeouts as last set: a MIGRATE uses
+    /// one, so each is set once per connection rather than per line.
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+}
+
+impl Link {
+    fn apply_read_timeout(&mut self, t: Duration) -> io::Result<()> {
+        if self.read_timeout != Some(t) {
+            self.sock.set_read_timeout(Some(t))?;
+            self.read_timeout = Some(t);
+        }
+        Ok(())
+    }
+
+    fn apply_write_timeout(&mut self, t: Duration) -> io::Result<()> {
+        if self.write_timeout != Some(t) {
+            self.sock.set_write_timeout(Some(t))?;
+            self.write_timeout = Some(t);
+        }
+        Ok(())
+    }
 }
 
 impl Migrator for MigrateSockets {
@@ -50,6 +72,8 @@ impl Migrator for MigrateSockets {
                 buf: Vec::new(),
                 db: None,
                 last_use: Instant::now(),
+                read_timeout: None,
+                write_timeout: None,
             };
             self.links.insert(name.clone(), link);
         }
@@ -81,12 +105,12 @@ impl MigrateLink for Link {
     }
 
     fn send(&mut self, bytes: &[u8], timeout: Duration) -> io::Result<()> {
-        self.sock.set_write_timeout(Some(timeout))?;
+        self.apply_write_timeout(timeout)?;
         self.sock.write_all(bytes)
     }
 
     fn read_line(&mut self, timeout: Duration) -> io::Result<Vec<u8>> {
-        self.sock.set_read_timeout(Some(timeout))?;
+        self.apply_read_timeout(timeout)?;
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
