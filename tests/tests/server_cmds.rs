@@ -702,7 +702,11 @@ e2e!(
 
 /// INFO stats counters as numbers.
 fn stat(c: &mut ringkv_e2e::Raw, name: &str) -> u64 {
-    let info = c.cmd(&["INFO", "stats"]).text();
+    info_num(c, "stats", name)
+}
+
+fn info_num(c: &mut ringkv_e2e::Raw, section: &str, name: &str) -> u64 {
+    let info = c.cmd(&["INFO", section]).text();
     let v = ringkv_e2e::info_field(&info, name);
     v.parse().unwrap_or_else(|_| panic!("{name}:{v}"))
 }
@@ -760,5 +764,76 @@ e2e!(
         // The INFO commands between are keyless.
         assert_eq!(stat(c, "io_threaded_total_prefetch_entries"), entries + 64);
         assert_eq!(stat(c, "io_threaded_freed_objects"), 0);
+    }
+);
+
+e2e!(
+    ringkv_only fn info_debug_section_as_valkeys(b) {
+        // The same steps and assertions on both servers.
+        let opts = || Opts::new().arg("enable-debug-command", "yes");
+        let ours = b.start(opts());
+        let theirs = ringkv_e2e::Backend::Valkey.start(opts());
+        let fields = [
+            "eventloop_duration_aof_sum",
+            "eventloop_duration_cron_sum",
+            "eventloop_duration_max",
+            "eventloop_cmd_per_cycle_max",
+        ];
+        for srv in [&ours, &theirs] {
+            let c = &mut srv.raw();
+            let who = if std::ptr::eq(srv, &ours) { "ringkv" } else { "valkey" };
+            let debug = |c: &mut ringkv_e2e::Raw, name| info_num(c, "debug", name);
+            // Only by name: not in ALL or EVERYTHING.
+            for all in ["ALL", "EVERYTHING"] {
+                let text = c.cmd(&["INFO", all]).text();
+                assert!(!text.contains("# Debug"), "{who} {all}");
+                assert!(!text.contains("eventloop_duration_max"), "{who} {all}");
+            }
+            let text = c.cmd(&["INFO", "debug", "keyspace"]).text();
+            let names: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.split_once(':').map(|(n, _)| n))
+                .filter(|n| n.starts_with("eventloop"))
+                .collect();
+            assert_eq!(names, fields, "{who}");
+            assert!(text.find("# Keyspace") < text.find("# Debug"), "{who}: {text}");
+
+            assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.05"]), Reply::status("OK"));
+            assert!(debug(c, "eventloop_duration_max") >= 50_000, "{who}");
+            // One write of 64 commands is read and run in one cycle.
+            let mut req = Vec::new();
+            for _ in 0..64 {
+                req.extend(ringkv_e2e::raw::encode_str(&["PING"]));
+            }
+            c.send(&req);
+            for _ in 0..64 {
+                assert_eq!(c.read_reply(), Reply::status("PONG"));
+            }
+            let per_cycle = debug(c, "eventloop_cmd_per_cycle_max");
+            assert!((32..=65).contains(&per_cycle), "{who}: {per_cycle}");
+            // Cron runs 10 times a second on an idle server.
+            let cron = debug(c, "eventloop_duration_cron_sum");
+            std::thread::sleep(Duration::from_millis(600));
+            assert!(debug(c, "eventloop_duration_cron_sum") > cron, "{who}");
+
+            assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), Reply::status("OK"));
+            assert!(debug(c, "eventloop_duration_max") < 50_000, "{who}");
+            assert!(debug(c, "eventloop_cmd_per_cycle_max") < 32, "{who}");
+
+            // Under `appendfsync always` a write waits for the file on
+            // the loop's thread, and that time is the AOF's.
+            c.cmd(&["CONFIG", "SET", "appendfsync", "always"]);
+            assert_eq!(c.cmd(&["CONFIG", "SET", "appendonly", "yes"]), Reply::status("OK"));
+            ringkv_e2e::within(10, "the AOF rewrite to finish", || {
+                let p = c.cmd(&["INFO", "persistence"]).text();
+                ringkv_e2e::info_field(&p, "aof_rewrite_in_progress") == "0"
+                    && ringkv_e2e::info_field(&p, "aof_rewrite_scheduled") == "0"
+            });
+            let aof = debug(c, "eventloop_duration_aof_sum");
+            for i in 0..20 {
+                assert_eq!(c.cmd(&["SET", &format!("k{i}"), "v"]), Reply::status("OK"));
+            }
+            assert!(debug(c, "eventloop_duration_aof_sum") > aof, "{who}");
+        }
     }
 );

@@ -361,6 +361,7 @@ pub fn after_batch(srv: &mut Server) {
         crate::replication::primary::published(srv, published);
         return;
     }
+    let started = Instant::now();
     let end = srv.effects.aof_offset();
     let always = srv.config.appendfsync == FsyncPolicy::Always;
     let log = srv.aof.log.as_mut().expect("checked above");
@@ -376,6 +377,7 @@ pub fn after_batch(srv: &mut Server) {
     } else {
         log.write(end);
     }
+    srv.stats.eventloop_aof_ns += started.elapsed().as_nanos() as u64;
     crate::replication::primary::published(srv, published);
 }
 

@@ -34,8 +34,12 @@ const ORDER: &[&str] = &[
     "latencystats",
     "cluster",
     "keyspace",
+    "debug",
     "threads",
 ];
+
+/// Shown only when asked for by name, as Valkey's.
+const BY_NAME_ONLY: &[&str] = &["debug"];
 
 /// Which sections `args` ask for (none = default).
 fn wanted(args: &[&[u8]]) -> Vec<&'static str> {
@@ -47,7 +51,7 @@ fn wanted(args: &[&[u8]]) -> Vec<&'static str> {
         let a = String::from_utf8_lossy(a).to_ascii_lowercase();
         match a.as_str() {
             "default" => want.extend_from_slice(DEFAULT),
-            "all" | "everything" => want.extend_from_slice(ORDER),
+            "all" | "everything" => want.extend(ORDER.iter().filter(|s| !BY_NAME_ONLY.contains(s))),
             _ => {
                 if let Some(s) = ORDER.iter().find(|s| **s == a) {
                     want.push(s);
@@ -85,6 +89,7 @@ pub fn render(srv: &mut Server, sections: &[&[u8]], now_ms: i64) -> String {
             "latencystats" => latencystats(srv, &mut out),
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => keyspace(srv, &mut out, now_ms),
+            "debug" => debug(&srv.stats, &mut out),
             "threads" => threads(srv, &mut out),
             _ => {}
         }
@@ -802,6 +807,26 @@ fn rusage(who: libc::c_int) -> (f64, f64) {
     };
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
     (t(ru.ru_stime), t(ru.ru_utime))
+}
+
+/// Valkey 8's `debug` section: the engine loop's longest cycle and
+/// busiest one, and what cron and the AOF took on its thread (µs). The
+/// AOF's is the hand-off to the AOF thread, and under `appendfsync
+/// always` the wait for its fdatasync; without an AOF it stays 0.
+fn debug(st: &Stats, out: &mut String) {
+    out.push_str("# Debug\r\n");
+    field!(
+        out,
+        "eventloop_duration_aof_sum:{}",
+        st.eventloop_aof_ns / 1000
+    );
+    field!(
+        out,
+        "eventloop_duration_cron_sum:{}",
+        st.eventloop_cron_ns / 1000
+    );
+    field!(out, "eventloop_duration_max:{}", st.eventloop_max_ns / 1000);
+    field!(out, "eventloop_cmd_per_cycle_max:{}", st.eventloop_cmds_max);
 }
 
 fn cpu(out: &mut String) {

@@ -604,6 +604,13 @@ impl Engine {
     /// Periodic work, called `hz` times a second: active expiry, idle
     /// client timeouts (as `Event::Close`), stats sampling.
     pub fn cron(&mut self) {
+        let started = Instant::now();
+        self.cron_steps();
+        self.srv.stats.eventloop_cron_ns += started.elapsed().as_nanos() as u64;
+    }
+
+    /// [`Engine::cron`]'s work, timed by it.
+    fn cron_steps(&mut self) {
         let srv = &mut self.srv;
         let now = srv.now_ms();
         blocking::expire_timeouts(srv, now);
@@ -953,8 +960,17 @@ impl Engine {
     /// for IO left out: INFO's `eventloop_cycles` and
     /// `eventloop_duration_sum` (which cycles count: docs/ARCHITECTURE.md).
     pub fn count_cycle(&mut self, busy: Duration) {
-        self.srv.stats.eventloop_cycles += 1;
-        self.srv.stats.eventloop_ns += busy.as_nanos() as u64;
+        let st = &mut self.srv.stats;
+        let ns = busy.as_nanos() as u64;
+        st.eventloop_cycles += 1;
+        st.eventloop_ns += ns;
+        st.eventloop_max_ns = st.eventloop_max_ns.max(ns);
+        // After CONFIG RESETSTAT the total restarts below the mark.
+        let cmds = st
+            .total_commands_processed
+            .saturating_sub(st.cycle_cmds_mark);
+        st.cycle_cmds_mark = st.total_commands_processed;
+        st.eventloop_cmds_max = st.eventloop_cmds_max.max(cmds);
     }
 
     /// Count read and write syscalls (or completions) for INFO

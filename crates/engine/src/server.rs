@@ -127,6 +127,14 @@ pub struct Stats {
     pub eventloop_cycles: u64,
     pub eventloop_ns: u64,
     pub eventloop_cmd_ns: u64,
+    /// INFO debug: the longest cycle, the most commands one cycle ran
+    /// (counted from `cycle_cmds_mark`, the command total at the end of
+    /// the cycle before), and the time cron and the AOF hand-off took.
+    pub eventloop_max_ns: u64,
+    pub eventloop_cmds_max: u64,
+    pub cycle_cmds_mark: u64,
+    pub eventloop_cron_ns: u64,
+    pub eventloop_aof_ns: u64,
     /// Prefetch passes over a batch's keys, and the keys they covered.
     pub prefetch_batches: u64,
     pub prefetch_entries: u64,
@@ -194,8 +202,12 @@ impl Stats {
     /// CONFIG RESETSTAT.
     pub fn reset(&mut self) {
         let n = self.commands.len();
+        // Kept, as Valkey keeps its cycle's starting count: the cycle
+        // that reset counts no commands.
+        let mark = self.cycle_cmds_mark;
         *self = Stats::default();
         self.commands = vec![CmdStat::default(); n];
+        self.cycle_cmds_mark = mark;
     }
 }
 

@@ -420,3 +420,31 @@ fn eventloop_rates_come_from_cron_samples() {
         "{t}"
     );
 }
+
+#[test]
+fn debug_section_keeps_the_longest_and_busiest_cycle() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let debug = |e: &mut engine::Engine| bulk_text(&cmd(e, c, &["info", "debug"]));
+    e.count_cycle(std::time::Duration::from_micros(700));
+    for _ in 0..5 {
+        cmd(&mut e, c, &["ping"]);
+    }
+    // The INFO the closure sends runs in this cycle too.
+    e.count_cycle(std::time::Duration::from_micros(300));
+    let t = debug(&mut e);
+    assert!(t.starts_with("# Debug\r\n"), "{t}");
+    assert!(t.contains("\r\neventloop_duration_max:700\r\n"), "{t}");
+    assert!(t.contains("\r\neventloop_cmd_per_cycle_max:5\r\n"), "{t}");
+    e.count_cycle(std::time::Duration::from_micros(10));
+    let t = debug(&mut e);
+    assert!(t.contains("\r\neventloop_cmd_per_cycle_max:5\r\n"), "{t}");
+    assert!(t.contains("\r\neventloop_duration_aof_sum:0\r\n"), "{t}");
+    assert_eq!(cmd(&mut e, c, &["config", "resetstat"]), "+OK\r\n");
+    // The command total restarts below the last cycle's mark.
+    e.count_cycle(std::time::Duration::from_micros(10));
+    let t = debug(&mut e);
+    assert!(t.contains("\r\neventloop_duration_max:10\r\n"), "{t}");
+    assert!(t.contains("\r\neventloop_cmd_per_cycle_max:0\r\n"), "{t}");
+    assert!(!bulk_text(&cmd(&mut e, c, &["info", "everything"])).contains("# Debug"));
+}
