@@ -1117,10 +1117,25 @@ fn index_span(start: i64, end: i64, n: usize) -> Option<(usize, usize)> {
 }
 
 /// Apply LIMIT offset/count to the ascending span `lo..hi` walked forwards
-/// or (`rev`) backwards; the span that remains. A negative offset skips
-/// everything and a negative count means no limit, as in Valkey.
-fn limit_span(lo: usize, hi: usize, rev: bool, offset: i64, limit: i64) -> (usize, usize) {
+/// or (`rev`) backwards; the span that remains. A negative count means no
+/// limit. A negative offset skips everything on a set in the compact
+/// encoding and counts back from the end of the range on one in the
+/// large encoding (`large`): Valkey 8.1 does both, its listpack walk never
+/// reaching the offset and its skiplist one starting at length + offset.
+fn limit_span(
+    lo: usize,
+    hi: usize,
+    rev: bool,
+    offset: i64,
+    limit: i64,
+    large: bool,
+) -> (usize, usize) {
     let n = hi - lo;
+    let offset = if offset < 0 && large {
+        offset.saturating_add(n as i64)
+    } else {
+        offset
+    };
     if offset < 0 || offset as u64 >= n as u64 {
         return (lo, lo);
     }
@@ -1278,6 +1293,7 @@ pub(crate) fn zadd_pairs(
             let Ok(Some(z)) = lookup(ctx.srv, db, key, h, ctx.now_ms, false) else {
                 unreachable!("looked up above")
             };
+            z.maybe_convert(elements, max_len, &lim);
             z
         } else {
             &mut fresh
@@ -1549,11 +1565,11 @@ fn zrange_generic(
         },
         Spec::Score(r) => {
             let (lo, hi) = z.score_span(&r);
-            limit_span(lo, hi, rev, offset, limit)
+            limit_span(lo, hi, rev, offset, limit, z.is_large())
         }
         Spec::Lex(r) => {
             let (lo, hi) = z.lex_span(&r);
-            limit_span(lo, hi, rev, offset, limit)
+            limit_span(lo, hi, rev, offset, limit, z.is_large())
         }
     };
     match dst {
@@ -2347,11 +2363,17 @@ mod tests {
         assert_eq!(index_span(3, 1, 5), None);
         assert_eq!(index_span(5, 10, 5), None);
         assert_eq!(index_span(i64::MIN, i64::MAX, 5), Some((0, 4)));
-        assert_eq!(limit_span(2, 8, false, 1, 2), (3, 5));
-        assert_eq!(limit_span(2, 8, true, 1, 2), (5, 7));
-        assert_eq!(limit_span(2, 8, false, 0, -1), (2, 8));
-        assert_eq!(limit_span(2, 8, false, -1, 5), (2, 2));
-        assert_eq!(limit_span(2, 8, false, 6, 5), (2, 2));
+        assert_eq!(limit_span(2, 8, false, 1, 2, false), (3, 5));
+        assert_eq!(limit_span(2, 8, true, 1, 2, false), (5, 7));
+        assert_eq!(limit_span(2, 8, false, 0, -1, false), (2, 8));
+        assert_eq!(limit_span(2, 8, false, -1, 5, false), (2, 2));
+        assert_eq!(limit_span(2, 8, false, 6, 5, false), (2, 2));
+        // The large encoding counts a negative offset from the range's end.
+        assert_eq!(limit_span(2, 8, false, -1, 5, true), (7, 8));
+        assert_eq!(limit_span(2, 8, true, -2, -1, true), (2, 4));
+        assert_eq!(limit_span(2, 8, false, -6, 2, true), (2, 4));
+        assert_eq!(limit_span(2, 8, false, -7, 2, true), (2, 2));
+        assert_eq!(limit_span(2, 8, false, i64::MIN, 2, true), (2, 2));
         assert_eq!(strtod_whole(b""), Some(0.0));
         assert_eq!(strtod_whole(b" 1"), Some(1.0));
         assert_eq!(strtod_whole(b"1e400"), Some(f64::INFINITY));

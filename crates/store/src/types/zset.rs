@@ -18,7 +18,8 @@
 //! a half-open rank span ([`ZSet::score_span`], [`ZSet::lex_span`]) and
 //! reverse orders, offsets and limits are arithmetic on ranks, which is
 //! what the engine's ZRANGE family does. Scores are never NaN; -0 and 0
-//! compare equal (C's `<`), and the sign of a stored -0 is kept.
+//! compare equal (C's `<`); the large encoding keeps the sign of a stored
+//! -0 and the compact one stores it as 0, as Valkey's skiplist and listpack do.
 
 mod pack;
 mod tree;
@@ -184,10 +185,32 @@ impl ZSet {
         }
     }
 
+    /// Whether the set is in the large encoding (`skiplist`).
+    pub fn is_large(&self) -> bool {
+        matches!(self.repr, Repr::Tree(_))
+    }
+
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
             Repr::Pack(p) => p.find(member).map(|(_, it)| it.score),
             Repr::Tree(t) => t.score(member),
+        }
+    }
+
+    /// Move to the large encoding if a command bringing `size_hint`
+    /// members of up to `max_member_len` bytes could pass the limits,
+    /// before it knows which it adds (Valkey's `zsetTypeMaybeConvert`:
+    /// `ZADD XX` with a long member converts a set it does not grow).
+    pub fn maybe_convert(
+        &mut self,
+        size_hint: usize,
+        max_member_len: usize,
+        limits: &EncodingLimits,
+    ) {
+        if size_hint > limits.zset_max_listpack_entries
+            || max_member_len > limits.zset_max_listpack_value
+        {
+            self.convert();
         }
     }
 
