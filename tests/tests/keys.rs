@@ -289,8 +289,11 @@ e2e!(
         assert_eq!(q(c, "OBJECT ENCODING s"), bulk("embstr"));
         assert_eq!(query(c, &["SET", "r", &"x".repeat(45)]), ok());
         assert_eq!(q(c, "OBJECT ENCODING r"), bulk("raw"));
-        assert_eq!(query(c, &["SET", "e44", &"x".repeat(44)]), ok());
-        assert_eq!(q(c, "OBJECT ENCODING e44"), bulk("embstr"));
+        // The key shares the object: 3 + 38 bytes fit, 3 + 39 do not.
+        assert_eq!(query(c, &["SET", "e38", &"x".repeat(38)]), ok());
+        assert_eq!(q(c, "OBJECT ENCODING e38"), bulk("embstr"));
+        assert_eq!(query(c, &["SET", "r39", &"x".repeat(39)]), ok());
+        assert_eq!(q(c, "OBJECT ENCODING r39"), bulk("raw"));
         assert_eq!(q(c, "APPEND s x"), int(6));
         assert_eq!(q(c, "OBJECT ENCODING s"), bulk("raw"));
         assert_eq!(q(c, "SET big 12345678901234567890"), ok());

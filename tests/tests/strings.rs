@@ -332,3 +332,41 @@ e2e!(
         }
     }
 );
+
+e2e!(
+    ringkv_only fn embstr_depends_on_the_key_as_in_valkey(b) {
+        // Valkey 8.1 embeds the key in the object beside a short value:
+        // whether a string is `embstr` depends on both lengths, and on an
+        // expire for long keys. Lengths around each edge, on both servers.
+        let ours = b.server();
+        let theirs = ringkv_e2e::server::Backend::Valkey.server();
+        let (mut a, mut v) = (ours.raw(), theirs.raw());
+        let mut raws = 0;
+        for key_len in [0, 1, 20, 31, 32, 33, 39, 40, 41, 42, 60] {
+            let key = "k".repeat(key_len);
+            for value_len in [0, 1, 2, 7, 8, 9, 10, 11, 12, 19, 20, 21, 22, 39, 40, 41, 42, 44, 45] {
+                let value = "x".repeat(value_len);
+                let writes: [&[&str]; 3] = [
+                    &["SET", &key, &value],
+                    &["SET", &key, &value, "EX", "100"],
+                    &["EXPIRE", &key, "100"],
+                ];
+                for (i, _) in writes.iter().enumerate() {
+                    for c in [&mut a, &mut v] {
+                        c.cmd(&["DEL", &key]);
+                        for w in &writes[..=i] {
+                            if !(i == 2 && w.len() == 5) {
+                                c.cmd(w);
+                            }
+                        }
+                    }
+                    let enc = ["OBJECT", "ENCODING", key.as_str()];
+                    let theirs = v.cmd(&enc);
+                    raws += usize::from(theirs == ringkv_e2e::Reply::bulk("raw"));
+                    assert_eq!(a.cmd(&enc), theirs, "key {key_len} B, value {value_len} B, step {i}");
+                }
+            }
+        }
+        assert!(raws > 100, "{raws}");
+    }
+);

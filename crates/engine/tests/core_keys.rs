@@ -785,7 +785,9 @@ fn object_encoding_and_refcount() {
     put(&mut e, 0, "small", Str::Int(123));
     put(&mut e, 0, "big", Str::Int(1_234_567_890_123));
     put(&mut e, 0, "neg", Str::Int(-1));
-    put_s(&mut e, "e44", &"x".repeat(44));
+    // Key and value share the object's 64 bytes: 3 + 38 is the most.
+    put_s(&mut e, "e38", &"x".repeat(38));
+    put_s(&mut e, "r39", &"x".repeat(39));
     put_s(&mut e, "r45", &"x".repeat(45));
     put_s(&mut e, "empty", "");
     assert_eq!(
@@ -797,8 +799,12 @@ fn object_encoding_and_refcount() {
         "$3\r\nint\r\n"
     );
     assert_eq!(
-        cmd(&mut e, c, &["object", "ENCODING", "e44"]),
+        cmd(&mut e, c, &["object", "ENCODING", "e38"]),
         "$6\r\nembstr\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["object", "encoding", "r39"]),
+        "$3\r\nraw\r\n"
     );
     assert_eq!(
         cmd(&mut e, c, &["object", "encoding", "r45"]),
@@ -816,7 +822,7 @@ fn object_encoding_and_refcount() {
     );
     assert_eq!(cmd(&mut e, c, &["object", "refcount", "big"]), ":1\r\n");
     assert_eq!(cmd(&mut e, c, &["object", "refcount", "neg"]), ":1\r\n");
-    assert_eq!(cmd(&mut e, c, &["object", "refcount", "e44"]), ":1\r\n");
+    assert_eq!(cmd(&mut e, c, &["object", "refcount", "e38"]), ":1\r\n");
     assert_eq!(cmd(&mut e, c, &["object", "refcount", "nokey"]), "$-1\r\n");
     // ... but not under an LRU/LFU policy with a memory limit.
     cmd(&mut e, c, &["config", "set", "maxmemory", "1gb"]);

@@ -46,11 +46,20 @@ const ACCESS_MASK: u32 = (1 << ACCESS_BITS) - 1;
 /// prefetcher keeps up with the copy.
 const VALUE_PREFETCH_BYTES: usize = 1024;
 
+/// Whether Valkey 8.1 keeps a string of `value_len` bytes embedded in the
+/// object that also embeds its key (`embstr`), measured on Valkey 8.1:
+/// key and value together up to 41 bytes, and 39 with an expire once the
+/// key needs a larger header (32 bytes and longer).
+fn embeds_with_key(key_len: usize, value_len: usize, has_expire: bool) -> bool {
+    let room = if has_expire && key_len >= 32 { 39 } else { 41 };
+    key_len + value_len <= room
+}
+
 /// A string value as stored, borrowed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum StrRef<'a> {
     Int(i64),
-    /// Written whole (`embstr` up to 44 bytes, `raw` above).
+    /// Written whole (`embstr` if it fits beside its key, else `raw`).
     Bytes(&'a [u8]),
     /// Edited in place (`raw` whatever its length).
     Raw(&'a [u8]),
@@ -139,7 +148,7 @@ impl<'a> ValueRef<'a> {
     }
     /// OBJECT ENCODING, with Valkey's names. Strings follow Valkey's
     /// `tryObjectEncoding`: `int` for a canonical integer, else `embstr` up
-    /// to 44 bytes, else `raw`.
+    /// to 44 bytes, else `raw` ([`Entry::encoding`] also weighs the key).
     pub fn encoding(self) -> &'static str {
         match self {
             ValueRef::Str(StrRef::Int(_)) => "int",
@@ -638,9 +647,26 @@ impl Entry {
         self.value().type_name()
     }
 
-    /// OBJECT ENCODING's answer.
+    /// OBJECT ENCODING's answer. A string Valkey 8.1 would make `embstr`
+    /// stays one only if the key fits beside it in the object's 64 bytes.
     pub fn encoding(&self) -> &'static str {
-        self.value().encoding()
+        match self.value().encoding() {
+            "embstr"
+                if !embeds_with_key(
+                    self.key().len(),
+                    self.str_len(),
+                    self.expire_at_ms().is_some(),
+                ) =>
+            {
+                "raw"
+            }
+            enc => enc,
+        }
+    }
+
+    /// Bytes of a string value that is not an integer (0 otherwise).
+    fn str_len(&self) -> usize {
+        self.str().and_then(StrRef::bytes).map_or(0, <[u8]>::len)
     }
 
     /// The node's first line only: its header (flags, access bits, expire

@@ -19,8 +19,8 @@ pub const SHARED_STR_MIN: usize = 16 * 1024;
 pub enum Str {
     /// An integer in `string2ll` form (`int`).
     Int(i64),
-    /// Bytes written whole by SET and friends (`embstr` up to 44 bytes,
-    /// `raw` above).
+    /// Bytes written whole by SET and friends (`embstr` if it fits beside
+    /// its key, else `raw`).
     Bytes(Vec<u8>),
     /// Bytes edited in place by APPEND or SETRANGE: Valkey reports `raw`
     /// for these whatever their length.
