@@ -39,3 +39,48 @@ e2e!(
         assert_eq!(q(o, "PFADD tiny user:0"), int(0));
     }
 );
+
+e2e!(
+    ringkv_only fn hll_bytes_follow_valkey_through_random_writes(b) {
+        // Random PFADD / PFMERGE / PFCOUNT on three keys, sparse and dense,
+        // on ringkv and Valkey 8.1: every reply, GET and DUMP byte for
+        // byte, so the cached count's bytes too (a write marks it stale
+        // and keeps the rest of it; a new key starts stale).
+        let ours = b.server();
+        let theirs = Backend::Valkey.server();
+        let (mut a, mut v) = (ours.raw(), theirs.raw());
+        let keys = ["h0", "h1", "h2"];
+        let mut compared = 0;
+        for seed in 0..12 {
+            let mut r = ringkv_e2e::Rng::new(seed + 1);
+            for c in [&mut a, &mut v] {
+                c.cmd(&["FLUSHALL"]);
+            }
+            for _ in 0..150 {
+                let key = *r.pick(&keys);
+                let mut cmd: Vec<String> = match r.below(10) {
+                    0..=4 => {
+                        let range = if r.below(3) == 0 { 5000 } else { 50 };
+                        let n = *r.pick(&[0, 1, 3, 30, 300]);
+                        let mut c = vec!["PFADD".to_string(), key.into()];
+                        c.extend((0..n).map(|_| format!("e{}", r.below(range))));
+                        c
+                    }
+                    5..=6 => vec!["PFMERGE".into(), key.into()],
+                    7 => vec!["PFCOUNT".into(), key.into()],
+                    8 => vec!["GET".into(), key.into()],
+                    _ => vec!["DUMP".into(), key.into()],
+                };
+                if cmd[0] == "PFMERGE" {
+                    for _ in 0..r.below(3) {
+                        cmd.push(r.pick(&keys).to_string());
+                    }
+                }
+                let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+                assert_eq!(a.cmd(&args), v.cmd(&args), "seed {seed}: {:?}", &args[..args.len().min(4)]);
+                compared += 1;
+            }
+        }
+        assert_eq!(compared, 12 * 150);
+    }
+);

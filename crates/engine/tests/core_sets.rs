@@ -84,9 +84,10 @@ fn spop_and_srandmember() {
         cmd(&mut e, c, &["SPOP", "s", "-1"]),
         "-ERR value is out of range, must be positive\r\n"
     );
+    // Valkey's getPositiveLong: one message for both failures.
     assert_eq!(
         cmd(&mut e, c, &["SPOP", "s", "x"]),
-        "-ERR value is not an integer or out of range\r\n"
+        "-ERR value is out of range, must be positive\r\n"
     );
     assert_eq!(cmd(&mut e, c, &["SPOP", "s", "0"]), "*0\r\n");
     let one = cmd(&mut e, c, &["SPOP", "s"]);

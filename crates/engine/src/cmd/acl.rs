@@ -399,8 +399,7 @@ fn acl_cat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return;
     }
     if argv.len() > 3 {
-        return ctx
-            .error("ERR unknown subcommand or wrong number of arguments for 'CAT'. Try ACL HELP.");
+        return super::subcommand_syntax_error(&mut ctx.reply, argv);
     }
     let cat = String::from_utf8_lossy(argv.get(2)).into_owned();
     match Acl::category_commands(&cat) {
@@ -415,6 +414,9 @@ fn acl_cat(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn acl_genpass(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    if argv.len() > 3 {
+        return super::subcommand_syntax_error(&mut ctx.reply, argv);
+    }
     let bits = if argv.len() >= 3 {
         match crate::num::parse_i64(argv.get(2)) {
             Some(b) => b,
@@ -423,11 +425,6 @@ fn acl_genpass(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     } else {
         256
     };
-    if argv.len() > 3 {
-        return ctx.error(
-            "ERR unknown subcommand or wrong number of arguments for 'GENPASS'. Try ACL HELP.",
-        );
-    }
     if !(1..=4096).contains(&bits) {
         return ctx.error("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096");
     }
@@ -492,8 +489,7 @@ fn acl_dryrun(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 fn acl_log(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if argv.len() > 3 {
-        return ctx
-            .error("ERR unknown subcommand or wrong number of arguments for 'LOG'. Try ACL HELP.");
+        return super::subcommand_syntax_error(&mut ctx.reply, argv);
     }
     let mut count = 10usize;
     if argv.len() == 3 {

@@ -493,17 +493,20 @@ fn bitcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let range = match argv.len() {
         2 => None,
         3..=5 => {
-            let s = parse_i64(argv.get(2));
+            // Valkey's order: start, the unit, then end.
+            let Some(s) = parse_i64(argv.get(2)) else {
+                return ctx.error(NOT_INT);
+            };
+            let Ok(bit) = parse_unit(argv, 4) else {
+                return ctx.error(SYNTAX_ERR);
+            };
             let e = if argv.len() >= 4 {
                 parse_i64(argv.get(3))
             } else {
                 Some(-1)
             };
-            let (Some(s), Some(e)) = (s, e) else {
+            let Some(e) = e else {
                 return ctx.error(NOT_INT);
-            };
-            let Ok(bit) = parse_unit(argv, 4) else {
-                return ctx.error(SYNTAX_ERR);
             };
             Some((s, e, bit))
         }
@@ -551,6 +554,10 @@ fn bitpos(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     } else {
         None
     };
+    // Valkey's order, as BITCOUNT's: start, the unit, then end.
+    let Ok(bit_unit) = parse_unit(argv, 5) else {
+        return ctx.error(SYNTAX_ERR);
+    };
     let end = if argv.len() > 4 {
         match parse_i64(argv.get(4)) {
             Some(v) => Some(v),
@@ -558,9 +565,6 @@ fn bitpos(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
     } else {
         None
-    };
-    let Ok(bit_unit) = parse_unit(argv, 5) else {
-        return ctx.error(SYNTAX_ERR);
     };
     let r = with_value(ctx, argv.get(1), |b| -> i64 {
         // A missing key is an endless run of zeros; an empty string has

@@ -709,15 +709,16 @@ fn unpause(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked.
 fn unblock(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let Some(id) = crate::num::parse_i64(argv.get(2)) else {
-        return ctx.error("ERR value is not an integer or out of range");
-    };
+    // As Valkey 8.1: the reason is read only when it is the last
+    // argument (more arguments are ignored), and before the id.
     let error = match argv.len() {
-        3 => false,
         4 if argv.get(3).eq_ignore_ascii_case(b"timeout") => false,
         4 if argv.get(3).eq_ignore_ascii_case(b"error") => true,
         4 => return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
-        _ => return ctx.error(SYNTAX_ERR),
+        _ => false,
+    };
+    let Some(id) = crate::num::parse_i64(argv.get(2)) else {
+        return ctx.error("ERR value is not an integer or out of range");
     };
     let done = id >= 0 && crate::blocking::unblock(ctx.srv, ClientId(id as u64), error);
     ctx.reply.int(i64::from(done));

@@ -221,11 +221,12 @@ fn reply_entries(ctx: &mut Ctx<'_>, kind: Kind, count: i64) {
 }
 
 fn commandlog_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let Some(kind) = Kind::parse(argv.get(3)) else {
-        return ctx.error(TYPE_ERR);
-    };
+    // Valkey's order: the count, then the type.
     let Some(count) = parse_count(argv.get(2)) else {
         return ctx.error("ERR count should be greater than or equal to -1");
+    };
+    let Some(kind) = Kind::parse(argv.get(3)) else {
+        return ctx.error(TYPE_ERR);
     };
     reply_entries(ctx, kind, count);
 }
@@ -270,7 +271,7 @@ fn commandlog_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 
 fn slowlog_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if argv.len() > 3 {
-        return ctx.error(super::SYNTAX_ERR);
+        return super::subcommand_syntax_error(&mut ctx.reply, argv);
     }
     let count = if argv.len() == 3 {
         match parse_count(argv.get(2)) {

@@ -320,15 +320,27 @@ fn header(encoding: u8, card: [u8; 8]) -> Vec<u8> {
 /// Cached-cardinality bytes marked stale.
 const STALE: [u8; 8] = [0, 0, 0, 0, 0, 0, 0, 0x80];
 
+/// The cached-cardinality bytes of `b` (a new value's are zeros) marked
+/// stale as Valkey's `HLL_INVALIDATE_CACHE` marks them: the top bit set,
+/// the rest of the old count left as it was.
+fn stale_card(b: Option<&[u8]>) -> [u8; 8] {
+    let mut card = [0u8; 8];
+    if let Some(b) = b {
+        card.copy_from_slice(&b[8..HDR]);
+    }
+    card[7] |= 0x80;
+    card
+}
+
 /// Encode `regs` sparse when it fits (`dense` forces dense).
-fn encode(regs: &[u8], dense: bool, max_sparse: u64) -> Vec<u8> {
+fn encode(regs: &[u8], dense: bool, max_sparse: u64, card: [u8; 8]) -> Vec<u8> {
     if !dense
-        && let Some(s) = encode_sparse(regs, STALE)
+        && let Some(s) = encode_sparse(regs, card)
         && s.len() as u64 <= max_sparse
     {
         return s;
     }
-    encode_dense(regs, STALE)
+    encode_dense(regs, card)
 }
 
 fn sigma(mut x: f64) -> f64 {
@@ -451,6 +463,7 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let max_sparse = ctx.srv.config.hll_sparse_max_bytes;
     let created = old.is_none();
     let mut bytes = old.unwrap_or_else(|| encode_sparse(&[0; REGISTERS], [0; 8]).expect("zeros"));
+    let card = stale_card(Some(&bytes));
     let mut updated = false;
     if check(&bytes).is_ok_and(|dense| dense) {
         // Dense: in place.
@@ -460,9 +473,6 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
                 dense_set(&mut bytes[HDR..], idx, v);
                 updated = true;
             }
-        }
-        if updated {
-            bytes[8..16].copy_from_slice(&STALE);
         }
     } else {
         let Ok(mut regs) = regs_or_reply(ctx, &bytes) else {
@@ -476,10 +486,12 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             }
         }
         if updated {
-            bytes = encode(&regs, false, max_sparse);
+            bytes = encode(&regs, false, max_sparse, card);
         }
     }
     if updated || created {
+        // A new key counts as an update, as in Valkey.
+        bytes[8..HDR].copy_from_slice(&card);
         let created = save(ctx, key, bytes) || created;
         ctx.reply.int(1);
         written(ctx, key, created);
@@ -531,12 +543,16 @@ fn pfcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut max = vec![0u8; REGISTERS];
     let mut dense = false;
+    let mut card = stale_card(None);
     // The destination is one of the inputs, as in Valkey.
     for i in 1..argv.len() {
         let Ok(b) = load(ctx, argv.get(i)) else {
             return;
         };
         let Some(b) = b else { continue };
+        if i == 1 {
+            card = stale_card(Some(&b));
+        }
         dense |= b[4] == 0;
         let Ok(regs) = regs_or_reply(ctx, &b) else {
             return;
@@ -546,7 +562,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
     }
     let dst = argv.get(1);
-    let bytes = encode(&max, dense, ctx.srv.config.hll_sparse_max_bytes);
+    let bytes = encode(&max, dense, ctx.srv.config.hll_sparse_max_bytes, card);
     let created = save(ctx, dst, bytes);
     ctx.reply.ok();
     written(ctx, dst, created);

@@ -620,9 +620,9 @@ fn pop_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, end: End) {
         ));
     }
     let count = if argv.len() == 3 {
-        match parse_i64(argv.get(2)) {
-            Some(n) if n >= 0 => Some(n as usize),
-            _ => return ctx.error("ERR value is out of range, must be positive"),
+        match super::parse_positive(argv.get(2)) {
+            Some(n) => Some(n as usize),
+            None => return ctx.error(super::NOT_POSITIVE),
         }
     } else {
         None

@@ -53,6 +53,16 @@ pub const SYNTAX_ERR: &str = "ERR syntax error";
 /// Valkey's shared reply for a bad integer argument.
 pub const NOT_INT: &str = "ERR value is not an integer or out of range";
 
+/// Valkey's reply for a count that is not a non-negative integer
+/// (`getPositiveLongFromObjectOrReply`: a non-integer gets it too).
+pub const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+
+/// A count Valkey reads with `getPositiveLongFromObjectOrReply`: `None`
+/// for anything but a non-negative integer (reply [`NOT_POSITIVE`]).
+pub(crate) fn parse_positive(b: &[u8]) -> Option<u64> {
+    crate::num::parse_i64(b).and_then(|n| u64::try_from(n).ok())
+}
+
 /// An integer argument within `min..=max`, with Valkey's errors
 /// (getRangeLongFromObjectOrReply).
 pub(crate) fn parse_range(b: &[u8], min: i64, max: i64) -> Result<i64, String> {
@@ -63,6 +73,20 @@ pub(crate) fn parse_range(b: &[u8], min: i64, max: i64) -> Result<i64, String> {
             "ERR value is out of range, value must between {min} and {max}"
         )),
     }
+}
+
+/// Valkey's `addReplySubcommandSyntaxError`: the subcommand as typed (up
+/// to 128 characters), the command upper-cased.
+pub(crate) fn subcommand_syntax_error(
+    r: &mut resp::ReplyWriter<'_>,
+    argv: crate::batch::ArgvRef<'_>,
+) {
+    let cmd = String::from_utf8_lossy(argv.get(0)).to_uppercase();
+    let sub = String::from_utf8_lossy(argv.get(1));
+    let sub: String = sub.chars().take(128).collect();
+    r.error(&format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {cmd} HELP."
+    ));
 }
 
 /// Reply with a `HELP` text: an array of status lines, the first naming

@@ -326,16 +326,9 @@ fn spublish(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     publish_generic(ctx, argv, true);
 }
 
-fn wrong_args(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    ctx.error(&format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-        String::from_utf8_lossy(argv.get(1))
-    ));
-}
-
 fn channels_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, kind: Kind) {
     if argv.len() > 3 {
-        return wrong_args(ctx, argv);
+        return super::subcommand_syntax_error(&mut ctx.reply, argv);
     }
     let pattern = (argv.len() == 3).then(|| argv.get(2));
     let names = ctx.srv.pubsub.names(kind, pattern);

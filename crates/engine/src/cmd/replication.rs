@@ -379,11 +379,10 @@ fn waitaof(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         Ok(n) => n == 1,
         Err(e) => return ctx.error(&e),
     };
-    let numreplicas = match crate::num::parse_i64(argv.get(2)) {
-        None => return ctx.error(crate::cmd::NOT_INT),
-        Some(n) if n < 0 => return ctx.error("ERR value is out of range, must be positive"),
-        Some(n) => n as usize,
+    let Some(numreplicas) = crate::cmd::parse_positive(argv.get(2)) else {
+        return ctx.error(crate::cmd::NOT_POSITIVE);
     };
+    let numreplicas = numreplicas as usize;
     let deadline = match wait_deadline(ctx, argv.get(3)) {
         Ok(d) => d,
         Err(e) => return ctx.error(e),

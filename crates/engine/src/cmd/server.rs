@@ -608,10 +608,7 @@ fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
                 "    Stop the server for <seconds>. Decimals allowed.",
             ],
         ),
-        _ => ctx.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(argv.get(1))
-        )),
+        _ => super::subcommand_syntax_error(&mut ctx.reply, argv),
     }
 }
 

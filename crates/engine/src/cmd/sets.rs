@@ -458,9 +458,8 @@ fn spop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     let count = match argv.len() {
         2 => None,
-        3 => match parse_i64(argv.get(2)) {
-            None => return ctx.error(NOT_INT),
-            Some(n) if n < 0 => return ctx.error("ERR value is out of range, must be positive"),
+        3 => match super::parse_positive(argv.get(2)) {
+            None => return ctx.error(super::NOT_POSITIVE),
             Some(n) => Some(n as usize),
         },
         _ => return ctx.error(SYNTAX_ERR),

@@ -1703,15 +1703,6 @@ fn serve_history(
 
 // ---- XGROUP --------------------------------------------------------------------
 
-fn subcommand_syntax(r: &mut ReplyWriter<'_>, argv: ArgvRef<'_>) {
-    let cmd = String::from_utf8_lossy(argv.get(0)).to_uppercase();
-    let sub = String::from_utf8_lossy(argv.get(1));
-    let sub: String = sub.chars().take(128).collect();
-    r.error(&format!(
-        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {cmd} HELP."
-    ));
-}
-
 /// Valkey's `addReplyHelp` for `command`.
 fn help(ctx: &mut Ctx<'_>, command: &str, lines: &[&str]) {
     let r = &mut ctx.reply;
@@ -1787,7 +1778,7 @@ fn xgroup(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             }
             i += 2;
         } else {
-            return subcommand_syntax(&mut ctx.reply, argv);
+            return super::subcommand_syntax_error(&mut ctx.reply, argv);
         }
     }
     let key = argv.get(2);
@@ -1896,7 +1887,7 @@ fn xgroup(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             None => ctx.reply.int(0),
         }
     } else {
-        subcommand_syntax(&mut ctx.reply, argv);
+        super::subcommand_syntax_error(&mut ctx.reply, argv);
     }
 }
 
@@ -2449,7 +2440,7 @@ fn xinfo(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             reply_lag(r, s.lag(g));
         }
     } else {
-        subcommand_syntax(r, argv);
+        super::subcommand_syntax_error(r, argv);
     }
 }
 
@@ -2481,14 +2472,14 @@ fn xinfo_stream(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         full = false;
     } else {
         if optc != 1 && optc != 3 {
-            return subcommand_syntax(r, argv);
+            return super::subcommand_syntax_error(r, argv);
         }
         if !argv.get(3).eq_ignore_ascii_case(b"full") {
-            return subcommand_syntax(r, argv);
+            return super::subcommand_syntax_error(r, argv);
         }
         if optc == 3 {
             if !argv.get(4).eq_ignore_ascii_case(b"count") {
-                return subcommand_syntax(r, argv);
+                return super::subcommand_syntax_error(r, argv);
             }
             match parse_i64(argv.get(5)) {
                 Some(n) => count = if n < 0 { 10 } else { n },

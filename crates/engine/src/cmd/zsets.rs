@@ -39,7 +39,6 @@ const NOT_FLOAT: &str = "ERR value is not a valid float";
 const NAN_ERR: &str = "ERR resulting score is not a number (NaN)";
 const RANGE_NOT_FLOAT: &str = "ERR min or max is not a float";
 const RANGE_NOT_LEX: &str = "ERR min or max not valid string range item";
-const NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
 
 // ---- Argument specs (Valkey 8's command JSON, for COMMAND DOCS) ----
 
@@ -1763,10 +1762,9 @@ fn zpop_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, max: bool) {
     }
     let mut count = None;
     if argv.len() == 3 {
-        // Valkey's getPositiveLong gives one message for both failures.
-        match parse_i64(argv.get(2)) {
-            Some(n) if n >= 0 => count = Some(n as usize),
-            _ => return ctx.error(NOT_POSITIVE),
+        match super::parse_positive(argv.get(2)) {
+            Some(n) => count = Some(n as usize),
+            None => return ctx.error(super::NOT_POSITIVE),
         }
     }
     let key = argv.get(1);
