@@ -132,6 +132,11 @@ const SCRIPTS: &[&str] = &[
     "redis.setresp(3) redis.call('sadd', 'st', 'a') return redis.call('smembers', 'st')",
     "redis.setresp(3) redis.call('sadd', 'st', 'a') return redis.call('smembers', 'st').set.a",
     "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')",
+    // An integral double comes back from Lua as an integer.
+    "redis.setresp(3) redis.call('zadd', 'z', 1, 'i') return redis.call('zscore', 'z', 'i')",
+    "redis.setresp(3) redis.call('zadd', 'z', 2, 'j') return redis.call('zrange', 'z', 0, -1, 'withscores')",
+    "return {double=1}",
+    "return {double=-3}",
     "redis.setresp(3) return redis.call('ping')",
     "redis.setresp(3) return redis.pcall('incr', 'str')",
     "redis.call('zadd', 'z', 1.5, 'm') return redis.call('zscore', 'z', 'm')",

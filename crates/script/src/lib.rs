@@ -593,8 +593,11 @@ fn table_reply(w: &mut ReplyWriter<'_>, t: &Table, lua_resp3: bool, depth: usize
     if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
         return w.simple(&s.to_string_lossy());
     }
-    if let Ok(Value::Number(n)) = t.raw_get::<Value>("double") {
-        return w.double(n);
+    // An integral double reads back from Lua as an integer.
+    match t.raw_get::<Value>("double") {
+        Ok(Value::Number(n)) => return w.double(n),
+        Ok(Value::Integer(i)) => return w.double(i as f64),
+        _ => {}
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
         return w.big_number(&s.to_string_lossy());
