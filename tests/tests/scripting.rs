@@ -136,6 +136,9 @@ const SCRIPTS: &[&str] = &[
     "redis.setresp(3) redis.call('zadd', 'z', 1, 'i') return redis.call('zscore', 'z', 'i')",
     "redis.setresp(3) redis.call('zadd', 'z', 2, 'j') return redis.call('zrange', 'z', 0, -1, 'withscores')",
     "return {double=1}",
+    "return {err='-X y'}",
+    "error({err='-X y'})",
+    "return {err='--'}",
     "return {double=-3}",
     "redis.setresp(3) return redis.call('ping')",
     "redis.setresp(3) return redis.pcall('incr', 'str')",
@@ -469,6 +472,14 @@ e2e!(
             "error('boom')",
             "return redis.error_reply('E y')",
             "return redis.call()",
+            // The line is `-` and the message as it is: `--X y` counts as
+            // `-X`; no space in the first 32 bytes counts as ERR.
+            "return {err='-X y'}",
+            "error({err='-X y'})",
+            "return {err='-'}",
+            "return {err=''}",
+            "return {err=' lead'}",
+            "return {err='ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ x'}",
         ] {
             for c in [&mut a, &mut v] {
                 c.cmd(&["CONFIG", "RESETSTAT"]);

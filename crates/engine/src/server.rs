@@ -189,8 +189,14 @@ impl Stats {
         if std::mem::take(&mut self.error_counted) {
             return;
         }
-        let msg = msg.strip_prefix('-').unwrap_or(msg);
-        let kind = msg.split(' ').next().unwrap_or("ERR");
+        // `msg` is the reply line after its `-`. Valkey's afterErrorReply:
+        // the code is what precedes the first space within the line's
+        // first 32 bytes (its `-` counted), else ERR; a message that
+        // starts with `-` itself (`--X y`) counts as `-X`.
+        let kind = match msg.bytes().take(31).position(|b| b == b' ') {
+            Some(i) => &msg[..i],
+            None => "ERR",
+        };
         self.total_error_replies += 1;
         if let Some(n) = self.errors.get_mut(kind) {
             *n += 1;

@@ -424,7 +424,9 @@ impl Scripts {
                     reply_from_lua(w, &v, lua_resp3, 0);
                     counted && w.out.get(at) == Some(&b'-')
                 } else {
-                    w.error(&error_text(&v, label));
+                    // Valkey writes `-` and the message as it is: a
+                    // message that starts with `-` keeps it.
+                    w.error(&format!("-{}", error_text(&v, label)));
                     counted
                 }
             }
@@ -588,7 +590,8 @@ fn reply_from_lua(w: &mut ReplyWriter<'_>, v: &Value, lua_resp3: bool, depth: us
 
 fn table_reply(w: &mut ReplyWriter<'_>, t: &Table, lua_resp3: bool, depth: usize) {
     if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-        return w.error(&e.to_string_lossy());
+        // As above: `-` and the message as it is.
+        return w.error(&format!("-{}", e.to_string_lossy()));
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
         return w.simple(&s.to_string_lossy());
