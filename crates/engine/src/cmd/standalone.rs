@@ -129,117 +129,93 @@ pub const COMMANDS: &[CommandSpec] = &[
 /// cluster support off it still resolves them (an unknown one, or one
 /// with the wrong number of arguments, gets the usual errors) before
 /// answering that cluster support is disabled.
+/// ADDSLOTSRANGE's and DELSLOTSRANGE's arguments.
+const SLOT_RANGE_ARGS: &[ArgSpec] = &[ArgSpec::block(
+    "range",
+    &[ArgSpec::integer("start-slot"), ArgSpec::integer("end-slot")],
+)
+.multiple()];
+
 const CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec {
-        name: "addslots",
-        arity: -3,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Assigns new hash slots to a node.",
-        complexity: "O(N) where N is the total number of hash slot arguments",
-        func: Some(cluster_disabled),
         args: &[ArgSpec::integer("slot").multiple()],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "addslotsrange",
-        arity: -4,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "7.0.0",
-        summary: "Assigns new hash slot ranges to a node.",
-        complexity: "O(N) where N is the total number of the slots between the start slot and end slot arguments.",
-        func: Some(cluster_disabled),
-        args: &[ArgSpec::block(
-            "range",
-            &[ArgSpec::integer("start-slot"), ArgSpec::integer("end-slot")],
+        ..cluster_sub(
+            "addslots",
+            -3,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Assigns new hash slots to a node.",
+            "O(N) where N is the total number of hash slot arguments",
         )
-        .multiple()],
-        ..CommandSpec::DEFAULT
     },
     CommandSpec {
-        name: "bumpepoch",
-        arity: 2,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Advances the cluster config epoch.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
+        args: SLOT_RANGE_ARGS,
+        ..cluster_sub(
+            "addslotsrange",
+            -4,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "7.0.0",
+            "Assigns new hash slot ranges to a node.",
+            "O(N) where N is the total number of the slots between the start slot and end slot arguments.",
+        )
+    },
+    CommandSpec {
         tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "bumpepoch",
+            2,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Advances the cluster config epoch.",
+            "O(1)",
+        )
     },
     CommandSpec {
-        name: "count-failure-reports",
-        arity: 3,
-        flags: ADMIN | STALE,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns the number of active failure reports active for a node.",
-        complexity: "O(N) where N is the number of failure reports",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
         args: &[ArgSpec::string("node-id")],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "countkeysinslot",
-        arity: 3,
-        flags: STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns the number of keys in a hash slot.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
-        args: &[ArgSpec::integer("slot")],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "delslots",
-        arity: -3,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Sets hash slots as unbound for a node.",
-        complexity: "O(N) where N is the total number of hash slot arguments",
-        func: Some(cluster_disabled),
-        args: &[ArgSpec::integer("slot").multiple()],
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "delslotsrange",
-        arity: -4,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "7.0.0",
-        summary: "Sets hash slot ranges as unbound for a node.",
-        complexity: "O(N) where N is the total number of the slots between the start slot and end slot arguments.",
-        func: Some(cluster_disabled),
-        args: &[ArgSpec::block(
-            "range",
-            &[ArgSpec::integer("start-slot"), ArgSpec::integer("end-slot")],
+        ..cluster_sub(
+            "count-failure-reports",
+            3,
+            ADMIN | STALE,
+            "3.0.0",
+            "Returns the number of active failure reports active for a node.",
+            "O(N) where N is the number of failure reports",
         )
-        .multiple()],
-        ..CommandSpec::DEFAULT
     },
     CommandSpec {
-        name: "failover",
-        arity: -2,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Forces a replica to perform a manual failover of its primary.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
+        args: &[ArgSpec::integer("slot")],
+        ..cluster_sub(
+            "countkeysinslot",
+            3,
+            STALE,
+            "3.0.0",
+            "Returns the number of keys in a hash slot.",
+            "O(1)",
+        )
+    },
+    CommandSpec {
+        args: &[ArgSpec::integer("slot").multiple()],
+        ..cluster_sub(
+            "delslots",
+            -3,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Sets hash slots as unbound for a node.",
+            "O(N) where N is the total number of hash slot arguments",
+        )
+    },
+    CommandSpec {
+        args: SLOT_RANGE_ARGS,
+        ..cluster_sub(
+            "delslotsrange",
+            -4,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "7.0.0",
+            "Sets hash slot ranges as unbound for a node.",
+            "O(N) where N is the total number of the slots between the start slot and end slot arguments.",
+        )
+    },
+    CommandSpec {
         args: &[ArgSpec::oneof(
             "options",
             &[
@@ -248,108 +224,88 @@ const CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
             ],
         )
         .optional()],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "failover",
+            -2,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Forces a replica to perform a manual failover of its primary.",
+            "O(1)",
+        )
     },
+    cluster_sub(
+        "flushslots",
+        2,
+        ADMIN | STALE | NO_ASYNC_LOADING,
+        "3.0.0",
+        "Deletes all slots information from a node.",
+        "O(1)",
+    ),
     CommandSpec {
-        name: "flushslots",
-        arity: 2,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Deletes all slots information from a node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "forget",
-        arity: 3,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Removes a node from the nodes table.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
         args: &[ArgSpec::string("node-id")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "forget",
+            3,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Removes a node from the nodes table.",
+            "O(1)",
+        )
     },
     CommandSpec {
-        name: "getkeysinslot",
-        arity: 4,
-        flags: STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns the key names in a hash slot.",
-        complexity: "O(N) where N is the number of requested keys",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
         args: &[ArgSpec::integer("slot"), ArgSpec::integer("count")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "getkeysinslot",
+            4,
+            STALE,
+            "3.0.0",
+            "Returns the key names in a hash slot.",
+            "O(N) where N is the number of requested keys",
+        )
     },
+    cluster_sub(
+        "help",
+        2,
+        LOADING | STALE,
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+    ),
     CommandSpec {
-        name: "help",
-        arity: 2,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "5.0.0",
-        summary: "Returns helpful text about the different subcommands.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "info",
-        arity: 2,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns information about the state of a node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "info",
+            2,
+            LOADING | STALE,
+            "3.0.0",
+            "Returns information about the state of a node.",
+            "O(1)",
+        )
     },
     CommandSpec {
-        name: "keyslot",
-        arity: 3,
-        flags: STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns the hash slot for a key.",
-        complexity: "O(N) where N is the number of bytes in the key",
-        func: Some(cluster_disabled),
         args: &[ArgSpec::string("key")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "keyslot",
+            3,
+            STALE,
+            "3.0.0",
+            "Returns the hash slot for a key.",
+            "O(N) where N is the number of bytes in the key",
+        )
     },
     CommandSpec {
-        name: "links",
-        arity: 2,
-        flags: STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "7.0.0",
-        summary: "Returns a list of all TCP links to and from peer nodes.",
-        complexity: "O(N) where N is the total number of Cluster nodes",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "links",
+            2,
+            STALE,
+            "7.0.0",
+            "Returns a list of all TCP links to and from peer nodes.",
+            "O(N) where N is the total number of Cluster nodes",
+        )
     },
     CommandSpec {
-        name: "meet",
-        arity: -4,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Forces a node to handshake with another node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
         args: &[
             ArgSpec::string("ip"),
             ArgSpec::integer("port"),
@@ -358,83 +314,69 @@ const CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
                 .optional(),
         ],
         history: &[("4.0.0", "Added the optional `cluster_bus_port` argument.")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "meet",
+            -4,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Forces a node to handshake with another node.",
+            "O(1)",
+        )
     },
+    cluster_sub(
+        "myid",
+        2,
+        LOADING | STALE,
+        "3.0.0",
+        "Returns the ID of a node.",
+        "O(1)",
+    ),
     CommandSpec {
-        name: "myid",
-        arity: 2,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns the ID of a node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "myshardid",
-        arity: 2,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "7.2.0",
-        summary: "Returns the shard ID of a node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "myshardid",
+            2,
+            LOADING | STALE,
+            "7.2.0",
+            "Returns the shard ID of a node.",
+            "O(1)",
+        )
     },
     CommandSpec {
-        name: "nodes",
-        arity: 2,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns the cluster configuration for a node.",
-        complexity: "O(N) where N is the total number of Cluster nodes",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "nodes",
+            2,
+            LOADING | STALE,
+            "3.0.0",
+            "Returns the cluster configuration for a node.",
+            "O(N) where N is the total number of Cluster nodes",
+        )
     },
     CommandSpec {
-        name: "replicas",
-        arity: 3,
-        flags: ADMIN | STALE,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "5.0.0",
-        summary: "Lists the replica nodes of a primary node.",
-        complexity: "O(N) where N is the number of replicas.",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
         args: &[ArgSpec::string("node-id")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "replicas",
+            3,
+            ADMIN | STALE,
+            "5.0.0",
+            "Lists the replica nodes of a primary node.",
+            "O(N) where N is the number of replicas.",
+        )
     },
     CommandSpec {
-        name: "replicate",
-        arity: 3,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Configure a node as replica of a primary node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
         args: &[ArgSpec::string("node-id")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "replicate",
+            3,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Configure a node as replica of a primary node.",
+            "O(1)",
+        )
     },
     CommandSpec {
-        name: "reset",
-        arity: -2,
-        flags: ADMIN | NOSCRIPT | STALE,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Resets a node.",
-        complexity: "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.",
-        func: Some(cluster_disabled),
         args: &[ArgSpec::oneof(
             "reset-type",
             &[
@@ -443,43 +385,35 @@ const CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
             ],
         )
         .optional()],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "reset",
+            -2,
+            ADMIN | NOSCRIPT | STALE,
+            "3.0.0",
+            "Resets a node.",
+            "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.",
+        )
     },
+    cluster_sub(
+        "saveconfig",
+        2,
+        ADMIN | STALE | NO_ASYNC_LOADING,
+        "3.0.0",
+        "Forces a node to save the cluster configuration to disk.",
+        "O(1)",
+    ),
     CommandSpec {
-        name: "saveconfig",
-        arity: 2,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Forces a node to save the cluster configuration to disk.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
-        ..CommandSpec::DEFAULT
-    },
-    CommandSpec {
-        name: "set-config-epoch",
-        arity: 3,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Sets the configuration epoch for a new node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
         args: &[ArgSpec::integer("config-epoch")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "set-config-epoch",
+            3,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Sets the configuration epoch for a new node.",
+            "O(1)",
+        )
     },
     CommandSpec {
-        name: "setslot",
-        arity: -4,
-        flags: ADMIN | STALE | NO_ASYNC_LOADING,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Binds a hash slot to a node.",
-        complexity: "O(1)",
-        func: Some(cluster_disabled),
         args: &[
             ArgSpec::integer("slot"),
             ArgSpec::oneof(
@@ -501,48 +435,42 @@ const CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
                 .optional(),
         ],
         history: &[("8.0.0", "Added the `TIMEOUT` option.")],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "setslot",
+            -4,
+            ADMIN | STALE | NO_ASYNC_LOADING,
+            "3.0.0",
+            "Binds a hash slot to a node.",
+            "O(1)",
+        )
     },
     CommandSpec {
-        name: "shards",
-        arity: 2,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "7.0.0",
-        summary: "Returns the mapping of cluster slots to shards.",
-        complexity: "O(N) where N is the total number of cluster nodes",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "shards",
+            2,
+            LOADING | STALE,
+            "7.0.0",
+            "Returns the mapping of cluster slots to shards.",
+            "O(N) where N is the total number of cluster nodes",
+        )
     },
     CommandSpec {
-        name: "slaves",
-        arity: 3,
-        flags: ADMIN | STALE,
-        acl_categories: &["admin", "slow", "dangerous"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Lists the replica nodes of a primary node.",
-        complexity: "O(N) where N is the number of replicas.",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
         args: &[ArgSpec::string("node-id")],
         doc_flags: doc_flags::DEPRECATED,
         deprecated_since: Some("5.0.0"),
         replaced_by: Some("`CLUSTER REPLICAS`"),
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "slaves",
+            3,
+            ADMIN | STALE,
+            "3.0.0",
+            "Lists the replica nodes of a primary node.",
+            "O(N) where N is the number of replicas.",
+        )
     },
     CommandSpec {
-        name: "slot-stats",
-        arity: -4,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "8.0.0",
-        summary: "Return an array of slot usage statistics for slots assigned to the current node.",
-        complexity: "O(N) where N is the total number of slots based on arguments. O(N*log(N)) with ORDERBY subcommand.",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output", "request_policy:all_shards"],
         args: &[ArgSpec::oneof(
             "filter",
@@ -570,26 +498,60 @@ const CLUSTER_SUBCOMMANDS: &[CommandSpec] = &[
                 .token("ORDERBY"),
             ],
         )],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "slot-stats",
+            -4,
+            LOADING | STALE,
+            "8.0.0",
+            "Return an array of slot usage statistics for slots assigned to the current node.",
+            "O(N) where N is the total number of slots based on arguments. O(N*log(N)) with ORDERBY subcommand.",
+        )
     },
     CommandSpec {
-        name: "slots",
-        arity: 2,
-        flags: LOADING | STALE,
-        acl_categories: &["slow"],
-        group: "cluster",
-        since: "3.0.0",
-        summary: "Returns the mapping of cluster slots to nodes.",
-        complexity: "O(N) where N is the total number of Cluster nodes",
-        func: Some(cluster_disabled),
         tips: &["nondeterministic_output"],
         history: &[
             ("4.0.0", "Added node IDs."),
             ("7.0.0", "Added additional networking metadata field."),
         ],
-        ..CommandSpec::DEFAULT
+        ..cluster_sub(
+            "slots",
+            2,
+            LOADING | STALE,
+            "3.0.0",
+            "Returns the mapping of cluster slots to nodes.",
+            "O(N) where N is the total number of Cluster nodes",
+        )
     },
 ];
+
+/// A CLUSTER subcommand: its ACL categories follow from its flags
+/// (`@admin @slow @dangerous` for an admin one, `@slow` otherwise), and
+/// it answers that cluster support is disabled.
+const fn cluster_sub(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    since: &'static str,
+    summary: &'static str,
+    complexity: &'static str,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        acl_categories: if flags & ADMIN != 0 {
+            ADMIN_ACL
+        } else {
+            &["slow"]
+        },
+        group: "cluster",
+        since,
+        summary,
+        complexity,
+        func: Some(cluster_disabled),
+        ..CommandSpec::DEFAULT
+    }
+}
 
 fn cluster_disabled(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.error(CLUSTER_DISABLED);
