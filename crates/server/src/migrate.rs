@@ -131,9 +131,13 @@ impl MigrateLink for Link {
                 return Err(io::ErrorKind::TimedOut.into());
             }
             let mut chunk = [0u8; 4096];
-            match self.sock.read(&mut chunk)? {
-                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-                n => self.buf.extend_from_slice(&chunk[..n]),
+            match self.sock.read(&mut chunk) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                // A signal is not the target failing: wait out the rest
+                // of the timeout (a failure would be retried, a timeout not).
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
     }
