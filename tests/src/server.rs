@@ -307,6 +307,52 @@ pub fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// A loopback port that refuses connections for as long as this value
+/// lives: a TCP socket bound to it that never listens. Unlike a
+/// [`free_port`], no parallel test can bind the port meanwhile (and accept
+/// the connections meant to be refused).
+pub struct RefusedPort {
+    fd: libc::c_int,
+    pub port: u16,
+}
+
+impl RefusedPort {
+    pub fn new() -> RefusedPort {
+        let err = std::io::Error::last_os_error;
+        // SAFETY: socket calls on a descriptor this function owns, with
+        // address structs zeroed and sized as the calls expect.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", err());
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let rc = libc::bind(fd, (&raw const addr).cast(), len);
+            assert_eq!(rc, 0, "bind: {}", err());
+            let rc = libc::getsockname(fd, (&raw mut addr).cast(), &mut len);
+            assert_eq!(rc, 0, "getsockname: {}", err());
+            RefusedPort {
+                fd,
+                port: u16::from_be(addr.sin_port),
+            }
+        }
+    }
+}
+
+impl Default for RefusedPort {
+    fn default() -> RefusedPort {
+        RefusedPort::new()
+    }
+}
+
+impl Drop for RefusedPort {
+    fn drop(&mut self) {
+        // SAFETY: `fd` is this value's own descriptor, closed only here.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
 impl Server {
     pub fn start(backend: Backend, opts: Opts) -> Server {
         // A port picked this way can be taken by a parallel test before the

@@ -151,9 +151,12 @@ e2e!(
             locked: Backend::Valkey.start(Opts::new().arg("requirepass", "pw")),
             ringkv: b.server(),
         };
-        let dead = ringkv_e2e::server::free_port();
-        let ours = steps(&b.server(), &t, dead);
-        let theirs = steps(&Backend::Valkey.server(), &t, dead);
+        // Refused for the whole test: a port only picked as free could be
+        // bound meanwhile by another test's stub target, which would then
+        // count this test's connections.
+        let dead = ringkv_e2e::server::RefusedPort::new();
+        let ours = steps(&b.server(), &t, dead.port);
+        let theirs = steps(&Backend::Valkey.server(), &t, dead.port);
         assert_eq!(ours.len(), theirs.len());
         for (o, v) in ours.iter().zip(&theirs) {
             assert_eq!(o, v);
