@@ -320,14 +320,12 @@ fn header(encoding: u8, card: [u8; 8]) -> Vec<u8> {
 /// Cached-cardinality bytes marked stale.
 const STALE: [u8; 8] = [0, 0, 0, 0, 0, 0, 0, 0x80];
 
-/// The cached-cardinality bytes of `b` (a new value's are zeros) marked
-/// stale as Valkey's `HLL_INVALIDATE_CACHE` marks them: the top bit set,
-/// the rest of the old count left as it was.
-fn stale_card(b: Option<&[u8]>) -> [u8; 8] {
+/// The cached-cardinality bytes of `b` marked stale as Valkey's
+/// `HLL_INVALIDATE_CACHE` marks them: the top bit set, the rest of the
+/// old count left as it was (a new value's are [`STALE`]).
+fn stale_card(b: &[u8]) -> [u8; 8] {
     let mut card = [0u8; 8];
-    if let Some(b) = b {
-        card.copy_from_slice(&b[8..HDR]);
-    }
+    card.copy_from_slice(&b[8..HDR]);
     card[7] |= 0x80;
     card
 }
@@ -463,7 +461,7 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let max_sparse = ctx.srv.config.hll_sparse_max_bytes;
     let created = old.is_none();
     let mut bytes = old.unwrap_or_else(|| encode_sparse(&[0; REGISTERS], [0; 8]).expect("zeros"));
-    let card = stale_card(Some(&bytes));
+    let card = stale_card(&bytes);
     let mut updated = false;
     if check(&bytes).is_ok_and(|dense| dense) {
         // Dense: in place.
@@ -543,7 +541,7 @@ fn pfcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut max = vec![0u8; REGISTERS];
     let mut dense = false;
-    let mut card = stale_card(None);
+    let mut card = STALE;
     // The destination is one of the inputs, as in Valkey.
     for i in 1..argv.len() {
         let Ok(b) = load(ctx, argv.get(i)) else {
@@ -551,7 +549,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         };
         let Some(b) = b else { continue };
         if i == 1 {
-            card = stale_card(Some(&b));
+            card = stale_card(&b);
         }
         dense |= b[4] == 0;
         let Ok(regs) = regs_or_reply(ctx, &b) else {
