@@ -592,12 +592,12 @@ fn same(cmd: &[String], ours: &Reply, theirs: &Reply) -> bool {
     {
         return true;
     }
-    // Known gap: COPY (and MOVE) of a small integer gives Valkey an
-    // unshared object (refcount 1); ringkv keeps reporting it as shared.
+    // Redis 7 reports a small integer as a shared object; Valkey 8, which
+    // ringkv follows, shares no key's value.
     if cmd.len() == 3
         && cmd[1].eq_ignore_ascii_case("refcount")
-        && *ours == Reply::Int(i64::from(i32::MAX))
-        && *theirs == Reply::Int(1)
+        && *ours == Reply::Int(1)
+        && *theirs == Reply::Int(i64::from(i32::MAX))
     {
         return true;
     }

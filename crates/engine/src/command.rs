@@ -596,7 +596,7 @@ impl Ctx<'_> {
         }
         // Keys expired earlier in this command fire first, as in Valkey
         // (where the deletion publishes on the spot).
-        if self.srv.expiry_logging {
+        if self.srv.expiry_logging || self.srv.keymisses.pending() {
             let me = crate::pubsub::Me {
                 id: self.session.id,
                 reply: &mut self.reply,

@@ -1380,12 +1380,17 @@ impl Config {
     }
 
     fn get_value(&self, idx: usize) -> String {
-        if DEFS[idx].name == "dir" {
-            return std::env::current_dir()
+        match DEFS[idx].name {
+            "dir" => std::env::current_dir()
                 .map(|p| p.display().to_string())
-                .unwrap_or_default();
+                .unwrap_or_default(),
+            "notify-keyspace-events" => {
+                let v = &self.values[idx];
+                crate::command::notify::parse(v.as_bytes())
+                    .map_or_else(|| v.clone(), crate::command::notify::to_string)
+            }
+            _ => self.values[idx].clone(),
         }
-        self.values[idx].clone()
     }
 
     /// Descriptors kept back from `maxclients` for the server's own use:
@@ -1836,10 +1841,19 @@ fn validate_special(name: &str, args: &[String], cur: &str) -> SetResult {
 }
 
 /// Valkey's notify-keyspace-events flags in canonical order (`AKE`, not
-/// `KEA`); `None` on an unknown class character.
+/// `KEA`); `None` on an unknown class character. `n` stays beside `A`
+/// (`AnKE`): CONFIG GET hides it there, as Valkey's does, but the class
+/// stays on ([`Config::get`] shows the stored value through
+/// `notify::to_string`).
 fn keyspace_events_canonical(v: &str) -> Option<String> {
     use crate::command::notify;
-    notify::parse(v.as_bytes()).map(notify::to_string)
+    notify::parse(v.as_bytes()).map(|f| {
+        let mut s = notify::to_string(f);
+        if f & notify::ALL == notify::ALL && f & notify::NEW != 0 {
+            s.insert(1, 'n');
+        }
+        s
+    })
 }
 
 #[cfg(test)]

@@ -1192,8 +1192,9 @@ fn execute_one(
         // CLIENT CACHING covers the next command (a whole transaction).
         t.caching = false;
     }
-    // Keys the command expired: WATCH invalidation, `expired` events.
-    if srv.expiry_logging {
+    // Keys the command expired: WATCH invalidation, `expired` events; then
+    // `keymiss` events.
+    if srv.expiry_logging || srv.keymisses.pending() {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
         let me = pubsub::Me {
             id: sess.id,

@@ -317,9 +317,23 @@ pub fn reborrow<'a, 'b>(m: &'a mut Me<'_, 'b>) -> Me<'a, 'b> {
 }
 
 /// Turn the keys the store expired since the last call into WATCH
-/// invalidations and `expired` events. Cheap when nothing listens
-/// ([`Server::expiry_logging`] off).
+/// invalidations and `expired` events, then the logged read misses into
+/// `keymiss` events. Cheap when nothing listens
+/// ([`Server::expiry_logging`] off, no miss logged).
 pub fn drain_expired(srv: &mut Server, mut me: Option<Me<'_, '_>>) {
+    if srv.keymisses.pending() {
+        // Expired keys first: a read of an expired key deletes it, then misses.
+        drain_expired_keys(srv, me.as_mut().map(reborrow));
+        for (db, key) in std::mem::take(&mut srv.keymisses.keys) {
+            let class = crate::command::notify::KEY_MISS;
+            keyspace_event(srv, me.as_mut().map(reborrow), class, "keymiss", db, &key);
+        }
+        return;
+    }
+    drain_expired_keys(srv, me);
+}
+
+fn drain_expired_keys(srv: &mut Server, mut me: Option<Me<'_, '_>>) {
     if !srv.expiry_logging {
         return;
     }
@@ -339,6 +353,35 @@ pub fn drain_expired(srv: &mut Server, mut me: Option<Me<'_, '_>>) {
                 db,
                 &key,
             );
+        }
+    }
+}
+
+/// Keys read lookups missed while `keymiss` events are on. Valkey fires
+/// `keymiss` inside the lookup; a lookup here holds the keyspace borrowed,
+/// so the miss is logged and fired by [`drain_expired`] before the
+/// command's next event, or after the command: the order of events is
+/// Valkey's.
+#[derive(Default)]
+pub struct KeyMisses {
+    on: bool,
+    keys: Vec<(usize, Box<[u8]>)>,
+}
+
+impl KeyMisses {
+    /// A read lookup of `key` in `db` found nothing.
+    pub fn record(&mut self, db: usize, key: &[u8]) {
+        if self.on {
+            self.keys.push((db, key.into()));
+        }
+    }
+    pub fn pending(&self) -> bool {
+        !self.keys.is_empty()
+    }
+    pub(crate) fn set_on(&mut self, on: bool) {
+        self.on = on;
+        if !on {
+            self.keys.clear();
         }
     }
 }

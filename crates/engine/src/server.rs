@@ -308,6 +308,8 @@ pub struct Server {
     /// The store logs keys deleted by expiry (someone WATCHes, or
     /// `expired` keyspace events are on); see [`Server::sync_expiry_logging`].
     pub expiry_logging: bool,
+    /// Read lookups that missed, while `keymiss` events are on.
+    pub keymisses: crate::pubsub::KeyMisses,
     /// Large values freed off this thread.
     pub lazyfree: crate::lazyfree::LazyFree,
     /// `client-output-buffer-limit` as the IO threads read it; see
@@ -383,6 +385,7 @@ impl Server {
             exec_pushes: None,
             pubsub: Default::default(),
             watches: Default::default(),
+            keymisses: Default::default(),
             expiry_logging: false,
             lazyfree: Default::default(),
             output_limits: Default::default(),
@@ -462,11 +465,14 @@ impl Server {
     }
 
     /// Turn the store's expired-key log on while WATCH or `expired`
-    /// notifications need it, off otherwise (it costs a copy per key).
+    /// notifications need it, off otherwise (it costs a copy per key), and
+    /// the log of read misses while `keymiss` notifications are on.
     /// Call after WATCH/UNWATCH and CONFIG SET.
     pub fn sync_expiry_logging(&mut self) {
-        use crate::command::notify::{EXPIRED, KEYEVENT, KEYSPACE};
+        use crate::command::notify::{EXPIRED, KEY_MISS, KEYEVENT, KEYSPACE};
         let n = self.config.notify_keyspace_events;
+        self.keymisses
+            .set_on(n & KEY_MISS != 0 && n & (KEYSPACE | KEYEVENT) != 0);
         let want = !self.watches.is_empty()
             || self.effects.on()
             || self.tracking.clients > 0

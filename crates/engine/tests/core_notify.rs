@@ -186,14 +186,25 @@ fn string_and_generic_events() {
         (&["GETDEL", "d"], &[("del", "d")]),
         (&["DEL", "c", "nokey", "b"], &[("del", "c"), ("del", "b")]),
         (&["UNLINK", "s"], &[("del", "s")]),
-        (&["EXPIRE", "k", "-1"], &[("del", "k")]),
+        // A time already past is an expiry in Valkey 8, not a deletion.
+        (&["EXPIRE", "k", "-1"], &[("expired", "k")]),
         (&["GET", "k"], &[]),
+        (&["SET", "k", "v", "PXAT", "1"], &[]),
+        (&["SET", "k", "v"], &[("set", "k")]),
+        (&["SET", "k", "w", "PXAT", "1"], &[("expired", "k")]),
+        (&["SET", "k", "v"], &[("set", "k")]),
+        (&["GETEX", "k", "EXAT", "1"], &[("expired", "k")]),
+        (&["SET", "k", "v"], &[("set", "k")]),
+        (&["BITOP", "NOT", "n", "k"], &[("set", "n")]),
     ];
     for (c, want) in cases {
         let r = cmd(&mut e, a, c);
         assert!(!r.starts_with('-'), "{c:?}: {r}");
         assert_eq!(keyevents(&mut e, sub), ev(want), "{c:?}");
     }
+    // The EXPIRE, SET and GETEX above with past times.
+    let stats = cmd(&mut e, a, &["INFO", "stats"]);
+    assert!(stats.contains("\r\nexpired_keys:3\r\n"), "{stats}");
 }
 
 #[test]

@@ -660,7 +660,8 @@ fn bitop(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let created = store(d, h, dst, Str::Raw(out), now);
     ctx.reply.int(len as i64);
     ctx.touched(db, dst);
-    notify_write(ctx, created, "bitop", dst);
+    // Valkey names the event after what happened to the key, not the command.
+    notify_write(ctx, created, "set", dst);
 }
 
 // ---- BITFIELD ----------------------------------------------------------------

@@ -192,7 +192,7 @@ fn restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     {
         entry.set_access(bits);
     }
-    db.insert(h, key, entry, now);
+    super::add_key(ctx, dbi, h, key, entry);
     ctx.touched(dbi, key);
     ctx.notify(notify::GENERIC, "restore", key);
     if ttl > 0 && !absttl {

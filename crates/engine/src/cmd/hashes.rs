@@ -338,14 +338,7 @@ fn hash_for_write<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c mut Hash> 
             return None;
         }
         Ok(Some(_)) => {}
-        Ok(None) => {
-            ctx.srv.keyspace.dbs[db].insert(
-                h,
-                key,
-                Entry::new(Value::Hash(Hash::new())),
-                ctx.now_ms,
-            );
-        }
+        Ok(None) => super::add_key(ctx, db, h, key, Entry::new(Value::Hash(Hash::new()))),
     }
     match ctx.srv.keyspace.dbs[db]
         .get(h, key, now)

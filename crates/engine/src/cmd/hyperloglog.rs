@@ -394,12 +394,19 @@ fn estimate(regs: &[u8]) -> u64 {
 }
 
 /// The bytes of the string at `key`: `Ok(None)` missing, `Err` after an
-/// error reply (other type, or not an HLL).
-fn load(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+/// error reply (other type, or not an HLL). `read` is Valkey's
+/// lookupKeyRead (PFCOUNT, PFMERGE's inputs: hits, misses, `keymiss`),
+/// else its lookupKeyWrite (PFADD, PFDEBUG).
+fn load(ctx: &mut Ctx<'_>, key: &[u8], read: bool) -> Result<Option<Vec<u8>>, ()> {
     let h = ctx.key_hash(key);
     let db = ctx.session.db;
     let now = ctx.now_ms;
-    let bytes = match lookup_read(ctx.srv, db, h, key, now) {
+    let found = if read {
+        lookup_read(ctx.srv, db, h, key, now)
+    } else {
+        lookup_write(&mut ctx.srv.keyspace.dbs[db], h, key, now)
+    };
+    let bytes = match found {
         None => return Ok(None),
         Some(e) => match as_str(e) {
             None => None,
@@ -455,7 +462,7 @@ fn written(ctx: &mut Ctx<'_>, key: &[u8], created: bool) {
 
 fn pfadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
-    let Ok(old) = load(ctx, key) else {
+    let Ok(old) = load(ctx, key, false) else {
         return;
     };
     let max_sparse = ctx.srv.config.hll_sparse_max_bytes;
@@ -501,7 +508,7 @@ fn pfadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn pfcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if argv.len() == 2 {
         let key = argv.get(1);
-        let Ok(b) = load(ctx, key) else {
+        let Ok(b) = load(ctx, key, true) else {
             return;
         };
         let Some(mut b) = b else {
@@ -524,7 +531,7 @@ fn pfcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let mut max = vec![0u8; REGISTERS];
     for i in 1..argv.len() {
-        let Ok(b) = load(ctx, argv.get(i)) else {
+        let Ok(b) = load(ctx, argv.get(i), true) else {
             return;
         };
         let Some(b) = b else { continue };
@@ -544,7 +551,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut card = STALE;
     // The destination is one of the inputs, as in Valkey.
     for i in 1..argv.len() {
-        let Ok(b) = load(ctx, argv.get(i)) else {
+        let Ok(b) = load(ctx, argv.get(i), true) else {
             return;
         };
         let Some(b) = b else { continue };
@@ -571,7 +578,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn pfdebug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let sub = argv.get(1).to_ascii_lowercase();
     let key = argv.get(2);
-    let Ok(loaded) = load(ctx, key) else {
+    let Ok(loaded) = load(ctx, key, false) else {
         return;
     };
     let Some(bytes) = loaded else {

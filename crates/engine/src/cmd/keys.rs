@@ -14,7 +14,7 @@ use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, key_flags as kf, notify
 use crate::glob;
 use crate::num::parse_i64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use store::{Entry, StrRef};
+use store::Entry;
 
 const WRITE_SLOW: &[&str] = &["keyspace", "write", "slow"];
 const WRITE_FAST: &[&str] = &["keyspace", "write", "fast"];
@@ -577,6 +577,9 @@ enum Lookup {
     Read,
     /// `lookupKeyReadWithFlags(LOOKUP_NOTOUCH)`: counts, leaves the clock.
     ReadNoTouch,
+    /// OBJECT's `LOOKUP_NOTOUCH | LOOKUP_NONOTIFY`: as ReadNoTouch, without
+    /// a `keymiss` event.
+    Inspect,
     /// `lookupKeyWrite`: no stats, updates the access clock.
     Write,
     /// TOUCH: like Read, and it touches even a NO-TOUCH client's keys.
@@ -602,7 +605,7 @@ fn lookup_in<'c>(
     let touch = match kind {
         Lookup::Touch => true,
         Lookup::Read | Lookup::Write => !ctx.session.no_touch,
-        Lookup::ReadNoTouch => false,
+        Lookup::ReadNoTouch | Lookup::Inspect => false,
     };
     let srv = &mut *ctx.srv;
     let d = &mut srv.keyspace.dbs[db];
@@ -623,6 +626,9 @@ fn lookup_in<'c>(
             srv.stats.keyspace_hits += 1;
         } else {
             srv.stats.keyspace_misses += 1;
+            if kind != Lookup::Inspect {
+                srv.keymisses.record(db, key);
+            }
         }
     }
     found
@@ -756,23 +762,15 @@ fn expire_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, name: &str, base_ms: i64
         }
     }
     let hash = ctx.key_hash(key);
-    // A time already past deletes the key (Valkey replicates a DEL and
-    // fires `del`, not `expire`).
-    let deleted = ctx.already_expired(when);
-    let event = if deleted {
-        ctx.db().delete_expired(hash, key);
-        "del"
-    } else {
-        ctx.db().set_expire(hash, key, Some(when));
-        "expire"
-    };
+    if ctx.already_expired(when) {
+        super::delete_already_expired(ctx, hash, key);
+        return ctx.reply.int(1);
+    }
+    ctx.db().set_expire(hash, key, Some(when));
     ctx.touched(db, key);
-    ctx.notify(notify::GENERIC, event, key);
-    // Propagated as an absolute time in ms (PEXPIREAT as sent stays as
-    // sent), or as the deletion it was.
-    if deleted {
-        super::propagate_expired_del(ctx, key);
-    } else if base_ms != 0 || secs {
+    ctx.notify(notify::GENERIC, "expire", key);
+    // Propagated as an absolute time in ms (PEXPIREAT as sent stays as sent).
+    if base_ms != 0 || secs {
         super::propagate_pexpireat(ctx, key, when, argv, 3);
     }
     ctx.reply.int(1);
@@ -806,8 +804,13 @@ fn ttl_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, ms: bool, absolute: bool) {
         return ctx.reply.int(-1);
     };
     let t = if absolute { at } else { at - now }.max(0);
-    // Seconds are rounded to nearest, as Valkey does.
-    ctx.reply.int(if ms { t } else { (t + 500) / 1000 });
+    // Seconds are rounded to nearest, as Valkey does, without overflowing
+    // near i64::MAX (PEXPIREAT accepts any positive time).
+    ctx.reply.int(if ms {
+        t
+    } else {
+        t / 1000 + i64::from(t % 1000 >= 500)
+    });
 }
 
 fn ttl(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -854,11 +857,11 @@ fn rename_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, nx: bool) {
     if lookup_in(ctx, db, hd, dst, Lookup::Write).is_some() && nx {
         return ctx.reply.int(0);
     }
-    let now = ctx.now_ms;
-    let d = ctx.db();
-    if let Some(entry) = d.remove(hs, src) {
-        // The entry carries its TTL and access clock to the new name.
-        d.insert(hd, dst, entry, now);
+    // The entry carries its TTL and access clock to the new name. Any old
+    // `dst` goes first: the new one is added (`new`), as in Valkey.
+    if let Some(entry) = ctx.db().remove(hs, src) {
+        ctx.db().delete(hd, dst);
+        super::add_key(ctx, db, hd, dst, entry);
     }
     ctx.touched(db, src);
     ctx.touched(db, dst);
@@ -921,7 +924,8 @@ fn copy(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if lookup_in(ctx, dst_db, hd, dst, Lookup::Write).is_some() && !replace {
         return ctx.reply.int(0);
     }
-    ctx.srv.keyspace.dbs[dst_db].insert(hd, dst, copied, ctx.now_ms);
+    ctx.srv.keyspace.dbs[dst_db].delete(hd, dst);
+    super::add_key(ctx, dst_db, hd, dst, copied);
     ctx.touched(dst_db, dst);
     ctx.notify_db(notify::GENERIC, "copy_to", dst_db, dst);
     ctx.reply.int(1);
@@ -942,9 +946,8 @@ fn move_key(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     {
         return ctx.reply.int(0);
     }
-    let dbs = &mut ctx.srv.keyspace.dbs;
-    if let Some(entry) = dbs[src_db].remove(hash, key) {
-        dbs[dst_db].insert(hash, key, entry, ctx.now_ms);
+    if let Some(entry) = ctx.srv.keyspace.dbs[src_db].remove(hash, key) {
+        super::add_key(ctx, dst_db, hash, key, entry);
     }
     ctx.touched(src_db, key);
     ctx.touched(dst_db, key);
@@ -1089,17 +1092,12 @@ fn randomkey(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 const LFU_ERR: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 const LRU_ERR: &str = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
-/// Integers below this are shared objects in Valkey (OBJ_SHARED_INTEGERS).
-const SHARED_INTEGERS: i64 = 10_000;
-/// The refcount Valkey reports for a shared object (OBJ_SHARED_REFCOUNT).
-const SHARED_REFCOUNT: i64 = i32::MAX as i64;
-
 fn policy(ctx: &Ctx<'_>) -> String {
     ctx.srv.config.get("maxmemory-policy").unwrap_or_default()
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    match lookup(ctx, argv.get(2), Lookup::ReadNoTouch) {
+    match lookup(ctx, argv.get(2), Lookup::Inspect) {
         Some(e) => {
             let enc = e.encoding();
             ctx.reply.bulk(enc.as_bytes())
@@ -1108,16 +1106,12 @@ fn object_encoding(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
 }
 
+/// Always 1: Valkey 8 keeps the key inside its value's object, so no
+/// key's value is a shared object (Redis 7 reported small integers as
+/// shared, `i32::MAX`).
 fn object_refcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let pol = policy(ctx);
-    // Valkey stops sharing integers once eviction needs per-key LRU/LFU.
-    let shares = ctx.srv.config.maxmemory == 0 || !(pol.contains("lru") || pol.contains("lfu"));
-    match lookup(ctx, argv.get(2), Lookup::ReadNoTouch) {
-        Some(e) => {
-            let shared = shares
-                && matches!(e.str(), Some(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n));
-            ctx.reply.int(if shared { SHARED_REFCOUNT } else { 1 })
-        }
+    match lookup(ctx, argv.get(2), Lookup::Inspect) {
+        Some(_) => ctx.reply.int(1),
         None => ctx.reply.null(),
     }
 }
@@ -1125,7 +1119,7 @@ fn object_refcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 fn object_idletime(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let lfu = policy(ctx).contains("lfu");
     let now = ctx.now_ms;
-    let Some(e) = lookup(ctx, argv.get(2), Lookup::ReadNoTouch) else {
+    let Some(e) = lookup(ctx, argv.get(2), Lookup::Inspect) else {
         return ctx.reply.null();
     };
     if lfu {
@@ -1144,7 +1138,7 @@ fn object_freq(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
     let now = ctx.now_ms;
-    let Some(e) = lookup(ctx, argv.get(2), Lookup::ReadNoTouch) else {
+    let Some(e) = lookup(ctx, argv.get(2), Lookup::Inspect) else {
         return ctx.reply.null();
     };
     if !lfu {

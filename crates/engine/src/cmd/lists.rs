@@ -545,7 +545,7 @@ fn push_to(ctx: &mut Ctx<'_>, key: &[u8], end: End, items: &[&[u8]], only_existi
         if only_existing {
             return 0;
         }
-        ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::List(List::new())), ctx.now_ms);
+        super::add_key(ctx, db, h, key, Entry::new(Value::List(List::new())));
     }
     let len = match ctx.srv.keyspace.dbs[db]
         .get(h, key, ctx.now_ms)

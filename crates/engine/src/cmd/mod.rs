@@ -183,6 +183,7 @@ pub(crate) fn lookup_typed<'s, T>(
             srv.stats.keyspace_hits += 1;
         } else {
             srv.stats.keyspace_misses += 1;
+            srv.keymisses.record(db, key);
         }
     }
     match found {
@@ -206,6 +207,26 @@ pub(crate) fn after_removal(ctx: &mut Ctx<'_>, key: &[u8], class: u32, event: &s
         ctx.notify(crate::command::notify::GENERIC, "del", key);
     }
     ctx.touched(db, key);
+}
+
+/// Store `key`, known not to exist, in `db` (Valkey's dbAdd, which RENAME,
+/// COPY, MOVE and RESTORE use after deleting any old value): fire `new`.
+pub(crate) fn add_key(ctx: &mut Ctx<'_>, db: usize, hash: u64, key: &[u8], entry: store::Entry) {
+    ctx.srv.keyspace.dbs[db].insert(hash, key, entry, ctx.now_ms);
+    ctx.notify_db(crate::command::notify::NEW, "new", db, key);
+}
+
+/// Store `key` in the session's database whether it exists or not
+/// (Valkey's setKey): `new` only when it did not. Returns that.
+pub(crate) fn set_key(ctx: &mut Ctx<'_>, hash: u64, key: &[u8], entry: store::Entry) -> bool {
+    let db = ctx.session.db;
+    let created = ctx.srv.keyspace.dbs[db]
+        .insert(hash, key, entry, ctx.now_ms)
+        .is_none_or(|old| old.expired);
+    if created {
+        ctx.notify(crate::command::notify::NEW, "new", key);
+    }
+    created
 }
 
 /// HSCAN/SSCAN options after the cursor: COUNT, MATCH and (HSCAN only)
@@ -364,15 +385,22 @@ pub(crate) fn parse_mpop<T>(
 // Each helper returns at once when nobody consumes effects, before it
 // formats anything: on the hot path they cost one branch.
 
-/// `key` was deleted because the expire time a command gave (SET EXAT,
-/// GETEX PXAT, EXPIRE) is already past: Valkey propagates UNLINK with
-/// `lazyfree-lazy-expire`, else DEL.
-pub(crate) fn propagate_expired_del(ctx: &mut Ctx<'_>, key: &[u8]) {
-    if !ctx.srv.effects.on() {
-        return;
+/// The expire time a command gave `key` (EXPIRE, SET EXAT, GETEX PXAT) is
+/// already past: Valkey 8 removes it as an expiry (lazily with
+/// `lazyfree-lazy-expire`, counted in `expired_keys`, event `expired`)
+/// and propagates UNLINK with `lazyfree-lazy-expire`, else DEL.
+pub(crate) fn delete_already_expired(ctx: &mut Ctx<'_>, hash: u64, key: &[u8]) {
+    let db = ctx.session.db;
+    let d = &mut ctx.srv.keyspace.dbs[db];
+    if d.delete_expired(hash, key) {
+        d.stats.expired_keys += 1;
     }
-    let verb = crate::effects::del_verb(ctx.srv.config.lazyfree_lazy_expire);
-    ctx.propagate(&[verb, key]);
+    ctx.touched(db, key);
+    ctx.notify(crate::command::notify::EXPIRED, "expired", key);
+    if ctx.srv.effects.on() {
+        let verb = crate::effects::del_verb(ctx.srv.config.lazyfree_lazy_expire);
+        ctx.propagate(&[verb, key]);
+    }
 }
 
 /// A command removed `key` as a whole where a replica should (SPOP of the

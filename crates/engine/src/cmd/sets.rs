@@ -379,7 +379,7 @@ fn sadd(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let limits = ctx.srv.config.encoding;
     if typed_or_reply!(ctx, key, false, Value::as_set_mut).is_none() {
         let s = Set::new_for(argv.get(2), argv.len() - 2, &limits);
-        ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::Set(s)), ctx.now_ms);
+        super::add_key(ctx, db, h, key, Entry::new(Value::Set(s)));
     }
     let s = typed_or_reply!(ctx, key, false, Value::as_set_mut).expect("just created");
     let mut added = 0;
@@ -593,13 +593,16 @@ fn smove(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !dst_exists {
         let h = ctx.key_hash(dst);
         let s = Set::new_for(m, 1, &limits);
-        ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::Set(s)), ctx.now_ms);
+        super::add_key(ctx, db, h, dst, Entry::new(Value::Set(s)));
     }
-    typed_or_reply!(ctx, dst, false, Value::as_set_mut)
+    // `dst` changed only if it did not hold the member already.
+    let added = typed_or_reply!(ctx, dst, false, Value::as_set_mut)
         .expect("exists")
         .add(m, &limits);
-    ctx.notify(notify::SET, "sadd", dst);
-    ctx.touched(db, dst);
+    if added {
+        ctx.notify(notify::SET, "sadd", dst);
+        ctx.touched(db, dst);
+    }
     ctx.reply.int(1);
 }
 
@@ -716,7 +719,7 @@ fn setop_store(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, op: Op, event: &str) {
     for m in &out {
         s.add(m, &limits);
     }
-    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::Set(s)), ctx.now_ms);
+    super::set_key(ctx, h, dst, Entry::new(Value::Set(s)));
     ctx.reply.int(out.len() as i64);
     ctx.notify(notify::SET, event, dst);
     ctx.touched(db, dst);

@@ -235,6 +235,14 @@ fn load_source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Source, ()> {
     let db = ctx.session.db;
     let h = ctx.key_hash(key);
     let found = ctx.srv.keyspace.dbs[db].get_read(h, key, ctx.now_ms);
+    // A key of another type is a hit too: Valkey counts the lookup before
+    // it checks the type.
+    if found.is_some() {
+        ctx.srv.stats.keyspace_hits += 1;
+    } else {
+        ctx.srv.stats.keyspace_misses += 1;
+        ctx.srv.keymisses.record(db, key);
+    }
     let src = match found.as_ref().map(|e| e.value()) {
         None => Source::Missing,
         Some(ValueRef::List(l)) => Source::List(l.iter().map(<[u8]>::to_vec).collect()),
@@ -250,12 +258,6 @@ fn load_source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Source, ()> {
         {
             z.convert_to_tree();
         }
-    }
-    let hit = !matches!(src, Source::Missing);
-    if hit {
-        ctx.srv.stats.keyspace_hits += 1;
-    } else {
-        ctx.srv.stats.keyspace_misses += 1;
     }
     Ok(src)
 }
@@ -295,6 +297,7 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Option<V
         ctx.srv.stats.keyspace_hits += 1;
     } else {
         ctx.srv.stats.keyspace_misses += 1;
+        ctx.srv.keymisses.record(db, &key);
     }
     let e = found?;
     match field_name {
@@ -529,7 +532,7 @@ fn store_list(ctx: &mut Ctx<'_>, dst: &[u8], items: Vec<Vec<u8>>) {
     let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
     let mut list = List::new();
     list.push(End::Right, &refs, &lim);
-    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::List(list)), ctx.now_ms);
+    super::set_key(ctx, h, dst, Entry::new(Value::List(list)));
     ctx.reply.int(n as i64);
     ctx.notify(notify::LIST, "sortstore", dst);
     ctx.touched(db, dst);

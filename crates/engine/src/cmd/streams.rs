@@ -787,12 +787,7 @@ fn stream_for_write<'c>(
         if !create {
             return Ok(None);
         }
-        ctx.srv.keyspace.dbs[db].insert(
-            h,
-            key,
-            Entry::new(Value::Stream(Box::default())),
-            ctx.now_ms,
-        );
+        super::add_key(ctx, db, h, key, Entry::new(Value::Stream(Box::default())));
     }
     lookup_typed(ctx.srv, db, key, h, now, false, Value::as_stream_mut)
 }
@@ -1499,11 +1494,11 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, xreadgroup: bool) {
         };
         // Valkey looks each key up for reading twice (the IDs, then the
         // serving): the second lookup counts as a hit or miss too.
-        let stats = &mut ctx.srv.stats;
         if found.is_some() {
-            stats.keyspace_hits += 1;
+            ctx.srv.stats.keyspace_hits += 1;
         } else {
-            stats.keyspace_misses += 1;
+            ctx.srv.stats.keyspace_misses += 1;
+            ctx.srv.keymisses.record(db, key);
         }
         let Some(s) = found
             .and_then(|e| e.boxed_mut())
@@ -2201,6 +2196,10 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let key = argv.get(1);
     let gname = argv.get(2);
     let cname = argv.get(3);
+    // Valkey reads the key (a hit or miss, `keymiss`) before it parses the
+    // arguments, and checks its type after.
+    let (db, h, now) = (ctx.session.db, ctx.key_hash(key), ctx.now_ms);
+    let _ = lookup_typed(ctx.srv, db, key, h, now, true, Value::as_stream_mut);
     let minidle = match parse_i64(argv.get(4)) {
         Some(n) => n.max(0),
         None => return ctx.error("ERR Invalid min-idle-time argument for XAUTOCLAIM"),
@@ -2229,12 +2228,11 @@ fn xautoclaim(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
         j += 1;
     }
-    let has_group = typed_or_reply!(ctx, key, true, Value::as_stream_mut)
+    let has_group = typed_or_reply!(ctx, key, false, Value::as_stream_mut)
         .is_some_and(|s| s.group(gname).is_some());
     if !has_group {
         return ctx.error(&nogroup_key(key, gname));
     }
-    let now = ctx.now_ms;
     let proto = ctx.reply.proto;
     let mut fx = Effects::new(ctx);
     let Ok(Some(s)) = stream_for_write(ctx, key, false) else {

@@ -543,6 +543,7 @@ pub(crate) fn lookup_read<'a>(
         }
         None => {
             srv.stats.keyspace_misses += 1;
+            srv.keymisses.record(dbi, key);
             None
         }
     }
@@ -830,10 +831,7 @@ fn set_generic(
     // cycle, so the old value is deleted instead (Valkey replicates a DEL).
     if past {
         if found {
-            db.delete_expired(h, key);
-            ctx.touched(dbi, key);
-            ctx.notify(notify::GENERIC, "del", key);
-            super::propagate_expired_del(ctx, key);
+            super::delete_already_expired(ctx, h, key);
         }
         if !with_get {
             ctx.reply.ok();
@@ -977,10 +975,7 @@ fn getex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     match when {
         // Only an absolute time can be in the past already.
         Some(_) if flags & (opt::EXAT | opt::PXAT) != 0 && past => {
-            db.remove(h, key);
-            ctx.touched(dbi, key);
-            ctx.notify(notify::GENERIC, "del", key);
-            super::propagate_expired_del(ctx, key);
+            super::delete_already_expired(ctx, h, key);
         }
         Some(t) => {
             db.set_expire(h, key, Some(t));

@@ -943,6 +943,7 @@ fn lookup<'s>(
             srv.stats.keyspace_hits += 1;
         } else {
             srv.stats.keyspace_misses += 1;
+            srv.keymisses.record(db, key);
         }
     }
     match found {
@@ -1011,7 +1012,7 @@ pub(crate) fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], pairs: Vec<(Vec<u8>, f
         return ctx.reply.int(0);
     }
     let z = ZSet::from_pairs(pairs, &ctx.srv.config.encoding);
-    ctx.srv.keyspace.dbs[db].insert(h, dst, Entry::new(Value::ZSet(z)), ctx.now_ms);
+    super::set_key(ctx, h, dst, Entry::new(Value::ZSet(z)));
     ctx.reply.int(n as i64);
     ctx.notify(notify::ZSET, event, dst);
     ctx.touched(db, dst);
@@ -1322,7 +1323,7 @@ pub(crate) fn zadd_pairs(
         }
         z.shrink();
         if !existing && !fresh.is_empty() {
-            ctx.srv.keyspace.dbs[db].insert(h, key, Entry::new(Value::ZSet(fresh)), ctx.now_ms);
+            super::add_key(ctx, db, h, key, Entry::new(Value::ZSet(fresh)));
         }
     }
     if nan {
@@ -2003,12 +2004,13 @@ fn setop_generic(
         let wrong = found
             .as_ref()
             .is_some_and(|e| !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)));
-        if dst.is_none() {
-            if found.is_some() {
-                ctx.srv.stats.keyspace_hits += 1;
-            } else {
-                ctx.srv.stats.keyspace_misses += 1;
-            }
+        // Valkey 8 reads the inputs with lookupKeyRead in the STORE forms
+        // too.
+        if found.is_some() {
+            ctx.srv.stats.keyspace_hits += 1;
+        } else {
+            ctx.srv.stats.keyspace_misses += 1;
+            ctx.srv.keymisses.record(db, key);
         }
         if wrong {
             return ctx.error(WRONGTYPE);
