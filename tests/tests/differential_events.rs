@@ -8,6 +8,11 @@
 //! database. After each sequence the lookup counters (`keyspace_hits`,
 //! `keyspace_misses`, `expired_keys`) must match too.
 //!
+//! Client-side caching's invalidation messages are compared the same way
+//! (default, BCAST and NOLOOP tracking; the tracking client sends half of
+//! the commands, so its own reads register keys and its own writes meet
+//! NOLOOP).
+//!
 //! Keys are shared across types, so WRONGTYPE refusals, creations,
 //! overwrites and deletions mix. Expire times are either past or far away:
 //! nothing may expire between two commands, which would make the
@@ -280,6 +285,76 @@ e2e!(
             assert_eq!(counters(&mut o), counters(&mut t), "counters after seed {seed}");
         }
         assert!(fired > 5000, "only {fired} events fired");
+    }
+);
+
+/// A RESP3 client with CLIENT TRACKING on and a plain one beside it.
+struct Tracked {
+    tracker: Raw,
+    writer: Raw,
+}
+
+impl Tracked {
+    fn new(port: u16, mode: &[&str]) -> Tracked {
+        let mut tracker = Raw::connect(port);
+        tracker.cmd(&["HELLO", "3"]);
+        let mut on = vec!["CLIENT", "TRACKING", "ON"];
+        on.extend_from_slice(mode);
+        assert_eq!(tracker.cmd(&on), Reply::status("OK"));
+        Tracked {
+            tracker,
+            writer: Raw::connect(port),
+        }
+    }
+
+    /// The invalidation pushes the tracker got so far (a PING's reply
+    /// follows them).
+    fn pushes(&mut self) -> Vec<Reply> {
+        self.tracker.send(&encode_str(&["PING"]));
+        let mut out = Vec::new();
+        loop {
+            match self.tracker.read_reply() {
+                Reply::Status(s) if s == "PONG" => return out,
+                push @ Reply::Push(_) => out.push(push),
+                other => panic!("unexpected on the tracking connection: {other:?}"),
+            }
+        }
+    }
+}
+
+e2e!(
+    ringkv_only fn tracking_invalidations_as_valkeys(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.start(Opts::new());
+        let mut pushed = 0;
+        for (n, mode) in [&[][..], &["NOLOOP"], &["BCAST"], &["BCAST", "NOLOOP"]].iter().enumerate() {
+            let mut o = Tracked::new(ours.port, mode);
+            let mut t = Tracked::new(theirs.port, mode);
+            for seed in 0..SEEDS / 4 {
+                o.writer.cmd(&["FLUSHALL"]);
+                t.writer.cmd(&["FLUSHALL"]);
+                o.pushes();
+                t.pushes();
+                let mut g = Gen { r: Rng::new(100 * n as u64 + seed), next_id: 0 };
+                for i in 0..COMMANDS {
+                    let cmd = g.command();
+                    let args: Vec<&str> = cmd.iter().map(|s| s.as_str()).collect();
+                    let by_tracker = g.r.below(2) == 0;
+                    for side in [&mut o, &mut t] {
+                        let conn = if by_tracker { &mut side.tracker } else { &mut side.writer };
+                        conn.cmd(&args);
+                    }
+                    let (a, v) = (o.pushes(), t.pushes());
+                    assert_eq!(
+                        a, v,
+                        "{mode:?} seed {seed} command #{i} by the {}: {args:?}",
+                        if by_tracker { "tracker" } else { "writer" }
+                    );
+                    pushed += a.len();
+                }
+            }
+        }
+        assert!(pushed > 300, "only {pushed} invalidations");
     }
 );
 

@@ -172,6 +172,11 @@ pub fn remember(srv: &mut Server, sess: &Session, i: usize, argv: ArgvRef<'_>) {
     if t.bcast || e.spec.flags & crate::command::flags::READONLY == 0 {
         return;
     }
+    // A read-only script's keys are the ones its commands read, remembered
+    // as they run (Valkey's call() leaves the script's own out).
+    if matches!(e.fullname.as_str(), "eval_ro" | "evalsha_ro" | "fcall_ro") {
+        return;
+    }
     if (t.optin && !t.caching) || (t.optout && t.caching) {
         return;
     }
@@ -221,8 +226,13 @@ pub fn invalidate_key(srv: &mut Server, key: &[u8], by: Option<ClientId>) {
     }
     if !srv.tracking.prefixes.is_empty() {
         for (p, pre) in srv.tracking.prefixes.iter_mut() {
-            if key.starts_with(p) && !pre.pending.iter().any(|(k, _)| &**k == key) {
-                pre.pending.push((key.into(), by));
+            if !key.starts_with(p) {
+                continue;
+            }
+            // The last writer is the one NOLOOP leaves out, as in Valkey.
+            match pre.pending.iter_mut().find(|(k, _)| &**k == key) {
+                Some(pending) => pending.1 = by,
+                None => pre.pending.push((key.into(), by)),
             }
         }
     }
@@ -279,10 +289,12 @@ pub fn broadcast(srv: &mut Server) {
     }
     let mut msgs: Vec<(ClientId, Vec<Box<[u8]>>)> = Vec::new();
     for pre in srv.tracking.prefixes.values_mut() {
-        let pending = std::mem::take(&mut pre.pending);
+        let mut pending = std::mem::take(&mut pre.pending);
         if pending.is_empty() {
             continue;
         }
+        // Valkey keeps them in a radix tree: the message lists them sorted.
+        pending.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for &c in &pre.clients {
             let id = ClientId(c);
             let noloop = srv

@@ -84,3 +84,52 @@ fn evicted_keys_invalidate_and_gone_clients_leave_nothing_behind() {
     cmd(&mut e, w, &["SET", "p1", "v"]);
     assert_eq!(output_for(&mut e, b), "");
 }
+
+#[test]
+fn a_read_only_script_tracks_what_it_reads_not_the_keys_it_declares() {
+    let mut e = engine();
+    let t = connect(&mut e);
+    let w = connect(&mut e);
+    cmd(&mut e, t, &["HELLO", "3"]);
+    cmd(&mut e, t, &["CLIENT", "TRACKING", "ON"]);
+    cmd(&mut e, t, &["EVAL_RO", "return 1", "1", "declared"]);
+    cmd(
+        &mut e,
+        t,
+        &["EVAL_RO", "return redis.call('GET', 'read')", "0"],
+    );
+    cmd(&mut e, w, &["MSET", "declared", "1", "read", "1"]);
+    assert_eq!(
+        output_for(&mut e, t),
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$4\r\nread\r\n"
+    );
+}
+
+#[test]
+fn broadcast_lists_keys_sorted_and_noloop_skips_only_the_last_writer() {
+    let mut e = engine();
+    let t = connect(&mut e);
+    let w = connect(&mut e);
+    cmd(&mut e, t, &["HELLO", "3"]);
+    cmd(&mut e, t, &["CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"]);
+    // One batch: one message, its keys in byte order (Valkey's radix tree).
+    run_raw(
+        &mut e,
+        w,
+        &encode(&[&["MSET", "c", "1", "a", "1", "b", "1"]]),
+    );
+    assert_eq!(
+        output_for(&mut e, t),
+        ">2\r\n$10\r\ninvalidate\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
+    );
+    // Both write `x` and `y` in one batch; the tracker writes `x` last, so
+    // NOLOOP leaves out only `x`.
+    let by_w = encode(&[&["SET", "x", "1"]]);
+    let by_t = encode(&[&["SET", "x", "2"], &["SET", "y", "2"]]);
+    let by_w_last = encode(&[&["SET", "y", "3"]]);
+    run_jobs(&mut e, &[(w, &by_w), (t, &by_t), (w, &by_w_last)]);
+    assert_eq!(
+        output_for(&mut e, t),
+        ">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\ny\r\n"
+    );
+}

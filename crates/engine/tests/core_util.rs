@@ -48,10 +48,18 @@ pub fn run_job(
     client: ClientId,
     input: &[u8],
 ) -> (resp::ReplyBuf, ringkv_engine::Outcome) {
-    let mut args: Vec<Span> = Vec::new();
-    let mut argc: Vec<u32> = Vec::new();
-    // As the IO layer does: each command's hint worked out as it is parsed.
-    let mut hints: Vec<CommandHint> = Vec::new();
+    run_jobs(e, &[(client, input)]).pop().expect("one job")
+}
+
+/// The parsed commands of `input`, as the IO layer hands them over.
+struct Request {
+    args: Vec<Span>,
+    argc: Vec<u32>,
+    hints: Vec<CommandHint>,
+}
+
+fn parse(input: &[u8]) -> Request {
+    let (mut args, mut argc, mut hints) = (Vec::new(), Vec::new(), Vec::new());
     let mut at = 0;
     let limits = Limits::default();
     while at < input.len() {
@@ -63,6 +71,8 @@ pub fn run_job(
                 }
                 if n > 0 {
                     argc.push(n as u32);
+                    // As the IO layer does: each command's hint worked out
+                    // as it is parsed.
                     hints.push(CommandHint::of(ArgvRef {
                         data: input,
                         spans: &args[before..],
@@ -73,17 +83,35 @@ pub fn run_job(
             Parsed::Incomplete { .. } => panic!("incomplete request"),
         }
     }
-    let mut out = resp::ReplyBuf::new();
-    let view = CommandsView {
-        data: input,
-        args: &args,
-        argc: &argc,
-        hints: &hints,
-    };
-    let mut jobs = [Job::new(client, view, &mut out)];
+    Request { args, argc, hints }
+}
+
+/// Several clients' requests in one batch (as when the IO threads hand
+/// over the input of several connections at once).
+pub fn run_jobs(
+    e: &mut Engine,
+    inputs: &[(ClientId, &[u8])],
+) -> Vec<(resp::ReplyBuf, ringkv_engine::Outcome)> {
+    let parsed: Vec<Request> = inputs.iter().map(|(_, input)| parse(input)).collect();
+    let mut outs: Vec<resp::ReplyBuf> = inputs.iter().map(|_| resp::ReplyBuf::new()).collect();
+    let mut jobs: Vec<Job<'_>> = inputs
+        .iter()
+        .zip(&parsed)
+        .zip(outs.iter_mut())
+        .map(|((&(client, input), p), out)| {
+            let view = CommandsView {
+                data: input,
+                args: &p.args,
+                argc: &p.argc,
+                hints: &p.hints,
+            };
+            Job::new(client, view, out)
+        })
+        .collect();
     e.execute_batch(&mut jobs);
-    let outcome = jobs[0].outcome();
-    (out, outcome)
+    let outcomes: Vec<ringkv_engine::Outcome> = jobs.iter().map(|j| j.outcome()).collect();
+    drop(jobs);
+    outs.into_iter().zip(outcomes).collect()
 }
 
 pub fn encode(cmds: &[&[&str]]) -> Vec<u8> {
