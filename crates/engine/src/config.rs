@@ -232,7 +232,7 @@ static DEFS: &[Def] = &[
     b("extended-redis-compatibility", false, 0),
     b("debug-assert-enabled", false, IMM | HIDDEN),
     b("dual-channel-replication-enabled", false, 0),
-    b("hide-user-data-from-log", false, 0),
+    b("hide-user-data-from-log", true, 0),
     b("import-mode", false, 0),
     b("cluster-slot-stats-enabled", false, 0),
     s("aclfile", "", IMM | SUP),
@@ -316,9 +316,9 @@ static DEFS: &[Def] = &[
     i("prefetch-batch-max-size", 0, 128, "16", SUP),
     i("active-defrag-max-scan-fields", 1, LMAX, "1000", 0),
     al(i("commandlog-slow-execution-max-len", 0, LMAX, "128", SUP), "slowlog-max-len"),
-    m("commandlog-request-larger-than", -1, LMAX, "1048576", SUP),
+    i("commandlog-request-larger-than", -1, LMAX, "1048576", SUP),
     i("commandlog-large-request-max-len", 0, LMAX, "128", SUP),
-    m("commandlog-reply-larger-than", -1, LMAX, "1048576", SUP),
+    i("commandlog-reply-larger-than", -1, LMAX, "1048576", SUP),
     i("commandlog-large-reply-max-len", 0, LMAX, "128", SUP),
     i("acllog-max-len", 0, LMAX, "128", SUP),
     al(i("busy-reply-threshold", 0, LMAX, "5000", SUP), "lua-time-limit"),
@@ -819,11 +819,14 @@ pub fn parse_memory(s: &str) -> Option<i64> {
     } else {
         (lower.as_str(), 1)
     };
-    if num.is_empty()
-        || !num
-            .bytes()
-            .enumerate()
-            .all(|(i, c)| c.is_ascii_digit() || (i == 0 && c == b'-' && num.len() > 1))
+    // Valkey's memtoull reads no digits at all ("", "mb") as 0.
+    if num.is_empty() {
+        return Some(0);
+    }
+    if !num
+        .bytes()
+        .enumerate()
+        .all(|(i, c)| c.is_ascii_digit() || (i == 0 && c == b'-' && num.len() > 1))
     {
         return None;
     }
@@ -1610,6 +1613,61 @@ fn rewrite_lines(d: &Def, value: &str) -> Vec<String> {
     }
 }
 
+/// Valkey's validateProcTitleTemplate: every `{name}` is a variable it
+/// knows, braces pair up (`{{` and `}}` are literal ones), and something
+/// is left once expanded with an empty title and trimmed. The expansion
+/// takes `{unixsocket}` and `{config-file}` as empty, as on a server
+/// without them.
+fn proc_title_template_valid(t: &str) -> bool {
+    const VARS: &[&str] = &[
+        "title",
+        "listen-addr",
+        "server-mode",
+        "port",
+        "tls-port",
+        "unixsocket",
+        "config-file",
+    ];
+    let b = t.as_bytes();
+    let (mut i, mut visible) = (0, false);
+    while i < b.len() {
+        match (b[i], b.get(i + 1)) {
+            (b'{', Some(b'{')) | (b'}', Some(b'}')) => {
+                visible = true;
+                i += 2;
+            }
+            (b'}', _) => return false,
+            (b'{', _) => {
+                let Some(len) = t[i + 1..].find('}') else {
+                    return false;
+                };
+                let name = &t[i + 1..i + 1 + len];
+                if !VARS.contains(&name) {
+                    return false;
+                }
+                visible |= matches!(name, "listen-addr" | "port" | "tls-port");
+                i += len + 2;
+            }
+            (c, _) => {
+                visible |= c != b' ';
+                i += 1;
+            }
+        }
+    }
+    visible
+}
+
+/// A number as Valkey keeps it once applied: `hz` within 1..=500
+/// (updateHZ), `repl-backlog-size` at least 16 KiB
+/// (resizeReplicationBacklog); CONFIG GET shows that.
+fn stored_number(name: &str, n: i64) -> i64 {
+    match name {
+        "hz" => n.clamp(1, 500),
+        "repl-backlog-size" => n.max(16 * 1024),
+        _ => n,
+    }
+}
+
 /// Validate arguments for a directive; the canonical value or Valkey's
 /// reason text.
 fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
@@ -1628,7 +1686,7 @@ fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
                     "argument must be between {min} and {max} inclusive"
                 ));
             }
-            Ok(n.to_string())
+            Ok(stored_number(d.name, n).to_string())
         }
         Kind::Mem { min, max, percent } => {
             let v = one();
@@ -1656,7 +1714,7 @@ fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
                     min.max(0)
                 ));
             }
-            Ok(n.to_string())
+            Ok(stored_number(d.name, n).to_string())
         }
         Kind::Enum(opts) => {
             let v = one().to_ascii_lowercase();
@@ -1692,6 +1750,9 @@ fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
                 ));
             }
             Ok(out.join(" "))
+        }
+        Kind::Str if d.name == "proc-title-template" && !proc_title_template_valid(one()) => {
+            Err("template format is invalid or contains unknown variables".into())
         }
         Kind::Str => Ok(one().to_string()),
         Kind::Octal => {
@@ -1744,7 +1805,9 @@ fn validate_special(name: &str, args: &[String], cur: &str) -> SetResult {
             Ok(d)
         }
         "client-output-buffer-limit" => {
-            if !parts.len().is_multiple_of(4) || parts.is_empty() {
+            if !parts.len().is_multiple_of(4)
+                || parts.is_empty() && !args.iter().all(|a| a.is_empty())
+            {
                 return Err("Wrong number of arguments in buffer limit configuration.".into());
             }
             // Classes not named keep their current limits.
@@ -1826,11 +1889,14 @@ fn validate_special(name: &str, args: &[String], cur: &str) -> SetResult {
             for p in &parts {
                 match p.parse::<f64>() {
                     Ok(f) if (0.0..=100.0).contains(&f) => {}
-                    _ => {
+                    Ok(_) => {
                         return Err(
                             "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
                                 .into(),
                         );
+                    }
+                    Err(_) => {
+                        return Err("Invalid latency-tracking-info-percentiles parameters".into());
                     }
                 }
             }
@@ -1889,6 +1955,10 @@ mod tests {
         assert_eq!(parse_memory("12"), Some(12));
         assert_eq!(parse_memory("x"), None);
         assert_eq!(parse_memory("1xb"), None);
+        // No digits at all reads as 0, as Valkey's memtoull.
+        assert_eq!(parse_memory(""), Some(0));
+        assert_eq!(parse_memory("mb"), Some(0));
+        assert_eq!(parse_memory("-1"), Some(-1));
         assert_eq!(format_memory(1 << 30), "1gb");
         assert_eq!(format_memory(1000), "1000");
     }
@@ -2019,5 +2089,30 @@ mod tests {
         assert_eq!(c.port, 7001);
         assert_eq!(c.get("save").unwrap(), "");
         assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
+    }
+
+    #[test]
+    fn proc_title_templates_as_valkey_validates_them() {
+        for ok in [
+            "{title} {listen-addr} {server-mode}",
+            "abc",
+            "{port}",
+            "{{x}}",
+            "a {title}",
+        ] {
+            assert!(proc_title_template_valid(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "  ",
+            "{title}",
+            "{server-mode}",
+            "{x}",
+            "{title",
+            "a}",
+            "{unixsocket}",
+        ] {
+            assert!(!proc_title_template_valid(bad), "{bad}");
+        }
     }
 }

@@ -640,3 +640,65 @@ fn maxclients_past_the_open_file_limit_is_refused() {
          system is not able to handle the specified number of clients, try with 54\r\n"
     );
 }
+
+/// CONFIG SET values Valkey 8.1 reads or keeps in its own way (each
+/// checked against it).
+#[test]
+fn config_set_reads_and_keeps_values_as_valkey() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let set = |e: &mut engine::Engine, name: &str, v: &str| cmd(e, c, &["CONFIG", "SET", name, v]);
+    let get = |e: &mut engine::Engine, name: &str| cmd(e, c, &["CONFIG", "GET", name]);
+    let shows =
+        |name: &str, v: &str| format!("*2\r\n${}\r\n{name}\r\n${}\r\n{v}\r\n", name.len(), v.len());
+    let refused = |name: &str, why: &str| {
+        format!("-ERR CONFIG SET failed (possibly related to argument '{name}') - {why}\r\n")
+    };
+    // hz is kept within 1..=500, the backlog at 16 KiB or more.
+    for (name, v, kept) in [
+        ("hz", "0", "1"),
+        ("hz", "600", "500"),
+        ("repl-backlog-size", "1", "16384"),
+        // A memory value without digits is 0.
+        ("maxmemory", "", "0"),
+        ("hll-sparse-max-bytes", "mb", "0"),
+        ("commandlog-request-larger-than", "-1", "-1"),
+        ("proc-title-template", "{title} {port}", "{title} {port}"),
+    ] {
+        assert_eq!(set(&mut e, name, v), "+OK\r\n", "{name} {v}");
+        assert_eq!(get(&mut e, name), shows(name, kept), "{name} {v}");
+    }
+    // An empty buffer-limit list changes nothing.
+    let before = get(&mut e, "client-output-buffer-limit");
+    assert_eq!(set(&mut e, "client-output-buffer-limit", ""), "+OK\r\n");
+    assert_eq!(get(&mut e, "client-output-buffer-limit"), before);
+    for (name, v, why) in [
+        (
+            "client-query-buffer-limit",
+            "",
+            "argument must be between 1048576 and 9223372036854775807 inclusive",
+        ),
+        (
+            "commandlog-reply-larger-than",
+            "1mb",
+            "argument couldn't be parsed into an integer",
+        ),
+        (
+            "latency-tracking-info-percentiles",
+            "50 x",
+            "Invalid latency-tracking-info-percentiles parameters",
+        ),
+        (
+            "latency-tracking-info-percentiles",
+            "101",
+            "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+        ),
+        (
+            "proc-title-template",
+            "{title}",
+            "template format is invalid or contains unknown variables",
+        ),
+    ] {
+        assert_eq!(set(&mut e, name, v), refused(name, why), "{name} {v}");
+    }
+}
