@@ -288,6 +288,102 @@ e2e!(
     }
 );
 
+/// Commands, each as its words.
+type Commands = &'static [&'static [&'static str]];
+
+/// Blocked clients and the writes that wake them, or that do not.
+const BLOCKING: &[(Commands, Commands)] = &[
+    // XREADGROUP waiters are woken by the stream's deletion (and read it
+    // again, missing it); a plain XREAD waiter is not.
+    (
+        &[
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c1",
+                "BLOCK",
+                "2000",
+                "STREAMS",
+                "x",
+                ">",
+            ],
+            &["XREAD", "BLOCK", "300", "STREAMS", "x", "$"],
+        ],
+        &[&["DEL", "x"]],
+    ),
+    // A list waiter served by a push, another left waiting by a push to a
+    // key it does not wait on.
+    (
+        &[
+            &["BLMOVE", "a", "b", "RIGHT", "LEFT", "2"],
+            &["BLPOP", "c", "0.3"],
+        ],
+        &[
+            &["RPUSH", "d", "1"],
+            &["RPUSH", "a", "1", "2"],
+            &["SET", "c", "s"],
+        ],
+    ),
+    // Sorted-set waiters, one served inside a transaction.
+    (
+        &[&["BZPOPMIN", "z", "2"], &["BZMPOP", "0.3", "1", "z", "MAX"]],
+        &[
+            &["MULTI"],
+            &["ZADD", "z", "1", "m"],
+            &["DEL", "y"],
+            &["EXEC"],
+        ],
+    ),
+];
+
+fn blocked_clients(raw: &mut Raw) -> String {
+    let info = raw.cmd(&["INFO", "clients"]).text();
+    ringkv_e2e::info_field(&info, "blocked_clients")
+}
+
+e2e!(
+    ringkv_only fn blocked_clients_fire_events_as_valkeys(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.start(Opts::new());
+        for (blockers, writes) in BLOCKING {
+            let mut seen = Vec::new();
+            for port in [ours.port, theirs.port] {
+                let mut w = Raw::connect(port);
+                w.cmd(&["FLUSHALL"]);
+                w.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAnm"]);
+                w.cmd(&["XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"]);
+                w.cmd(&["CONFIG", "RESETSTAT"]);
+                let mut l = Listener::new(port);
+                let mut waiters: Vec<Raw> = Vec::new();
+                for (n, cmd) in blockers.iter().enumerate() {
+                    let mut c = Raw::connect(port);
+                    c.send(&encode_str(cmd));
+                    // In the order given: each blocked before the next.
+                    while blocked_clients(&mut w) != (n + 1).to_string() {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                    waiters.push(c);
+                }
+                let mut events = vec![l.events()];
+                for cmd in writes.iter() {
+                    let reply = w.cmd(cmd);
+                    events.push(vec![format!("{reply:?}")]);
+                    events.push(l.events());
+                }
+                // Every waiter answers, served or timed out.
+                let replies: Vec<String> =
+                    waiters.iter_mut().map(|c| format!("{:?}", c.read_reply())).collect();
+                events.push(replies);
+                events.push(l.events());
+                events.push(counters(&mut w));
+                seen.push(events);
+            }
+            assert_eq!(seen[0], seen[1], "{blockers:?} then {writes:?} (ringkv, then Valkey)");
+        }
+    }
+);
+
 /// A RESP3 client with CLIENT TRACKING on and a plain one beside it.
 struct Tracked {
     tracker: Raw,

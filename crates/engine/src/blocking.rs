@@ -313,6 +313,11 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             };
             let mut out = std::mem::take(&mut sess.pending);
             let before = out.len();
+            let lookups = (
+                srv.stats.keyspace_hits,
+                srv.stats.keyspace_misses,
+                srv.keymisses.mark(),
+            );
             let started = std::time::Instant::now();
             if let Some(f) = table.entries[st.cmd].spec.func {
                 let proto = sess.proto;
@@ -337,6 +342,10 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 out.truncate(before);
                 sess.pending = out;
                 sess.blocked = Some(st);
+                // Valkey does not run a waiter its key cannot serve: the
+                // lookups of this run are not counted, nor its misses fired.
+                (srv.stats.keyspace_hits, srv.stats.keyspace_misses) = (lookups.0, lookups.1);
+                srv.keymisses.rewind(lookups.2);
             } else {
                 unregister(&mut srv.blocking, id, &st);
                 srv.stats.commands[st.cmd].calls += 1;
@@ -347,6 +356,11 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 srv.events.push(Event::Unblocked { client: id });
             }
             put_back(srv, sess);
+            // Keys its run expired or missed: their events now, before the
+            // next waiter's, as Valkey's fire during the command.
+            if srv.expiry_logging || srv.keymisses.pending() {
+                crate::pubsub::drain_expired(srv, None);
+            }
         }
     }
 }

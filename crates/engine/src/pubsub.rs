@@ -378,6 +378,14 @@ impl KeyMisses {
     pub fn pending(&self) -> bool {
         !self.keys.is_empty()
     }
+    /// How many are logged, for [`KeyMisses::rewind`].
+    pub fn mark(&self) -> usize {
+        self.keys.len()
+    }
+    /// Forget the misses logged since `mark`.
+    pub fn rewind(&mut self, mark: usize) {
+        self.keys.truncate(mark);
+    }
     pub(crate) fn set_on(&mut self, on: bool) {
         self.on = on;
         if !on {
