@@ -70,13 +70,14 @@ pub fn evict_clients(srv: &mut Server) {
         }
         total -= mem;
         let now = srv.now_ms();
+        let watch = srv.watches.state(id);
         let Some(s) = srv.clients.get_mut(id) else {
             continue;
         };
         s.close_asap = true;
         log::verbose(&format!(
             "Evicting client: {}",
-            crate::cmd::client::client_line(s, now)
+            crate::cmd::client::client_line(s, watch, now)
         ));
         srv.stats.evicted_clients += 1;
         srv.events.push(Event::Close {

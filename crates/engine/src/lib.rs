@@ -935,10 +935,11 @@ impl Engine {
     pub fn note_output_buffer_limit(&mut self, client: ClientId, len: usize) {
         self.srv.stats.client_output_buffer_limit_disconnections += 1;
         let now = self.srv.now_ms();
+        let watch = self.srv.watches.state(client);
         let who = match self.srv.clients.get(client) {
             Some(s) => {
                 s.meter.set_output(len);
-                cmd::client::client_line(s, now)
+                cmd::client::client_line(s, watch, now)
             }
             None => format!("id={} omem={len}", client.0),
         };

@@ -48,6 +48,10 @@ pub struct Session {
     pub capa_redirect: bool,
     /// READONLY: with CAPA REDIRECT, reads are still served here.
     pub readonly: bool,
+    /// MULTI or WATCH was used once: CLIENT LIST shows `multi=0` rather
+    /// than -1 outside a transaction from then on (Valkey 8.1 allocates
+    /// the transaction state then and keeps it).
+    pub multi_state: bool,
     /// CLIENT TRACKING on.
     pub tracking: Option<Box<crate::tracking::ClientTracking>>,
     /// Holding a command until CLIENT PAUSE ends (CLIENT LIST flag `b`).
@@ -78,9 +82,6 @@ pub struct Session {
     pub in_exec: bool,
     /// Inside MULTI: the queued commands (`None` outside a transaction).
     pub multi: Option<Box<crate::cmd::transactions::Multi>>,
-    /// Keys this client WATCHes (CLIENT LIST `watch=`); the keys and the
-    /// dirty flag live in `Server::watches`.
-    pub watched: usize,
     /// Pub/Sub subscriptions; `None` while there are none.
     pub subs: Option<Box<crate::pubsub::ClientSubs>>,
     /// Bytes the IO layer holds for this client: output not sent yet
@@ -150,6 +151,7 @@ impl Session {
             tracking: None,
             capa_redirect: false,
             readonly: false,
+            multi_state: false,
             no_evict: false,
             no_touch: false,
             reply_mode: ReplyMode::On,
@@ -164,7 +166,6 @@ impl Session {
             blocked: None,
             in_exec: false,
             multi: None,
-            watched: 0,
             subs: None,
             replica_hello: None,
             woff: 0,

@@ -8,6 +8,11 @@
 //!   EXEC         ──► dirty, or a watched key expired since WATCH: null reply
 //! ```
 //!
+//! A client whose transaction a write dooms stops watching its keys
+//! (Valkey's touchWatchedKey unwatches them all; a flush only marks it),
+//! and later WATCHes are no-ops: the mark stays until EXEC, DISCARD,
+//! UNWATCH or RESET.
+//!
 //! As in Valkey 8, a key that was already expired (but not yet deleted)
 //! when it was watched is remembered as such: its deletion by expiry is
 //! not a change, while a key that expires after WATCH aborts the EXEC.
@@ -33,6 +38,15 @@ struct ClientWatch {
     dirty: bool,
 }
 
+/// A client's WATCH as CLIENT LIST shows it: flag `d`, `watch=`.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct WatchState {
+    /// A watched key changed: EXEC will fail.
+    pub dirty: bool,
+    /// Keys still watched.
+    pub keys: usize,
+}
+
 #[derive(Default)]
 pub struct Watches {
     /// Watchers per key, with the database each watches it in (keyed by
@@ -56,7 +70,7 @@ impl Watches {
     }
     /// Clients watching at least one key (INFO watching_clients).
     pub fn clients(&self) -> usize {
-        self.clients.len()
+        self.clients.values().filter(|c| !c.keys.is_empty()).count()
     }
     pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
@@ -68,10 +82,30 @@ impl Watches {
         if self.by_key.is_empty() {
             return;
         }
-        if let Some(ids) = self.by_key.get(key) {
-            for &(_, id) in ids.iter().filter(|(d, _)| *d == db) {
-                if let Some(cw) = self.clients.get_mut(&id.0) {
-                    cw.dirty = true;
+        let Some(ids) = self.by_key.get(key) else {
+            return;
+        };
+        let doomed: Vec<ClientId> = ids
+            .iter()
+            .filter(|(d, _)| *d == db)
+            .map(|&(_, id)| id)
+            .collect();
+        for id in doomed {
+            self.doom(id);
+        }
+    }
+
+    /// `id`'s transaction will fail: mark it, and stop watching its keys.
+    fn doom(&mut self, id: ClientId) {
+        let Some(cw) = self.clients.get_mut(&id.0) else {
+            return;
+        };
+        cw.dirty = true;
+        for k in std::mem::take(&mut cw.keys) {
+            if let Some(ids) = self.by_key.get_mut(&k.key) {
+                ids.retain(|&(d, c)| !(d == k.db && c == id));
+                if ids.is_empty() {
+                    self.by_key.remove(&k.key);
                 }
             }
         }
@@ -86,27 +120,48 @@ impl Watches {
         let Some(ids) = self.by_key.get(key) else {
             return;
         };
+        let mut doomed = Vec::new();
         for &(_, id) in ids.iter().filter(|(d, _)| *d == db) {
             let Some(cw) = self.clients.get_mut(&id.0) else {
                 continue;
             };
             match cw.keys.iter_mut().find(|w| w.db == db && *w.key == *key) {
                 Some(w) if w.expired => w.expired = false,
-                _ => cw.dirty = true,
+                _ => doomed.push(id),
             }
+        }
+        for id in doomed {
+            self.doom(id);
         }
     }
 
     pub fn is_dirty(&self, id: ClientId) -> bool {
         self.clients.get(&id.0).is_some_and(|c| c.dirty)
     }
+    /// What CLIENT LIST shows of `id`'s WATCH.
+    pub fn state(&self, id: ClientId) -> WatchState {
+        self.clients
+            .get(&id.0)
+            .map_or(WatchState::default(), |c| WatchState {
+                dirty: c.dirty,
+                keys: c.keys.len(),
+            })
+    }
+    /// [`Watches::state`] of every client that watches or is marked.
+    pub fn states(&self) -> HashMap<u64, WatchState> {
+        self.clients
+            .keys()
+            .map(|&id| (id, self.state(ClientId(id))))
+            .collect()
+    }
 }
 
 /// WATCH one key for `sess` (a key watched twice counts once).
 pub fn watch(srv: &mut Server, sess: &mut Session, db: usize, key: &[u8], now_ms: i64) {
+    sess.multi_state = true;
     let w = &mut srv.watches;
     let cw = w.clients.entry(sess.id.0).or_default();
-    if cw.keys.iter().any(|k| k.db == db && *k.key == *key) {
+    if cw.dirty || cw.keys.iter().any(|k| k.db == db && *k.key == *key) {
         return;
     }
     let expired = srv.keyspace.dbs[db]
@@ -118,13 +173,11 @@ pub fn watch(srv: &mut Server, sess: &mut Session, db: usize, key: &[u8], now_ms
         expired,
     });
     w.by_key.entry(key.into()).or_default().push((db, sess.id));
-    sess.watched = cw.keys.len();
     srv.sync_expiry_logging();
 }
 
 /// UNWATCH (also EXEC, DISCARD, RESET, disconnect).
 pub fn unwatch_all(srv: &mut Server, sess: &mut Session) {
-    sess.watched = 0;
     let w = &mut srv.watches;
     let Some(cw) = w.clients.remove(&sess.id.0) else {
         return;
@@ -203,6 +256,7 @@ pub fn touch_db(srv: &mut Server, emptied: usize, replaced_with: Option<usize>, 
                 w.expired = true;
                 continue;
             }
+            // Marked only: a flush leaves the keys watched, as in Valkey.
             cw.dirty = true;
         }
     }

@@ -401,7 +401,8 @@ fn quit_and_reset_inside_multi() {
     assert_eq!(cmd(&mut e, a, &["GET", "k"]), "$-1\r\n");
     let line = client_line(&mut e, b, a);
     assert_eq!(field(&line, "watch"), "0");
-    assert_eq!(field(&line, "multi"), "-1");
+    // Valkey 8.1 keeps the transaction state it made for WATCH: 0, not -1.
+    assert_eq!(field(&line, "multi"), "0");
 }
 
 #[test]
@@ -422,11 +423,35 @@ fn client_list_and_info_show_multi_state() {
     cmd(&mut e, a, &["EXEC"]);
     let line = client_line(&mut e, b, a);
     assert_eq!(field(&line, "flags"), "N");
-    assert_eq!(field(&line, "multi"), "-1");
+    // -1 only for a client that never used MULTI or WATCH (Valkey 8.1).
+    assert_eq!(field(&line, "multi"), "0");
+    assert_eq!(field(&line, "watch"), "0");
+    assert_eq!(field(&client_line(&mut e, a, b), "multi"), "-1");
+    let info = cmd(&mut e, b, &["INFO", "clients"]);
+    assert!(info.contains("watching_clients:0\r\n"), "{info}");
+    assert!(info.contains("total_watched_keys:0\r\n"), "{info}");
+}
+
+#[test]
+fn a_doomed_transaction_stops_watching() {
+    let (mut e, a, b) = setup();
+    cmd(&mut e, a, &["WATCH", "k1", "k2"]);
+    cmd(&mut e, b, &["SET", "k1", "v"]);
+    // As Valkey's touchWatchedKey: flag `d`, every key unwatched.
+    let line = client_line(&mut e, b, a);
+    assert_eq!(field(&line, "flags"), "d");
     assert_eq!(field(&line, "watch"), "0");
     let info = cmd(&mut e, b, &["INFO", "clients"]);
     assert!(info.contains("watching_clients:0\r\n"), "{info}");
     assert!(info.contains("total_watched_keys:0\r\n"), "{info}");
+    // A later WATCH adds nothing; EXEC still fails.
+    cmd(&mut e, a, &["WATCH", "k3"]);
+    let info = cmd(&mut e, b, &["INFO", "clients"]);
+    assert!(info.contains("total_watched_keys:0\r\n"), "{info}");
+    cmd(&mut e, a, &["MULTI"]);
+    cmd(&mut e, a, &["SET", "k3", "v"]);
+    assert_eq!(cmd(&mut e, a, &["EXEC"]), "*-1\r\n");
+    assert_eq!(field(&client_line(&mut e, b, a), "flags"), "N");
 }
 
 #[test]

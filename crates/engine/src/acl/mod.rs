@@ -411,7 +411,7 @@ pub fn log_refusal(
         context,
         object,
         username,
-        client_info: crate::cmd::client::client_line(sess, now_ms),
+        client_info: crate::cmd::client::client_line(sess, srv.watches.state(sess.id), now_ms),
     };
     srv.acl.log.add(r, now_ms, max_len);
 }

@@ -761,10 +761,11 @@ fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 }
 
 /// One CLIENT LIST line (without the newline), Valkey 8's field order.
-pub fn client_line(s: &Session, now_ms: i64) -> String {
+/// `watch`: the client's WATCH (flag `d`, `watch=`), kept by the server.
+pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) -> String {
     let mut flags = String::new();
     // Valkey's order: O (monitor), P (pub/sub), x (MULTI), b, t R B
-    // (tracking), c, A, e, T.
+    // (tracking), d, c, A, r, e, T.
     for (on, flag) in [
         (s.monitor, 'O'),
         (s.subs.is_some(), 'P'),
@@ -776,8 +777,10 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
             'R',
         ),
         (s.tracking.as_deref().is_some_and(|t| t.bcast), 'B'),
+        (watch.dirty, 'd'),
         (s.close_after_reply, 'c'),
         (s.close_asap, 'A'),
+        (s.readonly, 'r'),
         (s.no_evict, 'e'),
         (s.no_touch, 'T'),
     ] {
@@ -832,8 +835,10 @@ pub fn client_line(s: &Session, now_ms: i64) -> String {
         sub,
         psub,
         ssub,
-        s.multi.as_ref().map_or(-1, |m| m.len() as i64),
-        s.watched,
+        s.multi
+            .as_ref()
+            .map_or(if s.multi_state { 0 } else { -1 }, |m| m.len() as i64),
+        watch.keys,
         s.meter.input(),
         s.meter.input_free(),
         s.multi.as_ref().map_or(0, |m| m.mem()),
@@ -878,7 +883,7 @@ pub struct ReplicaCard {
 impl ReplicaCard {
     /// The card of `s`, which is turning into a replica by PSYNC now.
     pub fn of(s: &Session, now_ms: i64) -> ReplicaCard {
-        let line = client_line(s, now_ms);
+        let line = client_line(s, Default::default(), now_ms);
         // No field before `flags=` holds a space (names cannot), so the
         // line splits cleanly into its fields.
         let (head, rest) = line.split_once(" age=").unwrap_or((&line, ""));
@@ -1002,9 +1007,11 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let now = ctx.now_ms;
     // By id, as Valkey lists clients in the order they connected.
     let mut lines: Vec<(u64, String)> = Vec::new();
+    let watches = ctx.srv.watches.states();
     for_each_client(ctx, |s, is_me| {
         if f.matches(s, is_me, now) {
-            lines.push((s.id.0, client_line(s, now)));
+            let watch = watches.get(&s.id.0).copied().unwrap_or_default();
+            lines.push((s.id.0, client_line(s, watch, now)));
         }
     });
     for (id, card, fed) in crate::replication::primary::replica_cards(ctx.srv) {
@@ -1022,7 +1029,8 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn info(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    let mut line = client_line(ctx.session, ctx.now_ms);
+    let watch = ctx.srv.watches.state(ctx.session.id);
+    let mut line = client_line(ctx.session, watch, ctx.now_ms);
     line.push('\n');
     ctx.reply.verbatim("txt", line.as_bytes());
 }

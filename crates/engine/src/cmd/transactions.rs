@@ -158,6 +158,7 @@ pub const COMMANDS: &[CommandSpec] = &[
 /// Inside MULTI, MULTI and WATCH are refused before they run (`no_multi`).
 fn multi(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.session.multi = Some(Box::default());
+    ctx.session.multi_state = true;
     ctx.reply.ok();
 }
 
