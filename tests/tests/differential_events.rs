@@ -384,6 +384,96 @@ e2e!(
     }
 );
 
+/// Steps of two clients: `(0, words)` by the one whose CLIENT INFO is
+/// compared, `(1, words)` by the other.
+type Steps = &'static [(usize, &'static [&'static str])];
+
+/// Scenarios whose every reply, event and counter, and the first client's
+/// CLIENT INFO state after, must be Valkey's.
+const SCRIPTED: &[Steps] = &[
+    // A write by another client dooms the transaction: flag `d`, nothing
+    // watched any more, a later WATCH a no-op; EXEC fails.
+    &[
+        (0, &["WATCH", "k", "j"]),
+        (1, &["SET", "k", "1"]),
+        (0, &["WATCH", "z"]),
+    ],
+    &[
+        (0, &["WATCH", "k"]),
+        (1, &["SET", "k", "1"]),
+        (0, &["MULTI"]),
+        (0, &["EXEC"]),
+    ],
+    // A flush marks it and leaves the keys watched.
+    &[
+        (1, &["SET", "k", "1"]),
+        (0, &["WATCH", "k"]),
+        (1, &["FLUSHALL"]),
+    ],
+    // `multi=0` once MULTI or WATCH was used; READONLY's flag `r`.
+    &[(0, &["MULTI"]), (0, &["DISCARD"]), (0, &["READONLY"])],
+    &[(0, &["READONLY"]), (0, &["RESET"])],
+    // No key's value is shared; seconds of the latest expire time.
+    &[
+        (0, &["SET", "k", "10"]),
+        (0, &["OBJECT", "REFCOUNT", "k"]),
+        (0, &["PEXPIREAT", "k", "9223372036854775807"]),
+        (0, &["EXPIRETIME", "k"]),
+    ],
+    // XAUTOCLAIM reads its key before it parses its arguments.
+    &[(0, &["XAUTOCLAIM", "x", "g", "c", "0", ">"])],
+];
+
+/// `flags=`, `multi=` and `watch=` of CLIENT INFO.
+fn client_state(raw: &mut Raw) -> Vec<String> {
+    let state: Vec<String> = raw
+        .cmd(&["CLIENT", "INFO"])
+        .text()
+        .split_whitespace()
+        .filter(|f| {
+            ["flags=", "multi=", "watch="]
+                .iter()
+                .any(|p| f.starts_with(p))
+        })
+        .map(str::to_string)
+        .collect();
+    assert_eq!(state.len(), 3, "{state:?}");
+    state
+}
+
+e2e!(
+    ringkv_only fn scripted_steps_as_valkeys(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.start(Opts::new());
+        for steps in SCRIPTED {
+            let mut seen = Vec::new();
+            for port in [ours.port, theirs.port] {
+                let mut c = [Raw::connect(port), Raw::connect(port)];
+                c[1].cmd(&["FLUSHALL"]);
+                c[1].cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAnm"]);
+                c[1].cmd(&["CONFIG", "RESETSTAT"]);
+                let mut l = Listener::new(port);
+                let mut out = vec![l.events()];
+                for (who, words) in steps.iter() {
+                    out.push(vec![format!("{:?}", c[*who].cmd(words))]);
+                    out.push(l.events());
+                }
+                out.push(client_state(&mut c[0]));
+                let info = c[1].cmd(&["INFO", "clients"]).text();
+                out.push(
+                    ["watching_clients", "total_watched_keys"]
+                        .iter()
+                        .map(|f| ringkv_e2e::info_field(&info, f))
+                        .collect(),
+                );
+                out.push(counters(&mut c[1]));
+                seen.push(out);
+            }
+            assert_eq!(seen[0], seen[1], "{steps:?} (ringkv, then Valkey)");
+        }
+    }
+);
+
 /// A RESP3 client with CLIENT TRACKING on and a plain one beside it.
 struct Tracked {
     tracker: Raw,

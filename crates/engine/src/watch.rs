@@ -101,7 +101,13 @@ impl Watches {
             return;
         };
         cw.dirty = true;
-        for k in std::mem::take(&mut cw.keys) {
+        let keys = std::mem::take(&mut cw.keys);
+        self.forget(id, keys);
+    }
+
+    /// Take `id` off the watcher lists of `keys`.
+    fn forget(&mut self, id: ClientId, keys: Vec<WatchedKey>) {
+        for k in keys {
             if let Some(ids) = self.by_key.get_mut(&k.key) {
                 ids.retain(|&(d, c)| !(d == k.db && c == id));
                 if ids.is_empty() {
@@ -182,14 +188,7 @@ pub fn unwatch_all(srv: &mut Server, sess: &mut Session) {
     let Some(cw) = w.clients.remove(&sess.id.0) else {
         return;
     };
-    for k in cw.keys {
-        if let Some(ids) = w.by_key.get_mut(&k.key) {
-            ids.retain(|&(d, c)| !(d == k.db && c == sess.id));
-            if ids.is_empty() {
-                w.by_key.remove(&k.key);
-            }
-        }
-    }
+    w.forget(sess.id, cw.keys);
     srv.sync_expiry_logging();
 }
 

@@ -622,14 +622,8 @@ fn lookup_in<'c>(
         d.peek(hash, key)
     };
     if kind != Lookup::Write {
-        if found.is_some() {
-            srv.stats.keyspace_hits += 1;
-        } else {
-            srv.stats.keyspace_misses += 1;
-            if kind != Lookup::Inspect {
-                srv.keymisses.record(db, key);
-            }
-        }
+        let misses = (kind != Lookup::Inspect).then_some(&mut srv.keymisses);
+        super::count_read(&mut srv.stats, misses, found.is_some(), db, key);
     }
     found
 }

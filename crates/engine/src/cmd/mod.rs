@@ -158,6 +158,27 @@ pub(crate) fn rand_below(n: usize) -> usize {
 #[derive(Debug)]
 pub(crate) struct WrongType;
 
+/// Count a read lookup as Valkey's lookupKeyRead does: a keyspace hit, or
+/// a miss, logged for `keymiss` unless `misses` is None (OBJECT's
+/// LOOKUP_NONOTIFY). Takes the two fields rather than the server so that
+/// the caller may still hold the entry it found.
+pub(crate) fn count_read(
+    stats: &mut crate::server::Stats,
+    misses: Option<&mut crate::pubsub::KeyMisses>,
+    hit: bool,
+    db: usize,
+    key: &[u8],
+) {
+    if hit {
+        stats.keyspace_hits += 1;
+    } else {
+        stats.keyspace_misses += 1;
+        if let Some(m) = misses {
+            m.record(db, key);
+        }
+    }
+}
+
 /// Look `key` up for a command on one value type: `Ok(None)` when missing
 /// (or expired: lazy expiry), `Err(WrongType)` when it holds another type.
 /// `read` counts a keyspace hit or miss, as Valkey's `lookupKeyRead` does.
@@ -179,12 +200,13 @@ pub(crate) fn lookup_typed<'s, T>(
         d.get(hash, key, now_ms)
     };
     if read {
-        if found.is_some() {
-            srv.stats.keyspace_hits += 1;
-        } else {
-            srv.stats.keyspace_misses += 1;
-            srv.keymisses.record(db, key);
-        }
+        count_read(
+            &mut srv.stats,
+            Some(&mut srv.keymisses),
+            found.is_some(),
+            db,
+            key,
+        );
     }
     match found {
         None => Ok(None),
@@ -227,6 +249,24 @@ pub(crate) fn set_key(ctx: &mut Ctx<'_>, hash: u64, key: &[u8], entry: store::En
         ctx.notify(crate::command::notify::NEW, "new", key);
     }
     created
+}
+
+/// The expire time a command gave `key` (EXPIRE, SET EXAT, GETEX PXAT) is
+/// already past: Valkey 8 removes it as an expiry (lazily with
+/// `lazyfree-lazy-expire`, counted in `expired_keys`, event `expired`)
+/// and propagates UNLINK with `lazyfree-lazy-expire`, else DEL.
+pub(crate) fn delete_already_expired(ctx: &mut Ctx<'_>, hash: u64, key: &[u8]) {
+    let db = ctx.session.db;
+    let d = &mut ctx.srv.keyspace.dbs[db];
+    if d.delete_expired(hash, key) {
+        d.stats.expired_keys += 1;
+    }
+    ctx.touched(db, key);
+    ctx.notify(crate::command::notify::EXPIRED, "expired", key);
+    if ctx.srv.effects.on() {
+        let verb = crate::effects::del_verb(ctx.srv.config.lazyfree_lazy_expire);
+        ctx.propagate(&[verb, key]);
+    }
 }
 
 /// HSCAN/SSCAN options after the cursor: COUNT, MATCH and (HSCAN only)
@@ -384,24 +424,6 @@ pub(crate) fn parse_mpop<T>(
 //
 // Each helper returns at once when nobody consumes effects, before it
 // formats anything: on the hot path they cost one branch.
-
-/// The expire time a command gave `key` (EXPIRE, SET EXAT, GETEX PXAT) is
-/// already past: Valkey 8 removes it as an expiry (lazily with
-/// `lazyfree-lazy-expire`, counted in `expired_keys`, event `expired`)
-/// and propagates UNLINK with `lazyfree-lazy-expire`, else DEL.
-pub(crate) fn delete_already_expired(ctx: &mut Ctx<'_>, hash: u64, key: &[u8]) {
-    let db = ctx.session.db;
-    let d = &mut ctx.srv.keyspace.dbs[db];
-    if d.delete_expired(hash, key) {
-        d.stats.expired_keys += 1;
-    }
-    ctx.touched(db, key);
-    ctx.notify(crate::command::notify::EXPIRED, "expired", key);
-    if ctx.srv.effects.on() {
-        let verb = crate::effects::del_verb(ctx.srv.config.lazyfree_lazy_expire);
-        ctx.propagate(&[verb, key]);
-    }
-}
 
 /// A command removed `key` as a whole where a replica should (SPOP of the
 /// whole set, RESTORE with a past TTL): UNLINK with

@@ -237,12 +237,13 @@ fn load_source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Source, ()> {
     let found = ctx.srv.keyspace.dbs[db].get_read(h, key, ctx.now_ms);
     // A key of another type is a hit too: Valkey counts the lookup before
     // it checks the type.
-    if found.is_some() {
-        ctx.srv.stats.keyspace_hits += 1;
-    } else {
-        ctx.srv.stats.keyspace_misses += 1;
-        ctx.srv.keymisses.record(db, key);
-    }
+    super::count_read(
+        &mut ctx.srv.stats,
+        Some(&mut ctx.srv.keymisses),
+        found.is_some(),
+        db,
+        key,
+    );
     let src = match found.as_ref().map(|e| e.value()) {
         None => Source::Missing,
         Some(ValueRef::List(l)) => Source::List(l.iter().map(<[u8]>::to_vec).collect()),
@@ -293,12 +294,13 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Option<V
     let db = ctx.session.db;
     let h = store::hash_key(&key);
     let found = ctx.srv.keyspace.dbs[db].get_read(h, &key, ctx.now_ms);
-    if found.is_some() {
-        ctx.srv.stats.keyspace_hits += 1;
-    } else {
-        ctx.srv.stats.keyspace_misses += 1;
-        ctx.srv.keymisses.record(db, &key);
-    }
+    super::count_read(
+        &mut ctx.srv.stats,
+        Some(&mut ctx.srv.keymisses),
+        found.is_some(),
+        db,
+        &key,
+    );
     let e = found?;
     match field_name {
         Some(f) => match e.value() {

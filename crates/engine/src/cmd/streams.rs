@@ -1494,12 +1494,13 @@ fn read_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, xreadgroup: bool) {
         };
         // Valkey looks each key up for reading twice (the IDs, then the
         // serving): the second lookup counts as a hit or miss too.
-        if found.is_some() {
-            ctx.srv.stats.keyspace_hits += 1;
-        } else {
-            ctx.srv.stats.keyspace_misses += 1;
-            ctx.srv.keymisses.record(db, key);
-        }
+        super::count_read(
+            &mut ctx.srv.stats,
+            Some(&mut ctx.srv.keymisses),
+            found.is_some(),
+            db,
+            key,
+        );
         let Some(s) = found
             .and_then(|e| e.boxed_mut())
             .and_then(Value::as_stream_mut)

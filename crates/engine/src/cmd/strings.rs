@@ -535,18 +535,16 @@ pub(crate) fn lookup_read<'a>(
     key: &[u8],
     now_ms: i64,
 ) -> Option<&'a mut Entry> {
-    match srv.keyspace.dbs[dbi].get_read(h, key, now_ms) {
-        Some(e) => {
-            // `Db::get` stamped the access (LRU clock or LFU counter).
-            srv.stats.keyspace_hits += 1;
-            Some(e)
-        }
-        None => {
-            srv.stats.keyspace_misses += 1;
-            srv.keymisses.record(dbi, key);
-            None
-        }
-    }
+    // `Db::get_read` stamps the access (LRU clock or LFU counter).
+    let found = srv.keyspace.dbs[dbi].get_read(h, key, now_ms);
+    super::count_read(
+        &mut srv.stats,
+        Some(&mut srv.keymisses),
+        found.is_some(),
+        dbi,
+        key,
+    );
+    found
 }
 
 /// `lookupKeyWrite`: lazy expiry and access time, no statistics.

@@ -939,12 +939,8 @@ fn lookup<'s>(
         d.get(h, key, now_ms)
     };
     if read {
-        if found.is_some() {
-            srv.stats.keyspace_hits += 1;
-        } else {
-            srv.stats.keyspace_misses += 1;
-            srv.keymisses.record(db, key);
-        }
+        let misses = Some(&mut srv.keymisses);
+        super::count_read(&mut srv.stats, misses, found.is_some(), db, key);
     }
     match found {
         None => Ok(None),
@@ -2006,12 +2002,13 @@ fn setop_generic(
             .is_some_and(|e| !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)));
         // Valkey 8 reads the inputs with lookupKeyRead in the STORE forms
         // too.
-        if found.is_some() {
-            ctx.srv.stats.keyspace_hits += 1;
-        } else {
-            ctx.srv.stats.keyspace_misses += 1;
-            ctx.srv.keymisses.record(db, key);
-        }
+        super::count_read(
+            &mut ctx.srv.stats,
+            Some(&mut ctx.srv.keymisses),
+            found.is_some(),
+            db,
+            key,
+        );
         if wrong {
             return ctx.error(WRONGTYPE);
         }
