@@ -45,5 +45,8 @@ RINGKV_E2E_IO_THREADS=4 RINGKV_AOF_KILL_CYCLES=30 cargo test -p ringkv-e2e --loc
 RINGKV_E2E_IO_THREADS=4 RINGKV_AOF_KILL_CYCLES=30 \
   RINGKV_E2E_EXTRA_ARGS="--io-threads-idle-exec no --io-threads-adaptive no" \
   cargo test -p ringkv-e2e --locked
+# A client library's own test suite (valkey-py's) against ringkv and
+# against Valkey 8.1: it must fail only where it fails against Valkey.
+python3 scripts/client_suite.py target/debug/ringkv-server "$VALKEY_SERVER_BIN"
 # The IO-thread hand-off (rings, doorbell) under the loom model checker.
 crates/rings/loom.sh

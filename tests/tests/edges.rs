@@ -8,7 +8,7 @@
 //! one's own channel inside MULTI, BLMOVE to a destination of the wrong
 //! type, commandstats of a blocking command that timed out.
 
-use ringkv_e2e::{Backend, Reply, Server, e2e};
+use ringkv_e2e::{Backend, Reply, Server, e2e, info_field};
 use std::time::Duration;
 
 const SCRIPT: &[&[&str]] = &[
@@ -147,10 +147,27 @@ fn replies(srv: &Server) -> Vec<String> {
 }
 
 e2e!(
-    ringkv_only fn lolwut_says_who_it_is(b) {
-        let srv = b.server();
-        let text = srv.raw().cmd(&["LOLWUT"]).text();
-        assert!(text.starts_with("ringkv ver. "), "{text}");
+    ringkv_only fn lolwut_and_hello_give_valkeys_version(b) {
+        let ours = b.server();
+        let theirs = Backend::Valkey.server();
+        for args in [&["LOLWUT", "VERSION", "1"][..], &["LOLWUT", "VERSION", "9"]] {
+            let text = ours.raw().cmd(args).text();
+            assert!(text.starts_with("Redis ver. 8.1."), "{text}");
+            assert_eq!(text, theirs.raw().cmd(args).text(), "{args:?}");
+        }
+        // Clients gate features on HELLO's `version` and INFO's
+        // `valkey_version` (valkey-py's own test suite reads the latter).
+        let hello_version = |s: &Server| match s.raw().cmd(&["HELLO", "2"]) {
+            Reply::Array(items) => items
+                .iter()
+                .position(|r| r.text() == "version")
+                .map(|i| items[i + 1].text()),
+            other => panic!("HELLO: {other:?}"),
+        };
+        assert_eq!(hello_version(&ours), hello_version(&theirs));
+        let info_version =
+            |s: &Server| info_field(&s.raw().cmd(&["INFO", "server"]).text(), "valkey_version");
+        assert_eq!(info_version(&ours), info_version(&theirs));
     }
 );
 

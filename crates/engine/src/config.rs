@@ -15,6 +15,11 @@ use std::path::Path;
 /// The version string Valkey reports for Redis compatibility.
 pub const REDIS_COMPAT_VERSION: &str = "7.2.4";
 
+/// The Valkey release whose behaviour ringkv follows (its differential
+/// tests run against it), reported where Valkey reports its own version
+/// (INFO `valkey_version`, HELLO's `version`): clients gate features on it.
+pub const VALKEY_COMPAT_VERSION: &str = "8.1.8";
+
 /// `io-uring auto|yes|no`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoUringMode {

@@ -156,6 +156,12 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     out.push_str("# Server\r\n");
     field!(out, "redis_version:{}", crate::config::REDIS_COMPAT_VERSION);
     field!(out, "server_name:ringkv");
+    field!(
+        out,
+        "valkey_version:{}",
+        crate::config::VALKEY_COMPAT_VERSION
+    );
+    field!(out, "valkey_release_stage:ga");
     field!(out, "ringkv_version:{}", env!("CARGO_PKG_VERSION"));
     field!(out, "redis_git_sha1:00000000");
     field!(out, "redis_git_dirty:0");

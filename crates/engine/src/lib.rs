@@ -56,6 +56,7 @@ pub mod cmd;
 pub mod command;
 pub mod commandlog;
 pub mod config;
+pub mod digest;
 pub mod effects;
 pub mod evict;
 pub mod geohash;
@@ -1211,7 +1212,7 @@ fn execute_one(
     let st: &mut CmdStat = &mut srv.stats.commands[i];
     // A blocked command is counted when it is served.
     st.calls += u64::from(!blocked);
-    if out.bytes.get(reply_start.bytes) == Some(&b'-') {
+    if out.bytes.get(reply_start.bytes) == Some(&b'-') && !srv.stats.error_is_data {
         st.failed_calls += 1;
     }
     srv.stats.total_commands_processed += 1;
@@ -1332,8 +1333,9 @@ fn check_oom(
 /// says so.
 #[inline]
 fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf, reply_start: Mark) {
+    let error_is_data = std::mem::take(&mut srv.stats.error_is_data);
     // An error reply is all bytes (only bulk strings hold references).
-    if out.bytes.get(reply_start.bytes) == Some(&b'-') {
+    if out.bytes.get(reply_start.bytes) == Some(&b'-') && !error_is_data {
         let line = &out.bytes[reply_start.bytes + 1..];
         let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
         let text = String::from_utf8_lossy(&line[..end]);

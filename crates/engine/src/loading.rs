@@ -32,6 +32,9 @@ pub struct Loading {
     pub at_startup: bool,
     /// Where the keys go when they must not replace the live ones yet.
     staging: Option<Staging>,
+    /// A key already held is replaced by the file's (DEBUG RELOAD MERGE)
+    /// rather than failing the load.
+    pub merge: bool,
 }
 
 /// The databases and libraries a staged load fills.
@@ -122,6 +125,7 @@ fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
         waiting: false,
         at_startup: false,
         staging: None,
+        merge: false,
     });
 }
 
@@ -172,7 +176,9 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                     let Some(db) = dbs.get_mut(k.db) else {
                         return Err(format!("DB index {} is out of range", k.db));
                     };
-                    if let Some(dup) = db.insert_loaded(k.hash, k.entry) {
+                    if let Some(dup) = db.insert_loaded(k.hash, k.entry)
+                        && !ld.merge
+                    {
                         return Err(format!(
                             "RDB has duplicated key '{}' in DB {}",
                             String::from_utf8_lossy(dup.key()),

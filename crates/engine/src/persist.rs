@@ -423,23 +423,42 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     }
 }
 
+/// DEBUG RELOAD's options (Valkey's names).
+#[derive(Clone, Copy, Debug)]
+pub struct ReloadOptions {
+    /// Save the dataset first (not NOSAVE: load the file already there).
+    pub save: bool,
+    /// Empty the databases first (not NOFLUSH: load beside what is held).
+    pub flush: bool,
+    /// A key both held and in the file takes the file's value (MERGE);
+    /// without it such a key fails the load.
+    pub merge: bool,
+}
+
 /// DEBUG RELOAD: save, empty every database, load the file back (all
-/// before any other command runs).
-pub fn debug_reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
+/// before any other command runs), each step as `opts` say.
+pub fn debug_reload(srv: &mut Server, now_ms: i64, opts: ReloadOptions) -> Result<(), String> {
     // One load at a time (DEBUG runs during a load, as Valkey's).
     if srv.persist.is_loading() {
         return Err(LOADING_ERR.into());
     }
-    crate::snapshot::save_now(srv, now_ms)?;
-    for db in &mut srv.keyspace.dbs {
-        db.clear();
+    if opts.save {
+        crate::snapshot::save_now(srv, now_ms)?;
+    }
+    if opts.flush {
+        for db in &mut srv.keyspace.dbs {
+            db.clear();
+        }
     }
     let failed = |e: String| {
         crate::log::warning(&format!("Error loading the RDB dump: {e}"));
         "ERR Error trying to load the RDB dump, check server logs.".to_string()
     };
     if !crate::loading::start(srv, now_ms).map_err(failed)? {
-        return Err(failed("the file written is gone".into()));
+        return Err(failed("the file is gone".into()));
+    }
+    if let Some(l) = srv.persist.loading.as_mut() {
+        l.merge = opts.merge;
     }
     crate::loading::step(srv, None).map_err(failed)?;
     Ok(())

@@ -92,6 +92,10 @@ pub struct Stats {
     /// The next error reply recorded was already counted (set by a
     /// script whose error came from a command it ran).
     pub error_counted: bool,
+    /// The command's error reply is data it was asked for (DEBUG ERROR):
+    /// neither errorstats nor failed_calls count it, as Valkey's
+    /// addReplySds bypasses them.
+    pub error_is_data: bool,
     pub total_error_replies: u64,
     /// Errors by first word (`ERR`, `WRONGTYPE`, ...).
     pub errors: BTreeMap<String, u64>,

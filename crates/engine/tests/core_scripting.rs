@@ -701,3 +701,41 @@ fn a_subscribed_callers_own_keyspace_events_do_not_become_the_commands_reply() {
         "{text}"
     );
 }
+
+#[test]
+fn scripts_see_the_versions_info_and_hello_report() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let info = bulk_text(&cmd(&mut e, c, &["INFO", "server"]));
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_else(|| panic!("INFO has no {name}"))
+            .to_string()
+    };
+    let valkey = field("valkey_version");
+    let redis = field("redis_version");
+    assert_eq!(valkey, "8.1.8");
+    let script = "return {server.VALKEY_VERSION, server.REDIS_VERSION, \
+                  server.VALKEY_VERSION_NUM, server.REDIS_VERSION_NUM}";
+    let num = |v: &str| {
+        v.split('.')
+            .fold(0i64, |n, part| (n << 8) | part.parse::<i64>().unwrap())
+    };
+    assert_eq!(
+        cmd(&mut e, c, &["EVAL", script, "0"]),
+        format!(
+            "*4\r\n{}{}:{}\r\n:{}\r\n",
+            bulk(&valkey),
+            bulk(&redis),
+            num(&valkey),
+            num(&redis)
+        )
+    );
+    // HELLO's `version` is Valkey's too.
+    let hello = cmd(&mut e, c, &["HELLO", "2"]);
+    assert!(
+        hello.contains(&format!("$7\r\nversion\r\n{}", bulk(&valkey))),
+        "{hello}"
+    );
+}

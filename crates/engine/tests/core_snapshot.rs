@@ -283,3 +283,39 @@ fn without_storage_save_fails_and_nothing_loads() {
     e.load_at_startup().unwrap();
     assert!(e.background_wait().is_none());
 }
+
+#[test]
+fn debug_reload_options_choose_what_is_saved_flushed_and_merged() {
+    let disk: Disk = Arc::default();
+    let mut e = with_storage(&disk, 1, false);
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["mset", "a", "1", "b", "1"]);
+    assert_eq!(cmd(&mut e, c, &["save"]), "+OK\r\n");
+    cmd(&mut e, c, &["mset", "b", "2", "c", "2"]);
+    // NOSAVE: the file as it is replaces the dataset.
+    assert_eq!(cmd(&mut e, c, &["debug", "reload", "nosave"]), "+OK\r\n");
+    assert_eq!(cmd(&mut e, c, &["dbsize"]), ":2\r\n");
+    assert_eq!(cmd(&mut e, c, &["get", "b"]), "$1\r\n1\r\n");
+    // NOFLUSH MERGE: the file's keys join what is held, its values win.
+    cmd(&mut e, c, &["mset", "b", "3", "c", "3"]);
+    let merged = cmd(
+        &mut e,
+        c,
+        &["debug", "reload", "nosave", "noflush", "merge"],
+    );
+    assert_eq!(merged, "+OK\r\n");
+    assert_eq!(cmd(&mut e, c, &["dbsize"]), ":3\r\n");
+    assert_eq!(cmd(&mut e, c, &["get", "b"]), "$1\r\n1\r\n");
+    assert_eq!(cmd(&mut e, c, &["get", "c"]), "$1\r\n3\r\n");
+    // NOFLUSH alone: a key in both fails the load (Valkey stops the
+    // server there; ringkv answers the error).
+    let r = cmd(&mut e, c, &["debug", "reload", "nosave", "noflush"]);
+    assert!(
+        r.starts_with("-ERR Error trying to load the RDB dump"),
+        "{r}"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["debug", "reload", "fast"]),
+        "-ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.\r\n"
+    );
+}

@@ -171,6 +171,29 @@ fn write_list(cap: &mut Capture, l: &List) {
     }
 }
 
+/// The bytes a list's nodes hold as Valkey's quicklist would hold them
+/// (each packed node's listpack, a plain node's element): DEBUG OBJECT's
+/// `ql_uncompressed_size`.
+pub fn quicklist_bytes(l: &List) -> usize {
+    let mut buf = Vec::new();
+    l.node_iter()
+        .map(|node| {
+            let mut node = node.peekable();
+            let first = node.next();
+            match (first, node.peek()) {
+                (Some(big), None) if big.len() >= PACKED_THRESHOLD => big.len(),
+                _ => {
+                    buf.clear();
+                    let mut lp = Listpack::new(&mut buf);
+                    first.into_iter().chain(node).for_each(|e| lp.push(e));
+                    lp.finish();
+                    buf.len()
+                }
+            }
+        })
+        .sum()
+}
+
 fn write_set(cap: &mut Capture, s: &Set) {
     match s.encoding() {
         "intset" => {

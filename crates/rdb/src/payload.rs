@@ -36,6 +36,13 @@ pub fn dump_with(v: ValueRef<'_>, compress: bool) -> Vec<u8> {
     out
 }
 
+/// How many bytes the value takes in an RDB file, after its type byte
+/// (Valkey's `rdbSavedObjectLen`, DEBUG OBJECT's `serializedlength`).
+pub fn serialized_len(v: ValueRef<'_>, compress: bool) -> usize {
+    // A DUMP is the type byte, the value, and 10 bytes of trailer.
+    dump_with(v, compress).len() - 11
+}
+
 /// Check the trailer: `Some((type byte and value bytes))` when the version
 /// is one we load and the checksum matches (Valkey's `verifyDumpPayload`,
 /// which does not accept a zero checksum). `relaxed`: `rdb-version-check

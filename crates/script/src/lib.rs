@@ -1307,8 +1307,9 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
     }
     r.raw_set("REDIS_VERSION", "7.2.4")?;
     r.raw_set("REDIS_VERSION_NUM", 0x0007_0204)?;
-    r.raw_set("VALKEY_VERSION", "8.1.0")?;
-    r.raw_set("VALKEY_VERSION_NUM", 0x0008_0100)?;
+    // The engine reports the same versions (INFO, HELLO; a test compares).
+    r.raw_set("VALKEY_VERSION", "8.1.8")?;
+    r.raw_set("VALKEY_VERSION_NUM", 0x0008_0108)?;
     r.raw_set("SERVER_NAME", "ringkv")?;
 
     let sh = shared.clone();

@@ -5,7 +5,7 @@ use crate::batch::ArgvRef;
 use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::config::REDIS_COMPAT_VERSION;
+use crate::config::VALKEY_COMPAT_VERSION;
 use resp::Protocol;
 
 // Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
@@ -310,7 +310,7 @@ fn hello(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     r.bulk(b"server");
     r.bulk(b"ringkv");
     r.bulk(b"version");
-    r.bulk(REDIS_COMPAT_VERSION.as_bytes());
+    r.bulk(VALKEY_COMPAT_VERSION.as_bytes());
     r.bulk(b"proto");
     r.int(if ctx.session.proto == Protocol::Resp3 {
         3

@@ -22,6 +22,7 @@ pub mod bitmaps;
 pub mod client;
 pub mod commandlog;
 pub mod connection;
+pub mod debug;
 pub mod dump;
 pub mod functions;
 pub mod geo;

@@ -7,7 +7,6 @@ use crate::batch::ArgvRef;
 use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::config::Allowed;
 use crate::{Event, log};
 
 /// A subcommand of the server group (CONFIG, MEMORY).
@@ -205,7 +204,7 @@ pub const COMMANDS: &[CommandSpec] = &[
         since: "1.0.0",
         summary: "A container for debugging commands.",
         complexity: "Depends on subcommand.",
-        func: Some(debug),
+        func: Some(super::debug::debug),
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -554,129 +553,6 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     ctx.session.close_after_reply = true;
 }
 
-fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let allowed = match ctx.srv.config.enable_debug_command {
-        Allowed::Yes => true,
-        Allowed::Local => ctx.session.peer.is_none_or(|p| crate::is_local(p.ip())),
-        Allowed::No => false,
-    };
-    if !allowed {
-        ctx.error(
-            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.",
-        );
-        return;
-    }
-    let sub = argv.get(1).to_ascii_lowercase();
-    match (sub.as_slice(), argv.len()) {
-        (b"sleep", 3) => {
-            let secs: f64 = std::str::from_utf8(argv.get(2))
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0.0);
-            if secs > 0.0 && secs.is_finite() {
-                // As Valkey: the whole server sleeps (tests use it for that).
-                std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
-            }
-            ctx.reply.ok();
-        }
-        (b"set-active-expire", 3) => {
-            ctx.srv.active_expire_enabled = argv.get(2) != b"0";
-            ctx.reply.ok();
-        }
-        (b"object", 3) => debug_object(ctx, argv.get(2)),
-        (b"populate", 3..=5) => debug_populate(ctx, argv),
-        (b"reload", _) => match crate::persist::debug_reload(ctx.srv, ctx.now_ms) {
-            Ok(()) => ctx.reply.ok(),
-            Err(e) => ctx.error(&e),
-        },
-        (b"help", 2) => super::reply_help(
-            ctx,
-            "DEBUG",
-            &[
-                "OBJECT <key>",
-                "    Show low level info about the `key` and associated value.",
-                "POPULATE <count> [<prefix>] [<size>]",
-                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
-                "    it is used instead of the 'key' prefix. These are not propagated to",
-                "    replicas. Cache friendliness of the keys may be degraded.",
-                "RELOAD",
-                "    Save the RDB on disk and reload it back to memory.",
-                "SET-ACTIVE-EXPIRE <0|1>",
-                "    Setting it to 0 disables expiring keys in background when they are not",
-                "    accessed (otherwise the keys are expired only on access).",
-                "SLEEP <seconds>",
-                "    Stop the server for <seconds>. Decimals allowed.",
-            ],
-        ),
-        _ => super::subcommand_syntax_error(&mut ctx.reply, argv),
-    }
-}
-
-/// DEBUG POPULATE: keys `<prefix>:<n>` holding `value:<n>` (cut or padded
-/// with zero bytes to `size`), skipping keys that exist, as Valkey.
-fn debug_populate(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let count = crate::num::parse_i64(argv.get(2));
-    let size = if argv.len() == 5 {
-        crate::num::parse_i64(argv.get(4))
-    } else {
-        Some(0)
-    };
-    let (Some(count), Some(size)) = (count, size) else {
-        return ctx.error(super::NOT_INT);
-    };
-    if count < 0 {
-        return ctx.error("ERR count can't be negative");
-    }
-    let prefix = if argv.len() >= 4 { argv.get(3) } else { b"key" };
-    let now = ctx.now_ms;
-    let db = ctx.db();
-    let mut key = Vec::new();
-    let mut val = Vec::new();
-    for n in 0..count {
-        key.clear();
-        key.extend_from_slice(prefix);
-        key.push(b':');
-        key.extend_from_slice(n.to_string().as_bytes());
-        let h = store::hash_key(&key);
-        if db.peek(h, &key).is_some() {
-            continue;
-        }
-        val.clear();
-        val.extend_from_slice(format!("value:{n}").as_bytes());
-        if size > 0 {
-            val.resize(size as usize, 0);
-        }
-        crate::cmd::strings::store_arg(db, h, &key, &val, None, now);
-    }
-    ctx.reply.ok();
-}
-
-fn debug_object(ctx: &mut Ctx<'_>, key: &[u8]) {
-    let hash = store::hash_key(key);
-    let now = ctx.now_ms;
-    let line = match ctx.db().get_read(hash, key, now) {
-        None => None,
-        Some(e) => {
-            let enc = e.encoding();
-            let len = e.str().map_or(0, |s| match s {
-                store::StrRef::Int(n) => n.to_string().len(),
-                s => s.bytes().map_or(0, <[u8]>::len),
-            });
-            let idle = e.idle_ms(now) / 1000;
-            Some(format!(
-                "Value at:0x{:x} refcount:1 encoding:{enc} serializedlength:{} lru:{} lru_seconds_idle:{idle}",
-                e as *const _ as usize,
-                len + 1,
-                e.access(),
-            ))
-        }
-    };
-    match line {
-        Some(l) => ctx.reply.simple(&l),
-        None => ctx.error("ERR no such key"),
-    }
-}
-
 fn config_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let patterns: Vec<&[u8]> = (2..argv.len()).map(|i| argv.get(i)).collect();
     let found = ctx.srv.config.get_matching(&patterns);
@@ -825,8 +701,8 @@ fn config_help(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     );
 }
 
-/// LOLWUT [VERSION v]: the version line. (Valkey draws art for versions
-/// 5 and 6; ringkv draws none.)
+/// LOLWUT [VERSION v]: Valkey 8.1's version line, which it prints alone
+/// for every version but 5 and 6 (those draw art first; ringkv draws none).
 fn lolwut(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if argv.len() == 3
         && argv.get(1).eq_ignore_ascii_case(b"version")
@@ -834,7 +710,7 @@ fn lolwut(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     {
         return ctx.error("ERR value is not an integer or out of range");
     }
-    let text = format!("ringkv ver. {}\n", env!("CARGO_PKG_VERSION"));
+    let text = format!("Redis ver. {}\n", crate::config::VALKEY_COMPAT_VERSION);
     ctx.reply.verbatim("txt", text.as_bytes());
 }
 

@@ -83,6 +83,15 @@ impl Replication {
         self.primary.is_some()
     }
 
+    /// A new replication id and no previous one (DEBUG CHANGE-REPL-ID,
+    /// Valkey's changeReplicationId and clearReplicationId2): no replica
+    /// can continue this history by PSYNC any more.
+    pub fn change_id(&mut self) {
+        self.replid = crate::server::new_replid();
+        self.replid2 = "0".repeat(40);
+        self.second_offset = -1;
+    }
+
     /// What replication moved so far (INFO stats and its rates).
     pub fn traffic(&self) -> ReplTraffic {
         ReplTraffic {
