@@ -1,10 +1,11 @@
 //! DEBUG against Valkey 8.1: the same data gives the same DEBUG DIGEST
-//! and DIGEST-VALUE on both servers (so a digest can check a ringkv
-//! replica against a Valkey primary, or a load against the server that
-//! wrote the file), the same DEBUG OBJECT fields, and the replies client
-//! test suites rely on (PROTOCOL, ERROR) byte for byte.
+//! and DIGEST-VALUE on both servers — so a digest checks a ringkv replica
+//! against a Valkey primary and the other way round (tested here) — the
+//! same DEBUG OBJECT fields, and the replies client test suites rely on
+//! (PROTOCOL, ERROR) byte for byte.
 
 use ringkv_e2e::dataset;
+use ringkv_e2e::replication::{follow, wait_caught_up};
 use ringkv_e2e::{Backend, Opts, Reply, Server, e2e};
 
 fn with_debug(b: Backend) -> Server {
@@ -189,5 +190,28 @@ e2e!(
             assert!(cmdstats.contains("failed_calls=0"), "{cmdstats}");
         }
         assert!(ours.log().contains("DEBUG LOG: from the test"));
+    }
+);
+
+e2e!(
+    ringkv_only fn a_replica_has_its_primarys_digest_both_ways(b) {
+        for (primary, replica) in [(Backend::Valkey, b), (b, Backend::Valkey)] {
+            let p = with_debug(primary);
+            let r = with_debug(replica);
+            let (mut pc, mut rc) = (p.client(), r.client());
+            load(&p);
+            follow(&mut rc, &p);
+            // Streamed after the full sync, and a key that expires.
+            p.raw().cmd(&["HSET", "late", "f", "v"]);
+            p.raw().cmd(&["SET", "ttl", "v", "EX", "1000"]);
+            wait_caught_up(&mut pc, &mut rc);
+            let digest = p.raw().cmd(&["DEBUG", "DIGEST"]);
+            assert_ne!(digest, Reply::Status("0".repeat(40)));
+            assert_eq!(
+                r.raw().cmd(&["DEBUG", "DIGEST"]),
+                digest,
+                "{primary:?} -> {replica:?}"
+            );
+        }
     }
 );

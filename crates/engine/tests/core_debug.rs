@@ -134,19 +134,13 @@ fn object_reports_the_rdb_size_and_the_access_bits() {
 fn change_repl_id_forgets_the_old_history() {
     let mut e = engine();
     let c = connect(&mut e);
-    let field = |info: &str, name: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .unwrap()
-            .to_string()
-    };
     let before = bulk_text(&cmd(&mut e, c, &["INFO", "replication"]));
     assert_eq!(cmd(&mut e, c, &["DEBUG", "CHANGE-REPL-ID"]), "+OK\r\n");
     let after = bulk_text(&cmd(&mut e, c, &["INFO", "replication"]));
     assert_ne!(
-        field(&before, "master_replid"),
-        field(&after, "master_replid")
+        info_value(&before, "master_replid"),
+        info_value(&after, "master_replid")
     );
-    assert_eq!(field(&after, "master_replid2"), "0".repeat(40));
-    assert_eq!(field(&after, "second_repl_offset"), "-1");
+    assert_eq!(info_value(&after, "master_replid2"), "0".repeat(40));
+    assert_eq!(info_value(&after, "second_repl_offset"), "-1");
 }

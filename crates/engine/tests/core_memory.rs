@@ -218,13 +218,7 @@ fn doctor_startup_peak_and_dataset_follow_the_probe() {
     assert!(t.contains("\r\nused_memory_startup:3145728\r\n"), "{t}");
     assert!(t.contains("\r\nused_memory_peak:104857600\r\n"), "{t}");
     assert!(t.contains("\r\nused_memory_peak_perc:100.00%\r\n"), "{t}");
-    let field = |name: &str| -> u64 {
-        t.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
+    let field = |name: &str| -> u64 { info_value(&t, name).parse().unwrap() };
     assert_eq!(
         field("used_memory_dataset") + field("used_memory_overhead"),
         100 * MB

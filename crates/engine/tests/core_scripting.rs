@@ -707,14 +707,8 @@ fn scripts_see_the_versions_info_and_hello_report() {
     let mut e = engine();
     let c = connect(&mut e);
     let info = bulk_text(&cmd(&mut e, c, &["INFO", "server"]));
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .unwrap_or_else(|| panic!("INFO has no {name}"))
-            .to_string()
-    };
-    let valkey = field("valkey_version");
-    let redis = field("redis_version");
+    let valkey = info_value(&info, "valkey_version");
+    let redis = info_value(&info, "redis_version");
     assert_eq!(valkey, "8.1.8");
     let script = "return {server.VALKEY_VERSION, server.REDIS_VERSION, \
                   server.VALKEY_VERSION_NUM, server.REDIS_VERSION_NUM}";

@@ -9,11 +9,7 @@ use ringkv_engine as engine;
 use util::*;
 
 fn info_field(e: &mut engine::Engine, c: engine::ClientId, name: &str) -> String {
-    let text = bulk_text(&cmd(e, c, &["INFO", "everything"]));
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("{name}"))
-        .to_string()
+    info_value(&bulk_text(&cmd(e, c, &["INFO", "everything"])), name)
 }
 
 #[test]

@@ -141,6 +141,14 @@ pub fn bulk_text(reply: &str) -> String {
     body.strip_prefix("txt:").unwrap_or(body).to_string()
 }
 
+/// The value of `name` in an INFO reply's text (panics if it is missing).
+pub fn info_value(text: &str, name: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("{name} not in INFO:\n{text}"))
+        .to_string()
+}
+
 /// A RESP2 bulk string reply.
 pub fn bulk(s: &str) -> String {
     format!("${}\r\n{s}\r\n", s.len())
