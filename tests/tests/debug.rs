@@ -215,3 +215,38 @@ e2e!(
         }
     }
 );
+
+e2e!(
+    ringkv_only fn reload_options_and_change_repl_id_as_valkeys(b) {
+        let mut seen = Vec::new();
+        for backend in [b, Backend::Valkey] {
+            let srv = with_debug(backend);
+            let mut c = srv.raw();
+            let mut steps = Vec::new();
+            let mut step = |c: &mut ringkv_e2e::Raw, args: &[&str]| steps.push(c.cmd(args));
+            step(&mut c, &["MSET", "a", "1", "b", "1"]);
+            step(&mut c, &["SAVE"]);
+            step(&mut c, &["MSET", "b", "2", "c", "2"]);
+            // The saved file replaces what is held.
+            step(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]);
+            step(&mut c, &["MGET", "a", "b", "c"]);
+            // The file's keys join what is held; its values win.
+            step(&mut c, &["MSET", "b", "3", "c", "3"]);
+            step(&mut c, &["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"]);
+            step(&mut c, &["MGET", "a", "b", "c"]);
+            step(&mut c, &["DEBUG", "RELOAD"]);
+            step(&mut c, &["MGET", "a", "b", "c"]);
+            let id = |c: &mut ringkv_e2e::Raw| {
+                let info = c.cmd(&["INFO", "replication"]).text();
+                ringkv_e2e::info_field(&info, "master_replid")
+            };
+            let before = id(&mut c);
+            step(&mut c, &["DEBUG", "CHANGE-REPL-ID"]);
+            assert_ne!(id(&mut c), before, "{backend:?}");
+            let info = c.cmd(&["INFO", "replication"]).text();
+            assert_eq!(ringkv_e2e::info_field(&info, "second_repl_offset"), "-1");
+            seen.push(steps);
+        }
+        assert_eq!(seen[0], seen[1]);
+    }
+);

@@ -15,6 +15,7 @@
 //! decimal, scores as Valkey prints doubles), then `!!expire!!` is
 //! xored in if the key has a time to live (its value is not part of it).
 
+use resp::num::{I64_MAX_LEN, fmt_i64};
 use store::types::stream::{Elem, Stream};
 use store::{Db, Entry, StrRef, StreamId, ValueRef};
 
@@ -44,24 +45,21 @@ fn type_code(v: ValueRef<'_>) -> u32 {
     }
 }
 
-fn decimal(n: i64) -> String {
-    n.to_string()
-}
-
 /// Add one key's value (and whether it expires) to `d` (Valkey's
 /// `xorObjectDigest`; the key itself is not part of it).
 pub fn add_value(d: &mut Digest, e: &Entry) {
     let v = e.value();
+    let mut int = [0u8; I64_MAX_LEN];
     mix(d, &type_code(v).to_be_bytes());
     match v {
-        ValueRef::Str(StrRef::Int(n)) => mix(d, decimal(n).as_bytes()),
+        ValueRef::Str(StrRef::Int(n)) => mix(d, fmt_i64(n, &mut int)),
         ValueRef::Str(s) => mix(d, s.bytes().unwrap_or_default()),
         ValueRef::List(l) => l.iter().for_each(|el| mix(d, el)),
         ValueRef::Set(s) => {
             for m in s.iter() {
                 match m {
                     store::types::set::Member::Bytes(b) => xor(d, b),
-                    store::types::set::Member::Int(n) => xor(d, decimal(n).as_bytes()),
+                    store::types::set::Member::Int(n) => xor(d, fmt_i64(n, &mut int)),
                 }
             }
         }
@@ -129,35 +127,22 @@ pub fn dataset<'a>(dbs: impl Iterator<Item = &'a Db>) -> Digest {
     total
 }
 
-/// Lower-case hex, as DEBUG DIGEST prints it.
-pub fn hex(d: &Digest) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// `parts` added one after the other to a zero digest by `add`.
+    fn of(add: fn(&mut Digest, &[u8]), parts: &[&[u8]]) -> Digest {
+        let mut d = Digest::default();
+        parts.iter().for_each(|p| add(&mut d, p));
+        d
+    }
+
     #[test]
     fn xor_ignores_order_and_mix_does_not() {
-        let (mut a, mut b) = (Digest::default(), Digest::default());
-        xor(&mut a, b"x");
-        xor(&mut a, b"y");
-        xor(&mut b, b"y");
-        xor(&mut b, b"x");
-        assert_eq!(a, b);
-        let (mut a, mut b) = (Digest::default(), Digest::default());
-        mix(&mut a, b"x");
-        mix(&mut a, b"y");
-        mix(&mut b, b"y");
-        mix(&mut b, b"x");
-        assert_ne!(a, b);
+        assert_eq!(of(xor, &[b"x", b"y"]), of(xor, &[b"y", b"x"]));
+        assert_ne!(of(mix, &[b"x", b"y"]), of(mix, &[b"y", b"x"]));
         // "fo" + "obar" is not "foo" + "bar".
-        let (mut a, mut b) = (Digest::default(), Digest::default());
-        mix(&mut a, b"fo");
-        mix(&mut a, b"obar");
-        mix(&mut b, b"foo");
-        mix(&mut b, b"bar");
-        assert_ne!(a, b);
+        assert_ne!(of(mix, &[b"fo", b"obar"]), of(mix, &[b"foo", b"bar"]));
     }
 }

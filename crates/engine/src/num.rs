@@ -726,6 +726,12 @@ impl Big {
     }
 }
 
+/// Lower-case hex of `bytes`, as ACL shows a password's hash and DEBUG
+/// DIGEST prints a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

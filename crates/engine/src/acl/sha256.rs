@@ -79,14 +79,10 @@ pub fn digest(data: &[u8]) -> [u8; 32] {
     out
 }
 
-/// Lower-case hex, as ACL LIST and GETUSER show a password.
-pub fn hex(digest: &[u8; 32]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::num::hex;
 
     #[test]
     fn known_digests() {

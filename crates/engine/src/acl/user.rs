@@ -158,7 +158,7 @@ impl User {
     }
 
     pub fn password_hashes(&self) -> Vec<String> {
-        self.passwords.iter().map(sha256::hex).collect()
+        self.passwords.iter().map(|p| crate::num::hex(p)).collect()
     }
 
     /// One line of ACL LIST (and of an ACL file): `user <name> <rules>`.

@@ -433,7 +433,7 @@ fn acl_genpass(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if !secure_random(&mut raw) {
         return ctx.error("ERR Unable to generate a secure random password");
     }
-    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::num::hex(&raw);
     ctx.reply.bulk(&hex.as_bytes()[..chars]);
 }
 

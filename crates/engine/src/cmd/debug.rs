@@ -49,7 +49,7 @@ pub(super) fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         (b"reload", _) => debug_reload(ctx, argv),
         (b"digest", 2) => {
             let d = digest::dataset(ctx.srv.keyspace.dbs.iter());
-            ctx.reply.simple(&digest::hex(&d));
+            ctx.reply.simple(&crate::num::hex(&d));
         }
         (b"digest-value", _) => {
             ctx.reply.array_len(argv.len() - 2);
@@ -60,7 +60,7 @@ pub(super) fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
                 if let Some(e) = ctx.db().peek(store::hash_key(key), key) {
                     digest::add_value(&mut d, e);
                 }
-                ctx.reply.simple(&digest::hex(&d));
+                ctx.reply.simple(&crate::num::hex(&d));
             }
         }
         (b"error", 3) => {
