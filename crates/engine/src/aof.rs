@@ -306,6 +306,8 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
     sess.user = crate::acl::SUPERUSER;
     srv.clients.map.insert(id.0, Some(Box::new(sess)));
     srv.aof.replaying = true;
+    // Restored after: a replica or a paused server keeps its own rule.
+    let expiry_paused: Vec<bool> = srv.keyspace.dbs.iter().map(|d| d.expiry_paused).collect();
     for db in &mut srv.keyspace.dbs {
         db.expiry_paused = true;
     }
@@ -338,8 +340,8 @@ fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String
         Ok(())
     })();
     srv.aof.replaying = false;
-    for db in &mut srv.keyspace.dbs {
-        db.expiry_paused = false;
+    for (db, paused) in srv.keyspace.dbs.iter_mut().zip(expiry_paused) {
+        db.expiry_paused = paused;
     }
     srv.clients.map.remove(&id.0);
     result?;
@@ -649,6 +651,57 @@ pub fn apply_config(
     if let Some(log) = srv.aof.log.as_mut() {
         log.set_options(&opts);
     }
+    Ok(())
+}
+
+/// DEBUG LOADAOF: write and fsync what was published, empty every
+/// database and replay the AOF files on disk into them (with `appendonly
+/// no` too: those a BGREWRITEAOF wrote). The replayed commands are
+/// neither appended to the AOF again nor sent to replicas (Valkey's
+/// loading flag), and the dataset counts as saved.
+pub fn reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
+    if srv.persist.is_loading() {
+        return Err(crate::persist::LOADING_ERR.into());
+    }
+    // A rewrite under way (the one `appendonly yes` starts) is finished
+    // here, so that the files hold the whole dataset.
+    if let Some(mut snap) = srv.aof.rewrite.take() {
+        snap.step(&mut srv.keyspace, now_ms, None);
+        let written = snap.wait();
+        finish_rewrite(srv, written.map(|_| ()))
+            .map_err(|e| format!("ERR Error rewriting the AOF: {e}"))?;
+    }
+    if srv.aof.is_on() {
+        publish(srv);
+        let end = srv.effects.aof_offset();
+        if let Some(log) = srv.aof.log.as_mut() {
+            log.sync(end)
+                .map_err(|e| format!("ERR Error flushing the AOF: {e}"))?;
+        }
+    }
+    for db in &mut srv.keyspace.dbs {
+        db.clear();
+    }
+    srv.functions = None;
+    let opts = options(srv);
+    let lopts = crate::persist::load_options(srv, now_ms);
+    let failed = |e: String| {
+        log::warning(&format!("Error loading the AOF by DEBUG LOADAOF: {e}"));
+        "ERR Error trying to load the AOF files, check server logs.".to_string()
+    };
+    let source = match srv.persist.storage.as_mut() {
+        Some(storage) => storage.load_aof(&opts, lopts).map_err(failed)?,
+        None => None,
+    };
+    let Some(source) = source else {
+        return Err(failed("no manifest".into()));
+    };
+    srv.effects.set_muted(true);
+    let replayed = replay(srv, source);
+    srv.effects.set_muted(false);
+    replayed.map_err(failed)?;
+    srv.persist.dirty = 0;
+    log::notice("Append Only File loaded by DEBUG LOADAOF");
     Ok(())
 }
 

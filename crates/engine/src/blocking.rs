@@ -117,8 +117,9 @@ impl Blocking {
             self.ready.push_back((db, key.to_vec()));
         }
     }
-    /// SWAPDB: every waited key of `db` may hold data now (Valkey's
-    /// scanDatabaseForReadyKeys); serving re-checks each.
+    /// SWAPDB or a flush: every waited key of `db` may have changed
+    /// (Valkey's scanDatabaseForReadyKeys and scanDatabaseForDeletedKeys);
+    /// serving re-checks each.
     pub fn signal_db(&mut self, db: usize) {
         let keys: Vec<Vec<u8>> = self
             .by_key
@@ -348,6 +349,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 srv.keymisses.rewind(lookups.2);
             } else {
                 unregister(&mut srv.blocking, id, &st);
+                count_error_reply(srv, st.cmd, &out[before..]);
                 srv.stats.commands[st.cmd].calls += 1;
                 let us = st.call_us + started.elapsed().as_micros() as u64;
                 srv.record_latency(st.cmd, us * 1000, 1);
@@ -362,6 +364,15 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 crate::pubsub::drain_expired(srv, None);
             }
         }
+    }
+}
+
+/// A served waiter's error reply (XREADGROUP's NOGROUP once its key is
+/// gone) counts as the error of a call: errorstats and `failed_calls`,
+/// as Valkey's updateStatsOnUnblock.
+fn count_error_reply(srv: &mut Server, cmd: usize, reply: &[u8]) {
+    if srv.stats.record_error_reply(reply) {
+        srv.stats.commands[cmd].failed_calls += 1;
     }
 }
 
@@ -458,6 +469,7 @@ pub(crate) fn unblock_with(srv: &mut Server, id: ClientId, how: Unblock<'_>) -> 
     }
     if let Unblock::Error(msg) = how {
         srv.stats.record_error(msg);
+        srv.stats.commands[st.cmd].failed_calls += 1;
     }
     // Counted as a call now, as Valkey's updateStatsOnUnblock does for
     // every way out of the blocked state.

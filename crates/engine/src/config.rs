@@ -856,85 +856,12 @@ fn format_memory(bytes: i64) -> String {
 
 /// Split a line as Valkey's `sdssplitargs` does; `None` on unbalanced quotes.
 pub fn split_args(line: &str) -> Option<Vec<String>> {
-    let b = line.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= b.len() {
-            return Some(out);
-        }
-        let mut cur: Vec<u8> = Vec::new();
-        let (mut inq, mut insq) = (false, false);
-        loop {
-            if inq {
-                if i >= b.len() {
-                    return None;
-                }
-                if b[i] == b'\\'
-                    && i + 3 < b.len()
-                    && b[i + 1] == b'x'
-                    && b[i + 2].is_ascii_hexdigit()
-                    && b[i + 3].is_ascii_hexdigit()
-                {
-                    let h = std::str::from_utf8(&b[i + 2..i + 4]).ok()?;
-                    cur.push(u8::from_str_radix(h, 16).ok()?);
-                    i += 3;
-                } else if b[i] == b'\\' && i + 1 < b.len() {
-                    i += 1;
-                    cur.push(match b[i] {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 8,
-                        b'a' => 7,
-                        c => c,
-                    });
-                } else if b[i] == b'"' {
-                    if i + 1 < b.len() && !b[i + 1].is_ascii_whitespace() {
-                        return None;
-                    }
-                    i += 1;
-                    break;
-                } else {
-                    cur.push(b[i]);
-                }
-            } else if insq {
-                if i >= b.len() {
-                    return None;
-                }
-                if b[i] == b'\\' && i + 1 < b.len() && b[i + 1] == b'\'' {
-                    i += 1;
-                    cur.push(b'\'');
-                } else if b[i] == b'\'' {
-                    if i + 1 < b.len() && !b[i + 1].is_ascii_whitespace() {
-                        return None;
-                    }
-                    i += 1;
-                    break;
-                } else {
-                    cur.push(b[i]);
-                }
-            } else {
-                if i >= b.len() {
-                    break;
-                }
-                match b[i] {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
-                        i += 1;
-                        break;
-                    }
-                    b'"' => inq = true,
-                    b'\'' => insq = true,
-                    c => cur.push(c),
-                }
-            }
-            i += 1;
-        }
-        out.push(String::from_utf8_lossy(&cur).into_owned());
-    }
+    let args = resp::split_line(line.as_bytes())?;
+    Some(
+        args.iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
 }
 
 /// Quote a value the way CONFIG REWRITE writes strings (`sdscatrepr`).

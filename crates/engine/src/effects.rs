@@ -94,6 +94,9 @@ pub struct Effects {
     covered: u64,
     /// A stream runs and takes this server's own effects (`on()`).
     emitting: bool,
+    /// Nothing is recorded, stream or not: the dataset is being rebuilt
+    /// from what the stream's readers already have (DEBUG LOADAOF).
+    muted: bool,
 }
 
 /// What [`Effects::begin_call`] saved, for [`Effects::end_call`].
@@ -112,11 +115,18 @@ impl Effects {
     }
 
     fn sync_emitting(&mut self) {
-        self.emitting = if self.relaying {
-            self.own.is_some()
-        } else {
-            self.stream.is_some()
-        };
+        self.emitting = !self.muted
+            && if self.relaying {
+                self.own.is_some()
+            } else {
+                self.stream.is_some()
+            };
+    }
+
+    /// Record nothing while `muted` (see [`Effects::muted`]'s field).
+    pub fn set_muted(&mut self, muted: bool) {
+        self.muted = muted;
+        self.sync_emitting();
     }
 
     /// Commands for replicas only must be kept out of the AOF: it reads

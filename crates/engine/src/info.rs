@@ -232,7 +232,11 @@ fn clients(srv: &Server, out: &mut String) {
         "client_recent_max_output_buffer:{}",
         max_out.unwrap_or(0)
     );
-    field!(out, "blocked_clients:{}", srv.blocking.clients);
+    let held = srv
+        .pause
+        .as_deref()
+        .map_or(0, crate::pause::Pause::held_clients);
+    field!(out, "blocked_clients:{}", srv.blocking.clients + held);
     field!(out, "tracking_clients:{}", srv.tracking.clients);
     field!(out, "pubsub_clients:{}", srv.pubsub.clients);
     field!(out, "watching_clients:{}", srv.watches.clients());

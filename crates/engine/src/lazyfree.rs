@@ -32,13 +32,15 @@ type Garbage = (Box<dyn Send>, u64);
 pub struct LazyFree {
     tx: Option<mpsc::Sender<Garbage>>,
     counters: Arc<Counters>,
+    /// `freed` at the last CONFIG RESETSTAT.
+    freed_at_reset: u64,
 }
 
 #[derive(Default)]
 struct Counters {
     /// Sent and not yet dropped (INFO `lazyfree_pending_objects`).
     pending: AtomicU64,
-    /// Dropped by the thread since start-up (INFO `lazyfreed_objects`).
+    /// Dropped by the thread since start-up.
     freed: AtomicU64,
 }
 
@@ -85,8 +87,14 @@ impl LazyFree {
         self.counters.pending.load(Ordering::Relaxed)
     }
 
+    /// Objects dropped since start-up or CONFIG RESETSTAT (INFO
+    /// `lazyfreed_objects`).
     pub fn freed(&self) -> u64 {
-        self.counters.freed.load(Ordering::Relaxed)
+        self.counters.freed.load(Ordering::Relaxed) - self.freed_at_reset
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.freed_at_reset = self.counters.freed.load(Ordering::Relaxed);
     }
 
     fn send(&mut self, garbage: Box<dyn Send>, objects: u64) {

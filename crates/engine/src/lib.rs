@@ -99,6 +99,7 @@ use resp::{Mark, ReplyBuf, ReplyWriter};
 use server::CmdStat;
 use session::ReplyMode;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use table::table;
 
@@ -169,6 +170,9 @@ pub struct NetStats {
     pub io_threads_active: usize,
     /// Threaded mode: connections moved from one IO thread to another.
     pub io_thread_moves: u64,
+    /// The sums of the IO threads' counters at the last CONFIG RESETSTAT
+    /// ([`NetStats::io_sum`] counts from there).
+    pub io_at_reset: std::sync::Arc<IoThreadStats>,
 }
 
 /// Counters of one IO thread. Each has a single writer (its IO thread,
@@ -201,11 +205,33 @@ pub const IO_THREAD_RETIRING: u8 = 2;
 
 impl NetStats {
     /// Sum one counter over the IO threads.
-    pub fn io_sum(&self, f: impl Fn(&IoThreadStats) -> &std::sync::atomic::AtomicU64) -> u64 {
+    pub fn io_sum(&self, f: impl Fn(&IoThreadStats) -> &AtomicU64) -> u64 {
+        self.io_sum_since_start(&f)
+            .saturating_sub(f(&self.io_at_reset).load(Ordering::Relaxed))
+    }
+
+    fn io_sum_since_start(&self, f: &impl Fn(&IoThreadStats) -> &AtomicU64) -> u64 {
         self.io_threads
             .iter()
-            .map(|t| f(t).load(std::sync::atomic::Ordering::Relaxed))
+            .map(|t| f(t).load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// CONFIG RESETSTAT: [`NetStats::io_sum`] counts from now.
+    pub fn reset_io_sums(&mut self) {
+        let base = IoThreadStats::default();
+        let counters: [fn(&IoThreadStats) -> &AtomicU64; 6] = [
+            |t| &t.reads,
+            |t| &t.writes,
+            |t| &t.bytes_in,
+            |t| &t.bytes_out,
+            |t| &t.accepts,
+            |t| &t.polls,
+        ];
+        for f in counters {
+            f(&base).store(self.io_sum_since_start(&f), Ordering::Relaxed);
+        }
+        self.io_at_reset = std::sync::Arc::new(base);
     }
 }
 
@@ -1082,6 +1108,8 @@ fn execute_one(
     if srv.pause.is_some() && pause::holds(srv, sess, i, argv) {
         // Not run now: it runs again, from the start, once the pause ends.
         sess.commands_processed -= 1;
+        // CLIENT LIST shows the held command, as Valkey's.
+        sess.last_cmd = Some(i);
         pause::postpone(srv, sess);
         timer.switch(srv, None);
         return;
@@ -1335,17 +1363,19 @@ fn check_oom(
 fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf, reply_start: Mark) {
     let error_is_data = std::mem::take(&mut srv.stats.error_is_data);
     // An error reply is all bytes (only bulk strings hold references).
-    if out.bytes.get(reply_start.bytes) == Some(&b'-') && !error_is_data {
-        let line = &out.bytes[reply_start.bytes + 1..];
-        let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
-        let text = String::from_utf8_lossy(&line[..end]);
-        srv.stats.record_error(&text);
+    if !error_is_data {
+        srv.stats
+            .record_error_reply(&out.bytes[reply_start.bytes..]);
     }
+    let keep = std::mem::take(&mut sess.reply_is_push);
     match sess.reply_mode {
         ReplyMode::On | ReplyMode::Skip => {}
+        ReplyMode::Off if keep => {}
         ReplyMode::Off => out.truncate(reply_start),
         ReplyMode::SkipThis => {
-            out.truncate(reply_start);
+            if !keep {
+                out.truncate(reply_start);
+            }
             sess.reply_mode = ReplyMode::On;
         }
     }

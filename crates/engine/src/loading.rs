@@ -190,14 +190,15 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
             }
             LoadStep::Function(code) => {
                 ld.waiting = false;
-                // A library of the same name is replaced (DEBUG RELOAD
-                // loads what the server already has).
+                // A library already held fails the load, as a key does,
+                // unless DEBUG RELOAD MERGE asked to replace it (every
+                // other load starts without functions).
                 let functions = match ld.staging.as_mut() {
                     Some(s) => &mut s.functions,
                     None => &mut srv.functions,
                 };
                 let f = functions.get_or_insert_with(Box::default);
-                if let Err(e) = f.load(&code, true) {
+                if let Err(e) = f.load(&code, ld.merge) {
                     return Err(format!("Failed loading library: {e}"));
                 }
             }

@@ -58,6 +58,12 @@ impl Pause {
         }
     }
 
+    /// Clients holding a command: counted in INFO `blocked_clients`, as
+    /// Valkey's postponed clients are.
+    pub fn held_clients(&self) -> usize {
+        self.waiting.len()
+    }
+
     /// INFO's `paused_reason`.
     pub fn reason(&self) -> &'static str {
         if self.failover {

@@ -446,9 +446,11 @@ pub fn debug_reload(srv: &mut Server, now_ms: i64, opts: ReloadOptions) -> Resul
         crate::snapshot::save_now(srv, now_ms)?;
     }
     if opts.flush {
+        // Valkey's emptyData: the functions go with the keys.
         for db in &mut srv.keyspace.dbs {
             db.clear();
         }
+        srv.functions = None;
     }
     let failed = |e: String| {
         crate::log::warning(&format!("Error loading the RDB dump: {e}"));
@@ -460,6 +462,10 @@ pub fn debug_reload(srv: &mut Server, now_ms: i64, opts: ReloadOptions) -> Resul
     if let Some(l) = srv.persist.loading.as_mut() {
         l.merge = opts.merge;
     }
-    crate::loading::step(srv, None).map_err(failed)?;
+    if let Err(e) = crate::loading::step(srv, None) {
+        // What was loaded stays; the load itself is over.
+        crate::loading::abandon(srv);
+        return Err(failed(e));
+    }
     Ok(())
 }

@@ -2,7 +2,9 @@
 //! print a command as its client sent it, except for secrets, which read
 //! `(redacted)` — the arguments Valkey 8 redacts: every argument of AUTH,
 //! the user name and password after HELLO's AUTH, MIGRATE's AUTH / AUTH2
-//! credentials, and the value CONFIG SET gives a password setting.
+//! credentials, the value CONFIG SET gives a password setting, and the
+//! user name and every rule of ACL SETUSER (rules hold passwords and
+//! their hashes).
 
 use crate::batch::ArgvRef;
 
@@ -30,6 +32,7 @@ pub fn shown<'a>(fullname: &str, argv: ArgvRef<'a>, j: usize) -> &'a [u8] {
 fn is_secret(fullname: &str, argv: ArgvRef<'_>, j: usize) -> bool {
     match fullname {
         "auth" => j >= 1,
+        "acl|setuser" => j >= 2,
         // HELLO [protover [AUTH username password] [SETNAME name]]
         "hello" => (3..argv.len())
             .any(|k| argv.get(k - 1).eq_ignore_ascii_case(b"auth") && (j == k || j == k + 1)),
@@ -112,6 +115,10 @@ mod tests {
                 "(redacted)",
                 "(redacted)"
             ]
+        );
+        assert_eq!(
+            shown_all("acl|setuser", &["ACL", "SETUSER", "u", "on", ">pw"]),
+            ["ACL", "SETUSER", "(redacted)", "(redacted)", "(redacted)"]
         );
         assert_eq!(
             shown_all("set", &["SET", "auth", "x"]),

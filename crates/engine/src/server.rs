@@ -187,6 +187,16 @@ const MAX_ERROR_KINDS: usize = 128;
 
 impl Stats {
     /// Count one error reply; `msg` is the text after `-`.
+    /// Count `reply` in errorstats if it is an error reply; whether it was.
+    pub fn record_error_reply(&mut self, reply: &[u8]) -> bool {
+        let Some(line) = reply.strip_prefix(b"-") else {
+            return false;
+        };
+        let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+        self.record_error(&String::from_utf8_lossy(&line[..end]));
+        true
+    }
+
     pub fn record_error(&mut self, msg: &str) {
         // A script's error reply that repeats an error already counted
         // where it happened (Valkey's ERR_REPLY_FLAG_NO_STATS_UPDATE).
@@ -214,10 +224,12 @@ impl Stats {
         let n = self.commands.len();
         // Kept, as Valkey keeps its cycle's starting count: the cycle
         // that reset counts no commands.
-        let mark = self.cycle_cmds_mark;
+        let (mark, peak) = (self.cycle_cmds_mark, self.peak_memory);
         *self = Stats::default();
         self.commands = vec![CmdStat::default(); n];
         self.cycle_cmds_mark = mark;
+        // As Valkey's: used_memory_peak survives CONFIG RESETSTAT.
+        self.peak_memory = peak;
     }
 }
 

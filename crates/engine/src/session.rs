@@ -61,6 +61,9 @@ pub struct Session {
     pub no_evict: bool,
     pub no_touch: bool,
     pub reply_mode: ReplyMode,
+    /// The reply being written is pub/sub's confirmations: CLIENT REPLY
+    /// OFF and SKIP leave it (Valkey's `CLIENT_PUSHING`).
+    pub reply_is_push: bool,
     /// Close once the current reply is sent (QUIT, CLIENT KILL of self).
     pub close_after_reply: bool,
     /// Killed by another client or timed out: run nothing more.
@@ -155,6 +158,7 @@ impl Session {
             no_evict: false,
             no_touch: false,
             reply_mode: ReplyMode::On,
+            reply_is_push: false,
             close_after_reply: false,
             close_asap: false,
             commands_processed: 0,

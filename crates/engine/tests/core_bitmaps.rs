@@ -207,3 +207,19 @@ fn bitfield_types_overflow_and_errors() {
         "*1\r\n:247\r\n"
     );
 }
+
+#[test]
+fn bitcount_of_a_crossed_range_from_the_end_is_zero() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    cmd(&mut e, c, &["SET", "s", "xxxx"]);
+    // Both ends negative and start past end: empty before clamping (as
+    // Valkey); clamped, it would be byte 0 (4 bits).
+    assert_eq!(cmd(&mut e, c, &["BITCOUNT", "s", "-6", "-7"]), ":0\r\n");
+    assert_eq!(
+        cmd(&mut e, c, &["BITCOUNT", "s", "-6", "-15", "BIT"]),
+        ":0\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["BITCOUNT", "s", "-6", "-1"]), ":16\r\n");
+    assert_eq!(cmd(&mut e, c, &["BITPOS", "s", "1", "-6", "-7"]), ":1\r\n");
+}

@@ -314,3 +314,34 @@ fn omem_counts_output_not_sent_yet() {
     let msg = "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n".len() as u64;
     assert_eq!(field(&mut e, "omem"), 5000 + msg);
 }
+
+#[test]
+fn reply_off_still_sends_pubsub_confirmations() {
+    // Valkey's subscribe and unsubscribe confirmations are pushes
+    // (CLIENT_PUSHING), which CLIENT REPLY OFF and SKIP do not drop, in
+    // RESP2 as in RESP3.
+    for proto in ["2", "3"] {
+        let mut e = engine();
+        let c = connect(&mut e);
+        cmd(&mut e, c, &["HELLO", proto]);
+        let input = encode(&[
+            &["CLIENT", "REPLY", "OFF"],
+            &["SUBSCRIBE", "ch"],
+            &["PING"],
+            &["UNSUBSCRIBE", "ch"],
+            &["CLIENT", "REPLY", "SKIP"],
+            &["SUBSCRIBE", "x"],
+        ]);
+        let (out, _) = run_raw(&mut e, c, &input);
+        let agg = if proto == "2" { '*' } else { '>' };
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "{agg}3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n\
+                 {agg}3\r\n$11\r\nunsubscribe\r\n$2\r\nch\r\n:0\r\n\
+                 {agg}3\r\n$9\r\nsubscribe\r\n$1\r\nx\r\n:1\r\n"
+            ),
+            "RESP{proto}"
+        );
+    }
+}

@@ -165,3 +165,29 @@ fn overwritten_and_expired_large_values_go_to_the_lazyfree_thread() {
     assert_eq!(info_field(&mut e, c, "lazyfreed_objects"), 6);
     assert_eq!(info_field(&mut e, c, "lazyfree_pending_objects"), 0);
 }
+
+#[test]
+fn config_resetstat_restarts_the_counters_as_valkeys() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    zset(&mut e, c, "big", 1000);
+    cmd(&mut e, c, &["UNLINK", "big"]);
+    wait_freed(&mut e, c, 1);
+    cmd(&mut e, c, &["SET", "k", "v"]);
+    let peak = info_field(&mut e, c, "used_memory_peak");
+    assert_eq!(cmd(&mut e, c, &["CONFIG", "RESETSTAT"]), "+OK\r\n");
+    assert_eq!(info_field(&mut e, c, "lazyfreed_objects"), 0);
+    for counter in [
+        "sync_full",
+        "rdb_saves",
+        "aof_rewrites",
+        "total_net_repl_output_bytes",
+    ] {
+        assert_eq!(info_field(&mut e, c, counter), 0, "{counter}");
+    }
+    // The memory peak is not a counter: it stays.
+    assert!(info_field(&mut e, c, "used_memory_peak") >= peak);
+    zset(&mut e, c, "big", 1000);
+    cmd(&mut e, c, &["UNLINK", "big"]);
+    wait_freed(&mut e, c, 1);
+}

@@ -327,3 +327,47 @@ fn a_waited_key_that_changes_type_keeps_the_client_blocked() {
     assert_eq!(cmd(&mut e, w, &["RPUSH", "k", "v"]), ":1\r\n");
     assert_eq!(delivered(&mut e), vec![(a, arr(&["k", "v"]))]);
 }
+
+#[test]
+fn a_flush_wakes_xreadgroup_with_nogroup_and_leaves_blpop_waiting() {
+    let mut e = engine();
+    let a = connect(&mut e);
+    let b = connect(&mut e);
+    let w = connect(&mut e);
+    cmd(&mut e, w, &["XADD", "s", "1-1", "f", "v"]);
+    cmd(&mut e, w, &["XGROUP", "CREATE", "s", "g", "$"]);
+    let read = [
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "s",
+        ">",
+    ];
+    assert_eq!(cmd(&mut e, a, &read), "");
+    assert_eq!(cmd(&mut e, b, &["BLPOP", "q", "0"]), "");
+    for flush in ["FLUSHALL", "FLUSHDB"] {
+        assert_eq!(cmd(&mut e, w, &[flush]), "+OK\r\n");
+        let nogroup =
+            "-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option\r\n";
+        let got = delivered(&mut e);
+        if flush == "FLUSHALL" {
+            assert_eq!(got, vec![(a, nogroup.to_string())]);
+        } else {
+            assert_eq!(got, vec![]);
+        }
+    }
+    // The served error counts as the command's (errorstats, failed_calls).
+    let stats = cmd(&mut e, w, &["INFO", "all"]);
+    assert!(stats.contains("errorstat_NOGROUP:count=1\r\n"), "{stats}");
+    assert!(stats.contains("cmdstat_xreadgroup:calls=1,"), "{stats}");
+    assert!(
+        stats.contains(",rejected_calls=0,failed_calls=1\r\n"),
+        "{stats}"
+    );
+    assert_eq!(cmd(&mut e, w, &["RPUSH", "q", "x"]), ":1\r\n");
+    assert_eq!(delivered(&mut e), vec![(b, arr(&["q", "x"]))]);
+}

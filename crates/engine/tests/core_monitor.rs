@@ -396,3 +396,23 @@ fn client_pause_all_holds_everything_until_unpause() {
     assert_eq!(cmd(&mut e, admin, &["CLIENT", "UNPAUSE"]), "+OK\r\n");
     assert_eq!(events(&mut e), [engine::Event::Unblocked { client: c }]);
 }
+
+#[test]
+fn a_held_client_counts_as_blocked_with_its_command_shown() {
+    let mut e = engine();
+    let admin = connect(&mut e);
+    let w = connect(&mut e);
+    cmd(&mut e, admin, &["CLIENT", "PAUSE", "100000", "WRITE"]);
+    assert!(try_cmd(&mut e, w, &["SET", "k", "v"]).1);
+    // As Valkey's postponed clients: in blocked_clients, flag b, and the
+    // held command as CLIENT LIST's cmd.
+    assert!(cmd(&mut e, admin, &["INFO", "clients"]).contains("blocked_clients:1\r\n"));
+    let list = cmd(&mut e, admin, &["CLIENT", "LIST"]);
+    assert!(
+        list.lines()
+            .any(|l| l.contains("flags=b ") && l.contains("cmd=set ")),
+        "{list}"
+    );
+    cmd(&mut e, admin, &["CLIENT", "UNPAUSE"]);
+    assert!(cmd(&mut e, admin, &["INFO", "clients"]).contains("blocked_clients:0\r\n"));
+}

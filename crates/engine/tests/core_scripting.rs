@@ -463,6 +463,95 @@ fn functions_run_with_their_flags_and_propagate() {
     );
 }
 
+#[test]
+fn function_libraries_load_as_valkeys() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let reg = "\nserver.register_function('f', function() return 1 end)";
+    let load = |e: &mut Engine, shebang: &str| {
+        cmd(e, c, &["FUNCTION", "FLUSH"]);
+        cmd(e, c, &["FUNCTION", "LOAD", &format!("{shebang}{reg}")])
+    };
+    // The #! line is split as sdssplitargs splits: quotes, any case of
+    // `name=`, and the engine is what follows #! up to the first space.
+    assert_eq!(load(&mut e, "#!lua name=\"q\""), bulk("q"));
+    assert_eq!(load(&mut e, "#!LUA NAME=up"), bulk("up"));
+    assert_eq!(load(&mut e, "#! name=x"), "-ERR Engine '' not found\r\n");
+    assert_eq!(
+        load(&mut e, "#!lua name=a name=b"),
+        "-ERR Invalid metadata value, name argument was given multiple times\r\n"
+    );
+    assert_eq!(
+        load(&mut e, "#!lua name=\"open"),
+        "-ERR Invalid library metadata\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["FUNCTION", "LOAD", "#!lua name=noline"]),
+        "-ERR Invalid library metadata\r\n"
+    );
+    // While the library's code runs, only the server API exists (and of
+    // it only register_function, log and the constants); its functions
+    // see every global when called.
+    for (code, missing) in [
+        ("return math.random()", "math"),
+        ("return tostring(1)", "tostring"),
+        ("return cjson.encode({})", "cjson"),
+        ("return server.setresp(3)", "setresp"),
+        ("return server.REPL_ALL", "REPL_ALL"),
+    ] {
+        let lib = format!("#!lua name=g\n{code}");
+        assert_eq!(
+            cmd(&mut e, c, &["FUNCTION", "LOAD", "REPLACE", &lib]),
+            format!(
+                "-ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable '{missing}'\r\n"
+            ),
+            "{code}"
+        );
+    }
+    let lib = "#!lua name=ok\nlocal level = server.LOG_NOTICE\nserver.register_function('Mixed_Case', function() return tostring(level) .. string.rep('x', 2) end)";
+    assert_eq!(cmd(&mut e, c, &["FUNCTION", "LOAD", lib]), bulk("ok"));
+    // Function names ignore case, library names do not.
+    assert_eq!(cmd(&mut e, c, &["FCALL", "MIXED_CASE", "0"]), bulk("2xx"));
+    assert_eq!(cmd(&mut e, c, &["FCALL", "mixed_case", "0"]), bulk("2xx"));
+    let clash = "#!lua name=OK\nserver.register_function('mixed_CASE', function() return 1 end)";
+    assert_eq!(
+        cmd(&mut e, c, &["FUNCTION", "LOAD", clash]),
+        "-ERR Function mixed_CASE already exists\r\n"
+    );
+    // Too many arguments: Valkey's subcommand syntax error.
+    assert_eq!(
+        cmd(&mut e, c, &["FUNCTION", "FLUSH", "SYNC", "x"]),
+        "-ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["FUNCTION", "RESTORE", "a", "b", "c"]),
+        "-ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP.\r\n"
+    );
+}
+
+#[test]
+fn read_only_scripts_refuse_commands_that_may_replicate() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let refused = cmd(
+        &mut e,
+        c,
+        &["EVAL_RO", "return redis.call('publish', 'ch', 'm')", "0"],
+    );
+    assert!(
+        refused.starts_with("-ERR Write commands are not allowed from read-only scripts."),
+        "{refused}"
+    );
+    assert_eq!(
+        cmd(
+            &mut e,
+            c,
+            &["EVAL", "return redis.call('publish', 'ch', 'm')", "0"]
+        ),
+        ":0\r\n"
+    );
+}
+
 /// A small deterministic generator (xorshift) for the random-script test.
 struct Rng(u64);
 impl Rng {
@@ -732,4 +821,49 @@ fn scripts_see_the_versions_info_and_hello_report() {
         hello.contains(&format!("$7\r\nversion\r\n{}", bulk(&valkey))),
         "{hello}"
     );
+}
+
+#[test]
+fn acl_check_cmd_answers_for_the_scripts_caller() {
+    let mut e = engine();
+    let admin = connect(&mut e);
+    cmd(
+        &mut e,
+        admin,
+        &[
+            "ACL", "SETUSER", "bob", "on", "nopass", "+@all", "-set", "~x*",
+        ],
+    );
+    let c = connect(&mut e);
+    assert_eq!(cmd(&mut e, c, &["AUTH", "bob", "any"]), "+OK\r\n");
+    let check = |e: &mut Engine, call: &str| {
+        cmd(
+            e,
+            c,
+            &["EVAL", &format!("return redis.acl_check_cmd({call})"), "0"],
+        )
+    };
+    assert_eq!(check(&mut e, "'get', 'x1'"), ":1\r\n");
+    // A denied command, and a key outside the user's patterns.
+    assert_eq!(check(&mut e, "'set', 'x1', 1"), "$-1\r\n");
+    assert_eq!(check(&mut e, "'get', 'y'"), "$-1\r\n");
+    assert_eq!(check(&mut e, "'config', 'get', 'x'"), ":1\r\n");
+    for (call, err) in [
+        (
+            "'nosuch'",
+            "ERR Invalid command passed to server.acl_check_cmd()",
+        ),
+        (
+            "'config', 'nosub'",
+            "ERR Invalid command passed to server.acl_check_cmd()",
+        ),
+        ("", "ERR Please specify at least one argument for this call"),
+        (
+            "'get', {}",
+            "ERR Command arguments must be strings or integers",
+        ),
+    ] {
+        let r = check(&mut e, call);
+        assert!(r.starts_with(&format!("-{err} script: ")), "{call}: {r}");
+    }
 }

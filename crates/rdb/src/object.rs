@@ -22,10 +22,6 @@ use store::types::stream::Elem;
 use store::types::{Hash, List, Set, Stream, ZSet};
 use store::{StrRef, ValueRef};
 
-/// Valkey's `packed_threshold` default (1 GiB): an element at least this
-/// large gets a PLAIN quicklist node of its own.
-pub const PACKED_THRESHOLD: usize = 1 << 30;
-
 /// `rdbSaveObjectType`: the type byte for the value's current encoding.
 pub fn type_byte(v: ValueRef<'_>) -> u8 {
     match v {
@@ -159,7 +155,7 @@ fn write_list(cap: &mut Capture, l: &List) {
         let mut node = node.peekable();
         let first = node.next();
         match (first, node.peek()) {
-            (Some(big), None) if big.len() >= PACKED_THRESHOLD => {
+            (Some(big), None) if big.len() >= store::types::list::packed_threshold() => {
                 cap.length(QUICKLIST_NODE_PLAIN);
                 cap.string(big);
             }
@@ -181,7 +177,9 @@ pub fn quicklist_bytes(l: &List) -> usize {
             let mut node = node.peekable();
             let first = node.next();
             match (first, node.peek()) {
-                (Some(big), None) if big.len() >= PACKED_THRESHOLD => big.len(),
+                (Some(big), None) if big.len() >= store::types::list::packed_threshold() => {
+                    big.len()
+                }
                 _ => {
                     buf.clear();
                     let mut lp = Listpack::new(&mut buf);

@@ -1,6 +1,6 @@
 //! Number <-> text conversions with Valkey's exact rules, shared by the
 //! parser (lengths), the reply writer (integers, doubles) and the engine
-//! (argument parsing, reply formatting). Nothing here allocates.
+//! (argument parsing, reply formatting). Only [`fmt_g`] allocates.
 
 /// Longest decimal form of an `i64` (`-9223372036854775808`).
 pub const I64_MAX_LEN: usize = 20;
@@ -82,6 +82,36 @@ pub fn fmt_u64(n: u64, buf: &mut [u8; I64_MAX_LEN]) -> &[u8] {
         }
     }
     &buf[i..]
+}
+
+/// C's `printf("%.*g", precision, d)`: `precision` significant digits
+/// (0 counts as 1), plain notation for exponents in [-4, precision),
+/// otherwise `d.ddde+XX`, trailing zeros dropped; `nan`, `inf`, `-inf`.
+/// (Lua's number format is `%.14g`, ZSCAN's scores are `%.17g`.)
+pub fn fmt_g(d: f64, precision: usize) -> String {
+    if d.is_nan() {
+        return if d.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if d.is_infinite() {
+        return if d < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    let p = precision.max(1);
+    let sci = format!("{d:.*e}", p - 1);
+    let (mant, exp) = sci.split_once('e').expect("exponent");
+    let exp: i64 = exp.parse().expect("exponent digits");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if exp < -4 || exp >= p as i64 {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mant), exp.abs())
+    } else {
+        trim(&format!("{d:.*}", (p as i64 - 1 - exp) as usize))
+    }
 }
 
 /// Format a double as Valkey's `d2string` does (the text of RESP3 `,`
@@ -215,6 +245,37 @@ mod tests {
     fn d(x: f64) -> String {
         let mut b = [0u8; DOUBLE_MAX_LEN];
         String::from_utf8(fmt_double(x, &mut b).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn g_format_matches_printf() {
+        // Expected texts are glibc printf's.
+        let cases: &[(f64, usize, &str)] = &[
+            (0.1, 17, "0.10000000000000001"),
+            (1.5, 17, "1.5"),
+            (3.0, 17, "3"),
+            (-2.0, 17, "-2"),
+            (0.0, 17, "0"),
+            (-0.0, 14, "-0"),
+            (1e100, 17, "1e+100"),
+            (1e17, 17, "1e+17"),
+            (1e16, 17, "10000000000000000"),
+            (0.0001, 17, "0.0001"),
+            (0.00001, 17, "1.0000000000000001e-05"),
+            (f64::INFINITY, 17, "inf"),
+            (f64::NEG_INFINITY, 14, "-inf"),
+            (1.0 / 3.0, 14, "0.33333333333333"),
+            (1.0 / 3.0, 3, "0.333"),
+            (123456789012345678.0, 14, "1.2345678901235e+17"),
+            (100.0, 1, "1e+02"),
+            (2.5, 1, "2"),
+            (0.5, 0, "0.5"),
+            (1e-5, 14, "1e-05"),
+            (99999.5, 5, "1e+05"),
+        ];
+        for &(x, p, want) in cases {
+            assert_eq!(fmt_g(x, p), want, "%.{p}g of {x}");
+        }
     }
 
     #[test]

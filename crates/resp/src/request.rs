@@ -720,6 +720,18 @@ fn split_args<B: LineBuf>(
     Ok(())
 }
 
+/// Split `line` as Valkey's `sdssplitargs` does (the inline protocol's
+/// rules: spaces, double quotes with `\xHH` and backslash escapes, single
+/// quotes); `None` on unbalanced quotes. For lines that are not requests:
+/// configuration and ACL files, a function library's `#!` line.
+pub fn split_line(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut bytes = line.to_vec();
+    let end = bytes.len();
+    let mut spans = Vec::new();
+    split_args(&mut Exclusive(&mut bytes), end, &mut spans).ok()?;
+    Some(spans.iter().map(|s| s.slice(&bytes).to_vec()).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

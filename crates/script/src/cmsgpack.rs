@@ -144,19 +144,19 @@ fn encode(v: &Value, out: &mut Vec<u8>, level: usize) -> Result<()> {
             out.extend_from_slice(&b);
         }
         Value::Table(t) if level < MAX_NESTING => {
-            let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().collect::<Result<_>>()?;
-            let mut max = 0f64;
-            let is_array = pairs.iter().all(|(k, _)| match k {
-                Value::Number(n) if *n > 0.0 && n.fract() == 0.0 => {
-                    max = max.max(*n);
-                    true
+            // Pairs are walked (twice), never collected: each Lua value
+            // held from Rust takes a slot of a stack of ~8,000.
+            let (mut max, mut count, mut all_positive) = (0f64, 0usize, true);
+            for pair in t.pairs::<Value, Value>() {
+                let (k, _) = pair?;
+                count += 1;
+                match k {
+                    Value::Number(n) if n > 0.0 && n.fract() == 0.0 => max = max.max(n),
+                    Value::Integer(i) if i > 0 => max = max.max(i as f64),
+                    _ => all_positive = false,
                 }
-                Value::Integer(i) if *i > 0 => {
-                    max = max.max(*i as f64);
-                    true
-                }
-                _ => false,
-            }) && max as usize == pairs.len();
+            }
+            let is_array = all_positive && max as usize == count;
             if is_array {
                 let n = t.raw_len();
                 header(out, n, 0x90, 15, 0xdc, 0xdd);
@@ -164,10 +164,11 @@ fn encode(v: &Value, out: &mut Vec<u8>, level: usize) -> Result<()> {
                     encode(&t.raw_get::<Value>(i)?, out, level + 1)?;
                 }
             } else {
-                header(out, pairs.len(), 0x80, 15, 0xde, 0xdf);
-                for (k, v) in &pairs {
-                    encode(k, out, level + 1)?;
-                    encode(v, out, level + 1)?;
+                header(out, count, 0x80, 15, 0xde, 0xdf);
+                for pair in t.pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    encode(&k, out, level + 1)?;
+                    encode(&v, out, level + 1)?;
                 }
             }
         }

@@ -2,9 +2,10 @@
 //! named Lua functions registered with `redis.register_function`, in a
 //! Lua state of their own (not EVAL's).
 //!
-//! Loading runs the library's code once with a `redis` table that has
-//! only `register_function`, `log`, `setresp` and the constants (anything
-//! else is an error, as in Valkey); the callbacks it registers run later
+//! Loading runs the library's code once with no globals but a `redis`
+//! (and `server`) table that has only `register_function`, `log`, the log
+//! levels and the version constants (anything else is an error, as in
+//! Valkey); the callbacks it registers run later
 //! with the full `redis` table, receiving `keys` and `args` as arguments
 //! (there are no KEYS/ARGV globals).
 
@@ -40,11 +41,18 @@ struct Loading {
 
 type Pending = Arc<Mutex<Option<Loading>>>;
 
+/// A function name as the index keys it: function names are
+/// case-insensitive, library names are not (as Valkey's dictionaries).
+fn fold(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
 /// The libraries and their Lua state.
 pub struct Functions {
     vm: Scripts,
     libs: BTreeMap<String, Library>,
-    /// Function name → library name.
+    /// Function name, folded by [`fold`] (Valkey's function dictionaries
+    /// ignore case: FCALL TEST runs `test`) → library name.
     index: HashMap<String, String>,
     /// The `redis` table code sees while its library loads.
     load_api: Table,
@@ -84,23 +92,34 @@ fn valid_name(s: &[u8]) -> bool {
 }
 
 /// The library's name from its `#!lua name=<name>` line, and the code to
-/// compile (the line left out, its newline kept).
+/// compile (the line left out, its newline kept). The line is split as
+/// Valkey splits it (`sdssplitargs`: `name="x"` names `x`).
 pub fn parse_library_shebang(code: &[u8]) -> Result<(String, &[u8]), String> {
     if !code.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }
-    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..end]);
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("");
+    let invalid = || "ERR Invalid library metadata".to_string();
+    let end = code.iter().position(|&b| b == b'\n').ok_or_else(invalid)?;
+    let parts = resp::split_line(&code[..end]).ok_or_else(invalid)?;
+    let Some((first, rest)) = parts.split_first() else {
+        return Err(invalid());
+    };
+    let engine = String::from_utf8_lossy(first.get(2..).unwrap_or_default());
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{engine}' not found"));
     }
     let mut name = None;
-    for part in parts {
-        match part.strip_prefix("name=") {
-            Some(n) => name = Some(n.to_string()),
-            None => return Err(format!("ERR Invalid metadata value given: {part}")),
+    for part in rest {
+        let part = String::from_utf8_lossy(part);
+        if part.len() >= 5 && part.as_bytes()[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err(
+                    "ERR Invalid metadata value, name argument was given multiple times".into(),
+                );
+            }
+            name = Some(part[5..].to_string());
+        } else {
+            return Err(format!("ERR Invalid metadata value given: {part}"));
         }
     }
     let Some(name) = name else {
@@ -113,11 +132,15 @@ pub fn parse_library_shebang(code: &[u8]) -> Result<(String, &[u8]), String> {
 }
 
 const LOAD_API: &str = r#"
-local L, register, log, setresp = ...
+local L, register, log = ...
 local error, tostring, rawget, setmetatable = error, tostring, rawget, setmetatable
-local api = {register_function = register, log = log, setresp = setresp}
+-- Valkey's library API: register_function, log and its levels, and
+-- the version constants.
+local api = {register_function = register, log = log}
 for k, v in pairs(L) do
-  if type(v) ~= 'function' then api[k] = v end
+  if type(v) ~= 'function' and (k:find('^LOG_') or k:find('VERSION') or k == 'SERVER_NAME') then
+    api[k] = v
+  end
 end
 return setmetatable({}, {
   __index = function(_, k)
@@ -152,11 +175,10 @@ impl Functions {
             .named_registry_value("ringkv.redis")
             .expect("the redis table is kept");
         let log: Function = real.raw_get("log").expect("log");
-        let setresp: Function = real.raw_get("setresp").expect("setresp");
         let load_api: Table = lua
             .load(LOAD_API)
             .set_name(crate::INTERNAL)
-            .call((real, register, log, setresp))
+            .call((real, register, log))
             .expect("fixed code");
         Functions {
             vm,
@@ -191,11 +213,13 @@ impl Functions {
     }
     /// The library that holds function `name`.
     pub fn library_of(&self, name: &str) -> Option<&str> {
-        self.index.get(name).map(String::as_str)
+        self.index.get(&fold(name)).map(String::as_str)
     }
     pub fn get(&self, name: &str) -> Option<&FunctionInfo> {
-        let lib = self.libs.get(self.index.get(name)?)?;
-        lib.functions.iter().find(|f| f.name == name)
+        let lib = self.libs.get(self.index.get(&fold(name))?)?;
+        lib.functions
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(name))
     }
 
     /// FUNCTION FLUSH: no libraries, a fresh Lua state.
@@ -208,7 +232,7 @@ impl Functions {
         match self.libs.remove(name) {
             Some(lib) => {
                 for f in &lib.functions {
-                    self.index.remove(&f.name);
+                    self.index.remove(&fold(&f.name));
                 }
                 self.code_bytes -= lib.code.len();
                 true
@@ -249,13 +273,22 @@ impl Functions {
             },
         );
         let g = &self.vm.globals;
-        let swap = |v: Value| g.raw_set("redis", v.clone()).and(g.raw_set("server", v));
-        let r = swap(Value::Table(self.load_api.clone())).and_then(|_| {
+        let set_loading: Function = self
+            .vm
+            .lua
+            .named_registry_value("ringkv.set_loading")
+            .map_err(|e| format!("ERR {}", lua_msg(&e)))?;
+        let swap = |v: Value, loading: bool| {
+            g.raw_set("redis", v.clone())
+                .and(g.raw_set("server", v))
+                .and(set_loading.call::<()>(loading))
+        };
+        let r = swap(Value::Table(self.load_api.clone()), true).and_then(|_| {
             self.vm
                 .xpcall
                 .call::<MultiValue>((f, self.vm.handler.clone()))
         });
-        let restored = swap(self.run_api.clone());
+        let restored = swap(self.run_api.clone(), false);
         self.vm.lua.remove_hook();
         self.vm.install_hook();
         let loading = self
@@ -291,7 +324,7 @@ impl Functions {
             return Err("ERR No functions registered".into());
         }
         for f in &registered {
-            if let Some(lib) = self.index.get(&f.name)
+            if let Some(lib) = self.index.get(&fold(&f.name))
                 && lib != &name
             {
                 return Err(format!("ERR Function {} already exists", f.name));
@@ -299,7 +332,7 @@ impl Functions {
         }
         self.delete(&name);
         for f in &registered {
-            self.index.insert(f.name.clone(), name.clone());
+            self.index.insert(fold(&f.name), name.clone());
         }
         self.code_bytes += code.len();
         self.libs.insert(
@@ -488,7 +521,11 @@ fn register(lua: &mlua::Lua, a: MultiValue, pending: &Pending) -> mlua::Result<(
         return fail(lua, msg);
     }
     let name = name.to_string_lossy();
-    if loading.functions.iter().any(|f| f.name == name) {
+    if loading
+        .functions
+        .iter()
+        .any(|f| f.name.eq_ignore_ascii_case(&name))
+    {
         let msg = "ERR Function already exists in the library";
         loading.fatal.get_or_insert_with(|| msg.to_string());
         return fail(lua, msg);

@@ -85,6 +85,9 @@ pub trait Host {
     fn log(&mut self, level: u8, msg: &str);
     /// `redis.set_repl(flags)` ([`repl`]).
     fn set_repl(&mut self, flags: u8);
+    /// `redis.acl_check_cmd(command, args...)`: may the script's caller
+    /// run it? `None`: no such command (or subcommand).
+    fn acl_check(&mut self, argv: &[&[u8]]) -> Option<bool>;
 }
 
 /// What a running script's count hook consults every [`HOOK_EVERY`] Lua
@@ -605,23 +608,21 @@ fn table_reply(w: &mut ReplyWriter<'_>, t: &Table, lua_resp3: bool, depth: usize
     if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
         return w.big_number(&s.to_string_lossy());
     }
+    // Tables are walked twice (count, then write) rather than collected:
+    // every Lua value held from Rust takes a slot of a stack of ~8,000,
+    // and a reply may be far longer.
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
-        w.map_len(pairs.len());
-        for (k, v) in &pairs {
-            reply_from_lua(w, k, lua_resp3, depth);
-            reply_from_lua(w, v, lua_resp3, depth);
+        w.map_len(m.pairs::<Value, Value>().filter(Result::is_ok).count());
+        for (k, v) in m.pairs::<Value, Value>().filter_map(Result::ok) {
+            reply_from_lua(w, &k, lua_resp3, depth);
+            reply_from_lua(w, &v, lua_resp3, depth);
         }
         return;
     }
     if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
-        let keys: Vec<Value> = s
-            .pairs::<Value, Value>()
-            .filter_map(|r| r.ok().map(|(k, _)| k))
-            .collect();
-        w.set_len(keys.len());
-        for k in &keys {
-            reply_from_lua(w, k, lua_resp3, depth);
+        w.set_len(s.pairs::<Value, Value>().filter(Result::is_ok).count());
+        for (k, _) in s.pairs::<Value, Value>().filter_map(Result::ok) {
+            reply_from_lua(w, &k, lua_resp3, depth);
         }
         return;
     }
@@ -632,16 +633,15 @@ fn table_reply(w: &mut ReplyWriter<'_>, t: &Table, lua_resp3: bool, depth: usize
         return w.verbatim(&f.to_string_lossy(), &s.as_bytes());
     }
     // An array: elements 1, 2, ... up to the first nil.
-    let mut items = Vec::new();
-    loop {
-        match t.raw_get::<Value>(items.len() + 1) {
-            Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(v),
-        }
-    }
-    w.array_len(items.len());
-    for v in &items {
-        reply_from_lua(w, v, lua_resp3, depth);
+    let item = |i: usize| match t.raw_get::<Value>(i) {
+        Ok(Value::Nil) | Err(_) => None,
+        Ok(v) => Some(v),
+    };
+    let len = (1..).take_while(|&i| item(i).is_some()).count();
+    w.array_len(len);
+    for i in 1..=len {
+        let v = item(i).unwrap_or(Value::Nil);
+        reply_from_lua(w, &v, lua_resp3, depth);
     }
 }
 
@@ -741,7 +741,7 @@ fn check_int(lua: &Lua, v: Option<&Value>, n: usize, fname: &str) -> mlua::Resul
 /// `redis` become read-only proxies, loaded code gets the same
 /// environment, `pcall` unwraps error tables, unknown globals are an error.
 const SETUP: &str = r#"
-local G, P, R, setfenv, loadstring, load, killed = ...
+local G, P, R, setfenv, loadstring, load, killed, errtext = ...
 local error, setmetatable, tostring, type = error, setmetatable, tostring, type
 -- A script stopped by SCRIPT/FUNCTION KILL cannot catch that: whatever
 -- catches errors raises it again.
@@ -793,6 +793,11 @@ local function unwrap(ok, ...)
     if type(e) == 'table' and type(rawget(e, 'err')) == 'string' then
       return false, e.err
     end
+    -- Raised by a library function written in Rust: its text, as the
+    -- string a C library raises.
+    if type(e) == 'userdata' then
+      return false, errtext(e)
+    end
   end
   return ok, ...
 end
@@ -804,7 +809,19 @@ setmetatable(G, {
   end,
   __metatable = false,
 })
-setmetatable(P, {__index = G, __newindex = ro, __metatable = false})
+local Pmeta = {__index = G, __newindex = ro, __metatable = false}
+setmetatable(P, Pmeta)
+-- While FUNCTION LOAD runs a library's code, its globals are the `server`
+-- API alone (Valkey's library globals); its functions, once called, see
+-- every global as usual.
+local loading = setmetatable({}, {
+  __index = function(_, k)
+    if k == 'redis' or k == 'server' then return rawget(G, k) end
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end,
+  __metatable = false,
+})
+return function(on) Pmeta.__index = on and loading or G end
 "#;
 
 fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
@@ -920,7 +937,7 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     let sh = shared.clone();
     let killed =
         lua.create_function(move |_, ()| Ok(sh.killed.lock().expect("not poisoned").is_some()))?;
-    lua.load(SETUP).set_name(INTERNAL).call::<()>((
+    let set_loading: Function = lua.load(SETUP).set_name(INTERNAL).call((
         g.clone(),
         env.clone(),
         r,
@@ -928,7 +945,14 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         loadstring,
         load,
         killed,
+        lua.create_function(|lua, e: Value| {
+            Ok(match e {
+                Value::Error(e) => Value::String(lua.create_string(lua_msg(&e))?),
+                other => other,
+            })
+        })?,
     ))?;
+    lua.set_named_registry_value("ringkv.set_loading", set_loading)?;
 
     let sh = shared.clone();
     let handler = lua.create_function(move |lua, err: Value| {
@@ -1166,12 +1190,19 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
                 }
             }
         }
+        let pushed = refusal.is_none().then(|| call_host(sh, l, n));
+        // As Valkey: the arguments go before the reply is pushed, so that
+        // a call with as many arguments as Lua allows has room for it.
+        ffi::lua_settop(l, 0);
         if ffi::lua_checkstack(l, 4) == 0 {
             ffi::lua_pushstring(l, c"stack overflow".as_ptr());
             ffi::lua_error(l);
         }
-        let pushed = match refusal {
-            Some(msg) => {
+        let (pushed, base) = match pushed {
+            Some(p) => p,
+            None => {
+                // `pushed` is None only for a refusal.
+                let msg = refusal.unwrap_or(c"ERR unknown error");
                 ffi::lua_createtable(l, 0, 1);
                 ffi::lua_pushstring(l, msg.as_ptr());
                 ffi::lua_setfield(l, -2, c"err".as_ptr());
@@ -1180,9 +1211,7 @@ unsafe extern "C-unwind" fn redis_call_c(l: *mut mlua::ffi::lua_State) -> std::f
                 }
                 return 1;
             }
-            None => call_host(sh, l, n),
         };
-        let (pushed, base) = pushed;
         let base = base as *const std::ffi::c_char;
         match pushed {
             Pushed::Num(x) => ffi::lua_pushnumber(l, x),
@@ -1268,15 +1297,17 @@ raising!(raising_setresp, c"ringkv.setresp");
 raising!(raising_set_repl, c"ringkv.set_repl");
 raising!(raising_sha1hex, c"ringkv.sha1hex");
 raising!(raising_register, c"ringkv.register_function");
+raising!(raising_acl_check_cmd, c"ringkv.acl_check_cmd");
 
 /// Install the raising C halves: `redis.<name>` becomes a C function
 /// over the Rust half now in `redis.<name>` (which moves to the registry).
 fn install_raising(lua: &Lua, r: &Table) -> mlua::Result<()> {
-    let table: [(&str, mlua::ffi::lua_CFunction); 4] = [
+    let table: [(&str, mlua::ffi::lua_CFunction); 5] = [
         ("log", raising_log),
         ("setresp", raising_setresp),
         ("set_repl", raising_set_repl),
         ("sha1hex", raising_sha1hex),
+        ("acl_check_cmd", raising_acl_check_cmd),
     ];
     for (name, cf) in table {
         let half: Function = r.raw_get(name)?;
@@ -1343,6 +1374,46 @@ fn redis_table(lua: &Lua, shared: &Arc<Shared>) -> mlua::Result<Table> {
                 unsafe { &mut *p }.log(level as u8, &msg);
             }
             Ok((Value::Nil, false))
+        })?,
+    )?;
+    let sh = shared.clone();
+    r.raw_set(
+        "acl_check_cmd",
+        lua.create_function(move |lua, a: MultiValue| {
+            if a.is_empty() {
+                return fail(
+                    lua,
+                    "ERR Please specify at least one argument for this call",
+                );
+            }
+            // The arguments as redis.call takes them.
+            let mut argv: Vec<Vec<u8>> = Vec::with_capacity(a.len());
+            for v in &a {
+                match v {
+                    Value::String(s) => argv.push(s.as_bytes().to_vec()),
+                    Value::Number(_) | Value::Integer(_) => {
+                        let n = lua.coerce_number(v.clone())?.unwrap_or(0.0);
+                        let mut buf = [0u8; 32];
+                        let len = fpconv::dtoa(n, &mut buf);
+                        argv.push(buf[..len].to_vec());
+                    }
+                    _ => return fail(lua, "ERR Command arguments must be strings or integers"),
+                }
+            }
+            let p = sh.host.load(Relaxed) as *mut &mut dyn Host;
+            if p.is_null() {
+                return fail(
+                    lua,
+                    "ERR server.acl_check_cmd can only be called inside a script invocation",
+                );
+            }
+            let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+            // SAFETY: as in `call_host`: the pointer is set only while
+            // `Scripts::run` waits for the script.
+            match unsafe { &mut *p }.acl_check(&argv) {
+                Some(allowed) => Ok((Value::Boolean(allowed), false)),
+                None => fail(lua, "ERR Invalid command passed to server.acl_check_cmd()"),
+            }
         })?,
     )?;
     let sh = shared.clone();

@@ -21,6 +21,9 @@ impl Host for Fake {
         self.logs.push((level, msg.to_string()));
     }
     fn set_repl(&mut self, _flags: u8) {}
+    fn acl_check(&mut self, argv: &[&[u8]]) -> Option<bool> {
+        (argv[0] != b"nosuch").then_some(argv[0] != b"denied")
+    }
 }
 
 impl Fake {
@@ -282,6 +285,171 @@ fn bit_and_cjson() {
         r.starts_with("-ERR user_script:1: Expected value but found T_END at character 4 script:"),
         "{r}"
     );
+}
+
+/// `eval` of a script that returns one string, as that string.
+fn text(s: &mut Scripts, body: &str) -> String {
+    let r = eval(s, body);
+    match r.split_once("\r\n") {
+        Some((len, rest)) if len.starts_with('$') => rest.trim_end_matches("\r\n").to_string(),
+        _ => r,
+    }
+}
+
+#[test]
+fn cjson_settings_and_rules_are_lua_cjsons() {
+    // Every expected text below is what Valkey 8.1 answered.
+    let mut s = Scripts::new();
+    let cases: &[(&str, &str)] = &[
+        // The settings in force, and their changes, last for the state.
+        (
+            "return table.concat({cjson.encode_max_depth(), cjson.decode_max_depth(), cjson.encode_number_precision()}, ' ')",
+            "1000 1000 14",
+        ),
+        (
+            "local c, r, s = cjson.encode_sparse_array() return tostring(c) .. ' ' .. r .. ' ' .. s",
+            "false 2 10",
+        ),
+        (
+            "return tostring(cjson.encode_invalid_numbers()) .. tostring(cjson.decode_invalid_numbers())",
+            "falsetrue",
+        ),
+        (
+            "cjson.encode_number_precision(3) return cjson.encode(1/3)",
+            "0.333",
+        ),
+        ("return cjson.encode(1/3)", "0.333"),
+        (
+            "cjson.encode_number_precision(14) return cjson.encode(1/3)",
+            "0.33333333333333",
+        ),
+        ("return cjson.encode({[1]=1,[3]=3})", "[1,null,3]"),
+        (
+            "cjson.encode_sparse_array(true) local r = cjson.encode({[1]=1,[20]=3}) cjson.encode_sparse_array(false) return r",
+            "{\"1\":1,\"20\":3}",
+        ),
+        (
+            "local ok, e = pcall(cjson.encode, {[1]=1,[20]=3}) return e",
+            "Cannot serialise table: excessively sparse array",
+        ),
+        (
+            "return cjson.encode_invalid_numbers('null') .. cjson.encode({1/0, 0/0})",
+            "null[null,null]",
+        ),
+        (
+            "cjson.encode_invalid_numbers(true) local r = cjson.encode({1/0, -1/0, 0/0}) cjson.encode_invalid_numbers(false) return r",
+            "[inf,-inf,nan]",
+        ),
+        (
+            "cjson.encode_max_depth(2) local ok, e = pcall(cjson.encode, {{{1}}}) cjson.encode_max_depth(1000) return e",
+            "Cannot serialise, excessive nesting (3)",
+        ),
+        (
+            "cjson.decode_max_depth(2) local ok, e = pcall(cjson.decode, '[[[1]]]') cjson.decode_max_depth(1000) return e",
+            "Found too many nested data structures (3) at character 3",
+        ),
+        (
+            "local ok, e = pcall(cjson.encode_number_precision, 15) return e",
+            "bad argument #1 to 'encode_number_precision' (expected integer between 1 and 14)",
+        ),
+        (
+            "local ok, e = pcall(cjson.encode_sparse_array, 'yes') return e",
+            "bad argument #1 to 'encode_sparse_array' (invalid option 'yes')",
+        ),
+        (
+            "local ok, e = pcall(cjson.encode_max_depth, 1, 2) return e",
+            "bad argument #2 to 'encode_max_depth' (found too many arguments)",
+        ),
+        (
+            "local ok, e = pcall(cjson.encode, {[true]=1}) return e",
+            "Cannot serialise boolean: table key must be a number or string",
+        ),
+        // Decoding reads numbers as strtod does, JSON or not.
+        (
+            "return tostring(cjson.decode('0x10')) .. tostring(cjson.decode('-Infinity')) .. tostring(cjson.decode('+1'))",
+            "16-inf1",
+        ),
+        (
+            "cjson.decode_invalid_numbers(false) local ok, e = pcall(cjson.decode, '0x10') cjson.decode_invalid_numbers(true) return e",
+            "Expected value but found invalid number at character 1",
+        ),
+        (
+            "local ok, e = pcall(cjson.decode, '\"\\\\ud83d\"') return e",
+            "Expected value but found invalid unicode escape code at character 2",
+        ),
+        (
+            "local ok, e = pcall(cjson.decode, '\"abc') return e",
+            "Expected value but found unexpected end of string at character 5",
+        ),
+        (
+            "local ok, e = pcall(cjson.decode, 'tru') return e",
+            "Expected value but found invalid token at character 1",
+        ),
+        (
+            "local ok, e = pcall(cjson.decode, '[1] x') return e",
+            "Expected the end but found invalid token at character 5",
+        ),
+    ];
+    for (body, want) in cases {
+        assert_eq!(&text(&mut s, body), want, "{body}");
+    }
+}
+
+#[test]
+fn pcall_gives_a_library_functions_error_as_a_string() {
+    let mut s = Scripts::new();
+    assert_eq!(
+        text(
+            &mut s,
+            "local ok, e = pcall(bit.tohex) return type(e) .. ': ' .. e"
+        ),
+        "string: bad argument #1 to 'tohex' (number expected, got no value)"
+    );
+    assert_eq!(
+        text(&mut s, "local ok, e = pcall(cjson.decode, '[1,') return e"),
+        "Expected value but found T_END at character 4"
+    );
+}
+
+#[test]
+fn tables_far_larger_than_luas_c_stack_are_replied_and_encoded_whole() {
+    // Lua 5.1 lets Rust hold ~8,000 values at once; these are larger.
+    let mut s = Scripts::new();
+    let r = eval(
+        &mut s,
+        "local t = {} for i = 1, 100000 do t[i] = tostring(i) end return t",
+    );
+    assert!(r.starts_with("*100000\r\n$1\r\n1\r\n"), "{}", &r[..40]);
+    assert!(r.ends_with("$6\r\n100000\r\n"));
+    let map = "local m = {} for i = 1, 100000 do m[tostring(i)] = i end ";
+    assert_eq!(
+        eval(&mut s, &format!("{map} return #cmsgpack.pack(m)")),
+        ":957448\r\n"
+    );
+    assert_eq!(
+        eval(&mut s, &format!("{map} return #cjson.encode(m)")),
+        ":1377791\r\n"
+    );
+    let r = eval_proto(
+        &mut s,
+        &format!("redis.setresp(3) {map} return {{map = m}}"),
+        &[],
+        &[],
+        Protocol::Resp3,
+    );
+    assert!(r.starts_with("%100000\r\n"), "{}", &r[..20]);
+}
+
+#[test]
+fn redis_call_takes_as_many_arguments_as_lua_can_pass() {
+    // 7,999 values fill Lua 5.1's C stack but for one slot: the call's
+    // arguments are dropped before its reply is pushed, as in Valkey.
+    let mut s = Scripts::new();
+    let r = eval(
+        &mut s,
+        "local a = {} for i = 1, 7998 do a[i] = 'v' end return #redis.call('echo', unpack(a))",
+    );
+    assert_eq!(r, ":7999\r\n");
 }
 
 #[test]

@@ -516,6 +516,9 @@ fn bitcount(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         let (first, last) = match range {
             None if b.is_empty() => return 0,
             None => (0, b.len() as u64 * 8 - 1),
+            // Both ends counted from the end and crossed: empty before
+            // clamping would make it one byte (Valkey's order).
+            Some((s, e, _)) if s < 0 && e < 0 && s > e => return 0,
             Some((s, e, bit)) => {
                 let total = if bit {
                     b.len() as i64 * 8

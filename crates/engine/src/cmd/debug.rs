@@ -47,6 +47,22 @@ pub(super) fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
         (b"populate", 3..=5) => debug_populate(ctx, argv),
         (b"reload", _) => debug_reload(ctx, argv),
+        (b"quicklist-packed-threshold", 3) => {
+            let bytes = std::str::from_utf8(argv.get(2))
+                .ok()
+                .and_then(crate::config::parse_memory)
+                .and_then(|n| u64::try_from(n).ok());
+            match bytes {
+                Some(n) if store::types::list::set_packed_threshold(n) => ctx.reply.ok(),
+                _ => ctx.error(
+                    "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
+                ),
+            }
+        }
+        (b"loadaof", 2) => match crate::aof::reload(ctx.srv, ctx.now_ms) {
+            Ok(()) => ctx.reply.ok(),
+            Err(e) => ctx.error(&e),
+        },
         (b"digest", 2) => {
             let d = digest::dataset(ctx.srv.keyspace.dbs.iter());
             ctx.reply.simple(&crate::num::hex(&d));
@@ -96,6 +112,8 @@ const HELP: &[&str] = &[
     "ERROR <string>",
     "    Return a RESP protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate error replies.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "OBJECT <key> [fast]",
@@ -110,6 +128,9 @@ const HELP: &[&str] = &[
     "    Reply with a test value of the specified type. <type> can be: string,",
     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
     "    true, false.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
     "RELOAD [option ...]",
     "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
     "    * MERGE: conflicting keys will be loaded from RDB.",

@@ -9,8 +9,8 @@
 //! as RDB's FUNCTION2 (engine/src/snapshot.rs) and loads read them back
 //! (engine/src/loading.rs).
 
+use super::reply_help;
 use super::scripting::{EVAL_FLAGS, EVAL_RO_FLAGS, numkeys, refused_up_front, run_script};
-use super::{SYNTAX_ERR, reply_help};
 use crate::batch::ArgvRef;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
@@ -320,10 +320,12 @@ fn function_delete(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn function_flush(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    if argv.len() > 3
-        || (argv.len() == 3
-            && !argv.get(2).eq_ignore_ascii_case(b"sync")
-            && !argv.get(2).eq_ignore_ascii_case(b"async"))
+    if argv.len() > 3 {
+        return super::subcommand_syntax_error(&mut ctx.reply, argv);
+    }
+    if argv.len() == 3
+        && !argv.get(2).eq_ignore_ascii_case(b"sync")
+        && !argv.get(2).eq_ignore_ascii_case(b"async")
     {
         return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
@@ -510,7 +512,7 @@ fn read_rdb_string(b: &[u8]) -> Option<(Vec<u8>, &[u8])> {
 
 fn function_restore(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if argv.len() > 4 {
-        return ctx.error(SYNTAX_ERR);
+        return super::subcommand_syntax_error(&mut ctx.reply, argv);
     }
     #[derive(PartialEq)]
     enum Policy {

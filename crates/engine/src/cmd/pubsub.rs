@@ -240,8 +240,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// `[p|s]subscribe <name> <count>` (or the unsubscribe form), as a push.
+/// `[p|s]subscribe <name> <count>` (or the unsubscribe form), as a push,
+/// sent even under CLIENT REPLY OFF.
 fn confirm(ctx: &mut Ctx<'_>, what: &[u8], name: Option<&[u8]>, count: usize) {
+    ctx.session.reply_is_push = true;
     let r = &mut ctx.reply;
     r.push_len(3);
     r.bulk(what);

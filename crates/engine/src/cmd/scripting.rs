@@ -481,10 +481,12 @@ impl ScriptHost<'_, '_> {
             let msg = crate::acl::refuse_in(srv, self.session, d, i, argv, context, self.now_ms);
             return Err(format!("ERR ACL failure in script: {msg}"));
         }
+        // A read-only script counts commands that may replicate (PUBLISH)
+        // as writes too, as Valkey: so it can run while writes are paused.
+        if self.read_only && spec.flags & (WRITE | MAY_REPLICATE) != 0 {
+            return Err("ERR Write commands are not allowed from read-only scripts.".into());
+        }
         if spec.flags & WRITE != 0 {
-            if self.read_only {
-                return Err("ERR Write commands are not allowed from read-only scripts.".into());
-            }
             // A read-only replica refuses a script's writes as a client's,
             // unless its primary sent the script.
             if srv.repl.is_replica()
@@ -695,6 +697,11 @@ impl script::Host for ScriptHost<'_, '_> {
         // One stream feeds both the AOF and replicas: any destination
         // means it is emitted.
         self.repl = flags;
+    }
+
+    fn acl_check(&mut self, argv: &[&[u8]]) -> Option<bool> {
+        let i = table().lookup_command(argv)?;
+        Some(self.srv.acl.check(self.session.user, i, argv).is_ok())
     }
 }
 

@@ -416,9 +416,7 @@ fn dbsize(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     ctx.reply.int(n as i64);
 }
 
-/// `[ASYNC|SYNC]` of FLUSHDB/FLUSHALL. Both free synchronously for now:
-/// the engine owns no threads; lazy freeing on a background thread is the
-/// server crate's job once it exists (DESIGN §2).
+/// `[ASYNC|SYNC]` of FLUSHDB/FLUSHALL (see [`flush_lazy`]).
 fn flush_mode_ok(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) -> bool {
     match argv.len() {
         1 => true,
@@ -448,6 +446,9 @@ fn flush_one(ctx: &mut Ctx<'_>, db: usize, lazy: bool) {
     } else {
         srv.keyspace.dbs[db].clear();
     }
+    // Clients blocked on its keys look again: XREADGROUP's group is gone
+    // (Valkey's scanDatabaseForDeletedKeys), a BLPOP keeps waiting.
+    srv.blocking.signal_db(db);
 }
 
 /// Whether a FLUSHDB/FLUSHALL frees lazily (its flag was checked).
@@ -644,16 +645,24 @@ fn check_file_limit(srv: &mut crate::Server, before: &crate::Config) -> Result<(
     ))
 }
 
+/// Valkey's `resetServerStats`: counters restart from zero; gauges and
+/// the memory peak stay.
 fn config_resetstat(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.srv.stats.reset();
-    ctx.srv.evict.reset_stats();
-    for db in ctx.srv.keyspace.dbs.iter_mut() {
+    let srv = &mut *ctx.srv;
+    srv.stats.reset();
+    srv.evict.reset_stats();
+    srv.lazyfree.reset_stats();
+    srv.persist.saves = 0;
+    srv.aof.rewrites = 0;
+    srv.repl.reset_stats();
+    for db in srv.keyspace.dbs.iter_mut() {
         db.stats = Default::default();
     }
-    let net = &mut ctx.srv.net;
+    let net = &mut srv.net;
     net.total_net_input_bytes = 0;
     net.total_net_output_bytes = 0;
     net.rejected_connections = 0;
+    net.reset_io_sums();
     ctx.reply.ok();
 }
 

@@ -2229,33 +2229,6 @@ fn zrandmember(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 // ---- ZSCAN -------------------------------------------------------------------
 
-/// C's `%.17g`, which Valkey's ZSCAN uses for scores of the large encoding
-/// (`ld2string` with `LD_STR_AUTO`).
-fn fmt_g17(d: f64) -> String {
-    if d.is_nan() {
-        return "nan".into();
-    }
-    if d.is_infinite() {
-        return if d < 0.0 { "-inf".into() } else { "inf".into() };
-    }
-    let sci = format!("{d:.16e}");
-    let (mant, exp) = sci.split_once('e').expect("exponent");
-    let exp: i32 = exp.parse().expect("exponent digits");
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if !(-4..17).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mant), exp.abs())
-    } else {
-        trim(&format!("{d:.*}", (16 - exp) as usize))
-    }
-}
-
 fn zscan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(mut cursor) = parse_cursor(argv.get(2)) else {
         return ctx.error("ERR invalid cursor");
@@ -2328,7 +2301,8 @@ fn zscan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             if compact {
                 r.bulk(resp::num::fmt_double(*s, &mut dbuf));
             } else {
-                r.bulk(fmt_g17(*s).as_bytes());
+                // C's %.17g (`ld2string` with `LD_STR_AUTO`).
+                r.bulk(resp::num::fmt_g(*s, 17).as_bytes());
             }
         }
     }
@@ -2337,21 +2311,6 @@ fn zscan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn g17_matches_printf() {
-        assert_eq!(fmt_g17(0.1), "0.10000000000000001");
-        assert_eq!(fmt_g17(1.5), "1.5");
-        assert_eq!(fmt_g17(3.0), "3");
-        assert_eq!(fmt_g17(-2.0), "-2");
-        assert_eq!(fmt_g17(0.0), "0");
-        assert_eq!(fmt_g17(1e100), "1e+100");
-        assert_eq!(fmt_g17(1e17), "1e+17");
-        assert_eq!(fmt_g17(1e16), "10000000000000000");
-        assert_eq!(fmt_g17(0.0001), "0.0001");
-        assert_eq!(fmt_g17(0.00001), "1.0000000000000001e-05");
-        assert_eq!(fmt_g17(f64::INFINITY), "inf");
-    }
 
     #[test]
     fn spans() {

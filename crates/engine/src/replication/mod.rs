@@ -60,6 +60,8 @@ pub struct Replication {
     pub failover: failover::Failover,
     /// What a `swapdb` diskless load keeps aside while it runs.
     pub kept: Option<replica::KeptHistory>,
+    /// [`Replication::traffic`]'s totals at the last CONFIG RESETSTAT.
+    traffic_at_reset: ReplTraffic,
 }
 
 impl Replication {
@@ -76,6 +78,7 @@ impl Replication {
             second_offset: -1,
             failover: failover::Failover::default(),
             kept: None,
+            traffic_at_reset: ReplTraffic::default(),
         }
     }
 
@@ -92,8 +95,25 @@ impl Replication {
         self.second_offset = -1;
     }
 
-    /// What replication moved so far (INFO stats and its rates).
+    /// What replication moved since start-up or CONFIG RESETSTAT (INFO
+    /// stats and its rates).
     pub fn traffic(&self) -> ReplTraffic {
+        let now = self.traffic_since_start();
+        let base = &self.traffic_at_reset;
+        ReplTraffic {
+            from_primary: now.from_primary.saturating_sub(base.from_primary),
+            replicas: primary::Traffic {
+                bytes_in: now.replicas.bytes_in.saturating_sub(base.replicas.bytes_in),
+                bytes_out: now
+                    .replicas
+                    .bytes_out
+                    .saturating_sub(base.replicas.bytes_out),
+                commands: now.replicas.commands.saturating_sub(base.replicas.commands),
+            },
+        }
+    }
+
+    fn traffic_since_start(&self) -> ReplTraffic {
         ReplTraffic {
             from_primary: self.links.as_ref().map_or(0, |l| l.bytes_read()),
             replicas: self
@@ -103,6 +123,13 @@ impl Replication {
                 .map(|s| s.traffic())
                 .unwrap_or_default(),
         }
+    }
+
+    /// CONFIG RESETSTAT: the sync counters and traffic totals restart.
+    pub fn reset_stats(&mut self) {
+        self.traffic_at_reset = self.traffic_since_start();
+        let f = &mut self.feeds;
+        (f.sync_full, f.sync_partial_ok, f.sync_partial_err) = (0, 0, 0);
     }
 
     /// Up: connected and streaming (INFO `master_link_status:up`).

