@@ -755,8 +755,32 @@ do
   G.xpcall = function(...) return rethrow(xpcall(...)) end
 end
 local function ro() error('Attempt to modify a readonly table', 2) end
+-- The read-only proxies, and what getmetatable shows of each (true:
+-- nothing, as for Valkey's read-only tables).
+local protected = setmetatable({}, {__mode = 'k'})
 local function readonly(t)
-  return setmetatable({}, {__index = t, __newindex = ro, __metatable = false})
+  local p = setmetatable({}, {__index = t, __newindex = ro, __metatable = false})
+  protected[p] = true
+  return p
+end
+do
+  local getmetatable, real_setmetatable = G.getmetatable, G.setmetatable
+  G.getmetatable = function(t)
+    local shown = protected[t]
+    if shown == true then return nil end
+    if shown ~= nil then return shown end
+    return getmetatable(t)
+  end
+  -- Valkey raises these from C, without a position.
+  G.setmetatable = function(t, mt)
+    if protected[t] ~= nil then error('Attempt to modify a readonly table', 0) end
+    return real_setmetatable(t, mt)
+  end
+  local rawset = G.rawset
+  G.rawset = function(t, k, v)
+    if protected[t] ~= nil then error('Attempt to modify a readonly table', 0) end
+    return rawset(t, k, v)
+  end
 end
 local function raising(f)
   return function(...)
@@ -774,13 +798,40 @@ end
 local r = readonly(R)
 G.redis = r
 G.server = r
+-- Valkey's Lua loads no bytecode: a binary chunk is text that does not
+-- parse, and the error names it as luaO_chunkid does.
+local function chunkid(source)
+  if source:sub(1, 1) == '=' then return source:sub(2, 60) end
+  local line = source:match('^[^%z\n\r]*')
+  local cut = #line > 43 or (#line < #source and source:byte(#line + 1) ~= 0)
+  return '[string "' .. line:sub(1, 43) .. (cut and '..."]' or '"]')
+end
+local function binary(s, name)
+  return nil, chunkid(name or s) .. ":1: unexpected symbol near 'char(27)'"
+end
 G.loadstring = function(s, name)
+  if type(s) == 'string' and s:byte(1) == 27 then return binary(s, name) end
   local f, e = loadstring(s, name)
   if f then setfenv(f, P) end
   return f, e
 end
+local concat = table.concat
 G.load = function(fn, name)
-  local f, e = load(fn, name)
+  if type(fn) ~= 'function' then
+    error("bad argument #1 to 'load' (function expected, got " .. type(fn) .. ")", 2)
+  end
+  -- The reader's pieces, read here to look at the first byte.
+  local parts = {}
+  while true do
+    local piece = fn()
+    if piece == nil or piece == '' then break end
+    if type(piece) == 'number' then piece = tostring(piece) end
+    if type(piece) ~= 'string' then return nil, 'reader function must return a string' end
+    parts[#parts + 1] = piece
+  end
+  local s = concat(parts)
+  if s:byte(1) == 27 then return binary(s, name or '=(load)') end
+  local f, e = loadstring(s, name or '=(load)')
   if f then setfenv(f, P) end
   return f, e
 end
@@ -811,6 +862,8 @@ setmetatable(G, {
 })
 local Pmeta = {__index = G, __newindex = ro, __metatable = false}
 setmetatable(P, Pmeta)
+-- getmetatable(_G) shows a read-only table, as Valkey's.
+protected[P] = readonly({})
 -- While FUNCTION LOAD runs a library's code, its globals are the `server`
 -- API alone (Valkey's library globals); its functions, once called, see
 -- every global as usual.

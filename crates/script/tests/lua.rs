@@ -453,6 +453,52 @@ fn redis_call_takes_as_many_arguments_as_lua_can_pass() {
 }
 
 #[test]
+fn the_sandbox_refuses_bytecode_and_raw_writes_as_valkeys() {
+    // Texts and replies as Valkey 8.1 gives them.
+    let mut s = Scripts::new();
+    let cases: &[(&str, &str)] = &[
+        (
+            "return select(2, loadstring(string.dump(function() return 1 end)))",
+            "[string \"\u{1b}LuaQ\"]:1: unexpected symbol near 'char(27)'",
+        ),
+        (
+            "local s, done = string.dump(function() return 1 end), false return select(2, load(function() if done then return nil end done = true return s end))",
+            "(load):1: unexpected symbol near 'char(27)'",
+        ),
+        (
+            "return select(2, loadstring('return +\\nx'))",
+            "[string \"return +...\"]:1: unexpected symbol near '+'",
+        ),
+        ("return loadstring('return 7')() .. ''", "7"),
+        (
+            "return type(getmetatable(_G)) .. tostring(getmetatable(redis))",
+            "tablenil",
+        ),
+    ];
+    for (body, want) in cases {
+        assert_eq!(&text(&mut s, body), want, "{body}");
+    }
+    for body in [
+        "setmetatable(_G, {})",
+        "setmetatable(cjson, {})",
+        "rawset(_G, 'redis', 1)",
+        "rawset(redis, 'call', 1)",
+        "getmetatable(_G).__index = {}",
+    ] {
+        let r = eval(&mut s, body);
+        assert!(
+            r.contains("Attempt to modify a readonly table"),
+            "{body}: {r}"
+        );
+    }
+    // Nothing of that stuck: a new script sees the real `redis`.
+    assert_eq!(
+        eval(&mut s, "return type(redis.call)"),
+        "$8\r\nfunction\r\n"
+    );
+}
+
+#[test]
 fn cache_and_flush() {
     let mut s = Scripts::new();
     let sha = s.load(b"return 1").unwrap();
