@@ -47,7 +47,11 @@ run() {
         rm -rf "$work/data" && mkdir -p "$work/data"
         "$bin" --port 17600 --enable-debug-command yes --dir "$work/data" --save "" >"$work/server.log" 2>&1 &
         local pid=$!
-        sleep 0.5
+        # Until it listens (a killed predecessor may hold the port a moment).
+        for _ in $(seq 100); do
+            (echo >/dev/tcp/127.0.0.1/17600) 2>/dev/null && break
+            sleep 0.1
+        done
         (cd "$src" && timeout 300 ./runtest --host 127.0.0.1 --port 17600 --single "$u" \
             --clients 1 --timeout 60 >"$out/$(echo "$u" | tr / _).log" 2>&1) || true
         kill -9 "$pid" 2>/dev/null || true
