@@ -246,6 +246,37 @@ const SCRIPTS: &[&str] = &[
     "return struct.size('s')",
     "return struct.pack('i40', 1)",
     "return struct.pack('i')",
+    // lua-cjson 2.1's settings, tokenizer and errors.
+    "return {cjson.encode_max_depth(), cjson.decode_max_depth(), cjson.encode_number_precision()}",
+    "return {cjson.encode_sparse_array()}",
+    "cjson.encode_number_precision(3) local r = cjson.encode(1/3) cjson.encode_number_precision(14) return r",
+    "cjson.encode_sparse_array(true) local r = cjson.encode({[1]=1,[20]=3}) cjson.encode_sparse_array(false) return r",
+    "local r = cjson.encode_invalid_numbers('null') .. cjson.encode({1/0, 0/0}) cjson.encode_invalid_numbers(false) return r",
+    "return cjson.encode_number_precision(15)",
+    "return cjson.encode_max_depth(1, 2)",
+    "return cjson.encode({[true]=1})",
+    "return {tostring(cjson.decode('0x10')), tostring(cjson.decode('-Infinity')), tostring(cjson.decode('+1'))}",
+    "return cjson.decode('\"\\\\ud83d\"')",
+    "return cjson.decode('\"abc')",
+    "return cjson.decode('[1] x')",
+    "local ok, e = pcall(cjson.decode, '[1,') return e",
+    "local ok, e = pcall(bit.tohex) return type(e)",
+    // Tables past Lua's ~8,000-slot C stack, whole.
+    "local t = {} for i = 1, 100000 do t[i] = tostring(i) end return t",
+    "local m = {} for i = 1, 100000 do m[tostring(i)] = i end return {#cmsgpack.pack(m), #cjson.encode(m)}",
+    "local a = {} for i = 1, 7998 do a[i] = 'v' end return #redis.call('echo', unpack(a))",
+    // The sandbox: no bytecode, no raw writes to the read-only tables.
+    "return {loadstring(string.dump(function() return 1 end))}",
+    "return select(2, loadstring(string.dump(function() return 1 end)))",
+    "setmetatable(_G, {})",
+    "rawset(_G, 'redis', 1)",
+    "local g = getmetatable(_G) g.__index = {}",
+    "return {type(getmetatable(_G)), tostring(getmetatable(redis))}",
+    // acl_check_cmd for the default user.
+    "return redis.acl_check_cmd('set', 'x', 1)",
+    "return redis.acl_check_cmd('nosuch')",
+    "return redis.acl_check_cmd('config', 'nosub')",
+    "return redis.acl_check_cmd()",
 ];
 
 e2e!(
@@ -261,6 +292,7 @@ e2e!(
         // EVAL_RO, keys and arguments, numkeys errors.
         for cmd in [
             &["EVAL_RO", "return redis.call('set', 'a', 'b')", "0"][..],
+            &["EVAL_RO", "return redis.call('publish', 'ch', 'm')", "0"],
             &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "n"],
             &["EVAL", "return {KEYS[1], ARGV[1], ARGV[2]}", "1", "k", "a1", "a2"],
             &["EVAL", "return 1", "2", "a"],
@@ -326,6 +358,15 @@ e2e!(
             &["FCALL", "myfunc", "1", "k", "a"],
             &["FCALL", "myfunc", "2", "k"],
             &["FCALL", "nosuch", "0"],
+            &["FCALL", "MYFUNC", "1", "k", "a"],
+            &["FUNCTION", "FLUSH", "SYNC", "x"],
+            &["FUNCTION", "RESTORE", "a", "b", "c"],
+            &["FUNCTION", "LOAD", "#!lua name=g\nreturn math.random()"],
+            &["FUNCTION", "LOAD", "#!lua name=g\nreturn server.setresp(3)"],
+            &["FUNCTION", "LOAD", "#! name=g\nserver.register_function('g', function() return 1 end)"],
+            &["FUNCTION", "LOAD", "#!lua name=a name=b\nserver.register_function('g', function() return 1 end)"],
+            &["FUNCTION", "LOAD", "#!lua name=\"q\"\nserver.register_function('g', function() return 1 end)"],
+            &["FUNCTION", "DELETE", "q"],
             &["FUNCTION", "STATS"],
             &["FUNCTION", "DELETE", "mylib"],
             &["FUNCTION", "DELETE", "mylib"],

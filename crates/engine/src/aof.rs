@@ -450,16 +450,22 @@ fn begin_rewrite(srv: &mut Server, now_ms: i64) -> Result<(), String> {
 /// does: Valkey writes the first base synchronously).
 fn rewrite_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     begin_rewrite(srv, now_ms)?;
-    let mut snap = srv.aof.rewrite.take().expect("just begun");
-    snap.step(&mut srv.keyspace, now_ms, None);
-    let ok = snap.wait();
-    srv.aof.rewrite = None;
-    let r = finish_rewrite(srv, ok.map(|_| ()));
+    let r = complete_rewrite(srv, now_ms);
     // The first base is not a rewrite in INFO (Valkey counts from 0).
     if r.is_ok() {
         srv.aof.rewrites -= 1;
     }
     r
+}
+
+/// Capture and write the running rewrite (if any) to its end, now.
+fn complete_rewrite(srv: &mut Server, now_ms: i64) -> Result<(), String> {
+    let Some(mut snap) = srv.aof.rewrite.take() else {
+        return Ok(());
+    };
+    snap.step(&mut srv.keyspace, now_ms, None);
+    let written = snap.wait();
+    finish_rewrite(srv, written.map(|_| ()))
 }
 
 /// One slice of the running rewrite's capture; ends it when the base is
@@ -665,12 +671,7 @@ pub fn reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     }
     // A rewrite under way (the one `appendonly yes` starts) is finished
     // here, so that the files hold the whole dataset.
-    if let Some(mut snap) = srv.aof.rewrite.take() {
-        snap.step(&mut srv.keyspace, now_ms, None);
-        let written = snap.wait();
-        finish_rewrite(srv, written.map(|_| ()))
-            .map_err(|e| format!("ERR Error rewriting the AOF: {e}"))?;
-    }
+    complete_rewrite(srv, now_ms).map_err(|e| format!("ERR Error rewriting the AOF: {e}"))?;
     if srv.aof.is_on() {
         publish(srv);
         let end = srv.effects.aof_offset();
@@ -679,10 +680,7 @@ pub fn reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
                 .map_err(|e| format!("ERR Error flushing the AOF: {e}"))?;
         }
     }
-    for db in &mut srv.keyspace.dbs {
-        db.clear();
-    }
-    srv.functions = None;
+    crate::persist::empty_data(srv);
     let opts = options(srv);
     let lopts = crate::persist::load_options(srv, now_ms);
     let failed = |e: String| {

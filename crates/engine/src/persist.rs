@@ -435,6 +435,15 @@ pub struct ReloadOptions {
     pub merge: bool,
 }
 
+/// Empty every database and drop the function libraries before a reload
+/// (Valkey's emptyData: the functions go with the keys).
+pub fn empty_data(srv: &mut Server) {
+    for db in &mut srv.keyspace.dbs {
+        db.clear();
+    }
+    srv.functions = None;
+}
+
 /// DEBUG RELOAD: save, empty every database, load the file back (all
 /// before any other command runs), each step as `opts` say.
 pub fn debug_reload(srv: &mut Server, now_ms: i64, opts: ReloadOptions) -> Result<(), String> {
@@ -446,11 +455,7 @@ pub fn debug_reload(srv: &mut Server, now_ms: i64, opts: ReloadOptions) -> Resul
         crate::snapshot::save_now(srv, now_ms)?;
     }
     if opts.flush {
-        // Valkey's emptyData: the functions go with the keys.
-        for db in &mut srv.keyspace.dbs {
-            db.clear();
-        }
-        srv.functions = None;
+        empty_data(srv);
     }
     let failed = |e: String| {
         crate::log::warning(&format!("Error loading the RDB dump: {e}"));

@@ -186,7 +186,6 @@ impl Rate {
 const MAX_ERROR_KINDS: usize = 128;
 
 impl Stats {
-    /// Count one error reply; `msg` is the text after `-`.
     /// Count `reply` in errorstats if it is an error reply; whether it was.
     pub fn record_error_reply(&mut self, reply: &[u8]) -> bool {
         let Some(line) = reply.strip_prefix(b"-") else {
@@ -197,6 +196,7 @@ impl Stats {
         true
     }
 
+    /// Count one error reply; `msg` is the text after `-`.
     pub fn record_error(&mut self, msg: &str) {
         // A script's error reply that repeats an error already counted
         // where it happened (Valkey's ERR_REPLY_FLAG_NO_STATS_UPDATE).

@@ -98,18 +98,10 @@ impl Replication {
     /// What replication moved since start-up or CONFIG RESETSTAT (INFO
     /// stats and its rates).
     pub fn traffic(&self) -> ReplTraffic {
-        let now = self.traffic_since_start();
-        let base = &self.traffic_at_reset;
+        let (now, base) = (self.traffic_since_start(), self.traffic_at_reset);
         ReplTraffic {
             from_primary: now.from_primary.saturating_sub(base.from_primary),
-            replicas: primary::Traffic {
-                bytes_in: now.replicas.bytes_in.saturating_sub(base.replicas.bytes_in),
-                bytes_out: now
-                    .replicas
-                    .bytes_out
-                    .saturating_sub(base.replicas.bytes_out),
-                commands: now.replicas.commands.saturating_sub(base.replicas.commands),
-            },
+            replicas: now.replicas.since(base.replicas),
         }
     }
 

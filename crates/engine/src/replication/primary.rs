@@ -180,6 +180,17 @@ pub struct Traffic {
     pub commands: u64,
 }
 
+impl Traffic {
+    /// What moved after `base` was taken.
+    pub fn since(self, base: Traffic) -> Traffic {
+        Traffic {
+            bytes_in: self.bytes_in.saturating_sub(base.bytes_in),
+            bytes_out: self.bytes_out.saturating_sub(base.bytes_out),
+            commands: self.commands.saturating_sub(base.commands),
+        }
+    }
+}
+
 /// Zero-copy sends of one feed (summed in INFO stats).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ZeroCopyStats {
