@@ -344,3 +344,17 @@ e2e!(
         });
     }
 );
+
+e2e!(
+    ringkv_only fn loadaof_without_aof_files_keeps_the_dataset(b) {
+        // Valkey exits here; ringkv answers an error and loses nothing.
+        let srv = with_debug(b);
+        let mut c = srv.raw();
+        c.cmd(&["SET", "k", "v"]);
+        assert_eq!(
+            c.cmd(&["DEBUG", "LOADAOF"]),
+            Reply::err("ERR Error trying to load the AOF files, check server logs.")
+        );
+        assert_eq!(c.cmd(&["GET", "k"]), Reply::bulk("v"));
+    }
+);

@@ -680,13 +680,14 @@ pub fn reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
                 .map_err(|e| format!("ERR Error flushing the AOF: {e}"))?;
         }
     }
-    crate::persist::empty_data(srv);
     let opts = options(srv);
     let lopts = crate::persist::load_options(srv, now_ms);
     let failed = |e: String| {
         log::warning(&format!("Error loading the AOF by DEBUG LOADAOF: {e}"));
         "ERR Error trying to load the AOF files, check server logs.".to_string()
     };
+    // Opened before anything is emptied: without AOF files the dataset
+    // stays (Valkey exits there).
     let source = match srv.persist.storage.as_mut() {
         Some(storage) => storage.load_aof(&opts, lopts).map_err(failed)?,
         None => None,
@@ -694,6 +695,7 @@ pub fn reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     let Some(source) = source else {
         return Err(failed("no manifest".into()));
     };
+    crate::persist::empty_data(srv);
     srv.effects.set_muted(true);
     let replayed = replay(srv, source);
     srv.effects.set_muted(false);
