@@ -1,14 +1,16 @@
-//! Server behaviours Redis 7.0's own Tcl suite found apart from Valkey's
-//! (scripts/redis_tcl_suite.sh), checked through real connections
-//! against Valkey 8.1 beside: what a client reads must be the same.
+//! Server behaviours the Tcl suites of Redis 7.0 and of Valkey 8.1 found
+//! apart from Valkey's (scripts/redis_tcl_suite.sh), checked through real
+//! connections against Valkey 8.1 beside: what a client reads must be the
+//! same.
 
 use ringkv_e2e::raw::encode_str;
-use ringkv_e2e::{Backend, Raw, Reply, e2e, info_field};
+use ringkv_e2e::{Backend, Opts, Raw, Reply, e2e, info_field};
 
-/// Run `steps` against a fresh server of `b` and one of Valkey 8.1; the
-/// replies it returns must be the same.
+/// Run `steps` against a fresh server of `b` and one of Valkey 8.1 (DEBUG
+/// enabled on both); the replies it returns must be the same.
 fn same_as_valkeys(b: Backend, steps: impl Fn(&ringkv_e2e::Server) -> Vec<Reply>) {
-    let (ours, valkeys) = (steps(&b.server()), steps(&Backend::Valkey.server()));
+    let start = |b: Backend| b.start(Opts::new().arg("enable-debug-command", "yes"));
+    let (ours, valkeys) = (steps(&start(b)), steps(&start(Backend::Valkey)));
     assert!(
         ours == valkeys,
         "{b:?}:\n{ours:?}\nValkey 8.1:\n{valkeys:?}"
@@ -88,6 +90,201 @@ e2e!(
             });
             seen.push(admin.cmd(&["FLUSHALL"]));
             seen.push(r.read_reply());
+            seen
+        });
+    }
+);
+
+/// The fields of a CLIENT INFO line named in `names`, as one status.
+fn client_fields(line: &str, names: &[&str]) -> Reply {
+    let kept: Vec<&str> = line
+        .split_whitespace()
+        .filter(|f| names.iter().any(|n| f.split('=').next() == Some(*n)))
+        .collect();
+    Reply::Status(kept.join(" "))
+}
+
+e2e!(
+    ringkv_only fn import_mode_as_valkeys(b) {
+        same_as_valkeys(b, |srv| {
+            let mut c = srv.raw();
+            let mut seen = Vec::new();
+            seen.push(c.cmd(&["CLIENT", "IMPORT-SOURCE", "ON"]));
+            seen.push(c.cmd(&["CONFIG", "SET", "import-mode", "yes"]));
+            c.cmd(&["SET", "k", "1", "PX", "1"]);
+            c.cmd(&["SET", "gone", "1", "PXAT", "1"]);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Hidden from ordinary clients, kept (no expiry at all).
+            for q in [&["GET", "k"][..], &["TTL", "k"], &["DBSIZE"], &["EXISTS", "gone"]] {
+                seen.push(c.cmd(q));
+            }
+            // An import source sees every key as live.
+            seen.push(c.cmd(&["CLIENT", "IMPORT-SOURCE", "ON"]));
+            seen.push(c.cmd(&["DEL", "gone"]));
+            let info = c.cmd(&["CLIENT", "INFO"]).text();
+            seen.push(client_fields(&info, &["flags"]));
+            for q in [
+                &["TTL", "k"][..],
+                &["GET", "k"],
+                &["INCR", "k"],
+                &["RANDOMKEY"],
+                &["KEYS", "k*"],
+                &["SCAN", "0", "MATCH", "k", "COUNT", "1000"],
+            ] {
+                seen.push(c.cmd(q));
+            }
+            seen.push(c.cmd(&["CLIENT", "IMPORT-SOURCE", "OFF"]));
+            seen.push(c.cmd(&["CONFIG", "SET", "import-mode", "no"]));
+            seen.push(c.cmd(&["CLIENT", "IMPORT-SOURCE", "ON"]));
+            ringkv_e2e::within(10, "active expiry to resume", || {
+                c.cmd(&["DBSIZE"]) == Reply::Int(0)
+            });
+            seen
+        });
+    }
+);
+
+e2e!(
+    ringkv_only fn valkey_81_suite_findings_as_valkeys(b) {
+        same_as_valkeys(b, |srv| {
+            let mut c = srv.raw();
+            let mut seen = Vec::new();
+            // extended-redis-compatibility: HELLO and INFO say Redis.
+            for on in ["yes", "no"] {
+                c.cmd(&["CONFIG", "SET", "extended-redis-compatibility", on]);
+                if let Reply::Array(kv) = c.cmd(&["HELLO", "2"]) {
+                    seen.extend(kv.into_iter().take(4));
+                }
+                let info = c.cmd(&["INFO", "server"]).text();
+                seen.push(Reply::Int(info.contains("redis_mode:standalone") as i64));
+            }
+            // CLIENT INFO counts commands once run (not itself, not one
+            // refused or queued) and shows no consumed input.
+            c.cmd(&["NOSUCH"]);
+            c.cmd(&["MULTI"]);
+            c.cmd(&["GET", "a"]);
+            c.cmd(&["EXEC"]);
+            c.cmd(&["EVAL", "redis.call('ping')", "0"]);
+            let info = c.cmd(&["CLIENT", "INFO"]).text();
+            seen.push(client_fields(&info, &["qbuf", "tot-cmds"]));
+            // The user names ACL GETUSER and DELUSER name are secrets, and
+            // so is the one for the primary.
+            c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+            c.cmd(&["SLOWLOG", "RESET"]);
+            c.cmd(&["ACL", "GETUSER", "someone"]);
+            c.cmd(&["ACL", "DELUSER", "someone", "other"]);
+            c.cmd(&["CONFIG", "SET", "primaryuser", "u"]);
+            c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+            if let Reply::Array(entries) = c.cmd(&["SLOWLOG", "GET"]) {
+                seen.extend(entries.into_iter().map(|e| match e {
+                    Reply::Array(fields) => fields[3].clone(),
+                    other => other,
+                }));
+            }
+            // Writing back what CONFIG GET * said works.
+            if let Reply::Array(kv) = c.cmd(&["CONFIG", "GET", "port"]) {
+                seen.push(c.cmd(&["CONFIG", "SET", "port", &kv[1].text()]));
+            }
+            seen.push(c.cmd(&["CONFIG", "SET", "port", "1", "port", "2"]));
+            seen.push(c.cmd(&["CONFIG", "SET", "maxmemory-clients", "200%"]));
+            // LMOVE is one change; LSET can convert a list either way.
+            let changes = |c: &mut Raw| {
+                let info = c.cmd(&["INFO", "persistence"]).text();
+                info_field(&info, "rdb_changes_since_last_save").parse::<i64>().unwrap()
+            };
+            c.cmd(&["RPUSH", "src", "a", "b"]);
+            let before = changes(&mut c);
+            c.cmd(&["LMOVE", "src", "dst", "LEFT", "LEFT"]);
+            c.cmd(&["LMOVE", "src", "dst", "LEFT", "LEFT"]);
+            seen.push(Reply::Int(changes(&mut c) - before));
+            c.cmd(&["CONFIG", "SET", "list-max-listpack-size", "3"]);
+            c.cmd(&["RPUSH", "l", "a", "b", "c"]);
+            c.cmd(&["LSET", "l", "0", "x"]);
+            seen.push(c.cmd(&["OBJECT", "ENCODING", "l"]));
+            c.cmd(&["CONFIG", "SET", "list-max-listpack-size", "-1"]);
+            let big = "x".repeat(8192);
+            c.cmd(&["RPUSH", "q", &big]);
+            c.cmd(&["LSET", "q", "0", "c"]);
+            seen.push(c.cmd(&["OBJECT", "ENCODING", "q"]));
+            c.cmd(&["CONFIG", "SET", "list-max-listpack-size", "0"]);
+            c.cmd(&["RPUSH", "z", "a"]);
+            seen.push(c.cmd(&["OBJECT", "ENCODING", "z"]));
+            c.cmd(&["RPUSH", "z", "b"]);
+            seen.push(c.cmd(&["OBJECT", "ENCODING", "z"]));
+            // Tracking prefixes collide in the order given, equal ones too.
+            for args in [
+                &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "FOOBAR", "PREFIX", "FOO"][..],
+                &["CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "FOO", "PREFIX", "FOO"],
+            ] {
+                seen.push(c.cmd(args));
+            }
+            // Scripts: DEBUG through SET-DISABLE-DENY-SCRIPTS, the libraries
+            // walked, Valkey's bit.tohex fix, a big number's CR/LF.
+            seen.push(c.cmd(&["EVAL", "return redis.call('debug', 'protocol', 'true')", "0"]));
+            seen.push(c.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]));
+            seen.push(c.cmd(&["EVAL", "return redis.call('debug', 'protocol', 'true')", "0"]));
+            seen.push(c.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"]));
+            let walk = "local t = {} for k in pairs(os) do t[#t + 1] = k end return t";
+            seen.push(c.cmd(&["EVAL", walk, "0"]));
+            seen.push(c.cmd(&["EVAL", "return pairs(nil)", "0"]));
+            seen.push(c.cmd(&["EVAL", "return bit.tohex(65535, -2147483648)", "0"]));
+            seen.push(c.cmd(&["EVAL", "return {big_number='123\\r\\n123'}", "0"]));
+            seen.push(c.cmd(&["PFDEBUG", "SIMD", "nope"]));
+            seen
+        });
+    }
+);
+
+e2e!(
+    ringkv_only fn own_pushes_and_expired_waits_as_valkeys(b) {
+        same_as_valkeys(b, |srv| {
+            let mut seen = Vec::new();
+            // A client's own pushes follow its command's reply.
+            let mut c = srv.raw();
+            c.cmd(&["HELLO", "3"]);
+            c.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+            c.send(&encode_str(&["SUBSCRIBE", "ch", "__keyspace@0__:k"]));
+            seen.push(c.read_reply());
+            seen.push(c.read_reply());
+            for q in [&["PUBLISH", "ch", "hi"][..], &["SET", "k", "v"]] {
+                c.send(&encode_str(q));
+                seen.push(c.read_reply());
+                seen.push(c.read_reply());
+            }
+            // A tracked key that a read finds expired is invalidated after
+            // that read's reply.
+            let mut t = srv.raw();
+            t.cmd(&["HELLO", "3"]);
+            t.cmd(&["CLIENT", "TRACKING", "ON"]);
+            t.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+            t.cmd(&["SET", "y", "1", "PX", "50"]);
+            seen.push(t.cmd(&["GET", "y"]));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            seen.push(t.cmd(&["GET", "y"]));
+            seen.push(t.read_reply());
+            // A waiter's key that expired inside the transaction that
+            // readied it serves nobody: the waiter's own lookup deletes it
+            // and it waits on. SCAN expires what it meets.
+            let mut w = srv.raw();
+            w.send(&encode_str(&["BLPOP", "l", "0"]));
+            ringkv_e2e::within(10, "the BLPOP to block", || {
+                let info = t.cmd(&["INFO", "clients"]).text();
+                info_field(&info, "blocked_clients") == "1"
+            });
+            t.cmd(&["MULTI"]);
+            t.cmd(&["RPUSH", "l", "a"]);
+            t.cmd(&["PEXPIRE", "l", "20"]);
+            t.cmd(&["DEBUG", "SLEEP", "0.05"]);
+            seen.push(t.cmd(&["EXEC"]));
+            let info = t.cmd(&["INFO", "clients"]).text();
+            seen.push(Reply::Status(info_field(&info, "blocked_clients")));
+            seen.push(t.cmd(&["DBSIZE"]));
+            t.cmd(&["SET", "s1", "v", "PX", "1"]);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            seen.push(t.cmd(&["SCAN", "0", "COUNT", "100"]));
+            seen.push(t.cmd(&["DBSIZE"]));
+            let info = t.cmd(&["INFO", "stats"]).text();
+            seen.push(Reply::Status(info_field(&info, "expired_keys")));
             seen
         });
     }

@@ -667,7 +667,7 @@ pub fn apply_config(
 /// loading flag), and the dataset counts as saved.
 pub fn reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     if srv.persist.is_loading() {
-        return Err(crate::persist::LOADING_ERR.into());
+        return Err(crate::compat::LOADING.get().into());
     }
     // A rewrite under way (the one `appendonly yes` starts) is finished
     // here, so that the files hold the whole dataset.

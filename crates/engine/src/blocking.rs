@@ -104,6 +104,21 @@ impl Blocking {
     pub fn keys(&self) -> usize {
         self.by_key.len()
     }
+    /// Keys with a waiter that also wakes when the key is deleted or
+    /// changes type (XREADGROUP; INFO total_blocking_keys_on_nokey).
+    pub fn keys_on_nokey(&self, clients: &crate::server::Clients) -> usize {
+        self.by_key
+            .values()
+            .filter(|q| {
+                q.iter().any(|&id| {
+                    clients
+                        .get(id)
+                        .and_then(|s| s.blocked.as_deref())
+                        .is_some_and(|b| b.unblock_on_nokey)
+                })
+            })
+            .count()
+    }
     /// Called by [`Ctx::touched`]: queue the key if anyone waits on it.
     #[inline]
     pub fn signal(&mut self, db: usize, key: &[u8]) {
@@ -296,14 +311,28 @@ pub(crate) fn forget(srv: &mut Server, sess: &mut Session) {
 
 /// Serve the waiters of every ready key: run their commands again, first
 /// blocked first. Runs after each command, so the pushes of a MULTI/EXEC
-/// are seen only once EXEC is done.
+/// are seen only once EXEC is done. As Valkey's: whether a key can serve
+/// is judged at `now_ms`, the time of the command that readied it, but a
+/// waiter's command runs at the time it runs (the transaction that readied
+/// the key may have taken long enough for it to expire meanwhile: the
+/// waiter's own lookup then deletes it, and it waits on).
 pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
+    let run_ms = srv.now_ms();
     let table = crate::table::table();
     while let Some(slot) = srv.blocking.ready.pop_front() {
         let Some(queue) = srv.blocking.by_key.get(&slot) else {
             continue;
         };
         let waiters: Vec<ClientId> = queue.iter().copied().collect();
+        // A key past its time is as good as missing: as Valkey's
+        // handleClientsBlockedOnKey (a lookup that deletes nothing), it
+        // serves only the waiters that also wake when the key goes away,
+        // and is left for a later access to delete (and propagate).
+        let expired = {
+            let db = &srv.keyspace.dbs[slot.0];
+            db.peek(store::hash_key(&slot.1), &slot.1)
+                .is_some_and(|e| !db.shows(e, now_ms))
+        };
         for id in waiters {
             let Some(mut sess) = srv.clients.map.get_mut(&id.0).and_then(Option::take) else {
                 continue;
@@ -312,6 +341,11 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 put_back(srv, sess);
                 continue;
             };
+            if expired && !st.unblock_on_nokey {
+                sess.blocked = Some(st);
+                put_back(srv, sess);
+                continue;
+            }
             let mut out = std::mem::take(&mut sess.pending);
             let before = out.len();
             let lookups = (
@@ -326,7 +360,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                     srv: &mut *srv,
                     session: &mut sess,
                     reply: ReplyWriter::new(&mut out, proto),
-                    now_ms,
+                    now_ms: run_ms,
                 };
                 crate::effects::call(&mut ctx, f, st.argv(), true);
             }
@@ -350,10 +384,10 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             } else {
                 unregister(&mut srv.blocking, id, &st);
                 count_error_reply(srv, st.cmd, &out[before..]);
-                srv.stats.commands[st.cmd].calls += 1;
+                count_call(srv, &mut sess, st.cmd);
                 let us = st.call_us + started.elapsed().as_micros() as u64;
                 srv.record_latency(st.cmd, us * 1000, 1);
-                crate::log_if_slow(srv, &sess, st.cmd, st.argv(), us, now_ms);
+                crate::log_if_slow(srv, &sess, st.cmd, st.argv(), us, run_ms);
                 deliver_pending(srv, &mut sess, out);
                 srv.events.push(Event::Unblocked { client: id });
             }
@@ -365,6 +399,15 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             }
         }
     }
+}
+
+/// A blocked command is counted as a call (commandstats, INFO
+/// `total_commands_processed`, CLIENT LIST `tot-cmds`) when it leaves the
+/// blocked state, however it leaves it, as Valkey's updateStatsOnUnblock.
+fn count_call(srv: &mut Server, sess: &mut Session, cmd: usize) {
+    srv.stats.commands[cmd].calls += 1;
+    srv.stats.total_commands_processed += 1;
+    sess.commands_processed += 1;
 }
 
 /// A served waiter's error reply (XREADGROUP's NOGROUP once its key is
@@ -471,9 +514,7 @@ pub(crate) fn unblock_with(srv: &mut Server, id: ClientId, how: Unblock<'_>) -> 
         srv.stats.record_error(msg);
         srv.stats.commands[st.cmd].failed_calls += 1;
     }
-    // Counted as a call now, as Valkey's updateStatsOnUnblock does for
-    // every way out of the blocked state.
-    srv.stats.commands[st.cmd].calls += 1;
+    count_call(srv, &mut sess, st.cmd);
     srv.record_latency(st.cmd, st.call_us * 1000, 1);
     let now_ms = srv.now_ms();
     crate::log_if_slow(srv, &sess, st.cmd, st.argv(), st.call_us, now_ms);

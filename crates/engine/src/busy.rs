@@ -32,10 +32,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering::*};
 use std::time::Instant;
 
-pub const BUSY_EVAL_ERR: &str =
-    "BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-pub const BUSY_FUNCTION_ERR: &str =
-    "BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 pub const NOTBUSY_ERR: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE_PRIMARY_ERR: &str = "UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed.";
 pub const UNKILLABLE_ERR: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
@@ -288,9 +284,9 @@ impl BusyState {
 
     fn busy_error(&self) -> &'static str {
         if self.eval.load(Relaxed) {
-            BUSY_EVAL_ERR
+            crate::compat::BUSY_EVAL.get()
         } else {
-            BUSY_FUNCTION_ERR
+            crate::compat::BUSY_FUNCTION.get()
         }
     }
 
@@ -762,12 +758,12 @@ mod tests {
     #[test]
     fn each_kill_stops_only_its_own_kind() {
         let b = busy(false, false);
-        assert_eq!(b.kill(true), Err(BUSY_FUNCTION_ERR));
+        assert_eq!(b.kill(true), Err(crate::compat::BUSY_FUNCTION.get()));
         assert_eq!(b.look(), None);
         assert_eq!(b.kill(false), Ok(()));
         assert_eq!(b.look(), Some(KILLED_BY_FUNCTION_KILL));
         let b = busy(true, false);
-        assert_eq!(b.kill(false), Err(BUSY_EVAL_ERR));
+        assert_eq!(b.kill(false), Err(crate::compat::BUSY_EVAL.get()));
     }
 
     #[test]

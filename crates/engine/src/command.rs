@@ -560,11 +560,15 @@ impl Ctx<'_> {
     }
     /// Is the absolute time `at_ms` already past, so that setting it
     /// deletes the key instead? Never while an AOF is replayed, nor on a
-    /// replica: a later command of the file or the stream may still need
-    /// the key, and a replica deletes only when its primary says so
-    /// (Valkey's `checkAlreadyExpired`).
+    /// replica or in import mode: a later command of the file or the
+    /// stream may still need the key, and a replica (an importing server)
+    /// deletes only when its primary (import source) says so (Valkey's
+    /// `checkAlreadyExpired`).
     pub fn already_expired(&self, at_ms: i64) -> bool {
-        at_ms <= self.now_ms && !self.srv.aof.replaying && !self.srv.repl.is_replica()
+        at_ms <= self.now_ms
+            && !self.srv.aof.replaying
+            && !self.srv.repl.is_replica()
+            && !self.srv.config.import_mode
     }
     /// A key was modified: call on every write, after the change (WATCH
     /// invalidation; wakes clients blocked on the key).

@@ -80,6 +80,11 @@ const HIDDEN: u8 = 8;
 const SUP: u8 = 16;
 /// Refused by CONFIG SET unless enable-protected-configs allows it.
 const PROT: u8 = 32;
+/// With IMM: set at start-up only, where Valkey can change it at runtime
+/// (`bind`, `port`) or has no such setting (ringkv's own). CONFIG SET
+/// takes the value it already has, as a no-op, so that a tool writing
+/// back what CONFIG GET * said works; another value is refused.
+const START_ONLY: u8 = 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Def {
@@ -148,8 +153,8 @@ const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
 #[rustfmt::skip]
 static DEFS: &[Def] = &[
     // Directives ringkv implements.
-    sp("bind", "* -::*", SUP | IMM),
-    i("port", 0, 65535, "6379", SUP | IMM),
+    sp("bind", "* -::*", SUP | IMM | START_ONLY),
+    i("port", 0, 65535, "6379", SUP | IMM | START_ONLY),
     b("protected-mode", true, SUP),
     s("requirepass", "", SUP | SENS),
     i("databases", 1, INT_MAX, "16", SUP | IMM),
@@ -157,15 +162,15 @@ static DEFS: &[Def] = &[
     i("timeout", 0, INT_MAX, "0", SUP),
     i("tcp-keepalive", 0, INT_MAX, "300", SUP),
     i("tcp-backlog", 0, INT_MAX, "511", SUP | IMM),
-    e("io-uring", &["auto", "yes", "no"], "auto", SUP | IMM),
+    e("io-uring", &["auto", "yes", "no"], "auto", SUP | IMM | START_ONLY),
     // ringkv's own: how long (µs) a loaded io_uring loop may wait to batch
     // completions (see net's `Uring::wait`); 0 = wake on the first one.
-    i("io-uring-batch-wait-us", 0, 10_000, "0", SUP | IMM),
+    i("io-uring-batch-wait-us", 0, 10_000, "0", SUP | IMM | START_ONLY),
     // ringkv's own: after the event loop last read input, it polls
     // without sleeping for this long (µs) before it sleeps; 0 = sleep at once.
     i("io-busy-poll-us", 0, 10_000, "0", SUP),
-    i("io-threads-ring-size", 2, 1 << 20, "4096", SUP | IMM),
-    b("io-threads-idle-exec", true, SUP | IMM),
+    i("io-threads-ring-size", 2, 1 << 20, "4096", SUP | IMM | START_ONLY),
+    b("io-threads-idle-exec", true, SUP | IMM | START_ONLY),
     // ringkv's own: the number of IO threads taking connections follows
     // their load (the others sleep, holding no clients).
     b("io-threads-adaptive", true, SUP),
@@ -190,7 +195,8 @@ static DEFS: &[Def] = &[
     i("active-expire-effort", 1, 10, "1", SUP),
     // Accepted, validated and stored; not acted on yet.
     b("rdbchecksum", true, IMM | SUP),
-    b("io-threads-do-reads", false, IMM),
+    // Valkey 8 reads it from a file and ignores it; CONFIG GET * omits it.
+    b("io-threads-do-reads", false, IMM | HIDDEN),
     b("always-show-logo", false, IMM),
     b("rdbcompression", true, SUP),
     b("rdb-del-sync-files", false, SUP),
@@ -234,11 +240,11 @@ static DEFS: &[Def] = &[
     b("latency-tracking", true, SUP),
     b("aof-disable-auto-gc", false, HIDDEN),
     b("replica-ignore-disk-write-errors", false, SUP),
-    b("extended-redis-compatibility", false, 0),
+    b("extended-redis-compatibility", false, SUP),
     b("debug-assert-enabled", false, IMM | HIDDEN),
     b("dual-channel-replication-enabled", false, 0),
     b("hide-user-data-from-log", true, 0),
-    b("import-mode", false, 0),
+    b("import-mode", false, SUP),
     b("cluster-slot-stats-enabled", false, 0),
     s("aclfile", "", IMM | SUP),
     s("unixsocket", "", IMM),
@@ -383,6 +389,15 @@ static DEFS: &[Def] = &[
 
 /// Valkey's `CONFIG_MIN_RESERVED_FDS`.
 const RESERVED_FDS: u64 = 32;
+
+/// Valkey's `SENSITIVE_CONFIG`: the value CONFIG SET gives it is never
+/// shown (MONITOR, COMMANDLOG).
+pub fn is_sensitive(name: &[u8]) -> bool {
+    std::str::from_utf8(name)
+        .ok()
+        .and_then(find_def)
+        .is_some_and(|i| DEFS[i].flags & SENS != 0)
+}
 
 fn find_def(name: &str) -> Option<usize> {
     DEFS.iter().position(|d| {
@@ -545,6 +560,11 @@ pub struct Config {
     /// Minutes per halving step of an idle key's LFU counter.
     pub lfu_decay_time: u32,
     pub lazyfree_lazy_eviction: bool,
+    /// Valkey 8.1's `import-mode`: keys are expired only by an import
+    /// source's DELs (see `expiry_mode`), nothing is evicted.
+    pub import_mode: bool,
+    /// `extended-redis-compatibility` (see `compat`).
+    pub extended_redis_compat: bool,
     /// `latency-tracking`: per-command latency histograms.
     pub latency_tracking: bool,
     /// `maxmemory-clients`: bytes, or minus a percentage of maxmemory.
@@ -691,6 +711,8 @@ impl Default for Config {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             lazyfree_lazy_eviction: true,
+            import_mode: false,
+            extended_redis_compat: false,
             latency_tracking: true,
             latency_monitor_threshold_ms: 0,
             maxmemory_clients: 0,
@@ -1178,6 +1200,8 @@ impl Config {
             "lfu-log-factor" => self.lfu_log_factor = num() as u32,
             "lfu-decay-time" => self.lfu_decay_time = num() as u32,
             "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = v == "yes",
+            "import-mode" => self.import_mode = v == "yes",
+            "extended-redis-compatibility" => self.extended_redis_compat = v == "yes",
             "latency-tracking" => self.latency_tracking = v == "yes",
             "maxmemory-clients" => {
                 self.maxmemory_clients = match v.strip_suffix('%') {
@@ -1368,7 +1392,7 @@ impl Config {
             if staged.iter().any(|(i, _)| *i == idx) {
                 return Err(fail("duplicate parameter"));
             }
-            if d.flags & IMM != 0 {
+            if d.flags & IMM != 0 && d.flags & START_ONLY == 0 {
                 return Err(fail("can't set immutable config"));
             }
             if d.flags & PROT != 0 && self.enable_protected_configs != Allowed::Yes {
@@ -1386,6 +1410,17 @@ impl Config {
             };
             let canonical = validate(d, &args, &self.values[idx]).map_err(|w| fail(&w))?;
             staged.push((idx, canonical));
+        }
+        // Applied as Valkey applies (after every check), where Valkey could
+        // fail to listen on a new port.
+        if let Some((idx, _)) = staged
+            .iter()
+            .find(|(idx, v)| DEFS[*idx].flags & START_ONLY != 0 && *v != self.values[*idx])
+        {
+            return Err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - ringkv sets it at start-up only",
+                DEFS[*idx].name
+            ));
         }
         let backup = self.clone();
         for (idx, value) in staged {
@@ -1628,6 +1663,12 @@ fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
                     .map_err(|_| "argument must be a memory or percent value".to_string())?;
                 if n < 0 {
                     return Err("argument must be a memory or percent value".into());
+                }
+                if -n < min {
+                    return Err(format!(
+                        "percentage argument must be less or equal to {}",
+                        -min
+                    ));
                 }
                 return Ok(format!("{n}%"));
             }

@@ -271,7 +271,10 @@ pub fn perform_evictions(srv: &mut Server, now_ms: i64, mut me: Option<Me<'_, '_
     let outcome = if to_free == 0 {
         srv.evict.running = false;
         Outcome::Ok
-    } else if srv.config.maxmemory_policy == MaxmemoryPolicy::NoEviction {
+    } else if srv.config.maxmemory_policy == MaxmemoryPolicy::NoEviction
+        // An importing primary keeps what it is given (Valkey 8.1).
+        || (srv.config.import_mode && !srv.repl.is_replica())
+    {
         srv.evict.running = false;
         Outcome::Fail
     } else {

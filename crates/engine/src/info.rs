@@ -166,7 +166,12 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     field!(out, "redis_git_sha1:00000000");
     field!(out, "redis_git_dirty:0");
     field!(out, "redis_build_id:0");
-    field!(out, "server_mode:standalone");
+    let mode = if crate::compat::redis() {
+        "redis"
+    } else {
+        "server"
+    };
+    field!(out, "{mode}_mode:standalone");
     field!(out, "os:{}", uname());
     field!(out, "arch_bits:{}", usize::BITS);
     field!(out, "monotonic_clock:POSIX clock_gettime");
@@ -243,7 +248,11 @@ fn clients(srv: &Server, out: &mut String) {
     field!(out, "clients_in_timeout_table:0");
     field!(out, "total_watched_keys:{}", srv.watches.keys());
     field!(out, "total_blocking_keys:{}", srv.blocking.keys());
-    field!(out, "total_blocking_keys_on_nokey:0");
+    field!(
+        out,
+        "total_blocking_keys_on_nokey:{}",
+        srv.blocking.keys_on_nokey(&srv.clients)
+    );
     let (reason, actions, left_ms) = match srv.pause.as_deref() {
         None => ("none", "none", 0),
         Some(p) => (

@@ -55,10 +55,12 @@ pub mod client_evict;
 pub mod cmd;
 pub mod command;
 pub mod commandlog;
+pub mod compat;
 pub mod config;
 pub mod digest;
 pub mod effects;
 pub mod evict;
+pub mod expiry_mode;
 pub mod geohash;
 pub mod getkeys;
 pub mod glob;
@@ -645,8 +647,9 @@ impl Engine {
         if srv.evict.running {
             evict::perform_evictions(srv, now, None);
         }
-        // A replica leaves expiry to its primary's DELs; a pause stops it.
-        if srv.active_expire_enabled && !srv.repl.is_replica() && srv.pause.is_none() {
+        // A replica leaves expiry to its primary's DELs, import mode to
+        // the import source's; a pause stops it.
+        if srv.active_expire_enabled && !expiry_mode::stopped(srv) {
             // Valkey's slow cycle: 25% of a cron period, more with effort.
             let hz = srv.config.hz.max(1) as u64;
             let effort = srv.config.active_expire_effort.max(1) as u64 - 1;
@@ -1038,6 +1041,14 @@ pub fn is_local(ip: IpAddr) -> bool {
     }
 }
 
+/// CLIENT NO-TOUCH: a command's lookups leave keys' access bits (the
+/// keyspace's `no_touch` is set while it runs), except TOUCH's, also when
+/// a script or a transaction runs it (Valkey's lookupKey looks at the
+/// command being executed).
+pub(crate) fn touches_despite_no_touch(sess: &Session, cmd_name: &str) -> bool {
+    sess.no_touch && cmd_name == "touch"
+}
+
 /// Run one command: resolve (sub)command, check arity and auth, call it,
 /// account for it.
 #[inline]
@@ -1055,7 +1066,6 @@ fn execute_one(
     // (CmdTimer::chained); anything but the plain path below clears it.
     let chained = std::mem::replace(&mut timer.chained, false);
     sess.last_interaction_ms = now_ms;
-    sess.commands_processed += 1;
     if sess.reply_mode == ReplyMode::Skip {
         sess.reply_mode = ReplyMode::SkipThis;
     }
@@ -1107,7 +1117,6 @@ fn execute_one(
     }
     if srv.pause.is_some() && pause::holds(srv, sess, i, argv) {
         // Not run now: it runs again, from the start, once the pause ends.
-        sess.commands_processed -= 1;
         // CLIENT LIST shows the held command, as Valkey's.
         sess.last_cmd = Some(i);
         pause::postpone(srv, sess);
@@ -1166,7 +1175,21 @@ fn execute_one(
             reply: ReplyWriter::for_buf(&mut *out, proto),
             now_ms,
         };
-        effects::call(&mut ctx, f, argv, true);
+        ctx.srv.pending_pushes = Some((ctx.session.id, Vec::new()));
+        let no_touch = ctx.session.no_touch && !touches_despite_no_touch(ctx.session, spec.name);
+        if no_touch {
+            ctx.srv.keyspace.set_no_touch(true);
+        }
+        if expiry_mode::sees_expired(ctx.srv, ctx.session) {
+            expiry_mode::reveal(ctx.srv);
+            effects::call(&mut ctx, f, argv, true);
+            expiry_mode::apply(ctx.srv);
+        } else {
+            effects::call(&mut ctx, f, argv, true);
+        }
+        if no_touch {
+            ctx.srv.keyspace.set_no_touch(false);
+        }
         if spec.flags & command::flags::WRITE != 0 && srv.effects.on() {
             sess.woff = srv.effects.offset();
         }
@@ -1198,6 +1221,20 @@ fn execute_one(
     if !srv.monitors.is_empty() {
         plain = false;
     }
+    // Keys the command expired: WATCH invalidation, `expired` events; then
+    // `keymiss` events. As in Valkey, where they happen inside the command:
+    // before its keys are tracked (an expired key the client had not read
+    // before is not invalidated to it) and before the tracking flush below
+    // (its own invalidations follow its reply).
+    if srv.expiry_logging || srv.keymisses.pending() {
+        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
+        let me = pubsub::Me {
+            id: sess.id,
+            reply: &mut w,
+        };
+        pubsub::drain_expired(srv, Some(me));
+        plain = false;
+    }
     {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
         let me = pubsub::Me {
@@ -1222,28 +1259,25 @@ fn execute_one(
         // CLIENT CACHING covers the next command (a whole transaction).
         t.caching = false;
     }
-    // Keys the command expired: WATCH invalidation, `expired` events; then
-    // `keymiss` events.
-    if srv.expiry_logging || srv.keymisses.pending() {
-        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
-        let me = pubsub::Me {
-            id: sess.id,
-            reply: &mut w,
-        };
-        pubsub::drain_expired(srv, Some(me));
-        plain = false;
-    }
     if srv.blocking.has_ready() {
         blocking::serve_ready(srv, now_ms);
         plain = false;
     }
+    if let Some((_, pushes)) = srv.pending_pushes.take()
+        && !pushes.is_empty()
+    {
+        ReplyWriter::for_buf(&mut *out, sess.proto).raw(&pushes);
+    }
     let st: &mut CmdStat = &mut srv.stats.commands[i];
-    // A blocked command is counted when it is served.
+    // A blocked command is counted when it is served (blocking::count_call).
     st.calls += u64::from(!blocked);
     if out.bytes.get(reply_start.bytes) == Some(&b'-') && !srv.stats.error_is_data {
         st.failed_calls += 1;
     }
-    srv.stats.total_commands_processed += 1;
+    // Counted once run, as Valkey's call(): a command refused or queued
+    // is not, and CLIENT INFO does not count itself.
+    srv.stats.total_commands_processed += u64::from(!blocked);
+    sess.commands_processed += u64::from(!blocked);
     finish_reply(srv, sess, out, reply_start);
     let (request_t, reply_t) = (
         srv.config.commandlog_request_larger_than,
@@ -1463,7 +1497,7 @@ fn resolve(
     }
     if srv.persist.is_loading() && loading::refuses(srv, e.spec.flags) {
         return Err(Rejected {
-            msg: persist::LOADING_ERR.into(),
+            msg: compat::LOADING.get().into(),
             cmd: Some(i),
             acl: None,
         });
@@ -1538,7 +1572,7 @@ fn resolve(
 #[inline]
 fn disk_refusal(srv: &Server) -> Option<String> {
     if persist::writes_denied(srv) {
-        return Some(persist::MISCONF_ERR.into());
+        return Some(compat::MISCONF.get().into());
     }
     aof::misconf_error(srv)
 }

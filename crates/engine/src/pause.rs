@@ -163,7 +163,7 @@ fn pause_for(srv: &mut Server) -> &mut Pause {
             failover: false,
             waiting: Vec::new(),
         }));
-        set_expiry_paused(srv, true);
+        crate::expiry_mode::apply(srv);
     }
     srv.pause.as_deref_mut().expect("just made")
 }
@@ -193,7 +193,7 @@ fn release(srv: &mut Server) {
     let waiting = std::mem::take(&mut p.waiting);
     if p.client.is_none() && !p.failover {
         srv.pause = None;
-        set_expiry_paused(srv, false);
+        crate::expiry_mode::apply(srv);
     }
     for id in waiting {
         if let Some(s) = srv.clients.get_mut(id) {
@@ -219,15 +219,5 @@ pub fn check_deadline(srv: &mut Server, now_ms: i64) {
 pub fn forget(srv: &mut Server, id: ClientId) {
     if let Some(p) = srv.pause.as_deref_mut() {
         p.waiting.retain(|&c| c != id);
-    }
-}
-
-/// While paused nothing is expired; a replica keeps its own rule (keys
-/// past their time hidden, removed only by its primary's DELs).
-fn set_expiry_paused(srv: &mut Server, paused: bool) {
-    let replica = srv.repl.is_replica();
-    for db in &mut srv.keyspace.dbs {
-        db.expiry_paused = paused || replica;
-        db.expiry_hidden = paused || replica;
     }
 }

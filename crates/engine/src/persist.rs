@@ -355,12 +355,9 @@ impl Persist {
     }
 }
 
-/// Valkey's MISCONF: writes are refused while the last background save
-/// failed, save points are set and `stop-writes-on-bgsave-error` is yes.
-pub const MISCONF_ERR: &str = "MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Valkey logs for details about the RDB error.";
-pub const LOADING_ERR: &str = "LOADING Valkey is loading the dataset in memory";
-
-/// Are writes refused with [`MISCONF_ERR`]?
+/// Are writes refused with Valkey's MISCONF (`compat::MISCONF`)? While
+/// the last background save failed, save points are set and
+/// `stop-writes-on-bgsave-error` is yes.
 pub fn writes_denied(srv: &Server) -> bool {
     srv.config.stop_writes_on_bgsave_error
         && !srv.config.save_points.is_empty()
@@ -449,7 +446,7 @@ pub fn empty_data(srv: &mut Server) {
 pub fn debug_reload(srv: &mut Server, now_ms: i64, opts: ReloadOptions) -> Result<(), String> {
     // One load at a time (DEBUG runs during a load, as Valkey's).
     if srv.persist.is_loading() {
-        return Err(LOADING_ERR.into());
+        return Err(crate::compat::LOADING.get().into());
     }
     if opts.save {
         crate::snapshot::save_now(srv, now_ms)?;

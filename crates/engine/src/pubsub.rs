@@ -206,12 +206,12 @@ fn deliver(
     f: impl FnOnce(&mut ReplyWriter<'_>),
 ) {
     match me {
-        // Inside EXEC the reply is the transaction's array: a push there
-        // would break it, so it waits for the end (Valkey's deferred
-        // pushes of the executing client).
-        Some(m) if m.id == id && srv.exec_pushes.is_some() => {
+        // To the client whose command runs: after that command's reply
+        // (`Server::pending_pushes`). Outside a command (eviction before
+        // one) at once.
+        Some(m) if m.id == id && srv.pending_pushes.as_ref().is_some_and(|p| p.0 == id) => {
             let proto = m.reply.proto;
-            if let Some(buf) = srv.exec_pushes.as_mut() {
+            if let Some((_, buf)) = srv.pending_pushes.as_mut() {
                 f(&mut ReplyWriter::new(buf, proto));
             }
         }

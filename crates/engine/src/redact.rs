@@ -2,22 +2,14 @@
 //! print a command as its client sent it, except for secrets, which read
 //! `(redacted)` — the arguments Valkey 8 redacts: every argument of AUTH,
 //! the user name and password after HELLO's AUTH, MIGRATE's AUTH / AUTH2
-//! credentials, the value CONFIG SET gives a password setting, and the
-//! user name and every rule of ACL SETUSER (rules hold passwords and
-//! their hashes).
+//! credentials, the value CONFIG SET gives a sensitive setting (passwords,
+//! the user name for the primary), the user names of ACL GETUSER and
+//! DELUSER, and the user name and every rule of ACL SETUSER (rules hold
+//! passwords and their hashes).
 
 use crate::batch::ArgvRef;
 
 pub const REDACTED: &[u8] = b"(redacted)";
-
-/// Settings CONFIG SET hides the value of (Valkey's `SENSITIVE_CONFIG`).
-const SECRET_SETTINGS: &[&str] = &[
-    "requirepass",
-    "masterauth",
-    "primaryauth",
-    "tls-key-file-pass",
-    "tls-client-key-file-pass",
-];
 
 /// Argument `j` of the command `fullname` (the table's name, `config|set`)
 /// as it may be shown.
@@ -32,18 +24,13 @@ pub fn shown<'a>(fullname: &str, argv: ArgvRef<'a>, j: usize) -> &'a [u8] {
 fn is_secret(fullname: &str, argv: ArgvRef<'_>, j: usize) -> bool {
     match fullname {
         "auth" => j >= 1,
-        "acl|setuser" => j >= 2,
+        // ACL SETUSER's, GETUSER's and DELUSER's user names too (Valkey 8.1).
+        "acl|setuser" | "acl|getuser" | "acl|deluser" => j >= 2,
         // HELLO [protover [AUTH username password] [SETNAME name]]
         "hello" => (3..argv.len())
             .any(|k| argv.get(k - 1).eq_ignore_ascii_case(b"auth") && (j == k || j == k + 1)),
         // CONFIG SET name value [name value ...]
-        "config|set" => {
-            j >= 3
-                && j % 2 == 1
-                && SECRET_SETTINGS
-                    .iter()
-                    .any(|s| argv.get(j - 1).eq_ignore_ascii_case(s.as_bytes()))
-        }
+        "config|set" => j >= 3 && j % 2 == 1 && crate::config::is_sensitive(argv.get(j - 1)),
         // MIGRATE ... [AUTH password | AUTH2 username password] [KEYS ...]
         "migrate" => (6..argv.len()).any(|k| {
             let t = argv.get(k);
@@ -99,6 +86,14 @@ mod tests {
                 "(redacted)"
             ]
         );
+        // The user name for the primary is a secret too in Valkey 8.1,
+        // under either name.
+        for name in ["masteruser", "primaryuser", "MASTERAUTH", "primaryauth"] {
+            assert_eq!(
+                shown_all("config|set", &["CONFIG", "SET", name, "u"]),
+                ["CONFIG", "SET", name, "(redacted)"]
+            );
+        }
         assert_eq!(
             shown_all(
                 "migrate",

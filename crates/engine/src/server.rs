@@ -298,6 +298,9 @@ pub struct Server {
     pub file_limit: Option<FileLimit>,
     /// DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire_enabled: bool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged
+    /// `noscript` (test suites use it to call DEBUG and CLIENT from Lua).
+    pub script_deny_disabled: bool,
     /// SHUTDOWN was accepted: no more commands run.
     pub shutting_down: bool,
     /// 40 hex chars, fixed per process (INFO run_id).
@@ -314,9 +317,13 @@ pub struct Server {
     /// CLIENT PAUSE in force.
     pub pause: Option<Box<crate::pause::Pause>>,
     pub tracking: crate::tracking::Tracking,
-    /// While EXEC runs: pushes for the client running it, written after
-    /// its reply.
-    pub exec_pushes: Option<Vec<u8>>,
+    /// While a client's command runs: pushes for that very client (the
+    /// messages it publishes to itself, its keyspace events, including
+    /// those of a transaction's or a script's commands), written after
+    /// the command's reply, as Valkey's `pending_push_messages`. Tagged
+    /// with the client: others run meanwhile (waiters served) write theirs
+    /// at once.
+    pub pending_pushes: Option<(ClientId, Vec<u8>)>,
     /// Pub/Sub subscribers.
     pub pubsub: crate::pubsub::PubSub,
     /// WATCHed keys.
@@ -388,6 +395,7 @@ impl Server {
             startup_memory: 0,
             file_limit: None,
             active_expire_enabled: true,
+            script_deny_disabled: false,
             shutting_down: false,
             run_id: make_run_id(start_ms),
             executable: exe,
@@ -398,7 +406,7 @@ impl Server {
             commandlog: Default::default(),
             pause: None,
             tracking: Default::default(),
-            exec_pushes: None,
+            pending_pushes: None,
             pubsub: Default::default(),
             watches: Default::default(),
             keymisses: Default::default(),
@@ -441,8 +449,9 @@ impl Server {
     /// Tell the store how to stamp accesses for `maxmemory-policy` (LRU
     /// clock, or LFU counter with `lfu-log-factor`/`lfu-decay-time`), and
     /// which removals leave large values to the lazyfree thread
-    /// (`lazyfree-lazy-expire`, `lazyfree-lazy-server-del`). Call after
-    /// CONFIG SET.
+    /// (`lazyfree-lazy-expire`, `lazyfree-lazy-server-del`); whether keys
+    /// expire (`import-mode`, see `expiry_mode`); the process-wide
+    /// `extended-redis-compatibility` (`compat`). Call after CONFIG SET.
     pub fn sync_store_settings(&mut self) {
         let p = crate::evict::access_policy(self);
         self.keyspace.set_access_policy(p);
@@ -450,6 +459,8 @@ impl Server {
             expired: self.config.lazyfree_lazy_expire,
             overwritten: self.config.lazyfree_lazy_server_del,
         });
+        crate::expiry_mode::apply(self);
+        crate::compat::set(self.config.extended_redis_compat);
     }
 
     /// Bytes in use as `maxmemory` sees them: the counting allocator's

@@ -46,6 +46,9 @@ pub struct Session {
     /// CLIENT CAPA REDIRECT: on a replica, send reads and writes to the
     /// primary (`-REDIRECT host:port`) instead of serving or refusing them.
     pub capa_redirect: bool,
+    /// CLIENT IMPORT-SOURCE ON: in import mode, keys past their time are
+    /// live to this client (`expiry_mode`).
+    pub import_source: bool,
     /// READONLY: with CAPA REDIRECT, reads are still served here.
     pub readonly: bool,
     /// MULTI or WATCH was used once: CLIENT LIST shows `multi=0` rather
@@ -153,6 +156,7 @@ impl Session {
             paused: false,
             tracking: None,
             capa_redirect: false,
+            import_source: false,
             readonly: false,
             multi_state: false,
             no_evict: false,

@@ -85,7 +85,15 @@ fn set_validates_like_valkey_and_is_atomic() {
         ),
         (
             &["port", "1", "port", "2"],
-            "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config\r\n",
+            "-ERR CONFIG SET failed (possibly related to argument 'port') - duplicate parameter\r\n",
+        ),
+        (
+            &["port", "1"],
+            "-ERR CONFIG SET failed (possibly related to argument 'port') - ringkv sets it at start-up only\r\n",
+        ),
+        (
+            &["daemonize", "no", "daemonize", "yes"],
+            "-ERR CONFIG SET failed (possibly related to argument 'daemonize') - can't set immutable config\r\n",
         ),
         (
             &["timeout", "1", "timeout", "2"],
@@ -112,6 +120,17 @@ fn set_validates_like_valkey_and_is_atomic() {
         let mut words = vec!["config", "set"];
         words.extend_from_slice(args);
         assert_eq!(cmd(&mut e, c, &words), *want, "{args:?}");
+    }
+    // What Valkey can change at runtime and ringkv sets at start-up only
+    // takes the value it has (a tool writing back CONFIG GET * works).
+    for name in ["port", "bind", "io-uring", "io-threads-ring-size"] {
+        let now = cmd(&mut e, c, &["config", "get", name]);
+        let value = now.split("\r\n").nth(4).unwrap().to_string();
+        assert_eq!(
+            cmd(&mut e, c, &["config", "set", name, &value]),
+            "+OK\r\n",
+            "{name}"
+        );
     }
     // Odd number of arguments.
     assert_eq!(

@@ -167,7 +167,7 @@ fn hello_negotiates_resp3_and_reports_the_server() {
     assert_eq!(
         r,
         format!(
-            "%7\r\n$6\r\nserver\r\n$6\r\nringkv\r\n$7\r\nversion\r\n$5\r\n8.1.8\r\n$5\r\nproto\r\n:3\r\n\
+            "%7\r\n$6\r\nserver\r\n$6\r\nvalkey\r\n$7\r\nversion\r\n$5\r\n8.1.8\r\n$5\r\nproto\r\n:3\r\n\
              $2\r\nid\r\n:{}\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n\
              $7\r\nmodules\r\n*0\r\n",
             c.0

@@ -144,3 +144,40 @@ fn change_repl_id_forgets_the_old_history() {
     assert_eq!(info_value(&after, "master_replid2"), "0".repeat(40));
     assert_eq!(info_value(&after, "second_repl_offset"), "-1");
 }
+
+#[test]
+fn set_disable_deny_scripts_lets_scripts_call_noscript_commands_but_not_reenter() {
+    let mut e = engine();
+    let c = connect(&mut e);
+    let protocol = "return redis.call('debug', 'protocol', 'true')";
+    let denied = |e: &mut Engine, body: &str| cmd(e, c, &["EVAL", body, "0"]);
+    assert!(
+        denied(&mut e, protocol).starts_with("-ERR This Redis command is not allowed from script")
+    );
+    assert_eq!(
+        cmd(&mut e, c, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]),
+        "+OK\r\n"
+    );
+    assert_eq!(denied(&mut e, protocol), ":1\r\n");
+    let listed = denied(&mut e, "return redis.call('client', 'list')");
+    assert!(listed.contains("cmd=eval"), "{listed}");
+    // What acts on the calling client's connection or on the script
+    // engine itself stays refused.
+    for body in [
+        "return redis.call('eval', 'return 1', 0)",
+        "return redis.call('multi')",
+        "return redis.call('subscribe', 'ch')",
+    ] {
+        assert!(
+            denied(&mut e, body).starts_with("-ERR This Redis command is not allowed from script"),
+            "{body}"
+        );
+    }
+    assert_eq!(
+        cmd(&mut e, c, &["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0"]),
+        "+OK\r\n"
+    );
+    assert!(
+        denied(&mut e, protocol).starts_with("-ERR This Redis command is not allowed from script")
+    );
+}

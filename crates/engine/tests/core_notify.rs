@@ -283,14 +283,35 @@ fn expired_events_lazy_and_active() {
     );
 }
 
+/// A client's pushes caused by its own command (its keyspace events, what
+/// it publishes to itself, from a script too) follow that command's reply,
+/// as Valkey 8's pending push messages.
 #[test]
-fn resp3_subscriber_gets_its_own_events_inline() {
+fn resp3_subscriber_gets_its_own_events_after_the_reply() {
     let (mut e, a, _sub) = setup("KA");
     cmd(&mut e, a, &["HELLO", "3"]);
-    cmd(&mut e, a, &["SUBSCRIBE", "__keyspace@0__:k"]);
+    cmd(&mut e, a, &["SUBSCRIBE", "__keyspace@0__:k", "ch"]);
+    let push = |event: &str| {
+        format!(
+            ">3\r\n$7\r\nmessage\r\n$16\r\n__keyspace@0__:k\r\n${}\r\n{event}\r\n",
+            event.len()
+        )
+    };
     assert_eq!(
         cmd(&mut e, a, &["SET", "k", "v"]),
-        ">3\r\n$7\r\nmessage\r\n$16\r\n__keyspace@0__:k\r\n$3\r\nset\r\n+OK\r\n"
+        format!("+OK\r\n{}", push("set"))
+    );
+    assert_eq!(
+        cmd(&mut e, a, &["PUBLISH", "ch", "hi"]),
+        ":1\r\n>3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+    );
+    assert_eq!(
+        cmd(
+            &mut e,
+            a,
+            &["EVAL", "redis.call('SET', 'k', 'w') return 7", "0"]
+        ),
+        format!(":7\r\n{}", push("set"))
     );
 }
 

@@ -764,6 +764,9 @@ impl Driver {
                 usize::MAX
             };
             let r = c.parse(&limits, max, qbuf_limit);
+            // CLIENT LIST's `qbuf` is what waits behind the commands about
+            // to run, as Valkey's, not the commands themselves.
+            c.publish_input_len();
             if !c.has_error() && c.unparsed_len() > qbuf_limit {
                 self.over_query_limit(slot, c);
                 continue;

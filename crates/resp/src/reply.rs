@@ -215,7 +215,13 @@ impl<'a> ReplyWriter<'a> {
         if self.resp3() {
             self.line(b'(', digits.as_bytes());
         } else {
-            self.bulk(digits.as_bytes());
+            // CR/LF become spaces here too, as Valkey maps them before
+            // either form (a script's `big_number` may hold anything).
+            let d: Vec<u8> = digits
+                .bytes()
+                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+                .collect();
+            self.bulk(&d);
         }
     }
     /// Bytes that are already a complete RESP frame (shared replies).
@@ -281,6 +287,8 @@ mod tests {
         assert_eq!(w(Resp2, |r| r.double(f64::INFINITY)), "$3\r\ninf\r\n");
         assert_eq!(w(Resp2, |r| r.verbatim("txt", b"hi")), "$2\r\nhi\r\n");
         assert_eq!(w(Resp2, |r| r.big_number("123")), "$3\r\n123\r\n");
+        assert_eq!(w(Resp2, |r| r.big_number("1\r\n2")), "$4\r\n1  2\r\n");
+        assert_eq!(w(Resp3, |r| r.big_number("1\r\n2")), "(1  2\r\n");
     }
 
     #[test]

@@ -97,7 +97,9 @@ pub fn open(lua: &Lua) -> Result<Table> {
             };
             let upper = n < 0;
             if upper {
-                n = n.wrapping_neg();
+                // Valkey's fix of LuaBitOp (its -n overflowed at INT_MIN,
+                // giving ""): INT_MIN counts as INT_MIN + 1, i.e. 8 digits.
+                n = n.max(i32::MIN + 1).wrapping_neg();
             }
             let n = n.clamp(0, 8) as usize;
             let s = if upper {

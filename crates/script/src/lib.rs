@@ -45,6 +45,7 @@ pub mod fpconv;
 pub mod functions;
 pub mod sha1;
 pub mod structlib;
+mod walk;
 
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 use resp::ReplyWriter;
@@ -741,7 +742,7 @@ fn check_int(lua: &Lua, v: Option<&Value>, n: usize, fname: &str) -> mlua::Resul
 /// `redis` become read-only proxies, loaded code gets the same
 /// environment, `pcall` unwraps error tables, unknown globals are an error.
 const SETUP: &str = r#"
-local G, P, R, setfenv, loadstring, load, killed, errtext = ...
+local G, P, R, setfenv, loadstring, load, killed, errtext, target = ...
 local error, setmetatable, tostring, type = error, setmetatable, tostring, type
 -- A script stopped by SCRIPT/FUNCTION KILL cannot catch that: whatever
 -- catches errors raises it again.
@@ -758,9 +759,13 @@ local function ro() error('Attempt to modify a readonly table', 2) end
 -- The read-only proxies, and what getmetatable shows of each (true:
 -- nothing, as for Valkey's read-only tables).
 local protected = setmetatable({}, {__mode = 'k'})
+-- The table behind each proxy, for next, pairs and ipairs (walk.rs):
+-- Valkey's read-only tables are the tables themselves, so scripts can
+-- walk them.
 local function readonly(t)
   local p = setmetatable({}, {__index = t, __newindex = ro, __metatable = false})
   protected[p] = true
+  target[p] = t
   return p
 end
 do
@@ -864,6 +869,7 @@ local Pmeta = {__index = G, __newindex = ro, __metatable = false}
 setmetatable(P, Pmeta)
 -- getmetatable(_G) shows a read-only table, as Valkey's.
 protected[P] = readonly({})
+target[P] = G
 -- While FUNCTION LOAD runs a library's code, its globals are the `server`
 -- API alone (Valkey's library globals); its functions, once called, see
 -- every global as usual.
@@ -990,6 +996,11 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
     let sh = shared.clone();
     let killed =
         lua.create_function(move |_, ()| Ok(sh.killed.lock().expect("not poisoned").is_some()))?;
+    // Proxy -> table behind it (weak keys), filled by SETUP.
+    let target = lua.create_table()?;
+    let weak = lua.create_table()?;
+    weak.raw_set("__mode", "k")?;
+    target.set_metatable(Some(weak))?;
     let set_loading: Function = lua.load(SETUP).set_name(INTERNAL).call((
         g.clone(),
         env.clone(),
@@ -1004,8 +1015,10 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
                 other => other,
             })
         })?,
+        target.clone(),
     ))?;
     lua.set_named_registry_value("ringkv.set_loading", set_loading)?;
+    walk::install(&lua, &g, &target)?;
 
     let sh = shared.clone();
     let handler = lua.create_function(move |lua, err: Value| {

@@ -234,6 +234,52 @@ fn sandbox_hides_io_and_friends() {
     assert!(eval(&mut s, "loadstring('y = 1')()").contains("Attempt to modify a readonly table"));
 }
 
+/// Read-only libraries and `_G` can be walked as Valkey's (the test suite
+/// of Valkey 8.1 lists `os` to check that only `clock` is left), without
+/// handing out the table behind the proxy; argument errors name the
+/// script's line even from a tail call.
+#[test]
+fn readonly_tables_can_be_walked() {
+    let mut s = Scripts::new();
+    let keys = "local t = {} for k, v in pairs(os) do t[#t + 1] = k .. '=' .. type(v) end return t";
+    assert_eq!(eval(&mut s, keys), "*1\r\n$14\r\nclock=function\r\n");
+    assert_eq!(text(&mut s, "return next(os)"), "clock");
+    assert_eq!(
+        eval(
+            &mut s,
+            "local n = 0 for i, v in ipairs({5, 6, nil, 8}) do n = n + v end return n"
+        ),
+        ":11\r\n"
+    );
+    let globals = "local n = 0 for k in pairs(_G) do if k == 'redis' or k == 'cjson' then n = n + 1 end end return n";
+    assert_eq!(eval(&mut s, globals), ":2\r\n");
+    // The iteration state is the proxy: still read-only.
+    let b = "local _, t = pairs(string) t.x = 1";
+    assert!(eval(&mut s, b).contains("Attempt to modify a readonly table"));
+    for (b, msg) in [
+        (
+            "return pairs(nil)",
+            "bad argument #1 to 'pairs' (table expected, got nil)",
+        ),
+        (
+            "return ipairs()",
+            "bad argument #1 to 'ipairs' (table expected, got no value)",
+        ),
+        (
+            "return next(1)",
+            "bad argument #1 to 'next' (table expected, got number)",
+        ),
+    ] {
+        assert_eq!(
+            eval(&mut s, b),
+            format!(
+                "-ERR user_script:1: {msg} script: {}, on @user_script:1.\r\n",
+                sha(b)
+            )
+        );
+    }
+}
+
 #[test]
 fn math_random_follows_valkeys_sequence() {
     // A fresh Valkey 8.1 answers 40, 85, 4 and then 45, 32, 9.
@@ -255,6 +301,11 @@ fn bit_and_cjson() {
         "$8\r\n0000ffff\r\n"
     );
     assert_eq!(eval(&mut s, "return bit.tohex(-1, -4)"), "$4\r\nFFFF\r\n");
+    // Valkey's fix: the most negative width is 8 upper-case digits.
+    assert_eq!(
+        eval(&mut s, "return bit.tohex(65535, -2147483648)"),
+        "$8\r\n0000FFFF\r\n"
+    );
     assert_eq!(eval(&mut s, "return bit.band(0xff, 0x0f, 0x3)"), ":3\r\n");
     assert_eq!(eval(&mut s, "return bit.lshift(1, 31)"), ":-2147483648\r\n");
     assert_eq!(eval(&mut s, "return bit.rshift(-1, 28)"), ":15\r\n");

@@ -178,6 +178,9 @@ pub struct Db {
     /// With `expiry_paused`: keys past their time are not seen either
     /// (a replica's clients; its primary's commands run with this off).
     pub expiry_hidden: bool,
+    /// Lookups leave the access bits (LRU clock, LFU counter) as they are:
+    /// set while a client in CLIENT NO-TOUCH mode runs a command.
+    pub no_touch: bool,
     /// A point-in-time view in progress (see [`crate::freeze`]).
     pub(crate) view: Option<Box<crate::freeze::View>>,
     lazy: LazyRemovals,
@@ -203,6 +206,7 @@ impl Default for Db {
             expired_emitted: 0,
             expiry_paused: false,
             expiry_hidden: false,
+            no_touch: false,
             view: None,
             lazy: LazyRemovals::default(),
             retired: Vec::new(),
@@ -304,8 +308,10 @@ impl Db {
             }
             self.table.at_mut(loc)
         };
-        let stamp = Db::touched(self.policy, &mut self.rng, e, now_ms);
-        e.set_access(stamp);
+        if !self.no_touch {
+            let stamp = Db::touched(self.policy, &mut self.rng, e, now_ms);
+            e.set_access(stamp);
+        }
         Some(e)
     }
     /// Read without expiring or touching (for SCAN/KEYS filtering, DEBUG,
@@ -499,27 +505,32 @@ impl Db {
             .prefetch_values(hashes, |_, _| true, Entry::prefetch_value)
     }
     /// One SCAN step over live keys; see [`RawTable::scan`].
-    pub fn scan(&self, cursor: u64, now_ms: i64, mut f: impl FnMut(&[u8], &Entry)) -> u64 {
-        self.table.scan(cursor, |e| {
-            if !e.is_expired(now_ms) {
-                f(e.key(), e)
-            }
-        })
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &Entry)) -> u64 {
+        self.table.scan(cursor, |e| f(e.key(), e))
     }
-    /// A random live key. Expired keys it lands on are deleted (as a lookup
-    /// would); after 32 such picks it gives up and returns `None`.
+    /// Is `e` there for the command running now: live, or past its time
+    /// while expiry is paused and not hidden (see the two fields).
+    pub fn shows(&self, e: &Entry, now_ms: i64) -> bool {
+        !e.is_expired(now_ms) || (self.expiry_paused && !self.expiry_hidden)
+    }
+    /// A random key [`Db::shows`]. Expired keys it lands on are deleted
+    /// (as a lookup would); after 32 such picks it gives up and returns
+    /// `None`. While expiry is paused every key may be past its time and
+    /// none can be deleted: then, when all keys have a TTL, the last
+    /// pick is returned anyway (Valkey's `dbRandomKey`).
     pub fn random_key(&mut self, seed: u64, now_ms: i64) -> Option<Vec<u8>> {
         self.clock_ms = now_ms;
+        let all_volatile = self.volatile == self.len();
         let mut s = seed;
-        for _ in 0..RANDOM_TRIES {
+        for tries_left in (0..RANDOM_TRIES).rev() {
             // Each try needs a different pick; the table changes only when
             // a key is deleted.
             s = s.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
             let e = self.table.random(s)?;
-            if !e.is_expired(now_ms) || (self.expiry_paused && !self.expiry_hidden) {
+            if self.shows(e, now_ms) || (self.expiry_paused && all_volatile && tries_left == 0) {
                 return Some(e.key().to_vec());
             }
-            if self.expiry_hidden {
+            if self.expiry_paused {
                 continue;
             }
             let k = e.key().to_vec();
@@ -777,6 +788,13 @@ impl Keyspace {
     }
     pub fn swap(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b)
+    }
+    /// Whether lookups in every database leave the access bits alone
+    /// ([`Db::no_touch`]).
+    pub fn set_no_touch(&mut self, on: bool) {
+        for db in &mut self.dbs {
+            db.no_touch = on;
+        }
     }
     /// How every database stamps accesses from now on.
     pub fn set_access_policy(&mut self, p: AccessPolicy) {

@@ -72,14 +72,23 @@ fn scan_and_random_skip_expired() {
         put(&mut db, &format!("dead{i}"), Some(NOW - 1));
     }
     put(&mut db, "live", None);
+    // SCAN meets every key; `shows` tells the live ones (the engine expires
+    // the others as it goes).
     let mut seen = vec![];
+    let mut met = 0;
     let mut c = 0;
     loop {
-        c = db.scan(c, NOW, |k, _| seen.push(k.to_vec()));
+        c = db.scan(c, |k, e| {
+            met += 1;
+            if db.shows(e, NOW) {
+                seen.push(k.to_vec());
+            }
+        });
         if c == 0 {
             break;
         }
     }
+    assert_eq!(met, 51);
     assert_eq!(seen, vec![b"live".to_vec()]);
     for s in 0..20 {
         if let Some(k) = db.random_key(s, NOW) {
@@ -94,6 +103,35 @@ fn scan_and_random_skip_expired() {
     assert_eq!(db.expires_len(), db.len() - 1);
     let mut empty = Db::default();
     assert!(empty.random_key(1, NOW).is_none());
+}
+
+/// While expiry is paused and hides keys past their time (a replica, a
+/// pause, import mode), a keyspace of nothing but such keys still gives a
+/// random key after a bound number of picks, as Valkey's dbRandomKey, and
+/// deletes none; with expired keys revealed they are ordinary keys.
+#[test]
+fn random_key_ends_when_every_key_is_expired_but_none_may_be_deleted() {
+    let mut db = Db::default();
+    for i in 0..20 {
+        put(&mut db, &format!("dead{i}"), Some(NOW - 1));
+    }
+    db.expiry_paused = true;
+    db.expiry_hidden = true;
+    let k = db.random_key(3, NOW).expect("gives up and returns one");
+    assert!(k.starts_with(b"dead"));
+    assert_eq!(db.len(), 20);
+    db.expiry_hidden = false;
+    assert!(db.shows(db.peek(hash_key(&k), &k).unwrap(), NOW));
+    assert!(db.random_key(4, NOW).is_some());
+    // With one key that never expires, that one is found instead.
+    db.expiry_hidden = true;
+    put(&mut db, "live", None);
+    for s in 0..10 {
+        if let Some(k) = db.random_key(s, NOW) {
+            assert!(k == b"live" || db.len() == 21, "{k:?}");
+        }
+    }
+    assert_eq!(db.len(), 21);
 }
 
 #[test]

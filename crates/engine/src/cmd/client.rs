@@ -495,6 +495,8 @@ const CLIENT_CACHING_ARGS: &[ArgSpec] = &[ArgSpec::oneof(
 /// [OPTOUT] [NOLOOP], with Valkey's checks in its order.
 fn tracking(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let mut opts = crate::tracking::ClientTracking::default();
+    // PREFIX arguments in the order given (the collision check names them so).
+    let mut given: Vec<&[u8]> = Vec::new();
     let mut redirect_given = false;
     let mut j = 3;
     while j < argv.len() {
@@ -526,6 +528,7 @@ fn tracking(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             opts.noloop = true;
         } else if a.eq_ignore_ascii_case(b"prefix") && more {
             j += 1;
+            given.push(argv.get(j));
             opts.prefixes.insert(argv.get(j).into());
         } else {
             return ctx.error(SYNTAX_ERR);
@@ -542,7 +545,7 @@ fn tracking(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     }
     let current = ctx.session.tracking.as_deref();
     if opts.bcast {
-        if let Some(msg) = prefix_collision(current, &opts.prefixes) {
+        if let Some(msg) = prefix_collision(current, &given) {
             return ctx.error(&msg);
         }
     } else if !opts.prefixes.is_empty() {
@@ -571,14 +574,16 @@ fn tracking(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 /// Valkey's `checkPrefixCollisionsOrReply`: a prefix may not be a prefix
-/// of another one of the same client (an equal one is fine).
+/// of another one of the same client, nor equal to one (Valkey 8.1 refuses
+/// a prefix given twice, or one the client already has). `new` in the
+/// order given: the error names the earlier of a colliding pair first.
 fn prefix_collision(
     current: Option<&crate::tracking::ClientTracking>,
-    new: &std::collections::BTreeSet<Box<[u8]>>,
+    new: &[&[u8]],
 ) -> Option<String> {
-    let overlaps = |a: &[u8], b: &[u8]| a != b && (a.starts_with(b) || b.starts_with(a));
+    let overlaps = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
     let show = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
-    for p in new {
+    for (i, &p) in new.iter().enumerate() {
         if let Some(t) = current
             && let Some(old) = t.prefixes.iter().find(|o| overlaps(p, o))
         {
@@ -588,7 +593,7 @@ fn prefix_collision(
                 show(old)
             ));
         }
-        if let Some(other) = new.iter().find(|o| overlaps(p, o)) {
+        if let Some(other) = new[i + 1..].iter().find(|o| overlaps(p, o)) {
             return Some(format!(
                 "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
                 show(p),
@@ -627,8 +632,21 @@ fn caching(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 
 /// CLIENT IMPORT-SOURCE: ringkv has no import mode (Valkey 8.1's
 /// `import-mode`, off by default, answers the same).
-fn import_source(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.error("ERR Server is not in import mode");
+/// CLIENT IMPORT-SOURCE ON|OFF: in import mode, this client sees keys
+/// past their time as live (see `expiry_mode`). OFF is always accepted.
+fn import_source(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
+    let v = argv.get(2);
+    if !ctx.srv.config.import_mode && !v.eq_ignore_ascii_case(b"off") {
+        return ctx.error("ERR Server is not in import mode");
+    }
+    if v.eq_ignore_ascii_case(b"on") {
+        ctx.session.import_source = true;
+    } else if v.eq_ignore_ascii_case(b"off") {
+        ctx.session.import_source = false;
+    } else {
+        return ctx.error(SYNTAX_ERR);
+    }
+    ctx.reply.ok();
 }
 
 /// CLIENT CAPA cap ...: unknown capabilities are ignored, as in Valkey.
@@ -765,7 +783,7 @@ fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) -> String {
     let mut flags = String::new();
     // Valkey's order: O (monitor), P (pub/sub), x (MULTI), b, t R B
-    // (tracking), d, c, A, r, e, T.
+    // (tracking), d, c, A, r, e, T, I.
     for (on, flag) in [
         (s.monitor, 'O'),
         (s.subs.is_some(), 'P'),
@@ -783,6 +801,7 @@ pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) ->
         (s.readonly, 'r'),
         (s.no_evict, 'e'),
         (s.no_touch, 'T'),
+        (s.import_source, 'I'),
     ] {
         if on {
             flags.push(flag);

@@ -5,7 +5,6 @@ use crate::batch::ArgvRef;
 use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::config::VALKEY_COMPAT_VERSION;
 use resp::Protocol;
 
 // Argument specs, as Valkey 8's command JSON gives them (COMMAND DOCS).
@@ -308,9 +307,9 @@ fn hello(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let r = &mut ctx.reply;
     r.map_len(7);
     r.bulk(b"server");
-    r.bulk(b"ringkv");
+    r.bulk(crate::compat::server_name().as_bytes());
     r.bulk(b"version");
-    r.bulk(VALKEY_COMPAT_VERSION.as_bytes());
+    r.bulk(crate::compat::version().as_bytes());
     r.bulk(b"proto");
     r.int(if ctx.session.proto == Protocol::Resp3 {
         3

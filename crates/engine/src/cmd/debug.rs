@@ -41,6 +41,10 @@ pub(super) fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             ctx.srv.active_expire_enabled = argv.get(2) != b"0";
             ctx.reply.ok();
         }
+        (b"set-disable-deny-scripts", 3) => {
+            ctx.srv.script_deny_disabled = argv.get(2) != b"0";
+            ctx.reply.ok();
+        }
         (b"object", 3 | 4) => {
             let fast = argv.len() == 4 && argv.get(3).eq_ignore_ascii_case(b"fast");
             debug_object(ctx, argv.get(2), fast)

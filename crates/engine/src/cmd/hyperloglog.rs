@@ -577,6 +577,16 @@ fn pfmerge(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 /// TODENSE leave the value dense.
 fn pfdebug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let sub = argv.get(1).to_ascii_lowercase();
+    if sub == b"simd" {
+        // Valkey 8.1's switch for its AVX2 register loops; ringkv's are
+        // scalar, as Valkey's on a build without AVX2, which says so.
+        let v = argv.get(2);
+        return if v.eq_ignore_ascii_case(b"on") || v.eq_ignore_ascii_case(b"off") {
+            ctx.reply.simple("disabled")
+        } else {
+            ctx.error("ERR Argument must be ON or OFF")
+        };
+    }
     let key = argv.get(2);
     let Ok(loaded) = load(ctx, key, false) else {
         return;

@@ -565,12 +565,6 @@ const NO_SUCH_KEY: &str = "ERR no such key";
 /// we store that type yet: an unsupported one just matches nothing.
 const TYPE_NAMES: &[&str] = &["string", "list", "set", "zset", "hash", "stream"];
 
-/// Not past its expire time (the store drops such keys only lazily).
-#[inline]
-fn live(e: &Entry, now_ms: i64) -> bool {
-    e.expire_at_ms().is_none_or(|t| t > now_ms)
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Lookup {
     /// `lookupKeyRead`: counts hits/misses, updates the access clock.
@@ -613,7 +607,7 @@ fn lookup_in<'c>(
         // `Db::get_read` stamps the access (LRU clock or LFU counter). A
         // shared borrow is returned: changes go through `Db` methods.
         d.get_read(hash, key, now).map(|e| &*e)
-    } else if d.peek(hash, key).is_some_and(|e| !live(e, now)) {
+    } else if d.peek(hash, key).is_some_and(|e| !d.shows(e, now)) {
         // `Db::get` stamps the access clock, so a NOTOUCH lookup only uses
         // it to drop an expired key.
         d.get_read(hash, key, now);
@@ -959,7 +953,7 @@ fn keys(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let db = &ctx.srv.keyspace.dbs[ctx.session.db];
     let found: Vec<&[u8]> = db
         .iter()
-        .filter(|(k, e)| (all || glob::matches(pattern, k, false)) && live(e, now))
+        .filter(|(k, e)| (all || glob::matches(pattern, k, false)) && db.shows(e, now))
         .map(|(k, _)| k)
         .collect();
     ctx.reply.array_len(found.len());
@@ -1015,25 +1009,33 @@ fn scan(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let now = ctx.now_ms;
     let db = &ctx.srv.keyspace.dbs[ctx.session.db];
     let mut found: Vec<Vec<u8>> = Vec::new();
+    // Keys past their time that the scan met: as Valkey's scan callback,
+    // each that matches is expired as a lookup would (UNLINK propagated).
+    let mut expired: Vec<Vec<u8>> = Vec::new();
     let mut sampled: i64 = 0;
     // Valkey's bound: at most 10*COUNT steps, so a sparse table cannot
     // make one call walk it all.
     let mut steps_left = count.saturating_mul(10);
     loop {
-        cursor = db.scan(cursor, now, |k, e| {
-            sampled += 1;
+        cursor = db.scan(cursor, |k, e| {
+            let shown = db.shows(e, now);
+            sampled += shown as i64;
             if want_type.is_some_and(|t| e.type_name() != t) {
                 return;
             }
             if pattern.is_some_and(|p| !glob::matches(p, k, false)) {
                 return;
             }
-            found.push(k.to_vec());
+            if shown { &mut found } else { &mut expired }.push(k.to_vec());
         });
         if cursor == 0 || steps_left == 0 || sampled >= count {
             break;
         }
         steps_left -= 1;
+    }
+    let db = ctx.db();
+    for k in &expired {
+        db.get(store::hash_key(k), k, now);
     }
     let mut buf = [0u8; resp::num::I64_MAX_LEN];
     ctx.reply.array_len(2);
@@ -1063,21 +1065,16 @@ fn next_seed(now_ms: i64) -> u64 {
 fn randomkey(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let now = ctx.now_ms;
     // Valkey's dbRandomKey keeps drawing until it finds a live key; every
-    // expired draw deletes a key, so this ends. No access-clock update.
+    // expired draw deletes a key (or, while expiry is paused, the store
+    // gives up on them), so this ends. No access-clock update.
     loop {
         let seed = next_seed(now);
         let d = ctx.db();
-        let Some(key) = d.random_key(seed, now) else {
-            if d.is_empty() {
-                return ctx.reply.null();
-            }
-            continue;
-        };
-        let hash = store::hash_key(&key);
-        if d.peek(hash, &key).is_some_and(|e| live(e, now)) {
-            return ctx.reply.bulk(&key);
+        match d.random_key(seed, now) {
+            Some(key) => return ctx.reply.bulk(&key),
+            None if d.is_empty() => return ctx.reply.null(),
+            None => {}
         }
-        d.get(hash, &key, now);
     }
 }
 

@@ -887,6 +887,9 @@ fn do_move(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> boo
     push_to(ctx, dst, to, &[&elem], false);
     ctx.reply.bulk(&elem);
     after_removal(ctx, src, notify::LIST, end_event(from, false));
+    // Both keys were touched, but Valkey counts a move as one change
+    // (INFO rdb_changes_since_last_save, save points).
+    ctx.srv.persist.dirty -= 1;
     true
 }
 

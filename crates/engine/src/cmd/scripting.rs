@@ -409,7 +409,7 @@ pub(crate) fn refused_up_front(
         return Some(crate::evict::OOM_ERR);
     }
     if crate::persist::writes_denied(srv) {
-        return Some(crate::persist::MISCONF_ERR);
+        return Some(crate::compat::MISCONF.get());
     }
     None
 }
@@ -455,6 +455,46 @@ struct ScriptHost<'a, 'b> {
 
 const UNKNOWN: &str = "ERR Unknown command called from script";
 
+/// The `noscript` commands a script may not call even after DEBUG
+/// SET-DISABLE-DENY-SCRIPTS 1: a script's commands run on its caller's
+/// session, so these would change that client's connection state (a
+/// transaction, subscriptions, a replication handshake) or enter the
+/// script engine that is running this very script.
+fn acts_on_caller_or_scripts(name: &[u8]) -> bool {
+    const NAMES: &[&str] = &[
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
+        "script",
+        "function",
+        "multi",
+        "exec",
+        "discard",
+        "watch",
+        "unwatch",
+        "subscribe",
+        "unsubscribe",
+        "psubscribe",
+        "punsubscribe",
+        "ssubscribe",
+        "sunsubscribe",
+        "monitor",
+        "sync",
+        "psync",
+        "replconf",
+        "reset",
+        "hello",
+        "auth",
+        "quit",
+    ];
+    NAMES
+        .iter()
+        .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
+}
+
 impl ScriptHost<'_, '_> {
     /// One command for `redis.call`: Valkey's `scriptCall` checks, then
     /// the command through the table's function.
@@ -472,10 +512,12 @@ impl ScriptHost<'_, '_> {
         if !t.entries[i].accepts_argc(argv.len()) {
             return Err("ERR Wrong number of args calling command from script".into());
         }
-        if spec.flags & NOSCRIPT != 0 {
+        let srv: &mut Server = self.srv;
+        if spec.flags & NOSCRIPT != 0
+            && (!srv.script_deny_disabled || acts_on_caller_or_scripts(argv[0]))
+        {
             return Err("ERR This Redis command is not allowed from script".into());
         }
-        let srv: &mut Server = self.srv;
         if let Err(d) = srv.acl.check(self.session.user, i, argv) {
             let context = crate::acl::log::Context::Lua;
             let msg = crate::acl::refuse_in(srv, self.session, d, i, argv, context, self.now_ms);
@@ -499,7 +541,7 @@ impl ScriptHost<'_, '_> {
                 return Err(crate::replication::primary::NOREPLICAS_ERR.into());
             }
             if crate::persist::writes_denied(srv) {
-                return Err(crate::persist::MISCONF_ERR.into());
+                return Err(crate::compat::MISCONF.get().into());
             }
             if let Some(msg) = crate::aof::misconf_error(srv) {
                 return Err(msg);
@@ -564,12 +606,17 @@ impl ScriptHost<'_, '_> {
                 reply: ReplyWriter::new(out, write_proto),
                 now_ms: self.now_ms,
             };
+            let touch = crate::touches_despite_no_touch(ctx.session, spec.name);
+            ctx.srv
+                .keyspace
+                .set_no_touch(ctx.session.no_touch && !touch);
             if self.repl == script::repl::NONE {
                 // Not propagated: EVAL's own call emits nothing for it.
                 f(&mut ctx, args);
             } else {
                 crate::effects::call(&mut ctx, f, args, false);
             }
+            ctx.srv.keyspace.set_no_touch(ctx.session.no_touch);
         }
         if srv.persist.dirty > dirty {
             self.wrote = true;
@@ -592,6 +639,9 @@ impl ScriptHost<'_, '_> {
             srv.stats.record_error(&text);
         }
         srv.stats.total_commands_processed += 1;
+        // Counted for the caller too (CLIENT LIST `tot-cmds`), as Valkey
+        // counts the commands of its script client for the current client.
+        session.commands_processed += 1;
         self.data = data;
         self.spans = spans;
         Ok(())

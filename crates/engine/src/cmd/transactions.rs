@@ -246,7 +246,6 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     // Nothing the transaction does can dirty its own watch.
     watch::unwatch_all(ctx.srv, ctx.session);
     ctx.session.in_exec = true;
-    ctx.srv.exec_pushes = Some(Vec::new());
     ctx.reply.array_len(m.len());
     let entries = &table().entries;
     let mut t_prev = Instant::now();
@@ -263,7 +262,12 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             continue;
         }
         if let Some(f) = entries[idx].spec.func {
+            let touch = crate::touches_despite_no_touch(ctx.session, entries[idx].spec.name);
+            ctx.srv
+                .keyspace
+                .set_no_touch(ctx.session.no_touch && !touch);
             crate::effects::call(ctx, f, argv, false);
+            ctx.srv.keyspace.set_no_touch(ctx.session.no_touch);
         }
         // Each command counts on its own, as Valkey's call() does.
         let t = Instant::now();
@@ -277,6 +281,7 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         let (srv, sess) = (&mut *ctx.srv, &*ctx.session);
         crate::observe::after_call(srv, sess, idx, argv, false, Some(us), None, ctx.now_ms);
         ctx.srv.stats.total_commands_processed += 1;
+        ctx.session.commands_processed += 1;
         let out = &ctx.reply.out[start..];
         if out.first() == Some(&b'-') {
             ctx.srv.stats.commands[idx].failed_calls += 1;
@@ -286,7 +291,4 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         }
     }
     ctx.session.in_exec = false;
-    if let Some(pushes) = ctx.srv.exec_pushes.take() {
-        ctx.reply.raw(&pushes);
-    }
 }

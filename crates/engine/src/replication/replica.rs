@@ -222,7 +222,7 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
         .insert(PRIMARY_CLIENT.0, Some(Box::new(sess)));
     // A replica leaves expiry to its primary's DELs, and hides what is
     // past its time meanwhile.
-    set_replica_expiry(srv, true, true);
+    crate::expiry_mode::apply(srv);
     log::set_role(b'S');
     log::notice(&format!("Connecting to MASTER {host}:{port}"));
     // While the local file loads, cron connects once it is in: its
@@ -241,7 +241,7 @@ pub fn unset_primary(srv: &mut Server) {
     };
     drop(p.link);
     srv.clients.map.remove(&PRIMARY_CLIENT.0);
-    set_replica_expiry(srv, false, false);
+    crate::expiry_mode::apply(srv);
     log::set_role(b'M');
     // From here on the stream is our own effects, after a SELECT.
     crate::aof::set_relaying(srv, false);
@@ -613,9 +613,9 @@ fn apply(srv: &mut Server, data: &[u8], args: &[resp::Span], argc: &[u32]) {
     let mut out = resp::ReplyBuf::default();
     let mut job = crate::Job::new(PRIMARY_CLIENT, view, &mut out);
     // The primary's commands see every key, expired or not.
-    set_replica_expiry(srv, true, false);
+    crate::expiry_mode::reveal(srv);
     crate::execute_replayed(srv, &mut job);
-    set_replica_expiry(srv, true, true);
+    crate::expiry_mode::apply(srv);
     // Our replicas get exactly these bytes (the link never splits a
     // MULTI ... EXEC across chunks, so a snapshot's instant is never
     // inside one).
@@ -624,13 +624,6 @@ fn apply(srv: &mut Server, data: &[u8], args: &[resp::Span], argc: &[u32]) {
     let offset = srv.repl.offset;
     if let Some(link) = srv.repl.primary.as_mut().and_then(|p| p.link.as_mut()) {
         link.applied(offset);
-    }
-}
-
-fn set_replica_expiry(srv: &mut Server, paused: bool, hidden: bool) {
-    for db in &mut srv.keyspace.dbs {
-        db.expiry_paused = paused;
-        db.expiry_hidden = hidden;
     }
 }
 

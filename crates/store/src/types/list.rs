@@ -129,7 +129,8 @@ const NODE_SAFETY_BYTES: usize = 8192;
 /// Listpack size limit: (bytes, entries).
 fn limits_of(l: &EncodingLimits) -> (usize, usize) {
     match l.list_max_listpack_size {
-        n if n > 0 => (usize::MAX, n as usize),
+        // 0 is taken as 1, as Valkey's quicklistNodeLimit.
+        n if n >= 0 => (usize::MAX, n.max(1) as usize),
         n => {
             let kib = match n {
                 -1 => 4,
@@ -826,21 +827,20 @@ impl List {
 
     /// Set element `i` (in range).
     pub fn set(&mut self, i: usize, v: &[u8], limits: &EncodingLimits) {
+        // As Valkey's LSET: the listpack's limits are checked as if `v`
+        // were added (so a full listpack converts even when `v` is no
+        // larger), then whether the list shrank back within half of them.
+        self.grow_check(&[v], limits);
         match &mut self.repr {
             Repr::Quick(q) => q.set(i, v, NodeLimit::of(limits)),
             Repr::Pack(p) => {
                 let s = p.iter().nth(i).expect("in range");
                 let (start, end) = (s.start, s.end);
-                let old = s.bytes.len();
                 p.splice(start, end, 1, &[v]);
-                if v.len() > old {
-                    // May have grown past the limits.
-                    let items: Vec<Vec<u8>> = self.iter().map(<[u8]>::to_vec).collect();
-                    self.replace_all(items, limits);
-                }
             }
             Repr::Empty => {}
         }
+        self.shrink_check(limits);
     }
 
     /// LINSERT: insert `v` so that it becomes element `index` (<= len),
@@ -1119,6 +1119,14 @@ mod tests {
         l.set(0, b"small", &lim);
         l.pop(End::Right, 1, &lim);
         assert_eq!(l.encoding(), "listpack");
+        // LSET of a smaller element converts back too (Valkey's LSET).
+        let mut l = List::new();
+        l.push(End::Right, &[&big, &big], &lim);
+        l.pop(End::Right, 1, &lim);
+        assert_eq!(l.encoding(), "quicklist");
+        l.set(0, b"c", &lim);
+        assert_eq!(l.encoding(), "listpack");
+        assert_eq!(items(&l), ["c"]);
     }
 
     #[test]
