@@ -229,6 +229,23 @@ e2e!(
             seen.push(c.cmd(&["EVAL", "return pairs(nil)", "0"]));
             seen.push(c.cmd(&["EVAL", "return bit.tohex(65535, -2147483648)", "0"]));
             seen.push(c.cmd(&["EVAL", "return {big_number='123\\r\\n123'}", "0"]));
+            // HELLO names the availability zone once one is set.
+            c.cmd(&["CONFIG", "SET", "availability-zone", "az1"]);
+            if let Reply::Array(kv) = c.cmd(&["HELLO", "2"]) {
+                seen.extend(kv.into_iter().skip(8));
+            }
+            c.cmd(&["CONFIG", "SET", "availability-zone", ""]);
+            // EXEC of a queue that writes is refused as a write would be.
+            let mut other = srv.raw();
+            c.cmd(&["MULTI"]);
+            c.cmd(&["INCR", "xx"]);
+            other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "2"]);
+            seen.push(c.cmd(&["EXEC"]));
+            seen.push(c.cmd(&["GET", "xx"]));
+            seen.push(c.cmd(&["PING"]));
+            other.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+            // Valkey also answers Argument must be ON or OFF with a second
+            // reply: this is the connection's last command.
             seen.push(c.cmd(&["PFDEBUG", "SIMD", "nope"]));
             seen
         });
@@ -285,6 +302,22 @@ e2e!(
             seen.push(t.cmd(&["DBSIZE"]));
             let info = t.cmd(&["INFO", "stats"]).text();
             seen.push(Reply::Status(info_field(&info, "expired_keys")));
+            // A key evicted before a command: its invalidation comes first.
+            let mut v = srv.raw();
+            v.cmd(&["HELLO", "3"]);
+            v.cmd(&["CLIENT", "TRACKING", "ON"]);
+            let info = v.cmd(&["INFO", "memory"]).text();
+            let used = |f: &str| info_field(&info, f).parse::<u64>().unwrap();
+            let limit = used("used_memory") - used("mem_not_counted_for_evict") + 100 * 1024;
+            v.cmd(&["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+            v.cmd(&["CONFIG", "SET", "maxmemory-policy", "volatile-random"]);
+            v.cmd(&["SETEX", "volatile-key", "10000", "x"]);
+            v.cmd(&["GET", "volatile-key"]);
+            v.cmd(&["SETBIT", "big-key", "1600000", "0"]);
+            v.send(&encode_str(&["GETBIT", "big-key", "0"]));
+            seen.push(v.read_reply());
+            seen.push(v.read_reply());
+            v.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
             seen
         });
     }

@@ -258,7 +258,7 @@ static DEFS: &[Def] = &[
     s("cluster-announce-human-nodename", "", 0),
     s("cluster-announce-client-ipv4", "", 0),
     s("cluster-announce-client-ipv6", "", 0),
-    s("availability-zone", "", 0),
+    s("availability-zone", "", SUP),
     s("syslog-ident", "ringkv", IMM),
     s("dbfilename", "dump.rdb", PROT | SUP),
     s("appendfilename", "appendonly.aof", IMM | SUP),

@@ -1091,6 +1091,20 @@ fn execute_one(
                 }
                 None => rejected.msg,
             };
+            // A refused EXEC ends the transaction (Valkey's rejectCommand
+            // then execCommandAbort, whose text keeps an error's own code
+            // but not a plain ERR).
+            let exec = rejected
+                .cmd
+                .is_some_and(|i| table.entries[i].fullname == "exec");
+            let msg = if exec && sess.multi.is_some() {
+                sess.multi = None;
+                watch::unwatch_all(srv, sess);
+                let why = msg.strip_prefix("ERR ").unwrap_or(&msg);
+                format!("EXECABORT Transaction discarded because of: {why}")
+            } else {
+                msg
+            };
             let mut w = ReplyWriter::for_buf(out, proto);
             w.error(&msg);
             if let Some(i) = rejected.cmd {
@@ -1161,12 +1175,7 @@ fn execute_one(
         timer.split(srv);
     }
     if srv.tracking.clients > 0 {
-        srv.tracking.running = Some(tracking::Running {
-            id: sess.id,
-            proto: sess.proto,
-            subscribed: sess.subs.is_some(),
-            tracking: sess.tracking.as_deref().map(|t| (t.bcast, t.noloop)),
-        });
+        srv.tracking.running = Some(tracking::Running::of(sess));
     }
     if let Some(f) = spec.func {
         let mut ctx = command::Ctx {
@@ -1357,6 +1366,11 @@ fn check_oom(
     out: &mut ReplyBuf,
     now_ms: i64,
 ) -> Option<&'static str> {
+    // The client's own invalidations of the keys evicted now come before
+    // its command's reply, as Valkey's (eviction runs before the command).
+    if srv.tracking.clients > 0 {
+        srv.tracking.running = Some(tracking::Running::of(sess));
+    }
     let oom = {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
         let me = pubsub::Me {
@@ -1365,6 +1379,10 @@ fn check_oom(
         };
         evict::perform_evictions(srv, now_ms, Some(me)) == evict::Outcome::Fail
     };
+    if srv.tracking.running.take().is_some() && tracking::running_has_output(srv) {
+        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
+        tracking::flush_running(srv, sess, &mut w);
+    }
     srv.pre_command_oom = oom;
     if !oom {
         return None;
@@ -1515,9 +1533,20 @@ fn resolve(
             acl: None,
         });
     }
+    // EXEC is a write when its queue holds one (Valkey's is_write_command):
+    // a read-only replica, a failing disk and too few replicas refuse it.
+    let mut flags = e.spec.flags;
+    if e.fullname == "exec"
+        && sess
+            .multi
+            .as_deref()
+            .is_some_and(|m| m.any_flag(command::flags::WRITE))
+    {
+        flags |= command::flags::WRITE;
+    }
     if srv.repl.is_replica()
         && sess.id != replication::PRIMARY_CLIENT
-        && let Some(msg) = replica_refusal(srv, e.spec.flags)
+        && let Some(msg) = replica_refusal(srv, flags)
     {
         return Err(Rejected {
             msg: msg.into(),
@@ -1525,7 +1554,7 @@ fn resolve(
             acl: None,
         });
     }
-    let write = e.spec.flags & command::flags::WRITE != 0;
+    let write = flags & command::flags::WRITE != 0;
     // Valkey refuses PING too while the disk fails (writeCommandsDeniedByDiskError).
     if (write || e.spec.name == "ping")
         && let Some(msg) = disk_refusal(srv)

@@ -81,6 +81,18 @@ pub struct Running {
     pub tracking: Option<(bool, bool)>,
 }
 
+impl Running {
+    /// The state of `sess` as its command begins.
+    pub fn of(sess: &Session) -> Running {
+        Running {
+            id: sess.id,
+            proto: sess.proto,
+            subscribed: sess.subs.is_some(),
+            tracking: sess.tracking.as_deref().map(|t| (t.bcast, t.noloop)),
+        }
+    }
+}
+
 /// The server's tracking table.
 #[derive(Default)]
 pub struct Tracking {

@@ -121,12 +121,13 @@ fn queue_time_errors_abort_exec() {
     cmd(&mut e, a, &["MULTI"]);
     assert!(cmd(&mut e, a, &["CONFIG", "NOPE"]).starts_with("-ERR unknown subcommand"));
     assert_eq!(cmd(&mut e, a, &["EXEC"]), EXECABORT);
+    // A refused EXEC ends the transaction, as Valkey's.
     cmd(&mut e, a, &["MULTI"]);
     assert_eq!(
         cmd(&mut e, a, &["EXEC", "x"]),
-        "-ERR wrong number of arguments for 'exec' command\r\n"
+        "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command\r\n"
     );
-    assert_eq!(cmd(&mut e, a, &["EXEC"]), EXECABORT);
+    assert_eq!(cmd(&mut e, a, &["EXEC"]), "-ERR EXEC without MULTI\r\n");
     let info = cmd(&mut e, a, &["INFO", "errorstats"]);
     assert!(info.contains("errorstat_EXECABORT:count=3"), "{info}");
 }

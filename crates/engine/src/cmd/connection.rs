@@ -304,8 +304,15 @@ fn hello(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         ctx.session.proto = v;
         ctx.reply.proto = v;
     }
+    // Valkey 8.1's `availability-zone`, when set.
+    let zone = ctx
+        .srv
+        .config
+        .get("availability-zone")
+        .filter(|z| !z.is_empty());
+    let replica = ctx.srv.repl.is_replica();
     let r = &mut ctx.reply;
-    r.map_len(7);
+    r.map_len(7 + usize::from(zone.is_some()));
     r.bulk(b"server");
     r.bulk(crate::compat::server_name().as_bytes());
     r.bulk(b"version");
@@ -321,9 +328,13 @@ fn hello(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     r.bulk(b"mode");
     r.bulk(b"standalone");
     r.bulk(b"role");
-    r.bulk(b"master");
+    r.bulk(if replica { b"replica" } else { b"master" });
     r.bulk(b"modules");
     r.array_len(0);
+    if let Some(z) = zone {
+        r.bulk(b"availability_zone");
+        r.bulk(z.as_bytes());
+    }
 }
 
 fn select(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
