@@ -44,12 +44,7 @@ e2e!(
             c.cmd(&["SLOWLOG", "RESET"]);
             c.cmd(&["ACL", "SETUSER", "u", "on", ">secret"]);
             c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
-            if let Reply::Array(entries) = c.cmd(&["SLOWLOG", "GET"]) {
-                seen.extend(entries.into_iter().map(|e| match e {
-                    Reply::Array(fields) => fields[3].clone(),
-                    other => other,
-                }));
-            }
+            seen.extend(slow_log_commands(&mut c));
             seen
         });
     }
@@ -94,6 +89,21 @@ e2e!(
         });
     }
 );
+
+/// The arguments of every SLOWLOG entry, newest first (what redaction
+/// shows).
+fn slow_log_commands(c: &mut Raw) -> Vec<Reply> {
+    match c.cmd(&["SLOWLOG", "GET"]) {
+        Reply::Array(entries) => entries
+            .into_iter()
+            .map(|e| match e {
+                Reply::Array(fields) => fields[3].clone(),
+                other => other,
+            })
+            .collect(),
+        other => vec![other],
+    }
+}
 
 /// The fields of a CLIENT INFO line named in `names`, as one status.
 fn client_fields(line: &str, names: &[&str]) -> Reply {
@@ -175,12 +185,7 @@ e2e!(
             c.cmd(&["ACL", "DELUSER", "someone", "other"]);
             c.cmd(&["CONFIG", "SET", "primaryuser", "u"]);
             c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
-            if let Reply::Array(entries) = c.cmd(&["SLOWLOG", "GET"]) {
-                seen.extend(entries.into_iter().map(|e| match e {
-                    Reply::Array(fields) => fields[3].clone(),
-                    other => other,
-                }));
-            }
+            seen.extend(slow_log_commands(&mut c));
             // Writing back what CONFIG GET * said works.
             if let Reply::Array(kv) = c.cmd(&["CONFIG", "GET", "port"]) {
                 seen.push(c.cmd(&["CONFIG", "SET", "port", &kv[1].text()]));
@@ -318,6 +323,57 @@ e2e!(
             seen.push(v.read_reply());
             seen.push(v.read_reply());
             v.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+            seen
+        });
+    }
+);
+
+e2e!(
+    ringkv_only fn no_touch_paused_randomkey_and_roles_as_valkeys(b) {
+        same_as_valkeys(b, |srv| {
+            let mut c = srv.raw();
+            let mut seen = Vec::new();
+            // CLIENT NO-TOUCH: a GET leaves the idle time; TOUCH, also from
+            // a script, resets it.
+            c.cmd(&["SET", "k", "v"]);
+            c.cmd(&["SET", "s", "v"]);
+            std::thread::sleep(std::time::Duration::from_millis(2100));
+            c.cmd(&["CLIENT", "NO-TOUCH", "ON"]);
+            c.cmd(&["GET", "k"]);
+            seen.push(Reply::Int((c.cmd(&["OBJECT", "IDLETIME", "k"]) != Reply::Int(0)) as i64));
+            c.cmd(&["TOUCH", "k"]);
+            c.cmd(&["EVAL", "return redis.call('TOUCH', KEYS[1])", "1", "s"]);
+            seen.push(c.cmd(&["OBJECT", "IDLETIME", "k"]));
+            seen.push(c.cmd(&["OBJECT", "IDLETIME", "s"]));
+            c.cmd(&["CLIENT", "NO-TOUCH", "OFF"]);
+            // Every key past its time while a pause stops expiry: RANDOMKEY
+            // still answers, and deletes nothing.
+            c.cmd(&["FLUSHALL"]);
+            c.cmd(&["SET", "e1", "v", "PX", "1"]);
+            c.cmd(&["SET", "e2", "v", "PX", "1"]);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            c.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]);
+            seen.push(Reply::Int(c.cmd(&["RANDOMKEY"]).text().starts_with('e') as i64));
+            seen.push(c.cmd(&["DBSIZE"]));
+            c.cmd(&["CLIENT", "UNPAUSE"]);
+            // XREADGROUP's key counts as one that also wakes on deletion.
+            c.cmd(&["XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"]);
+            let mut w = srv.raw();
+            w.send(&encode_str(&["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "x", ">"]));
+            ringkv_e2e::within(10, "the XREADGROUP to block", || {
+                let info = c.cmd(&["INFO", "clients"]).text();
+                info_field(&info, "blocked_clients") == "1"
+            });
+            let info = c.cmd(&["INFO", "clients"]).text();
+            for f in ["total_blocking_keys", "total_blocking_keys_on_nokey"] {
+                seen.push(Reply::Status(format!("{f}:{}", info_field(&info, f))));
+            }
+            // HELLO's role on a replica (of a port nobody listens on).
+            c.cmd(&["REPLICAOF", "127.0.0.1", "1"]);
+            if let Reply::Array(kv) = c.cmd(&["HELLO", "2"]) {
+                seen.extend(kv.into_iter().skip(10).take(2));
+            }
+            c.cmd(&["REPLICAOF", "NO", "ONE"]);
             seen
         });
     }

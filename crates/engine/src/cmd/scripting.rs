@@ -606,17 +606,20 @@ impl ScriptHost<'_, '_> {
                 reply: ReplyWriter::new(out, write_proto),
                 now_ms: self.now_ms,
             };
+            // EVAL set the keyspace's no-touch state; only a TOUCH lifts it.
             let touch = crate::touches_despite_no_touch(ctx.session, spec.name);
-            ctx.srv
-                .keyspace
-                .set_no_touch(ctx.session.no_touch && !touch);
+            if touch {
+                ctx.srv.keyspace.set_no_touch(false);
+            }
             if self.repl == script::repl::NONE {
                 // Not propagated: EVAL's own call emits nothing for it.
                 f(&mut ctx, args);
             } else {
                 crate::effects::call(&mut ctx, f, args, false);
             }
-            ctx.srv.keyspace.set_no_touch(ctx.session.no_touch);
+            if touch {
+                ctx.srv.keyspace.set_no_touch(true);
+            }
         }
         if srv.persist.dirty > dirty {
             self.wrote = true;

@@ -262,12 +262,15 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             continue;
         }
         if let Some(f) = entries[idx].spec.func {
+            // EXEC set the keyspace's no-touch state; only a TOUCH lifts it.
             let touch = crate::touches_despite_no_touch(ctx.session, entries[idx].spec.name);
-            ctx.srv
-                .keyspace
-                .set_no_touch(ctx.session.no_touch && !touch);
+            if touch {
+                ctx.srv.keyspace.set_no_touch(false);
+            }
             crate::effects::call(ctx, f, argv, false);
-            ctx.srv.keyspace.set_no_touch(ctx.session.no_touch);
+            if touch {
+                ctx.srv.keyspace.set_no_touch(true);
+            }
         }
         // Each command counts on its own, as Valkey's call() does.
         let t = Instant::now();
