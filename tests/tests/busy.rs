@@ -288,6 +288,7 @@ fn conversation(srv: &Server) -> Vec<Reply> {
     let (mut a, mut other) = (ready(srv), ready(srv));
     let (mut resp3, mut tx) = (ready(srv), ready(srv));
     let (mut sub2, mut sub3) = (ready(srv), ready(srv));
+    let (mut opened, mut discarded) = (ready(srv), ready(srv));
     // (The HELLO reply names the server: not compared.)
     resp3.cmd(&["HELLO", "3"]);
     sub3.cmd(&["HELLO", "3"]);
@@ -306,6 +307,14 @@ fn conversation(srv: &Server) -> Vec<Reply> {
     // Inside MULTI: a refused command dooms it, a refused EXEC ends it.
     seen.push(tx.cmd(&["SET", "k", "v"]));
     seen.push(tx.cmd(&["EXEC"]));
+    // MULTI and DISCARD are served; a transaction opened now is doomed by
+    // a refused command like any other.
+    for cmd in [&["DISCARD"][..], &["MULTI"], &["MULTI"], &["INCR", "n2"]] {
+        seen.push(opened.cmd(cmd));
+    }
+    for cmd in [&["MULTI"][..], &["DISCARD"], &["PING"]] {
+        seen.push(discarded.cmd(cmd));
+    }
     // QUIT is served: +OK, then the connection closes (what follows it in
     // the pipeline never runs).
     let mut q = srv.raw();
@@ -333,6 +342,9 @@ fn conversation(srv: &Server) -> Vec<Reply> {
     }
     seen.push(a.read_reply());
     seen.push(tx.cmd(&["EXEC"]));
+    seen.push(opened.cmd(&["INCR", "n2"]));
+    seen.push(opened.cmd(&["EXEC"]));
+    seen.push(discarded.cmd(&["EXEC"]));
     seen.push(a.cmd(&["EXISTS", "after-quit"]));
     let lib = "#!lua name=difflib\nredis.register_function('spin', function(keys, args)\n  while true do end\nend)";
     seen.push(a.cmd(&["FUNCTION", "LOAD", lib]));
@@ -451,6 +463,30 @@ e2e!(
                 list.lines().count() == 17
             });
         }
+    }
+);
+
+e2e!(
+    ringkv_only fn a_command_read_with_the_script_is_refused_not_kept_waiting(b) {
+        let srv = b.start(
+            Opts::new()
+                .arg("io-threads", "1")
+                .arg("busy-reply-threshold", THRESHOLD)
+                .arg("enable-debug-command", "yes"),
+        );
+        let (mut sleeper, mut a, mut other) = (ready(&srv), ready(&srv), ready(&srv));
+        // While the server sleeps, the script and then another client's
+        // PING arrive: both are read in one round, as one batch.
+        sleeper.send(&encode_str(&["DEBUG", "SLEEP", "0.5"]));
+        std::thread::sleep(Duration::from_millis(100));
+        a.send(&encode_str(&["EVAL", "while true do end", "0"]));
+        std::thread::sleep(Duration::from_millis(50));
+        other.send(&encode_str(&["PING"]));
+        assert_eq!(sleeper.read_reply(), Reply::status("OK"));
+        assert_eq!(other.read_reply(), Reply::err(BUSY_EVAL));
+        assert_eq!(other.cmd(&["SCRIPT", "KILL"]), Reply::status("OK"));
+        assert!(a.read_reply().text().starts_with("ERR Script killed"));
+        assert_eq!(other.cmd(&["PING"]), Reply::status("PONG"));
     }
 );
 

@@ -378,3 +378,62 @@ e2e!(
         });
     }
 );
+
+e2e!(
+    ringkv_only fn scripts_time_sort_and_stale_transactions_as_valkeys(b) {
+        same_as_valkeys(b, |srv| {
+            let mut c = srv.raw();
+            let mut seen = Vec::new();
+            // TIME inside a script answers the script's start, as does TIME
+            // inside a transaction (DEBUG SLEEP from a script as the Tcl
+            // suite allows it).
+            c.cmd(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]);
+            let both = c.cmd(&[
+                "EVAL",
+                "local a = redis.call('TIME') redis.call('DEBUG', 'SLEEP', 0.01) local b = redis.call('TIME') return {a[1] == b[1] and a[2] == b[2]}",
+                "0",
+            ]);
+            seen.push(both);
+            c.cmd(&["MULTI"]);
+            c.cmd(&["TIME"]);
+            c.cmd(&["DEBUG", "SLEEP", "0.01"]);
+            c.cmd(&["TIME"]);
+            if let Reply::Array(r) = c.cmd(&["EXEC"]) {
+                seen.push(Reply::Int((r[0] == r[2]) as i64));
+            }
+            // SORT BY a constant hands a script a set in order.
+            c.cmd(&["SADD", "myset", "b", "aa", "c", "a", "azz", "aaa"]);
+            seen.push(c.cmd(&["EVAL", "return redis.call('SORT', KEYS[1], 'BY', '_')", "1", "myset"]));
+            // A script that may write is refused up front for want of good
+            // replicas; one that declares no writes, or no shebang, runs.
+            c.cmd(&["SET", "x", "some value"]);
+            c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+            for body in [
+                "#!lua flags=no-writes\nreturn redis.call('get','x')",
+                "return redis.call('get','x')",
+                "#!lua\nreturn redis.call('get','x')",
+                "return redis.call('set','x', 1)",
+            ] {
+                seen.push(c.cmd(&["EVAL", body, "1", "x"]));
+            }
+            c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
+            // A stale replica refuses an EXEC whose queue holds a command
+            // not allowed on stale data, even one queued before it was stale.
+            c.cmd(&["CONFIG", "SET", "replica-serve-stale-data", "no"]);
+            let mut other = srv.raw();
+            for cmds in [&["GET", "x"][..], &["PING"], &["INFO", "server"]] {
+                c.cmd(&["MULTI"]);
+                c.cmd(cmds);
+                other.cmd(&["REPLICAOF", "127.0.0.1", "1"]);
+                let r = c.cmd(&["EXEC"]);
+                // INFO's text differs: whether EXEC ran is compared.
+                seen.push(match r {
+                    Reply::Array(_) => Reply::status("ran"),
+                    other => other,
+                });
+                other.cmd(&["REPLICAOF", "NO", "ONE"]);
+            }
+            seen
+        });
+    }
+);

@@ -48,6 +48,8 @@ pub struct CommandHint {
     pub(crate) idx: u32,
     /// Hash of its first key ([`store::hash_key`]); 0 if it has none.
     pub(crate) key_hash: u64,
+    /// The entry's `may_run_script`, read here while the entry is at hand.
+    script: bool,
 }
 
 impl CommandHint {
@@ -78,7 +80,9 @@ impl CommandHint {
     fn with_entry(argv: ArgvRef<'_>, idx: Option<usize>) -> CommandHint {
         let table = table();
         let mut key_hash = 0;
+        let mut script = false;
         if let Some(i) = idx {
+            script = table.entries[i].may_run_script;
             let fk = table.entries[i].spec.first_key;
             if fk > 0 && (fk as usize) < argv.len() {
                 key_hash = store::hash_key(argv.get(fk as usize));
@@ -87,6 +91,7 @@ impl CommandHint {
         CommandHint {
             idx: idx.map_or(Self::UNKNOWN, |i| i as u32),
             key_hash,
+            script,
         }
     }
 
@@ -99,13 +104,7 @@ impl CommandHint {
     /// variants, and EXEC, whose transaction may hold them): threaded mode
     /// runs these on the execution thread only (see `crate::busy`).
     pub fn may_run_script(&self) -> bool {
-        if self.idx == Self::UNKNOWN {
-            return false;
-        }
-        table()
-            .entries
-            .get(self.idx as usize)
-            .is_some_and(|e| e.may_run_script)
+        self.script
     }
 }
 

@@ -68,6 +68,9 @@ pub enum BusyAnswer {
     Authenticated,
     /// QUIT (reply appended): close once it is sent; nothing after it runs.
     Close,
+    /// MULTI (`true`) or DISCARD (`false`) ran (reply appended): the
+    /// client is inside a transaction from here on, or no longer.
+    Multi(bool),
     /// It runs after the script (it and everything after it from the same
     /// client: replies stay in order).
     Deferred,
@@ -103,6 +106,37 @@ struct Refused {
     error: Option<String>,
     /// An AUTH that succeeded: the session is this user's.
     authenticated: Option<crate::acl::UserId>,
+    /// A MULTI (`Some(true)`) or DISCARD (`Some(false)`) that ran here:
+    /// the session enters or leaves its transaction.
+    multi: Option<bool>,
+}
+
+impl Refused {
+    /// A command refused before it ran (-BUSY, arity, NOAUTH...).
+    fn rejected(client: ClientId, cmd: Option<u32>, error: String) -> Self {
+        Refused {
+            client,
+            cmd,
+            exec: false,
+            rejected: true,
+            error: Some(error),
+            authenticated: None,
+            multi: None,
+        }
+    }
+
+    /// A command that ran while busy, with its error if any.
+    fn ran(client: ClientId, cmd: u32, error: Option<&str>) -> Self {
+        Refused {
+            client,
+            cmd: Some(cmd),
+            exec: false,
+            rejected: false,
+            error: error.map(str::to_string),
+            authenticated: None,
+            multi: None,
+        }
+    }
 }
 
 /// Who sent a command answered while busy, as the IO layer knows the
@@ -338,14 +372,7 @@ impl BusyState {
             Err(r) => {
                 // Refused before the BUSY check, as in Valkey.
                 error(out, &r.msg);
-                self.note(Refused {
-                    client: who.id,
-                    cmd: r.cmd.map(|c| c as u32),
-                    exec: false,
-                    rejected: true,
-                    error: Some(r.msg),
-                    authenticated: None,
-                });
+                self.note(Refused::rejected(who.id, r.cmd.map(|c| c as u32), r.msg));
                 return BusyAnswer::Replied;
             }
         };
@@ -354,14 +381,7 @@ impl BusyState {
             // Valkey checks AUTH before BUSY: a stranger cannot kill.
             let msg = "NOAUTH Authentication required.".to_string();
             error(out, &msg);
-            self.note(Refused {
-                client: who.id,
-                cmd: Some(i as u32),
-                exec: false,
-                rejected: true,
-                error: Some(msg),
-                authenticated: None,
-            });
+            self.note(Refused::rejected(who.id, Some(i as u32), msg));
             return BusyAnswer::Replied;
         }
         if who.subscribed
@@ -374,14 +394,14 @@ impl BusyState {
                 t.entries[i].fullname
             );
             error(out, &msg);
-            self.note(Refused {
-                client: who.id,
-                cmd: Some(i as u32),
-                exec: false,
-                rejected: true,
-                error: Some(msg),
-                authenticated: None,
-            });
+            self.note(Refused::rejected(who.id, Some(i as u32), msg));
+            return BusyAnswer::Replied;
+        }
+        if who.in_multi && spec.flags & crate::command::flags::NO_MULTI != 0 {
+            // Before BUSY too; it dooms the transaction as there.
+            let msg = "ERR Command not allowed inside a transaction".to_string();
+            error(out, &msg);
+            self.note(Refused::rejected(who.id, Some(i as u32), msg));
             return BusyAnswer::Replied;
         }
         let ran = |out: &mut ReplyBuf, r: Result<(), &'static str>| {
@@ -389,26 +409,45 @@ impl BusyState {
                 Ok(()) => out.extend_from_slice(b"+OK\r\n"),
                 Err(e) => error(out, e),
             }
-            self.note(Refused {
-                client: who.id,
-                cmd: Some(i as u32),
-                exec: false,
-                rejected: false,
-                error: r.err().map(str::to_string),
-                authenticated: None,
-            });
+            self.note(Refused::ran(who.id, i as u32, r.err()));
         };
         if spec.flags & ALLOW_BUSY == 0 {
-            self.refuse(who, i, spec.name == "exec", out);
-            return BusyAnswer::Replied;
+            let exec = spec.name == "exec";
+            self.refuse(who, i, exec, out);
+            // A refused EXEC ends the transaction (EXECABORT).
+            return if exec && who.in_multi {
+                BusyAnswer::Multi(false)
+            } else {
+                BusyAnswer::Replied
+            };
         }
         let parent = t.entries[i].parent.map(|p| t.entries[p].spec.name);
         match (parent, spec.name) {
-            (None, "auth") => return self.auth(who, i, argv, out),
             (None, "quit") => {
                 ran(out, Ok(()));
                 return BusyAnswer::Close;
             }
+            (None, "discard") if who.in_multi => {
+                out.extend_from_slice(b"+OK\r\n");
+                self.note(Refused {
+                    multi: Some(false),
+                    ..Refused::ran(who.id, i as u32, None)
+                });
+                return BusyAnswer::Multi(false);
+            }
+            // Queued in Valkey (only EXEC, DISCARD, MULTI, WATCH, QUIT and
+            // RESET run inside MULTI): queued here once the script ends.
+            _ if who.in_multi => return BusyAnswer::Deferred,
+            (None, "multi") => {
+                out.extend_from_slice(b"+OK\r\n");
+                self.note(Refused {
+                    multi: Some(true),
+                    ..Refused::ran(who.id, i as u32, None)
+                });
+                return BusyAnswer::Multi(true);
+            }
+            (None, "discard") => ran(out, Err("ERR DISCARD without MULTI")),
+            (None, "auth") => return self.auth(who, i, argv, out),
             (Some("script"), "kill") => ran(out, self.kill(true)),
             (Some("function"), "kill") => ran(out, self.kill(false)),
             (Some("function"), "stats") if self.eval.load(Relaxed) => {
@@ -425,14 +464,7 @@ impl BusyState {
                 };
                 let elapsed = now_ns().saturating_sub(self.started_ns.load(Relaxed));
                 function_stats(out, who.resp3, &r, elapsed / 1_000_000);
-                self.note(Refused {
-                    client: who.id,
-                    cmd: Some(i as u32),
-                    exec: false,
-                    rejected: false,
-                    error: None,
-                    authenticated: None,
-                });
+                self.note(Refused::ran(who.id, i as u32, None));
             }
             (None, "shutdown") => {
                 let nosave = (1..argv.len()).any(|a| argv.get(a).eq_ignore_ascii_case(b"nosave"));
@@ -459,12 +491,8 @@ impl BusyState {
         };
         error(out, &text);
         self.note(Refused {
-            client: who.id,
-            cmd: Some(cmd as u32),
             exec,
-            rejected: true,
-            error: Some(text),
-            authenticated: None,
+            ..Refused::rejected(who.id, Some(cmd as u32), text)
         });
     }
 
@@ -503,12 +531,8 @@ impl BusyState {
             Err(e) => error(out, e),
         }
         self.note(Refused {
-            client: who.id,
-            cmd: Some(cmd as u32),
-            exec: false,
-            rejected: false,
-            error: result.err().map(str::to_string),
             authenticated: user,
+            ..Refused::ran(who.id, cmd as u32, result.err())
         });
         if result.is_ok() {
             BusyAnswer::Authenticated
@@ -568,18 +592,31 @@ impl BusyState {
                     None => lock(&self.authed_early).push((r.client, user)),
                 }
             }
-            if !r.rejected {
+            if !r.rejected && r.multi.is_none() {
                 continue;
             }
             // Taken out of its slot for the moment, as a running job's is.
             let Some(mut sess) = srv.clients.map.get_mut(&r.client.0).and_then(Option::take) else {
                 continue;
             };
-            if r.exec && sess.multi.is_some() {
-                sess.multi = None;
-                crate::watch::unwatch_all(srv, &mut sess);
-            } else if let Some(m) = sess.multi.as_deref_mut() {
-                m.dirty = true;
+            match r.multi {
+                Some(true) => {
+                    sess.multi = Some(Box::default());
+                    sess.multi_state = true;
+                }
+                Some(false) => {
+                    sess.multi = None;
+                    crate::watch::unwatch_all(srv, &mut sess);
+                }
+                None if r.exec && sess.multi.is_some() => {
+                    sess.multi = None;
+                    crate::watch::unwatch_all(srv, &mut sess);
+                }
+                None => {
+                    if let Some(m) = sess.multi.as_deref_mut() {
+                        m.dirty = true;
+                    }
+                }
             }
             if let Some(slot) = srv.clients.map.get_mut(&r.client.0) {
                 *slot = Some(sess);

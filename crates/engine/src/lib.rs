@@ -1534,15 +1534,18 @@ fn resolve(
         });
     }
     // EXEC is a write when its queue holds one (Valkey's is_write_command):
-    // a read-only replica, a failing disk and too few replicas refuse it.
+    // a read-only replica, a failing disk and too few replicas refuse it;
+    // a stale replica refuses it when one queued command is not `stale`.
     let mut flags = e.spec.flags;
     if e.fullname == "exec"
-        && sess
-            .multi
-            .as_deref()
-            .is_some_and(|m| m.any_flag(command::flags::WRITE))
+        && let Some(m) = sess.multi.as_deref()
     {
-        flags |= command::flags::WRITE;
+        if m.any_flag(command::flags::WRITE) {
+            flags |= command::flags::WRITE;
+        }
+        if !m.all_flag(command::flags::STALE) {
+            flags &= !command::flags::STALE;
+        }
     }
     if srv.repl.is_replica()
         && sess.id != replication::PRIMARY_CLIENT

@@ -283,6 +283,12 @@ pub struct Server {
     pub start_ms: i64,
     /// Tests pin the clock here (ms since the epoch).
     pub clock_override: Option<i64>,
+    /// Inside a script or a transaction: when it started (µs), what TIME
+    /// answers there (Valkey caches the time once per outermost call).
+    pub time_frozen_us: Option<i64>,
+    /// A script or function is running (its commands are a script's:
+    /// SORT orders a set it would leave in hash order, as Valkey's).
+    pub in_script: bool,
     pub memory_probe: Option<MemoryProbe>,
     pub used_memory_probe: Option<UsedMemoryProbe>,
     pub used_memory_model: Option<UsedMemoryModel>,
@@ -387,6 +393,8 @@ impl Server {
             started: Instant::now(),
             start_ms,
             clock_override: None,
+            time_frozen_us: None,
+            in_script: false,
             memory_probe: None,
             used_memory_probe: None,
             used_memory_model: None,
@@ -558,6 +566,20 @@ impl Server {
     /// Unix time in ms (the pinned time in tests).
     pub fn now_ms(&self) -> i64 {
         self.clock_override.unwrap_or_else(wall_ms)
+    }
+
+    /// Freeze TIME's answer at now for a script or transaction unless an
+    /// outer one froze it; the earlier state, for [`Server::thaw_time`].
+    pub fn freeze_time(&mut self) -> Option<i64> {
+        let before = self.time_frozen_us;
+        if before.is_none() {
+            self.time_frozen_us = Some(self.now_us());
+        }
+        before
+    }
+
+    pub fn thaw_time(&mut self, before: Option<i64>) {
+        self.time_frozen_us = before;
     }
 
     /// Unix time in µs (MONITOR's timestamps).

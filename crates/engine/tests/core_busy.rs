@@ -29,15 +29,24 @@ struct Other {
     pumps: usize,
     /// As the IO layer would know it from the client's last request.
     in_multi: bool,
+    /// A third client, outside any transaction: a step that starts with
+    /// `BY_KILLER` is its command.
+    killer: ClientId,
 }
+
+const BY_KILLER: &str = "@killer";
 
 impl BusyPump for Other {
     fn pump(&mut self) {
         self.pumps += 1;
         assert!(self.pumps < 100_000, "the script was never stopped");
-        let Some(words) = self.steps.pop_front() else {
+        let Some(mut words) = self.steps.pop_front() else {
             return;
         };
+        let by_killer = words.first() == Some(&BY_KILLER);
+        if by_killer {
+            words.remove(0);
+        }
         let data = encode(&[&words]);
         let mut spans: Vec<Span> = Vec::new();
         let Ok(Parsed::Command { .. }) = resp::parse_command(&data, &Limits::default(), &mut spans)
@@ -50,17 +59,20 @@ impl BusyPump for Other {
             spans: &spans,
         };
         let who = BusyClient {
-            id: self.client,
+            id: if by_killer { self.killer } else { self.client },
             resp3: false,
-            in_multi: self.in_multi,
+            in_multi: self.in_multi && !by_killer,
             subscribed: false,
             authenticated: true,
         };
         let r = match self.busy.answer(who, argv, &mut out) {
-            BusyAnswer::Replied | BusyAnswer::Authenticated | BusyAnswer::Close => {
+            BusyAnswer::Deferred => "deferred".to_string(),
+            answer => {
+                if let BusyAnswer::Multi(entered) = answer {
+                    self.in_multi = entered;
+                }
                 String::from_utf8_lossy(&out.to_vec()).into_owned()
             }
-            BusyAnswer::Deferred => "deferred".to_string(),
         };
         self.replies.push(r);
     }
@@ -95,6 +107,7 @@ fn setup(threshold: &str) -> (Engine, ClientId, Other) {
     let mut e = engine();
     let c = connect(&mut e);
     let o = connect(&mut e);
+    let killer = connect(&mut e);
     assert_eq!(
         cmd(&mut e, c, &["CONFIG", "SET", "lua-time-limit", threshold]),
         "+OK\r\n"
@@ -106,6 +119,7 @@ fn setup(threshold: &str) -> (Engine, ClientId, Other) {
         replies: Vec::new(),
         pumps: 0,
         in_multi: false,
+        killer,
     };
     (e, c, other)
 }
@@ -247,9 +261,16 @@ fn a_command_refused_inside_multi_dooms_the_transaction() {
     let (mut e, c, mut other) = setup("0");
     let o = other.client;
     assert_eq!(cmd(&mut e, o, &["MULTI"]), "+OK\r\n");
-    other.steps = VecDeque::from(vec![vec!["SET", "k", "v"], vec!["SCRIPT", "KILL"]]);
+    other.in_multi = true;
+    other.steps = VecDeque::from(vec![
+        vec!["SET", "k", "v"],
+        // Queued in Valkey, not run: it waits for the script here.
+        vec!["SCRIPT", "KILL"],
+        vec![BY_KILLER, "SCRIPT", "KILL"],
+    ]);
     run_pumped(&mut e, c, &["EVAL", "while true do end", "0"], &mut other);
-    assert_eq!(other.replies, [BUSY_EVAL, "+OK\r\n"]);
+    assert_eq!(other.replies, [BUSY_EVAL, "deferred", "+OK\r\n"]);
+    assert_eq!(cmd(&mut e, o, &["SCRIPT", "KILL"]), "+QUEUED\r\n");
     assert_eq!(
         cmd(&mut e, o, &["EXEC"]),
         "-EXECABORT Transaction discarded because of previous errors.\r\n"
@@ -258,7 +279,6 @@ fn a_command_refused_inside_multi_dooms_the_transaction() {
     // transaction is over.
     assert_eq!(cmd(&mut e, o, &["MULTI"]), "+OK\r\n");
     assert_eq!(cmd(&mut e, o, &["SET", "k", "v"]), "+QUEUED\r\n");
-    other.in_multi = true;
     other.replies.clear();
     other.steps = VecDeque::from(vec![vec!["EXEC"], vec!["SCRIPT", "KILL"]]);
     run_pumped(&mut e, c, &["EVAL", "while true do end", "0"], &mut other);
@@ -269,8 +289,55 @@ fn a_command_refused_inside_multi_dooms_the_transaction() {
             "+OK\r\n"
         ]
     );
+    assert!(!other.in_multi);
     assert_eq!(cmd(&mut e, o, &["EXEC"]), "-ERR EXEC without MULTI\r\n");
     assert_eq!(cmd(&mut e, o, &["GET", "k"]), "$-1\r\n");
+}
+
+#[test]
+fn multi_and_discard_while_busy_open_and_close_the_transaction() {
+    let (mut e, c, mut other) = setup("0");
+    let o = other.client;
+    assert_eq!(cmd(&mut e, c, &["SET", "xx", "1"]), "+OK\r\n");
+    other.steps = VecDeque::from(vec![
+        vec!["DISCARD"],
+        vec!["MULTI"],
+        vec!["MULTI"],
+        vec!["INCR", "xx"],
+        // Inside MULTI: queued once the script ends.
+        vec!["SCRIPT", "KILL"],
+        vec![BY_KILLER, "SCRIPT", "KILL"],
+    ]);
+    run_pumped(&mut e, c, &["EVAL", "while true do end", "0"], &mut other);
+    assert_eq!(
+        other.replies,
+        [
+            "-ERR DISCARD without MULTI\r\n",
+            "+OK\r\n",
+            "-ERR Command not allowed inside a transaction\r\n",
+            BUSY_EVAL,
+            "deferred",
+            "+OK\r\n"
+        ]
+    );
+    assert!(other.in_multi);
+    // The transaction opened while busy is the session's, doomed by the
+    // refused INCR.
+    assert_eq!(cmd(&mut e, o, &["INCR", "xx"]), "+QUEUED\r\n");
+    assert_eq!(
+        cmd(&mut e, o, &["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    assert_eq!(cmd(&mut e, o, &["GET", "xx"]), "$1\r\n1\r\n");
+    // DISCARD while busy ends one.
+    assert_eq!(cmd(&mut e, o, &["MULTI"]), "+OK\r\n");
+    other.in_multi = true;
+    other.steps = VecDeque::from(vec![vec!["DISCARD"], vec!["SCRIPT", "KILL"]]);
+    other.replies.clear();
+    run_pumped(&mut e, c, &["EVAL", "while true do end", "0"], &mut other);
+    assert_eq!(other.replies, ["+OK\r\n", "+OK\r\n"]);
+    assert!(!other.in_multi);
+    assert_eq!(cmd(&mut e, o, &["EXEC"]), "-ERR EXEC without MULTI\r\n");
 }
 
 #[test]

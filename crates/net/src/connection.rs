@@ -358,6 +358,12 @@ impl Connection {
         !self.argc.is_empty()
     }
 
+    /// One of the parsed commands may run a Lua script (which may turn
+    /// busy).
+    pub(crate) fn may_run_script(&self) -> bool {
+        self.hints.iter().any(CommandHint::may_run_script)
+    }
+
     /// A protocol error is waiting to be answered.
     pub(crate) fn has_error(&self) -> bool {
         self.error.is_some()
@@ -440,6 +446,7 @@ impl Connection {
                         l.unauthenticated = false;
                     }
                 }
+                engine::busy::BusyAnswer::Multi(entered) => self.in_multi = entered,
                 engine::busy::BusyAnswer::Close => {
                     quit = true;
                     break;

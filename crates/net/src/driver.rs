@@ -875,6 +875,7 @@ impl Driver {
     }
 
     fn run_batch(&mut self, io: &mut dyn BusyIo) {
+        self.hold_back_after_script();
         // The engine and the batch are lent out, so that a script that
         // turns busy can have this loop serve other clients meanwhile
         // (`InlinePump`), through the driver without them.
@@ -931,6 +932,24 @@ impl Driver {
         }
         self.batch = batch_vec;
         self.flags = flags_vec;
+    }
+
+    /// The connections after the first one that may run a script wait
+    /// for the next batch, parsed: should the script turn busy, they are
+    /// answered from its busy state meanwhile (-BUSY, as Valkey answers a
+    /// command that arrives during a script), not after it.
+    fn hold_back_after_script(&mut self) {
+        let Some(first) = self.batch.iter().position(|(_, c, _)| c.may_run_script()) else {
+            return;
+        };
+        if first + 1 == self.batch.len() {
+            return;
+        }
+        let held: Vec<_> = self.batch.drain(first + 1..).collect();
+        for (slot, c, _) in held {
+            self.conns[slot as usize] = Some(c);
+            self.mark_dirty(slot);
+        }
     }
 
     /// The engine is back from a batch: what the loop kept for it while

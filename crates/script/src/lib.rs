@@ -1084,6 +1084,12 @@ fn build(shared: Arc<Shared>) -> mlua::Result<Scripts> {
         Ok(t)
     })?;
 
+    // Valkey's EVAL globals name its error handler (older scripts pass it
+    // to xpcall); here functions see them too, one state serving both.
+    for name in ["__server__err__handler", "__redis__err__handler"] {
+        g.raw_set(name, handler.clone())?;
+    }
+
     let scripts = Scripts {
         lua,
         shared,

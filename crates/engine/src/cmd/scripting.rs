@@ -357,6 +357,8 @@ pub(crate) fn run_script(
     let caller_db = ctx.session.db;
     let caller_proto = ctx.session.proto;
     let caller_in_exec = ctx.session.in_exec;
+    let time_before = ctx.srv.freeze_time();
+    ctx.srv.in_script = true;
     let Ctx {
         srv,
         session,
@@ -380,6 +382,8 @@ pub(crate) fn run_script(
         // The server stops next: none of the script's writes go out.
         ctx.srv.effects.discard_unit();
     }
+    ctx.srv.thaw_time(time_before);
+    ctx.srv.in_script = false;
     ctx.srv.busy.end();
     if ctx.srv.busy.has_refused() {
         let busy = ctx.srv.busy.clone();
@@ -395,8 +399,8 @@ pub(crate) fn run_script(
 
 /// A script with a shebang, or a function, declares whether it may write:
 /// one that may is refused before it runs when memory is over the limit
-/// (unless it allows OOM) or writes are refused (Valkey's
-/// `scriptPrepareForRun`).
+/// (unless it allows OOM) or writes are refused (a failing disk, too
+/// few good replicas: Valkey's `scriptPrepareForRun`).
 pub(crate) fn refused_up_front(
     srv: &Server,
     no_writes: bool,
@@ -405,11 +409,14 @@ pub(crate) fn refused_up_front(
     if no_writes {
         return None;
     }
-    if !allow_oom && srv.config.maxmemory > 0 && !srv.aof.replaying && srv.pre_command_oom {
-        return Some(crate::evict::OOM_ERR);
-    }
     if crate::persist::writes_denied(srv) {
         return Some(crate::compat::MISCONF.get());
+    }
+    if crate::replication::primary::too_few_replicas(srv) {
+        return Some(crate::replication::primary::NOREPLICAS_ERR);
+    }
+    if !allow_oom && srv.config.maxmemory > 0 && !srv.aof.replaying && srv.pre_command_oom {
+        return Some(crate::evict::OOM_ERR);
     }
     None
 }
@@ -728,9 +735,16 @@ impl script::Host for ScriptHost<'_, '_> {
     fn call(&mut self, argv: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), String> {
         let r = self.run_command(argv, resp3, out);
         // A refusal is counted in INFO errorstats here, once (the
-        // script's error reply that may repeat it is not).
+        // script's error reply that may repeat it is not), and as the
+        // command's rejected call (Valkey's scriptCall).
         if let Err(msg) = &r {
             self.srv.stats.record_error(msg);
+            if let Some(st) = table()
+                .lookup_command(argv)
+                .and_then(|i| self.srv.stats.commands.get_mut(i))
+            {
+                st.rejected_calls += 1;
+            }
         }
         r
     }

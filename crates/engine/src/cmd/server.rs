@@ -492,10 +492,7 @@ fn flushall(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn time(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    let us = match ctx.srv.clock_override {
-        Some(ms) => ms * 1000,
-        None => crate::server::wall_us(),
-    };
+    let us = ctx.srv.time_frozen_us.unwrap_or_else(|| ctx.srv.now_us());
     ctx.reply.array_len(2);
     ctx.reply.bulk_from_int(us / 1_000_000);
     ctx.reply.bulk_from_int(us % 1_000_000);

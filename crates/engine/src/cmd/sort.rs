@@ -373,8 +373,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
         Ok(s) => s,
         Err(()) => return ctx.error(WRONGTYPE),
     };
-    // A set in its hash order is not a stable result to store: sort it.
-    if o.dontsort && matches!(src, Source::Set(_)) && o.store.is_some() {
+    // A set in its hash order is not a stable result to store or to hand
+    // a script: sort it.
+    if o.dontsort && matches!(src, Source::Set(_)) && (o.store.is_some() || ctx.srv.in_script) {
         o.dontsort = false;
         o.alpha = true;
         o.by = None;

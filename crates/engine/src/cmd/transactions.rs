@@ -47,6 +47,14 @@ impl Multi {
             .iter()
             .any(|&(idx, _)| entries[idx as usize].spec.flags & flags != 0)
     }
+    /// Does every queued command carry all of `flags` (EXEC on a stale
+    /// replica)?
+    pub fn all_flag(&self, flags: u32) -> bool {
+        let entries = &table().entries;
+        self.cmds
+            .iter()
+            .all(|&(idx, _)| entries[idx as usize].spec.flags & flags == flags)
+    }
     /// Queued commands (CLIENT LIST `multi=`).
     pub fn len(&self) -> usize {
         self.cmds.len()
@@ -246,6 +254,7 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     // Nothing the transaction does can dirty its own watch.
     watch::unwatch_all(ctx.srv, ctx.session);
     ctx.session.in_exec = true;
+    let time_before = ctx.srv.freeze_time();
     ctx.reply.array_len(m.len());
     let entries = &table().entries;
     let mut t_prev = Instant::now();
@@ -293,5 +302,6 @@ fn exec(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             ctx.srv.stats.record_error(&text);
         }
     }
+    ctx.srv.thaw_time(time_before);
     ctx.session.in_exec = false;
 }
