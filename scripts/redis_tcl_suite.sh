@@ -56,8 +56,10 @@ run() {
     local bin=$1 out=$2
     mkdir -p "$out"
     for u in "${units[@]}"; do
+        local name
+        name=$(echo "$u" | tr / _)
         rm -rf "$work/data" && mkdir -p "$work/data"
-        "$bin" --port 17600 --enable-debug-command yes --dir "$work/data" --save "" >"$work/server.log" 2>&1 &
+        "$bin" --port 17600 --enable-debug-command yes --dir "$work/data" --save "" >"$out/$name.server" 2>&1 &
         local pid=$!
         # Until it listens (a killed predecessor may hold the port a moment).
         for _ in $(seq 100); do
@@ -65,7 +67,7 @@ run() {
             sleep 0.1
         done
         (cd "$src" && timeout 300 ./runtest --host 127.0.0.1 --port 17600 --single "$u" \
-            --clients 1 --timeout 60 >"$out/$(echo "$u" | tr / _).log" 2>&1) || true
+            --clients 1 --timeout 60 >"$out/$name.log" 2>&1) || true
         kill -9 "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
@@ -86,7 +88,7 @@ def outcomes(path):
     res.update({m.group(1): 'timeout' for m in re.finditer(r'\(IN PROGRESS\) (.*)$', text, re.M)})
     return res
 total = 0
-for f in sorted(os.listdir(f'{work}/ringkv')):
+for f in sorted(f for f in os.listdir(f'{work}/ringkv') if f.endswith('.log')):
     ours, theirs = outcomes(f'{work}/ringkv/{f}'), outcomes(f'{work}/valkey/{f}')
     bad = [(t, s) for t, s in ours.items() if s != 'ok' and theirs.get(t) == 'ok']
     missing = [t for t, s in theirs.items() if s == 'ok' and t not in ours]

@@ -437,3 +437,54 @@ e2e!(
         });
     }
 );
+
+e2e!(
+    ringkv_only fn tracking_of_served_waiters_and_table_limit_and_slow_saves_as_valkeys(b) {
+        same_as_valkeys(b, |srv| {
+            let mut c = srv.raw();
+            let mut rd = srv.raw();
+            let mut seen = Vec::new();
+            // A served BLMOVE's own invalidation of its destination follows
+            // its reply.
+            c.cmd(&["RPUSH", "list2{t}", "a"]);
+            rd.cmd(&["HELLO", "3"]);
+            seen.push(rd.cmd(&["CLIENT", "TRACKING", "on"]));
+            seen.push(rd.cmd(&["LRANGE", "list2{t}", "0", "-1"]));
+            rd.send(&encode_str(&["BLMOVE", "list1{t}", "list2{t}", "left", "left", "0"]));
+            ringkv_e2e::within(10, "the BLMOVE to block", || {
+                let info = c.cmd(&["INFO", "clients"]).text();
+                info_field(&info, "blocked_clients") == "1"
+            });
+            seen.push(c.cmd(&["RPUSH", "list1{t}", "foo"]));
+            seen.push(rd.read_reply());
+            seen.push(rd.read_reply());
+            // A lowered tracking-table-max-keys drops keys (telling their
+            // readers) without waiting for another read.
+            rd.cmd(&["MSET", "key1", "1", "key2", "2"]);
+            seen.push(rd.cmd(&["MGET", "key1", "key2"]));
+            seen.push(c.cmd(&["CONFIG", "SET", "tracking-table-max-keys", "1"]));
+            let dropped = match rd.read_reply() {
+                Reply::Push(m) if m.len() == 2 => {
+                    m[1] == Reply::Array(vec![Reply::bulk("key1")])
+                        || m[1] == Reply::Array(vec![Reply::bulk("key2")])
+                }
+                _ => false,
+            };
+            seen.push(Reply::Bool(dropped));
+            // rdb-key-save-delay is slept after each key: a save of one key
+            // lasts one delay.
+            c.cmd(&["FLUSHALL"]);
+            c.cmd(&["SET", "k", "v"]);
+            c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+            seen.push(c.cmd(&["BGSAVE"]));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let info = c.cmd(&["INFO", "persistence"]).text();
+            seen.push(Reply::status(&info_field(&info, "rdb_bgsave_in_progress")));
+            ringkv_e2e::within(10, "the save to end", || {
+                let info = c.cmd(&["INFO", "persistence"]).text();
+                info_field(&info, "rdb_bgsave_in_progress") == "0"
+            });
+            seen
+        });
+    }
+);

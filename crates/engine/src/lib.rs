@@ -641,6 +641,9 @@ impl Engine {
     /// [`Engine::cron`]'s work, timed by it.
     fn cron_steps(&mut self) {
         let srv = &mut self.srv;
+        if srv.cron_paused {
+            return;
+        }
         let now = srv.now_ms();
         blocking::expire_timeouts(srv, now);
         pause::check_deadline(srv, now);
@@ -690,6 +693,9 @@ impl Engine {
             }
         }
         client_evict::evict_clients(srv);
+        if srv.tracking.clients > 0 {
+            tracking::limit_table(srv);
+        }
         if let Some(m) = srv.migrator.as_mut() {
             m.close_idle(migrate::CACHE_TTL);
         }
@@ -1129,6 +1135,9 @@ fn execute_one(
         finish_reply(srv, sess, out, reply_start);
         return;
     }
+    if srv.tracking.clients > 0 && tracking::over_limit(srv) {
+        tracking_limit_before(srv, sess, out);
+    }
     if srv.pause.is_some() && pause::holds(srv, sess, i, argv) {
         // Not run now: it runs again, from the start, once the pause ends.
         // CLIENT LIST shows the held command, as Valkey's.
@@ -1357,6 +1366,20 @@ fn log_command(
 /// every command; if memory is still over the limit with nothing left to
 /// evict, refuse a denyoom command, an EXEC whose queue holds one (the
 /// transaction is discarded), and, inside MULTI, anything to be queued.
+/// The tracking table is over `tracking-table-max-keys` (lowered since
+/// the last read): keys are dropped before the command, as Valkey's
+/// processCommand does, and the client's own invalidations come before
+/// its reply.
+#[cold]
+fn tracking_limit_before(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf) {
+    srv.tracking.running = Some(tracking::Running::of(sess));
+    tracking::limit_table(srv);
+    if srv.tracking.running.take().is_some() && tracking::running_has_output(srv) {
+        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
+        tracking::flush_running(srv, sess, &mut w);
+    }
+}
+
 /// Returns the error to reply.
 #[cold]
 fn check_oom(

@@ -307,6 +307,9 @@ pub struct Server {
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged
     /// `noscript` (test suites use it to call DEBUG and CLIENT from Lua).
     pub script_deny_disabled: bool,
+    /// DEBUG PAUSE-CRON: cron does nothing (test suites use it to keep
+    /// background work from doing what a command should).
+    pub cron_paused: bool,
     /// SHUTDOWN was accepted: no more commands run.
     pub shutting_down: bool,
     /// 40 hex chars, fixed per process (INFO run_id).
@@ -404,6 +407,7 @@ impl Server {
             file_limit: None,
             active_expire_enabled: true,
             script_deny_disabled: false,
+            cron_paused: false,
             shutting_down: false,
             run_id: make_run_id(start_ms),
             executable: exe,

@@ -262,7 +262,9 @@ impl Snapshot {
     /// `rdb-key-save-delay`: true once the save may take the next key
     /// (SAVE sleeps until then; BGSAVE comes back later).
     fn throttle(&self, wait: bool) -> bool {
-        let due = Duration::from_micros(self.key_delay_us.saturating_mul(self.keys_done));
+        // Valkey sleeps after each key it writes: the n-th key is due
+        // after n delays, and a save of one key lasts one delay.
+        let due = Duration::from_micros(self.key_delay_us.saturating_mul(self.keys_done + 1));
         let elapsed = self.started.elapsed();
         if elapsed >= due {
             return true;

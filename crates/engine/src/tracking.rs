@@ -213,8 +213,21 @@ pub fn remember(srv: &mut Server, sess: &Session, i: usize, argv: ArgvRef<'_>) {
             }
         }
     }
+    limit_table(srv);
+}
+
+/// The table holds more keys than `tracking-table-max-keys` allows.
+#[inline]
+pub fn over_limit(srv: &Server) -> bool {
     let max = srv.config.tracking_table_max_keys;
-    while max > 0 && srv.tracking.keys.len() > max {
+    max > 0 && srv.tracking.keys.len() > max
+}
+
+/// Keep the table within `tracking-table-max-keys` (after a read, and
+/// from cron: the limit may have been lowered), telling the readers of
+/// each key dropped.
+pub fn limit_table(srv: &mut Server) {
+    while over_limit(srv) {
         // Valkey evicts random keys from a full table, telling their
         // readers; any key will do.
         let Some(key) = srv.tracking.keys.keys().next().cloned() else {
@@ -400,7 +413,13 @@ fn deliver(
     let target = ClientId(t.redirect);
     let state = match srv.tracking.running {
         Some(r) if r.id == target => Some((r.proto, r.subscribed)),
-        _ => srv.clients.get(target).map(|s| (s.proto, s.subs.is_some())),
+        // One that is closing (QUIT, killed) is as good as gone: Valkey
+        // has freed it before another client's command runs.
+        _ => srv
+            .clients
+            .get(target)
+            .filter(|s| !s.close_after_reply && !s.close_asap)
+            .map(|s| (s.proto, s.subs.is_some())),
     };
     let Some((proto, subscribed)) = state else {
         // Gone: said once, to a RESP3 client (`tracking-redir-broken`).

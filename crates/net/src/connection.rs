@@ -537,6 +537,17 @@ impl Connection {
         self.settle(close_after_reply)
     }
 
+    /// A detached request came back unrun: its commands are input again,
+    /// in front of whatever arrived meanwhile, parsed afresh.
+    pub(crate) fn unrun(&mut self, req: &Request, bytes_in: u64) {
+        self.in_flight = false;
+        self.rbuf.splice(0..0, req.data.iter().copied());
+        self.parsed = 0;
+        self.need = 0;
+        self.resume.reset();
+        self.unreported_in += bytes_in;
+    }
+
     /// Settle into a new slot of another IO thread's loop: the socket's
     /// operations and queue marks belonged to the loop it left.
     pub(crate) fn arrive(&mut self, generation: u32) {

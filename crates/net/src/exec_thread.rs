@@ -71,6 +71,29 @@ impl Peer {
     }
 }
 
+/// What the execution thread does from inside a script that has turned
+/// busy: the requests IO threads shipped before they saw it busy go back
+/// to them unrun, to be answered from the busy state (-BUSY) rather than
+/// wait for the script; every other message waits for its end.
+struct BusyPump<'a> {
+    peers: &'a mut [Peer],
+    held: &'a mut Vec<(usize, ToExec)>,
+}
+
+impl engine::busy::BusyPump for BusyPump<'_> {
+    fn pump(&mut self) {
+        for (t, p) in self.peers.iter_mut().enumerate() {
+            while let Some(msg) = p.rx.pop() {
+                match msg {
+                    ToExec::Commands(ex) => p.send(ToIo::Unrun(ex)),
+                    other => self.held.push((t, other)),
+                }
+            }
+            p.flush();
+        }
+    }
+}
+
 /// A request taken off a ring, waiting for the batch to run.
 struct Pending {
     thread: usize,
@@ -376,11 +399,15 @@ pub(crate) struct ExecLoop {
     deferred: Vec<ToExec>,
     /// The step is running on an IO thread (`io-threads-idle-exec`).
     on_io: bool,
-    /// Requests that may run a script, taken in by a step on an IO thread:
-    /// they wait for the execution thread, so that a script that turns
-    /// busy never holds up an IO thread, which answers its clients -BUSY
-    /// meanwhile (see `engine::busy`).
+    /// Requests that may run a script: they run after the rest of their
+    /// batch (whose replies leave first), and only on the execution thread,
+    /// so that a script that turns busy never holds up an IO thread, which
+    /// answers its clients -BUSY meanwhile (see `engine::busy`).
     script_wait: Vec<Pending>,
+    /// Messages taken off the rings while a script was busy, other than
+    /// requests (those go back to their IO thread unrun): taken in, in
+    /// order, once it has ended.
+    held: Vec<(usize, ToExec)>,
     events: Vec<Event>,
     shutting_down: bool,
     busy_since_report: Duration,
@@ -433,6 +460,7 @@ impl ExecLoop {
             deferred: Vec::new(),
             on_io: false,
             script_wait: Vec::new(),
+            held: Vec::new(),
             events: Vec::new(),
             shutting_down: false,
             busy_since_report: Duration::ZERO,
@@ -468,10 +496,6 @@ impl ExecLoop {
     /// Returns whether anything came in, and whether cron ran.
     fn step(&mut self) -> (bool, bool) {
         let mut worked = false;
-        if !self.on_io && !self.script_wait.is_empty() {
-            worked = true;
-            self.batch.append(&mut self.script_wait);
-        }
         for t in 0..self.peers.len() {
             while let Some(msg) = self.peers[t].rx.pop() {
                 worked = true;
@@ -481,6 +505,19 @@ impl ExecLoop {
         if !self.batch.is_empty() {
             self.batches += 1;
             self.execute();
+        }
+        if !self.on_io && !self.script_wait.is_empty() {
+            worked = true;
+            // The others' replies leave before a script can turn busy.
+            for p in &mut self.peers {
+                p.flush();
+            }
+            std::mem::swap(&mut self.batch, &mut self.script_wait);
+            self.batches += 1;
+            self.execute();
+        }
+        for (t, msg) in std::mem::take(&mut self.held) {
+            self.take(t, msg);
         }
         for msg in std::mem::take(&mut self.deferred) {
             self.after_batch(msg);
@@ -535,7 +572,7 @@ impl ExecLoop {
                 }
             }
             ToExec::Commands(ex) => {
-                if self.on_io && ex.req.hints.iter().any(|h| h.may_run_script()) {
+                if ex.req.hints.iter().any(|h| h.may_run_script()) {
                     self.script_wait.push(Pending { thread, ex });
                 } else {
                     self.batch.push(Pending { thread, ex });
@@ -610,7 +647,11 @@ impl ExecLoop {
                 job
             })
             .collect();
-        self.engine.execute_batch(&mut jobs);
+        let mut pump = BusyPump {
+            peers: &mut self.peers,
+            held: &mut self.held,
+        };
+        self.engine.execute_batch_pumped(&mut jobs, &mut pump);
         // Before any reply leaves: with appendfsync always, the batch's
         // writes are on disk when this returns.
         self.engine.commit_effects();

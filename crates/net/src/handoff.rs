@@ -273,6 +273,9 @@ pub(crate) enum ToIo {
     },
     /// The [`Exchange`] of a `Commands`, answered.
     Replies(Box<Exchange>),
+    /// The [`Exchange`] of a `Commands`, not run: it arrived while a
+    /// script was busy (answer it from the busy state, or ship it again).
+    Unrun(Box<Exchange>),
     /// A connection accepted while a script was busy is registered.
     Registered(Box<Registration>),
     /// Output produced outside the client's own request.

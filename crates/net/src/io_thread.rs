@@ -389,6 +389,16 @@ impl Driver {
                     // Parse what arrived meanwhile (or settle an EOF).
                     self.settle(slot, c, true, err);
                 }
+                ToIo::Unrun(mut ex) => {
+                    let slot = ex.slot;
+                    if let Some(mut c) = self.take_conn(slot, ex.generation) {
+                        c.unrun(&ex.req, ex.bytes_in);
+                        self.put_back(slot, c);
+                        self.mark_dirty(slot);
+                    }
+                    ex.out.take_refs(&mut self.spent);
+                    self.link().recycle(ex);
+                }
                 ToIo::Adopt(adoption) => {
                     let Adoption {
                         client,

@@ -88,7 +88,7 @@ pub(crate) fn bind_all(cfg: &Config) -> io::Result<Vec<Listener>> {
                 return Err(failed(e));
             }
         };
-        match listen_on(addr, cfg.tcp_backlog) {
+        match listen_waiting_for_port(addr, cfg.tcp_backlog) {
             Ok(l) => out.push(l),
             Err(e) if spec.optional && skippable(&e.1) => {
                 log::verbose(&format!("Skipping optional bind address {entry}: {e}"));
@@ -153,6 +153,31 @@ fn os_text(e: &io::Error) -> String {
 
 fn step<T>(what: &'static str, r: io::Result<T>) -> Result<T, StepError> {
     r.map_err(|e| StepError(what, e))
+}
+
+/// How long a start-up waits for a port still held by a server that has
+/// just exited.
+const PORT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// [`listen_on`], retried while the port is in use for up to
+/// [`PORT_WAIT`]: a process that uses io_uring (ringkv itself) and was
+/// killed frees the sockets its rings hold only when the kernel's
+/// deferred ring teardown runs, a moment after the process is gone, so a
+/// restart right after a `kill -9` would otherwise find its own port
+/// taken. A port another server really holds still fails, 2 s later.
+fn listen_waiting_for_port(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
+    let started = std::time::Instant::now();
+    loop {
+        match listen_on(addr, backlog) {
+            Err(e)
+                if e.1.raw_os_error() == Some(libc::EADDRINUSE)
+                    && started.elapsed() < PORT_WAIT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
 }
 
 fn listen_on(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {

@@ -41,6 +41,11 @@ pub(super) fn debug(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             ctx.srv.active_expire_enabled = argv.get(2) != b"0";
             ctx.reply.ok();
         }
+        (b"pause-cron", 3) => {
+            // Valkey reads it with atoi: anything but a number is 0.
+            ctx.srv.cron_paused = crate::num::parse_i64(argv.get(2)).is_some_and(|n| n != 0);
+            ctx.reply.ok();
+        }
         (b"set-disable-deny-scripts", 3) => {
             ctx.srv.script_deny_disabled = argv.get(2) != b"0";
             ctx.reply.ok();

@@ -162,6 +162,7 @@ fn apply(c: &mut Connection, msg: ToIo) {
         ToIo::Adopt { .. }
         | ToIo::Refuse { .. }
         | ToIo::Replies { .. }
+        | ToIo::Unrun { .. }
         | ToIo::Release { .. }
         | ToIo::Retire
         | ToIo::Shutdown => {}
