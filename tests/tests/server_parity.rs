@@ -64,10 +64,7 @@ e2e!(
             admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]);
             let mut w = srv.raw();
             w.send(&encode_str(&["SET", "k", "v"]));
-            ringkv_e2e::within(10, "the SET to be held", || {
-                let info = admin.cmd(&["INFO", "clients"]).text();
-                info_field(&info, "blocked_clients") == "1"
-            });
+            wait_blocked(&mut admin, "the SET to be held");
             let list = admin.cmd(&["CLIENT", "LIST"]).text();
             seen.push(Reply::Int(
                 list.lines().filter(|l| l.contains("flags=b ") && l.contains("cmd=set ")).count() as i64,
@@ -79,10 +76,7 @@ e2e!(
             admin.cmd(&["XGROUP", "CREATE", "x", "g", "$"]);
             let mut r = srv.raw();
             r.send(&encode_str(&["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "x", ">"]));
-            ringkv_e2e::within(10, "XREADGROUP to block", || {
-                let info = admin.cmd(&["INFO", "clients"]).text();
-                info_field(&info, "blocked_clients") == "1"
-            });
+            wait_blocked(&mut admin, "XREADGROUP to block");
             seen.push(admin.cmd(&["FLUSHALL"]));
             seen.push(r.read_reply());
             seen
@@ -92,6 +86,14 @@ e2e!(
 
 /// The arguments of every SLOWLOG entry, newest first (what redaction
 /// shows).
+/// Wait until one client is blocked (`what` names it for the timeout).
+fn wait_blocked(c: &mut Raw, what: &str) {
+    ringkv_e2e::within(10, what, || {
+        let info = c.cmd(&["INFO", "clients"]).text();
+        info_field(&info, "blocked_clients") == "1"
+    });
+}
+
 fn slow_log_commands(c: &mut Raw) -> Vec<Reply> {
     match c.cmd(&["SLOWLOG", "GET"]) {
         Reply::Array(entries) => entries
@@ -289,10 +291,7 @@ e2e!(
             // and it waits on. SCAN expires what it meets.
             let mut w = srv.raw();
             w.send(&encode_str(&["BLPOP", "l", "0"]));
-            ringkv_e2e::within(10, "the BLPOP to block", || {
-                let info = t.cmd(&["INFO", "clients"]).text();
-                info_field(&info, "blocked_clients") == "1"
-            });
+            wait_blocked(&mut t, "the BLPOP to block");
             t.cmd(&["MULTI"]);
             t.cmd(&["RPUSH", "l", "a"]);
             t.cmd(&["PEXPIRE", "l", "20"]);
@@ -347,8 +346,10 @@ e2e!(
             seen.push(c.cmd(&["OBJECT", "IDLETIME", "s"]));
             c.cmd(&["CLIENT", "NO-TOUCH", "OFF"]);
             // Every key past its time while a pause stops expiry: RANDOMKEY
-            // still answers, and deletes nothing.
+            // still answers, and deletes nothing. (Active expiry is off
+            // until the pause: it could take them first on a busy machine.)
             c.cmd(&["FLUSHALL"]);
+            c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
             c.cmd(&["SET", "e1", "v", "PX", "1"]);
             c.cmd(&["SET", "e2", "v", "PX", "1"]);
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -356,14 +357,12 @@ e2e!(
             seen.push(Reply::Int(c.cmd(&["RANDOMKEY"]).text().starts_with('e') as i64));
             seen.push(c.cmd(&["DBSIZE"]));
             c.cmd(&["CLIENT", "UNPAUSE"]);
+            c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
             // XREADGROUP's key counts as one that also wakes on deletion.
             c.cmd(&["XGROUP", "CREATE", "x", "g", "$", "MKSTREAM"]);
             let mut w = srv.raw();
             w.send(&encode_str(&["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "x", ">"]));
-            ringkv_e2e::within(10, "the XREADGROUP to block", || {
-                let info = c.cmd(&["INFO", "clients"]).text();
-                info_field(&info, "blocked_clients") == "1"
-            });
+            wait_blocked(&mut c, "the XREADGROUP to block");
             let info = c.cmd(&["INFO", "clients"]).text();
             for f in ["total_blocking_keys", "total_blocking_keys_on_nokey"] {
                 seen.push(Reply::Status(format!("{f}:{}", info_field(&info, f))));
@@ -416,6 +415,12 @@ e2e!(
             ] {
                 seen.push(c.cmd(&["EVAL", body, "1", "x"]));
             }
+            // The SET the script called was refused: a rejected call.
+            let stats = c.cmd(&["INFO", "commandstats"]).text();
+            let set = stats.lines().find(|l| l.starts_with("cmdstat_set:")).unwrap_or("");
+            seen.push(Reply::Status(
+                set.split(',').find(|f| f.starts_with("rejected_calls=")).unwrap_or("").to_string(),
+            ));
             c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"]);
             // A stale replica refuses an EXEC whose queue holds a command
             // not allowed on stale data, even one queued before it was stale.
@@ -451,10 +456,7 @@ e2e!(
             seen.push(rd.cmd(&["CLIENT", "TRACKING", "on"]));
             seen.push(rd.cmd(&["LRANGE", "list2{t}", "0", "-1"]));
             rd.send(&encode_str(&["BLMOVE", "list1{t}", "list2{t}", "left", "left", "0"]));
-            ringkv_e2e::within(10, "the BLMOVE to block", || {
-                let info = c.cmd(&["INFO", "clients"]).text();
-                info_field(&info, "blocked_clients") == "1"
-            });
+            wait_blocked(&mut c, "the BLMOVE to block");
             seen.push(c.cmd(&["RPUSH", "list1{t}", "foo"]));
             seen.push(rd.read_reply());
             seen.push(rd.read_reply());
@@ -471,6 +473,31 @@ e2e!(
                 _ => false,
             };
             seen.push(Reply::Bool(dropped));
+            // With cron paused, the next command (any client's) drops them,
+            // its own invalidation before its reply.
+            c.cmd(&["CONFIG", "SET", "tracking-table-max-keys", "0"]);
+            rd.cmd(&["MGET", "key1", "key2"]);
+            seen.push(c.cmd(&["DEBUG", "PAUSE-CRON", "1"]));
+            c.cmd(&["CONFIG", "SET", "tracking-table-max-keys", "1"]);
+            rd.send(&encode_str(&["PING"]));
+            seen.push(Reply::Bool(matches!(rd.read_reply(), Reply::Push(m) if m.len() == 2)));
+            seen.push(rd.read_reply());
+            seen.push(c.cmd(&["DEBUG", "PAUSE-CRON", "0"]));
+            c.cmd(&["CONFIG", "SET", "tracking-table-max-keys", "0"]);
+            // A REDIRECT target that has QUIT is gone for the next write.
+            let mut target = srv.raw();
+            let target_id = target.cmd(&["CLIENT", "ID"]);
+            let mut redirected = srv.raw();
+            redirected.cmd(&["HELLO", "3"]);
+            let id = target_id.text();
+            redirected.cmd(&["CLIENT", "TRACKING", "on", "REDIRECT", &id]);
+            redirected.cmd(&["GET", "key9"]);
+            seen.push(target.cmd(&["QUIT"]));
+            c.cmd(&["SET", "key9", "v"]);
+            seen.push(Reply::Bool(
+                redirected.read_reply()
+                    == Reply::Push(vec![Reply::bulk("tracking-redir-broken"), target_id]),
+            ));
             // rdb-key-save-delay is slept after each key: a save of one key
             // lasts one delay.
             c.cmd(&["FLUSHALL"]);

@@ -355,9 +355,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
             );
             let started = std::time::Instant::now();
             // Its own invalidations (BLMOVE's destination) follow its reply.
-            if srv.tracking.clients > 0 {
-                srv.tracking.running = Some(crate::tracking::Running::of(&sess));
-            }
+            crate::tracking::begin_own(srv, &sess);
             if let Some(f) = table.entries[st.cmd].spec.func {
                 let proto = sess.proto;
                 let mut ctx = Ctx {
@@ -387,11 +385,7 @@ pub(crate) fn serve_ready(srv: &mut Server, now_ms: i64) {
                 srv.keymisses.rewind(lookups.2);
                 srv.tracking.running = None;
             } else {
-                if srv.tracking.running.take().is_some() && crate::tracking::running_has_output(srv)
-                {
-                    let mut w = ReplyWriter::new(&mut out, sess.proto);
-                    crate::tracking::flush_running(srv, &mut sess, &mut w);
-                }
+                crate::tracking::end_own(srv, &mut sess, |p| ReplyWriter::new(&mut out, p));
                 unregister(&mut srv.blocking, id, &st);
                 count_error_reply(srv, st.cmd, &out[before..]);
                 count_call(srv, &mut sess, st.cmd);

@@ -427,25 +427,11 @@ impl BusyState {
                 ran(out, Ok(()));
                 return BusyAnswer::Close;
             }
-            (None, "discard") if who.in_multi => {
-                out.extend_from_slice(b"+OK\r\n");
-                self.note(Refused {
-                    multi: Some(false),
-                    ..Refused::ran(who.id, i as u32, None)
-                });
-                return BusyAnswer::Multi(false);
-            }
+            (None, "discard") if who.in_multi => return self.transaction(who, i, false, out),
             // Queued in Valkey (only EXEC, DISCARD, MULTI, WATCH, QUIT and
             // RESET run inside MULTI): queued here once the script ends.
             _ if who.in_multi => return BusyAnswer::Deferred,
-            (None, "multi") => {
-                out.extend_from_slice(b"+OK\r\n");
-                self.note(Refused {
-                    multi: Some(true),
-                    ..Refused::ran(who.id, i as u32, None)
-                });
-                return BusyAnswer::Multi(true);
-            }
+            (None, "multi") => return self.transaction(who, i, true, out),
             (None, "discard") => ran(out, Err("ERR DISCARD without MULTI")),
             (None, "auth") => return self.auth(who, i, argv, out),
             (Some("script"), "kill") => ran(out, self.kill(true)),
@@ -479,6 +465,23 @@ impl BusyState {
             _ => return BusyAnswer::Deferred,
         }
         BusyAnswer::Replied
+    }
+
+    /// MULTI (`enter`) or DISCARD inside one: +OK, and the session
+    /// follows when the script ends.
+    fn transaction(
+        &self,
+        who: BusyClient,
+        cmd: usize,
+        enter: bool,
+        out: &mut ReplyBuf,
+    ) -> BusyAnswer {
+        out.extend_from_slice(b"+OK\r\n");
+        self.note(Refused {
+            multi: Some(enter),
+            ..Refused::ran(who.id, cmd as u32, None)
+        });
+        BusyAnswer::Multi(enter)
     }
 
     /// -BUSY (EXEC inside MULTI: Valkey's EXECABORT with the BUSY text).

@@ -1183,9 +1183,7 @@ fn execute_one(
     if exact && !switched && !chained {
         timer.split(srv);
     }
-    if srv.tracking.clients > 0 {
-        srv.tracking.running = Some(tracking::Running::of(sess));
-    }
+    tracking::begin_own(srv, sess);
     if let Some(f) = spec.func {
         let mut ctx = command::Ctx {
             srv: &mut *srv,
@@ -1261,13 +1259,8 @@ fn execute_one(
         };
         observe::after_call(srv, sess, i, argv, false, slow_us, Some(me), now_ms);
     }
-    if srv.tracking.running.is_some() {
-        srv.tracking.running = None;
-        if tracking::running_has_output(srv) {
-            let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
-            tracking::flush_running(srv, sess, &mut w);
-            plain = false;
-        }
+    if tracking::end_own(srv, sess, |p| ReplyWriter::for_buf(&mut *out, p)) {
+        plain = false;
     }
     if let Some(t) = sess.tracking.as_deref_mut()
         && t.caching
@@ -1372,12 +1365,9 @@ fn log_command(
 /// its reply.
 #[cold]
 fn tracking_limit_before(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf) {
-    srv.tracking.running = Some(tracking::Running::of(sess));
+    tracking::begin_own(srv, sess);
     tracking::limit_table(srv);
-    if srv.tracking.running.take().is_some() && tracking::running_has_output(srv) {
-        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
-        tracking::flush_running(srv, sess, &mut w);
-    }
+    tracking::end_own(srv, sess, |p| ReplyWriter::for_buf(out, p));
 }
 
 /// Returns the error to reply.
@@ -1391,9 +1381,7 @@ fn check_oom(
 ) -> Option<&'static str> {
     // The client's own invalidations of the keys evicted now come before
     // its command's reply, as Valkey's (eviction runs before the command).
-    if srv.tracking.clients > 0 {
-        srv.tracking.running = Some(tracking::Running::of(sess));
-    }
+    tracking::begin_own(srv, sess);
     let oom = {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
         let me = pubsub::Me {
@@ -1402,10 +1390,7 @@ fn check_oom(
         };
         evict::perform_evictions(srv, now_ms, Some(me)) == evict::Outcome::Fail
     };
-    if srv.tracking.running.take().is_some() && tracking::running_has_output(srv) {
-        let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
-        tracking::flush_running(srv, sess, &mut w);
-    }
+    tracking::end_own(srv, sess, |p| ReplyWriter::for_buf(&mut *out, p));
     srv.pre_command_oom = oom;
     if !oom {
         return None;

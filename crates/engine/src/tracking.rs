@@ -343,6 +343,37 @@ pub fn broadcast(srv: &mut Server) {
     }
 }
 
+/// `sess` (out of the client map while it works) begins something whose
+/// invalidations of its own cache must follow what it writes: a command,
+/// a served blocked command, evictions or table trimming before one.
+#[inline]
+pub fn begin_own(srv: &mut Server, sess: &Session) {
+    if srv.tracking.clients > 0 {
+        srv.tracking.running = Some(Running::of(sess));
+    }
+}
+
+/// ... and has ended it: what it caused for itself is written now, to
+/// the writer `w` makes in the session's protocol (only if there is
+/// something). Whether anything was.
+#[inline]
+pub fn end_own<'a>(
+    srv: &mut Server,
+    sess: &mut Session,
+    w: impl FnOnce(Protocol) -> ReplyWriter<'a>,
+) -> bool {
+    if srv.tracking.running.is_none() {
+        return false;
+    }
+    srv.tracking.running = None;
+    if !running_has_output(srv) {
+        return false;
+    }
+    let mut w = w(sess.proto);
+    flush_running(srv, sess, &mut w);
+    true
+}
+
 /// After the running client's reply: what its command caused for it.
 pub fn flush_running(srv: &mut Server, sess: &mut Session, out: &mut ReplyWriter<'_>) {
     let bytes = std::mem::take(&mut srv.tracking.pending_bytes);

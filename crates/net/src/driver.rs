@@ -945,8 +945,10 @@ impl Driver {
         if first + 1 == self.batch.len() {
             return;
         }
-        let held: Vec<_> = self.batch.drain(first + 1..).collect();
-        for (slot, c, _) in held {
+        while self.batch.len() > first + 1 {
+            let Some((slot, c, _)) = self.batch.pop() else {
+                break;
+            };
             self.conns[slot as usize] = Some(c);
             self.mark_dirty(slot);
         }

@@ -75,12 +75,12 @@ impl Peer {
 /// busy: the requests IO threads shipped before they saw it busy go back
 /// to them unrun, to be answered from the busy state (-BUSY) rather than
 /// wait for the script; every other message waits for its end.
-struct BusyPump<'a> {
+struct ExecPump<'a> {
     peers: &'a mut [Peer],
     held: &'a mut Vec<(usize, ToExec)>,
 }
 
-impl engine::busy::BusyPump for BusyPump<'_> {
+impl engine::busy::BusyPump for ExecPump<'_> {
     fn pump(&mut self) {
         for (t, p) in self.peers.iter_mut().enumerate() {
             while let Some(msg) = p.rx.pop() {
@@ -647,7 +647,7 @@ impl ExecLoop {
                 job
             })
             .collect();
-        let mut pump = BusyPump {
+        let mut pump = ExecPump {
             peers: &mut self.peers,
             held: &mut self.held,
         };
