@@ -14,7 +14,7 @@ use ringkv_e2e::replication::{
     sync_read_bytes, wait_caught_up, writes_acknowledged_by_wait,
 };
 use ringkv_e2e::server::TempDir;
-use ringkv_e2e::v::{int_of, ok, text};
+use ringkv_e2e::v::{bulk, int_of, ok, text};
 use ringkv_e2e::{Backend, Opts, Rng, Server, e2e, info_field, q, query, within};
 
 /// A "remote" host: a network namespace over a veth pair (one at a time),
@@ -1082,6 +1082,52 @@ e2e!(
         assert!(want.iter().all(|c| c.ends_with("true")), "Valkey 8.1, the oracle: {want:?}");
         assert_eq!(replication_traffic(b, b), want, "ringkv to ringkv");
         assert_eq!(replication_traffic(b, Backend::Valkey), want, "ringkv to Valkey");
+    }
+);
+
+/// Voluntary context switches (each a wake-up after a sleep) of `srv`'s
+/// threads named `name`, summed.
+fn wakeups_of(srv: &Server, name: &str) -> u64 {
+    let pid = srv.pid().expect("server pid");
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("read /proc/PID/task")
+        .filter_map(|e| {
+            let dir = e.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            (comm.trim() == name).then_some(())?;
+            let status = std::fs::read_to_string(dir.join("status")).ok()?;
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+e2e!(
+    ringkv_only fn reads_do_not_wake_the_thread_feeding_a_replica(b) {
+        let p = b.server();
+        let r = b.server();
+        let (pc, rc) = (&mut p.client(), &mut r.client());
+        follow(rc, &p);
+        assert_eq!(query(pc, &["SET", "k", "v"]), ok());
+        wait_caught_up(pc, rc);
+        let before = wakeups_of(&p, "repl-feed");
+        let started = Instant::now();
+        // One GET per batch: each batch used to ring the feed's doorbell.
+        for _ in 0..3_000 {
+            assert_eq!(query(pc, &["GET", "k"]), bulk("v"));
+        }
+        let woke = wakeups_of(&p, "repl-feed") - before;
+        // What still wakes it: its 100 ms tick and the replica's ACK each
+        // second.
+        let allowed = 30 + 20 * started.elapsed().as_secs();
+        assert!(woke <= allowed, "3,000 GETs woke the feed {woke} times (allowed {allowed})");
+        // A write after them still reaches the replica at once.
+        assert_eq!(query(pc, &["SET", "k", "w"]), ok());
+        within(2, "the write on the replica", || query(rc, &["GET", "k"]) == bulk("w"));
     }
 );
 

@@ -16,8 +16,8 @@
 //! ```
 //!
 //! The thread sleeps on its doorbell and the socket at once (poll); the
-//! engine rings the bell after each batch it publishes, which costs a
-//! syscall only when the thread is asleep.
+//! engine rings the bell after each batch that added to the stream, which
+//! costs a syscall only when the thread is asleep.
 
 use crate::traffic::{Counters, Meter};
 use crate::zerocopy::ZeroCopy;
@@ -173,6 +173,10 @@ pub struct Feed {
     rdb: Option<ChannelSink>,
     /// [`RdbFraming::File`]: where the engine names the saved file.
     file: Option<mpsc::Sender<Result<String, String>>>,
+    /// The stream end the last [`ReplicaFeed::wake`] was for. The engine
+    /// calls it after every batch; a batch that wrote nothing (reads) must
+    /// not wake a sleeping thread that has nothing to send.
+    woken: Option<u64>,
 }
 
 impl Feed {
@@ -243,7 +247,12 @@ impl Feed {
             *shared.gone.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(format!("cannot start a feed thread: {e}"));
         }
-        Feed { shared, rdb, file }
+        Feed {
+            shared,
+            rdb,
+            file,
+            woken: None,
+        }
     }
 }
 
@@ -294,7 +303,11 @@ impl ReplicaFeed for Feed {
         }
     }
 
-    fn wake(&mut self, _published: u64) {
+    fn wake(&mut self, published: u64) {
+        if self.woken == Some(published) {
+            return;
+        }
+        self.woken = Some(published);
         if let Some(b) = &self.shared.bell {
             b.ring();
         }
