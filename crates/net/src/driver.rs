@@ -942,13 +942,9 @@ impl Driver {
         let Some(first) = self.batch.iter().position(|(_, c, _)| c.may_run_script()) else {
             return;
         };
-        if first + 1 == self.batch.len() {
-            return;
-        }
-        while self.batch.len() > first + 1 {
-            let Some((slot, c, _)) = self.batch.pop() else {
-                break;
-            };
+        while self.batch.len() > first + 1
+            && let Some((slot, c, _)) = self.batch.pop()
+        {
             self.conns[slot as usize] = Some(c);
             self.mark_dirty(slot);
         }

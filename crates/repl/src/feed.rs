@@ -173,10 +173,6 @@ pub struct Feed {
     rdb: Option<ChannelSink>,
     /// [`RdbFraming::File`]: where the engine names the saved file.
     file: Option<mpsc::Sender<Result<String, String>>>,
-    /// The stream end the last [`ReplicaFeed::wake`] was for. The engine
-    /// calls it after every batch; a batch that wrote nothing (reads) must
-    /// not wake a sleeping thread that has nothing to send.
-    woken: Option<u64>,
 }
 
 impl Feed {
@@ -247,12 +243,7 @@ impl Feed {
             *shared.gone.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(format!("cannot start a feed thread: {e}"));
         }
-        Feed {
-            shared,
-            rdb,
-            file,
-            woken: None,
-        }
+        Feed { shared, rdb, file }
     }
 }
 
@@ -303,11 +294,7 @@ impl ReplicaFeed for Feed {
         }
     }
 
-    fn wake(&mut self, published: u64) {
-        if self.woken == Some(published) {
-            return;
-        }
-        self.woken = Some(published);
+    fn wake(&mut self, _published: u64) {
         if let Some(b) = &self.shared.bell {
             b.ring();
         }

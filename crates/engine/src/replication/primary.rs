@@ -287,6 +287,8 @@ pub struct Feeds {
     /// Online replicas whose last ACK is within `min-replicas-max-lag`
     /// (counted by cron, as Valkey's refreshGoodReplicasCount).
     pub good_replicas: usize,
+    /// The stream end the feeds were last woken for ([`published`]).
+    pub woken_for: Option<u64>,
 }
 
 impl Feeds {
@@ -865,8 +867,9 @@ pub fn abort_sync(srv: &mut Server, why: &str) {
     }
 }
 
-/// After each batch: the backlog keeps only its size, and the feeds have
-/// more to send.
+/// After each batch: the backlog keeps only its size, and the feeds are
+/// woken if the stream grew (a batch of reads wakes none: a sleeping feed
+/// thread would find nothing to send).
 pub fn published(srv: &mut Server, offset: u64) {
     let size = srv.config.repl_backlog_size.max(1);
     if let Some(b) = srv.repl.feeds.backlog.as_mut()
@@ -874,6 +877,10 @@ pub fn published(srv: &mut Server, offset: u64) {
     {
         b.skip_to(offset - size);
     }
+    if srv.repl.feeds.woken_for == Some(offset) {
+        return;
+    }
+    srv.repl.feeds.woken_for = Some(offset);
     for r in &mut srv.repl.feeds.replicas {
         if let Some(f) = r.feed.as_mut() {
             f.wake(offset);
