@@ -149,20 +149,39 @@ impl Writer {
 
     /// Append bytes; they become visible at the next [`Writer::publish`]
     /// (or as their block fills up).
-    pub fn append(&mut self, mut bytes: &[u8]) {
+    #[inline]
+    pub fn append(&mut self, bytes: &[u8]) {
+        // The common case, inlined into the engine's encoder: the bytes fit
+        // the tail (a command's pieces are appended one by one).
+        if bytes.len() <= BLOCK_SIZE - self.fill {
+            self.copy_in(bytes);
+        } else {
+            self.append_across(bytes);
+        }
+    }
+
+    #[cold]
+    fn append_across(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             if self.fill == BLOCK_SIZE {
                 self.grow();
             }
             let n = bytes.len().min(BLOCK_SIZE - self.fill);
-            let dst = UnsafeCell::raw_get(self.tail.buf[self.fill..].as_ptr()) as *mut u8;
-            // SAFETY: `buf[fill..fill + n]` is above the published length,
-            // so no reader looks at it, and only this writer writes; the
-            // source is a separate slice.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n) };
-            self.fill += n;
+            self.copy_in(&bytes[..n]);
             bytes = &bytes[n..];
         }
+    }
+
+    /// `bytes` (which fit) into the tail at `fill`.
+    #[inline]
+    fn copy_in(&mut self, bytes: &[u8]) {
+        debug_assert!(bytes.len() <= BLOCK_SIZE - self.fill);
+        let dst = UnsafeCell::raw_get(self.tail.buf[self.fill..].as_ptr()) as *mut u8;
+        // SAFETY: `buf[fill..fill + len]` is in bounds (checked by every
+        // caller) and above the published length, so no reader looks at it,
+        // and only this writer writes; the source is a separate slice.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        self.fill += bytes.len();
     }
 
     /// Make everything appended so far visible to readers.

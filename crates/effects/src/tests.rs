@@ -42,6 +42,25 @@ fn a_unit_larger_than_blocks_spans_them_in_order() {
 }
 
 #[test]
+fn small_appends_fill_blocks_exactly_and_continue_in_the_next() {
+    let mut w = Writer::new(0);
+    let mut r = w.reader();
+    // Pieces of 1..=13 bytes: some end exactly on a block boundary (the
+    // next one then starts a new block), most straddle one.
+    let mut sent = Vec::new();
+    let mut i = 0usize;
+    while sent.len() < 3 * BLOCK_SIZE + 5 {
+        let piece: Vec<u8> = (0..i % 13 + 1).map(|j| ((i + j) % 251) as u8).collect();
+        w.append(&piece);
+        sent.extend_from_slice(&piece);
+        i += 1;
+    }
+    w.publish();
+    assert_eq!(drain(&mut r), sent);
+    assert_eq!(w.offset(), sent.len() as u64);
+}
+
+#[test]
 fn discarded_bytes_are_never_seen() {
     let mut w = Writer::new(0);
     let mut r = w.reader();

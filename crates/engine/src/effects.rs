@@ -21,10 +21,11 @@
 //!   SELECT goes ahead of a command whose database differs from the last
 //!   one the stream selected.
 //!
-//! Units are built in a scratch buffer and appended to the stream when
-//! they end; [`Effects::publish`] (after each batch) makes them visible to
-//! readers. With no stream (nobody consumes effects) every entry point is
-//! one branch.
+//! Units are built in a buffer and appended to the stream when they end,
+//! except a unit of one top-level command (the common case, a SET), which
+//! is encoded straight into the stream; [`Effects::publish`] (after each
+//! batch) makes them visible to readers. With no stream (nobody consumes
+//! effects) every entry point is one branch.
 //!
 //! A primary has one stream, read by the AOF and the replication backlog
 //! alike. A replica's backlog must hold its primary's stream byte for byte
@@ -66,7 +67,6 @@ pub struct Effects {
     handled: bool,
     /// The running call must be emitted even if it changed nothing.
     forced: bool,
-    scratch: Vec<u8>,
     /// The offset the last stream reached (the next one starts there).
     ended_at: u64,
     /// Consumers attached (the AOF, the replication backlog): the stream
@@ -407,24 +407,21 @@ impl Effects {
         argv: impl ExactSizeIterator<Item = &'a [u8]>,
         repl_only: bool,
     ) {
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        if self.stream_db != Some(db) {
-            encode_select(&mut buf, db);
-            self.stream_db = Some(db);
-        }
-        let command_at = buf.len();
-        encode(&mut buf, argv);
         let skip = repl_only && self.skips_wanted();
-        if let Some(w) = self.target() {
-            let at = w.offset();
-            w.append(&buf);
-            if skip {
-                let range = (at + command_at as u64, w.offset());
-                self.aof_skips.push(range);
-            }
+        let select = self.stream_db != Some(db);
+        self.stream_db = Some(db);
+        let Some(w) = self.target() else {
+            return;
+        };
+        if select {
+            encode_select(w, db);
         }
-        self.scratch = buf;
+        let at = w.offset();
+        encode(w, argv);
+        if skip {
+            let range = (at, w.offset());
+            self.aof_skips.push(range);
+        }
     }
 
     /// Append a command that means the same in every database (PING,
@@ -439,15 +436,11 @@ impl Effects {
         else {
             return;
         };
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        encode(&mut buf, argv.iter().copied());
         let at = w.offset();
-        w.append(&buf);
+        encode(w, argv.iter().copied());
         if skip {
             self.aof_skips.push((at, w.offset()));
         }
-        self.scratch = buf;
     }
 
     /// A unit is complete: append it to the stream (wrapped in MULTI/EXEC
@@ -469,9 +462,7 @@ impl Effects {
             w.append(b"*1\r\n$5\r\nMULTI\r\n");
         }
         if self.stream_db != Some(self.unit_first_db) {
-            self.scratch.clear();
-            encode_select(&mut self.scratch, self.unit_first_db);
-            w.append(&self.scratch);
+            encode_select(w, self.unit_first_db);
         }
         let at = w.offset();
         w.append(&self.unit);
@@ -530,25 +521,69 @@ fn own_target<'a>(
     }
 }
 
-fn encode_select(out: &mut Vec<u8>, db: usize) {
+/// Where encoded commands go: a unit being built, or the stream itself.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Sink for effects::Writer {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.append(bytes);
+    }
+}
+
+fn encode_select(out: &mut impl Sink, db: usize) {
     let mut n = [0u8; resp::num::I64_MAX_LEN];
     let n = resp::num::fmt_u64(db as u64, &mut n);
     encode(out, [&b"SELECT"[..], n].into_iter());
 }
 
-/// `*N\r\n$len\r\narg\r\n...` into `out`.
-fn encode<'a>(out: &mut Vec<u8>, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-    let mut n = [0u8; resp::num::I64_MAX_LEN];
-    out.push(b'*');
-    out.extend_from_slice(resp::num::fmt_u64(argv.len() as u64, &mut n));
-    out.extend_from_slice(b"\r\n");
+/// The most framing between two arguments: the array's header and the
+/// first argument's (`*N\r\n$len\r\n`), two lengths of up to 20 digits.
+const FRAME_MAX: usize = 2 * (3 + resp::num::I64_MAX_LEN);
+
+/// `*N\r\n$len\r\narg\r\n...` into `out`: the framing between two
+/// arguments is gathered on the stack and put at once, so an argument
+/// costs two puts (a command is encoded straight into the stream, where
+/// each put is a copy).
+#[inline]
+fn encode<'a>(out: &mut impl Sink, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
+    let mut frame = [0u8; FRAME_MAX];
+    let mut len = put_header(&mut frame, 0, b'*', argv.len());
     for a in argv {
-        out.push(b'$');
-        out.extend_from_slice(resp::num::fmt_u64(a.len() as u64, &mut n));
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        len = put_header(&mut frame, len, b'$', a.len());
+        out.put(&frame[..len]);
+        out.put(a);
+        frame[..2].copy_from_slice(b"\r\n");
+        len = 2;
     }
+    out.put(&frame[..len]);
+}
+
+/// `kind`, `n` in decimal and CRLF into `frame` after its first `at`
+/// bytes, a byte at a time (a copy of the digits would be a call); returns
+/// the new length.
+#[inline]
+fn put_header(frame: &mut [u8; FRAME_MAX], at: usize, kind: u8, n: usize) -> usize {
+    frame[at] = kind;
+    let digits = n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    let end = at + 1 + digits;
+    let mut v = n;
+    for i in (at + 1..end).rev() {
+        frame[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    frame[end] = b'\r';
+    frame[end + 1] = b'\n';
+    end + 2
 }
 
 /// Run `f` as one call: afterwards, keys it found expired are emitted as
@@ -572,7 +607,14 @@ fn end_call(srv: &mut Server, db: usize, mark: CallMark, argv: ArgvRef<'_>, top:
     let e = &mut srv.effects;
     let changed = srv.persist.dirty > mark.dirty;
     if e.forced || (changed && !e.handled) {
-        e.emit(db, (0..argv.len()).map(|i| argv.get(i)));
+        let argv = (0..argv.len()).map(|i| argv.get(i));
+        if top && e.depth == 1 && e.unit_ops == 0 {
+            // A unit of this one command: straight into the stream, as
+            // `end_unit` would append it, without building it first.
+            e.emit_now(db, argv);
+        } else {
+            e.emit(db, argv);
+        }
     }
     e.handled = mark.handled;
     e.forced = mark.forced;
@@ -687,6 +729,39 @@ mod tests {
 
     fn set_bytes(key: &str) -> Vec<u8> {
         format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n$1\r\n1\r\n", key.len()).into_bytes()
+    }
+
+    #[test]
+    fn commands_are_framed_alike_in_a_unit_and_straight_into_the_stream() {
+        let long = vec![b'v'; 70_000];
+        let argvs: [&[&[u8]]; 4] = [
+            &[b"PING"],
+            &[b"SET", b"", b"x"],
+            &[b"SET", b"k", &long],
+            &[
+                b"RPUSH", b"l", b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"i",
+            ],
+        ];
+        for argv in argvs {
+            let mut expected = format!("*{}\r\n", argv.len()).into_bytes();
+            for a in argv {
+                expected.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                expected.extend_from_slice(a);
+                expected.extend_from_slice(b"\r\n");
+            }
+            let mut unit = Vec::new();
+            super::encode(&mut unit, argv.iter().copied());
+            assert_eq!(unit, expected);
+            // In place in the tail block, and (10 bytes left) across two.
+            for filler in [0, effects::BLOCK_SIZE - 10] {
+                let mut w = effects::Writer::new(0);
+                let mut r = w.reader();
+                w.append(&vec![b'-'; filler]);
+                super::encode(&mut w, argv.iter().copied());
+                w.publish();
+                assert_eq!(read(&mut r)[filler..], expected[..]);
+            }
+        }
     }
 
     #[test]

@@ -50,7 +50,7 @@
 //! carrying the references is freed there rather than where it was made.
 //! In inline mode (`io-threads 1`) the loop's own thread drops them.
 
-use crate::connection::Connection;
+use crate::connection::{Connection, release_if_grown};
 use engine::{ClientId, CommandHint};
 use resp::{Limits, ProtocolError, ReplyBuf, SharedBytes, Span};
 use ringkv_rings::spsc::Producer;
@@ -123,12 +123,18 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// Emptied for reuse; its per-argument and per-command vectors give
+    /// their memory back if one big request grew them.
     pub(crate) fn clear(&mut self) {
         self.data.clear();
         self.args.clear();
         self.argc.clear();
         self.hints.clear();
         self.ends.clear();
+        release_if_grown(&mut self.args);
+        release_if_grown(&mut self.argc);
+        release_if_grown(&mut self.hints);
+        release_if_grown(&mut self.ends);
     }
 }
 
