@@ -12,7 +12,8 @@
 #    tcp-tx-zerocopy yes and no, on both event loops.
 # 2. replicas: server CPU ns per SET (-P 16, redis-benchmark -c 50 -d 100)
 #    with 0, 1 and 2 Valkey replicas attached (on loopback, on the client's
-#    core), ringkv beside redis-server 7.0.
+#    core), ringkv beside redis-server 7.0; without replicas both before
+#    and after, and the ratios per round are over the mean of the two.
 # 3. fullsync: KEYS keys of 100 bytes, a Valkey replica attached: wall time
 #    from REPLICAOF to the replica being in sync, and the primary's peak
 #    RSS over its RSS before (a forked child's Private_Dirty added), ringkv
@@ -288,7 +289,9 @@ for round in $(seq 1 "$ROUNDS"); do
   [ $((round % 2)) = 0 ] && order=(redis ringkv)
   if ! skipped replicas; then
     for name in "${order[@]}"; do
-      for n in 0 1 2; do replicas "$name" "$n" "$round"; done
+      # Without replicas before and after: the ratios divide by the mean
+      # of the two (this figure moves most with the host).
+      for n in 0 1 2 0; do replicas "$name" "$n" "$round"; done
     done
   fi
   if ! skipped fullsync; then
@@ -326,4 +329,17 @@ print("part server/loop setting size | medians: (zc: feed ms/MB | process ms/MB)
 for k in sorted(rows):
     v = rows[k]
     print(*k, "|", f"{med(v, 0):g}", "|", f"{med(v, 1):g}", "| runs:", " ".join(f"{x[0]:g}/{x[1]:g}" for x in v))
+# replicas: per round, ns per SET with n replicas over the mean without.
+per = collections.defaultdict(lambda: collections.defaultdict(list))
+for line in open(sys.argv[1]):
+    part, name, n, _p, rnd, x, *_ = line.split()
+    if part == "replicas":
+        per[(name, rnd)][n].append(float(x))
+for name in sorted({k[0] for k in per}):
+    for n in ("n=1", "n=2"):
+        r = [statistics.mean(v[n]) / statistics.mean(v["n=0"])
+             for (nm, _), v in sorted(per.items()) if nm == name and v[n] and v["n=0"]]
+        if r:
+            print(f"replicas {name} {n}/n=0 | median {statistics.median(r):.2f} | rounds:",
+                  " ".join(f"{x:.2f}" for x in r))
 PY
