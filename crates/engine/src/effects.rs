@@ -381,11 +381,11 @@ impl Effects {
         if self.unit_ops == 0 {
             self.unit_first_db = db;
         } else if self.unit_db != db {
-            encode_select(&mut self.unit, db);
+            encode_select(db, |b| self.unit.extend_from_slice(b));
         }
         self.unit_db = db;
         let start = self.unit.len();
-        encode(&mut self.unit, argv);
+        resp::write_command(argv, |b| self.unit.extend_from_slice(b));
         if repl_only && self.skips_wanted() {
             self.unit_skips.push((start, self.unit.len()));
         }
@@ -414,10 +414,10 @@ impl Effects {
             return;
         };
         if select {
-            encode_select(w, db);
+            encode_select(db, |b| w.append(b));
         }
         let at = w.offset();
-        encode(w, argv);
+        resp::write_command(argv, |b| w.append(b));
         if skip {
             let range = (at, w.offset());
             self.aof_skips.push(range);
@@ -437,7 +437,7 @@ impl Effects {
             return;
         };
         let at = w.offset();
-        encode(w, argv.iter().copied());
+        resp::write_command(argv.iter().copied(), |b| w.append(b));
         if skip {
             self.aof_skips.push((at, w.offset()));
         }
@@ -462,7 +462,7 @@ impl Effects {
             w.append(b"*1\r\n$5\r\nMULTI\r\n");
         }
         if self.stream_db != Some(self.unit_first_db) {
-            encode_select(w, self.unit_first_db);
+            encode_select(self.unit_first_db, |b| w.append(b));
         }
         let at = w.offset();
         w.append(&self.unit);
@@ -521,69 +521,11 @@ fn own_target<'a>(
     }
 }
 
-/// Where encoded commands go: a unit being built, or the stream itself.
-trait Sink {
-    fn put(&mut self, bytes: &[u8]);
-}
-
-impl Sink for Vec<u8> {
-    #[inline]
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-}
-
-impl Sink for effects::Writer {
-    #[inline]
-    fn put(&mut self, bytes: &[u8]) {
-        self.append(bytes);
-    }
-}
-
-fn encode_select(out: &mut impl Sink, db: usize) {
+/// `SELECT db` handed to `put` in pieces (see [`resp::write_command`]).
+fn encode_select(db: usize, put: impl FnMut(&[u8])) {
     let mut n = [0u8; resp::num::I64_MAX_LEN];
     let n = resp::num::fmt_u64(db as u64, &mut n);
-    encode(out, [&b"SELECT"[..], n].into_iter());
-}
-
-/// The most framing between two arguments: the array's header and the
-/// first argument's (`*N\r\n$len\r\n`), two lengths of up to 20 digits.
-const FRAME_MAX: usize = 2 * (3 + resp::num::I64_MAX_LEN);
-
-/// `*N\r\n$len\r\narg\r\n...` into `out`: the framing between two
-/// arguments is gathered on the stack and put at once, so an argument
-/// costs two puts (a command is encoded straight into the stream, where
-/// each put is a copy).
-#[inline]
-fn encode<'a>(out: &mut impl Sink, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
-    let mut frame = [0u8; FRAME_MAX];
-    let mut len = put_header(&mut frame, 0, b'*', argv.len());
-    for a in argv {
-        len = put_header(&mut frame, len, b'$', a.len());
-        out.put(&frame[..len]);
-        out.put(a);
-        frame[..2].copy_from_slice(b"\r\n");
-        len = 2;
-    }
-    out.put(&frame[..len]);
-}
-
-/// `kind`, `n` in decimal and CRLF into `frame` after its first `at`
-/// bytes, a byte at a time (a copy of the digits would be a call); returns
-/// the new length.
-#[inline]
-fn put_header(frame: &mut [u8; FRAME_MAX], at: usize, kind: u8, n: usize) -> usize {
-    frame[at] = kind;
-    let digits = n.checked_ilog10().map_or(1, |d| d as usize + 1);
-    let end = at + 1 + digits;
-    let mut v = n;
-    for i in (at + 1..end).rev() {
-        frame[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    frame[end] = b'\r';
-    frame[end + 1] = b'\n';
-    end + 2
+    resp::write_command([&b"SELECT"[..], n].into_iter(), put);
 }
 
 /// Run `f` as one call: afterwards, keys it found expired are emitted as
@@ -750,14 +692,14 @@ mod tests {
                 expected.extend_from_slice(b"\r\n");
             }
             let mut unit = Vec::new();
-            super::encode(&mut unit, argv.iter().copied());
+            resp::encode_command(argv, &mut unit);
             assert_eq!(unit, expected);
             // In place in the tail block, and (10 bytes left) across two.
             for filler in [0, effects::BLOCK_SIZE - 10] {
                 let mut w = effects::Writer::new(0);
                 let mut r = w.reader();
                 w.append(&vec![b'-'; filler]);
-                super::encode(&mut w, argv.iter().copied());
+                resp::write_command(argv.iter().copied(), |b| w.append(b));
                 w.publish();
                 assert_eq!(read(&mut r)[filler..], expected[..]);
             }

@@ -123,14 +123,15 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// Emptied for reuse; its per-argument and per-command vectors give
-    /// their memory back if one big request grew them.
+    /// Emptied for reuse; a vector one big request grew gives its memory
+    /// back.
     pub(crate) fn clear(&mut self) {
         self.data.clear();
         self.args.clear();
         self.argc.clear();
         self.hints.clear();
         self.ends.clear();
+        release_if_grown(&mut self.data);
         release_if_grown(&mut self.args);
         release_if_grown(&mut self.argc);
         release_if_grown(&mut self.hints);

@@ -288,18 +288,15 @@ impl IoLink {
     }
 
     /// `ex.out` must hold no references any more (see
-    /// [`resp::ReplyBuf::take_refs`]). Buffers grown past
-    /// `POOL_MAX_CAPACITY` are freed rather than kept.
+    /// [`resp::ReplyBuf::take_refs`]). A reply buffer grown past
+    /// `POOL_MAX_CAPACITY` is freed rather than kept, and so are the
+    /// request's grown buffers ([`crate::handoff::Request::clear`]).
     fn recycle(&mut self, mut ex: Box<Exchange>) {
         debug_assert!(!ex.out.has_refs());
         if self.exchanges.len() >= POOL_MAX_LEN {
             return;
         }
-        if ex.req.data.capacity() > POOL_MAX_CAPACITY {
-            ex.req = Default::default();
-        } else {
-            ex.req.clear();
-        }
+        ex.req.clear();
         if ex.out.capacity() > POOL_MAX_CAPACITY {
             ex.out = Default::default();
         } else {

@@ -38,6 +38,6 @@ pub use reply::{Protocol, ReplyWriter};
 pub use replybuf::{Mark, ReplyBuf, SharedBytes};
 pub use request::{
     Limits, Parsed, ProtocolError, Resume, Span, encode_command, parse_command, parse_command_mut,
-    parse_command_resume, split_line,
+    parse_command_resume, split_line, write_command,
 };
 pub use value::{Value, parse_value, value_len};

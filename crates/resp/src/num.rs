@@ -51,16 +51,7 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 /// Write `n` in decimal into the end of `buf`; returns the digits.
 #[inline]
 pub fn fmt_i64(n: i64, buf: &mut [u8; I64_MAX_LEN]) -> &[u8] {
-    let mut v = n.unsigned_abs();
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
+    let mut i = put_digits_before(n.unsigned_abs(), buf);
     if n < 0 {
         i -= 1;
         buf[i] = b'-';
@@ -71,17 +62,29 @@ pub fn fmt_i64(n: i64, buf: &mut [u8; I64_MAX_LEN]) -> &[u8] {
 /// Write `n` in decimal into the end of `buf`; returns the digits.
 #[inline]
 pub fn fmt_u64(n: u64, buf: &mut [u8; I64_MAX_LEN]) -> &[u8] {
-    let mut v = n;
+    let i = put_digits_before(n, buf);
+    &buf[i..]
+}
+
+/// How many decimal digits `n` has.
+#[inline]
+pub fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// Write `n`'s decimal digits so that they end where `buf` ends, a byte at
+/// a time; returns where they start. `buf` must have room for them.
+#[inline]
+pub fn put_digits_before(mut n: u64, buf: &mut [u8]) -> usize {
     let mut i = buf.len();
     loop {
         i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return i;
         }
     }
-    &buf[i..]
 }
 
 /// C's `printf("%.*g", precision, d)`: `precision` significant digits
@@ -311,6 +314,24 @@ mod tests {
         assert_eq!(fmt_i64(-7, &mut b), b"-7");
         assert_eq!(fmt_i64(i64::MAX, &mut b), b"9223372036854775807");
         assert_eq!(fmt_u64(u64::MAX, &mut b), b"18446744073709551615");
+    }
+
+    #[test]
+    fn decimal_len_is_the_length_fmt_u64_writes() {
+        let mut b = [0u8; I64_MAX_LEN];
+        for n in [
+            0,
+            9,
+            10,
+            99,
+            100,
+            999_999,
+            1_000_000,
+            u64::MAX / 10,
+            u64::MAX,
+        ] {
+            assert_eq!(decimal_len(n), fmt_u64(n, &mut b).len(), "{n}");
+        }
     }
 
     #[test]

@@ -193,18 +193,53 @@ pub fn parse_command_mut(
 
 /// Encode `args` as one multibulk request (what clients send).
 pub fn encode_command<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
-    let mut tmp = [0u8; crate::num::I64_MAX_LEN];
-    out.push(b'*');
-    out.extend_from_slice(crate::num::fmt_u64(args.len() as u64, &mut tmp));
-    out.extend_from_slice(b"\r\n");
+    write_command(args.iter().map(AsRef::as_ref), |b| out.extend_from_slice(b));
+}
+
+/// The most framing between two arguments: the array's header and the
+/// first argument's (`*N\r\n$len\r\n`), two lengths of up to 20 digits.
+const FRAME_MAX: usize = 2 * (3 + crate::num::I64_MAX_LEN);
+
+/// `args` as one multibulk command (`*N\r\n$len\r\narg\r\n...`), handed
+/// to `put` in pieces: the framing between two arguments gathered on the
+/// stack and put at once, then the argument itself, so an argument costs
+/// two calls (the effects stream appends each piece straight into its
+/// block, where a call is a copy).
+#[inline]
+pub fn write_command<'a>(
+    args: impl ExactSizeIterator<Item = &'a [u8]>,
+    mut put: impl FnMut(&[u8]),
+) {
+    let mut frame = [0u8; FRAME_MAX];
+    let mut len = put_header(&mut frame, 0, b'*', args.len());
     for a in args {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(crate::num::fmt_u64(a.len() as u64, &mut tmp));
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        len = put_header(&mut frame, len, b'$', a.len());
+        put(&frame[..len]);
+        put(a);
+        frame[..2].copy_from_slice(b"\r\n");
+        len = 2;
     }
+    put(&frame[..len]);
+}
+
+/// `kind`, `n` in decimal and CRLF into `frame` after its first `at`
+/// bytes (the digits formatted in place: copying them would be a call);
+/// returns the new length.
+#[inline]
+fn put_header(frame: &mut [u8; FRAME_MAX], at: usize, kind: u8, n: usize) -> usize {
+    frame[at] = kind;
+    let end = at + 1 + crate::num::decimal_len(n as u64);
+    // A loop over the known digits, not `num::put_digits_before`'s loop
+    // until zero: with that one, SET with the effects stream on measured
+    // 2–3% slower in four short rounds of the engine bench.
+    let mut v = n;
+    for i in (at + 1..end).rev() {
+        frame[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    frame[end] = b'\r';
+    frame[end + 1] = b'\n';
+    end + 2
 }
 
 /// How far into one multibulk command the parser got.
