@@ -43,11 +43,11 @@ fuzz_target!(|data: &[u8]| {
     scripts.set_instruction_budget(Some(1_000_000));
     e.server_mut().scripts = Some(Box::new(scripts));
     let c = e
-        .connect(engine::ClientInfo {
-            peer: "127.0.0.1:40000".parse().unwrap(),
-            local: "127.0.0.1:6379".parse().unwrap(),
-            fd: 7,
-        })
+        .connect(engine::ClientInfo::tcp(
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:6379".parse().unwrap(),
+            7,
+        ))
         .unwrap();
     let out = run(&mut e, c, &[b"EVAL", data, b"1", b"key", b"arg"]);
     match resp::parse_value(&out) {

@@ -208,12 +208,22 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     field!(out, "io_threads_maximum_num:{}", c.io_threads);
     let zone = c.get("availability-zone").unwrap_or_default();
     field!(out, "availability_zone:{zone}");
-    let mut listener = String::from("listener0:name=tcp");
-    for b in &c.bind {
-        let _ = write!(listener, ",bind={b}");
+    // One line per kind of listener, numbered from 0 (Valkey's table has
+    // no TCP entry under `port 0`).
+    let mut n = 0;
+    if port != 0 {
+        let mut listener = format!("listener{n}:name=tcp");
+        for b in &c.bind {
+            let _ = write!(listener, ",bind={b}");
+        }
+        let _ = write!(listener, ",port={port}");
+        field!(out, "{listener}");
+        n += 1;
     }
-    let _ = write!(listener, ",port={port}");
-    field!(out, "{listener}");
+    let unix = c.get("unixsocket").unwrap_or_default();
+    if !unix.is_empty() {
+        field!(out, "listener{n}:name=unix,bind={unix}");
+    }
 }
 
 fn clients(srv: &Server, out: &mut String) {

@@ -112,9 +112,40 @@ pub struct ClientId(pub u64);
 /// What the IO layer knows about a new connection.
 #[derive(Clone, Debug)]
 pub struct ClientInfo {
-    pub peer: SocketAddr,
-    pub local: SocketAddr,
+    pub addr: ClientAddr,
     pub fd: i32,
+}
+
+impl ClientInfo {
+    pub fn tcp(peer: SocketAddr, local: SocketAddr, fd: i32) -> ClientInfo {
+        ClientInfo {
+            addr: ClientAddr::Tcp { peer, local },
+            fd,
+        }
+    }
+}
+
+/// Where a connection came in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientAddr {
+    Tcp {
+        peer: SocketAddr,
+        local: SocketAddr,
+    },
+    /// Through the unix socket bound at this path (`unixsocket`): Valkey
+    /// shows the path as both ends' address, and counts the client as
+    /// local (protected mode lets it in).
+    Unix(std::sync::Arc<str>),
+}
+
+impl std::fmt::Display for ClientAddr {
+    /// As Valkey's "Accepted ..." log line names the client.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientAddr::Tcp { peer, .. } => write!(f, "{peer}"),
+            ClientAddr::Unix(path) => write!(f, "connection to {path}"),
+        }
+    }
 }
 
 /// Something the engine asks the IO layer to do, outside any one reply.
@@ -481,7 +512,11 @@ impl Engine {
             srv.stats.rejected_connections += 1;
             return Err(MAXCLIENTS_ERR.to_vec());
         }
-        if srv.config.protected_mode && srv.acl.default_nopass() && !is_local(info.peer.ip()) {
+        let local = match &info.addr {
+            ClientAddr::Tcp { peer, .. } => is_local(peer.ip()),
+            ClientAddr::Unix(_) => true,
+        };
+        if srv.config.protected_mode && srv.acl.default_nopass() && !local {
             srv.stats.rejected_connections += 1;
             return Err(PROTECTED_MODE_DENIED.to_vec());
         }
@@ -497,8 +532,10 @@ impl Engine {
             Some(user) => acl::login(srv, &mut s, user),
             None => s.authenticated = !srv.auth_required(),
         }
-        s.peer = Some(info.peer);
-        s.local = Some(info.local);
+        match info.addr {
+            ClientAddr::Tcp { peer, local } => (s.peer, s.local) = (Some(peer), Some(local)),
+            ClientAddr::Unix(path) => s.unix_socket = Some(path),
+        }
         s.fd = info.fd;
         s.created_ms = now;
         s.last_interaction_ms = now;

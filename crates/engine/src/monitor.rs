@@ -69,7 +69,13 @@ fn format_line(
         now_us.rem_euclid(1_000_000)
     );
     match origin {
-        Origin::Client(s) => line.push_str(&s.addr_string()),
+        Origin::Client(s) => match &s.unix_socket {
+            Some(path) => {
+                line.push_str("unix:");
+                line.push_str(path);
+            }
+            None => line.push_str(&s.addr_string()),
+        },
         Origin::Script => line.push_str("lua"),
     }
     line.push(']');

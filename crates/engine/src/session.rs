@@ -36,6 +36,9 @@ pub struct Session {
     pub lib_ver: Option<Vec<u8>>,
     pub peer: Option<SocketAddr>,
     pub local: Option<SocketAddr>,
+    /// Connected through the unix socket at this path (then `peer` and
+    /// `local` are `None`).
+    pub unix_socket: Option<std::sync::Arc<str>>,
     pub fd: i32,
     /// Unix ms when the client connected (CLIENT LIST `age`).
     pub created_ms: i64,
@@ -148,6 +151,7 @@ impl Session {
             lib_ver: None,
             peer: None,
             local: None,
+            unix_socket: None,
             fd: -1,
             created_ms: 0,
             last_interaction_ms: 0,
@@ -211,12 +215,10 @@ impl Session {
         self.reply_mode = ReplyMode::On;
     }
 
-    /// `addr=` of CLIENT LIST: `ip:port`, `[v6]:port`.
+    /// `addr=` of CLIENT LIST: `ip:port`, `[v6]:port`, or a unix
+    /// socket's `path:0`.
     pub fn addr_string(&self) -> String {
-        match self.peer {
-            Some(a) => a.to_string(),
-            None => "?:0".to_string(),
-        }
+        Self::shown_addr(self.peer, self.unix_socket.as_deref())
     }
     /// RESP2 with a subscription: only (P|S)(UN)SUBSCRIBE, PING, QUIT and
     /// RESET may run.
@@ -224,9 +226,14 @@ impl Session {
         self.subs.is_some() && self.proto == Protocol::Resp2
     }
     pub fn laddr_string(&self) -> String {
-        match self.local {
-            Some(a) => a.to_string(),
-            None => "?:0".to_string(),
+        Self::shown_addr(self.local, self.unix_socket.as_deref())
+    }
+
+    fn shown_addr(tcp: Option<SocketAddr>, unix: Option<&str>) -> String {
+        match (tcp, unix) {
+            (Some(a), _) => a.to_string(),
+            (None, Some(path)) => format!("{path}:0"),
+            (None, None) => "?:0".to_string(),
         }
     }
 }

@@ -8,11 +8,7 @@ use resp::{Limits, Parsed, Span};
 use ringkv_engine as engine;
 
 pub fn info(peer: &str) -> ClientInfo {
-    ClientInfo {
-        peer: peer.parse().unwrap(),
-        local: "127.0.0.1:6379".parse().unwrap(),
-        fd: 7,
-    }
+    ClientInfo::tcp(peer.parse().unwrap(), "127.0.0.1:6379".parse().unwrap(), 7)
 }
 
 pub fn engine() -> Engine {

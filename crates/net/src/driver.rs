@@ -350,13 +350,14 @@ impl Driver {
             listener::close_fd(fd);
             return None;
         }
-        let (Some(peer), Some(local)) = (listener::peer_addr(fd), listener::local_addr(fd)) else {
+        let Some(addr) = listener::client_addr(fd) else {
             // Reset before we got to it.
             listener::close_fd(fd);
             return None;
         };
+        let info = ClientInfo { addr, fd };
         if self.busy_now() {
-            return Some(self.accept_guest(ClientInfo { peer, local, fd }));
+            return Some(self.accept_guest(info));
         }
         let engine = match &mut self.side {
             Side::Inline(engine) => engine,
@@ -366,15 +367,16 @@ impl Driver {
                 // The execution thread registers the client and deals the
                 // socket to an IO thread (maybe this one) with Adopt.
                 link.send(ToExec::Connect(Box::new(Accepted {
-                    fd,
-                    peer,
-                    local,
+                    info,
                     installed: None,
                 })));
                 return None;
             }
         };
-        let id = match engine.connect(ClientInfo { peer, local, fd }) {
+        if log::enabled(log::Level::Verbose) {
+            log::verbose(&format!("Accepted {}", info.addr));
+        }
+        let id = match engine.connect(info) {
             Ok(id) => id,
             Err(reply) => {
                 listener::send_best_effort(fd, &reply);
@@ -385,9 +387,6 @@ impl Driver {
         let keepalive = engine.tcp_keepalive_s();
         let meter = engine.client_meter(id);
         let limits = engine.client_limits(id);
-        if log::enabled(log::Level::Verbose) {
-            log::verbose(&format!("Accepted {peer}"));
-        }
         let slot = self.install(fd, id, keepalive, meter);
         if let Some(c) = self.conn(slot) {
             // Known before its first command, for a script that turns busy.
@@ -429,9 +428,7 @@ impl Driver {
         }
         match &mut self.side {
             Side::Io(link) => link.guest_connected(Accepted {
-                fd: info.fd,
-                peer: info.peer,
-                local: info.local,
+                info,
                 installed: Some(id),
             }),
             _ => self.guests.push((id, info)),
@@ -1425,11 +1422,11 @@ mod tests {
     }
 
     fn add(d: &mut Driver) -> u32 {
-        let info = ClientInfo {
-            peer: "127.0.0.1:40000".parse().unwrap(),
-            local: "127.0.0.1:6379".parse().unwrap(),
-            fd: -1,
-        };
+        let info = ClientInfo::tcp(
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:6379".parse().unwrap(),
+            -1,
+        );
         let id = d.engine().unwrap().connect(info).unwrap();
         let slot = d.conns.len() as u32;
         let meter = d.engine().unwrap().client_meter(id);

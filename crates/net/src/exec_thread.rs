@@ -124,6 +124,7 @@ pub(crate) fn serve(
         conns,
     } = h;
     let n = engine.config().io_threads.saturating_sub(1).max(1);
+    let ready = crate::listener::ready_lines(&listeners);
     // The execution thread waits on its doorbell alone: a futex, so a
     // wake-up costs it no read of an eventfd.
     let exec_bell = Arc::new(Doorbell::new_futex());
@@ -181,7 +182,7 @@ pub(crate) fn serve(
             // Startup memory includes the IO threads' buffers and rings,
             // as Valkey's includes its IO threads'.
             held.engine.server_ready();
-            log::notice("Ready to accept connections tcp");
+            ready.iter().for_each(|line| log::notice(line));
         }
     }
     run(&shared, held);
@@ -539,20 +540,16 @@ impl ExecLoop {
     fn take(&mut self, thread: usize, msg: ToExec) {
         match msg {
             ToExec::Connect(accepted) => {
-                let Accepted {
-                    fd,
-                    peer,
-                    local,
-                    installed,
-                } = *accepted;
+                let Accepted { info, installed } = *accepted;
                 if let Some(client) = installed {
-                    return self.register_guest(thread, client, ClientInfo { peer, local, fd });
+                    return self.register_guest(thread, client, info);
                 }
-                match self.engine.connect(ClientInfo { peer, local, fd }) {
+                let fd = info.fd;
+                if log::enabled(log::Level::Verbose) {
+                    log::verbose(&format!("Accepted {}", info.addr));
+                }
+                match self.engine.connect(info) {
                     Ok(client) => {
-                        if log::enabled(log::Level::Verbose) {
-                            log::verbose(&format!("Accepted {peer}"));
-                        }
                         if self.pool.homing() {
                             self.home_new(fd, client);
                             return;

@@ -51,11 +51,10 @@
 //! In inline mode (`io-threads 1`) the loop's own thread drops them.
 
 use crate::connection::{Connection, release_if_grown};
-use engine::{ClientId, CommandHint};
+use engine::{ClientId, ClientInfo, CommandHint};
 use resp::{Limits, ProtocolError, ReplyBuf, SharedBytes, Span};
 use ringkv_rings::spsc::Producer;
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
 /// One direction of a hand-off: the ring, and the messages that did not
@@ -196,9 +195,7 @@ pub(crate) struct Exchange {
 /// A socket just accepted, for the execution thread to admit.
 #[derive(Debug)]
 pub(crate) struct Accepted {
-    pub(crate) fd: RawFd,
-    pub(crate) peer: SocketAddr,
-    pub(crate) local: SocketAddr,
+    pub(crate) info: ClientInfo,
     /// Accepted while a script was busy: already served by the accepting
     /// IO thread as this client (an id from `Engine::client_ids`); the
     /// execution thread registers it there, or refuses it with

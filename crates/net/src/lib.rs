@@ -79,9 +79,7 @@ pub(crate) struct Handover {
 /// cannot be used (the reason is in the message).
 pub fn serve(mut engine: Engine, stop: &'static AtomicBool) -> io::Result<()> {
     let listeners = listener::bind_all(engine.config())?;
-    let port = listeners
-        .first()
-        .map_or(engine.config().port, |l| l.addr.port());
+    let port = listener::tcp_port(&listeners).unwrap_or(engine.config().port);
     engine.net_stats_mut().tcp_port = port;
     let mode = engine.config().io_uring;
     let batch_wait_us = engine.config().io_uring_batch_wait_us;
@@ -160,9 +158,10 @@ fn serve_inline(
     }
     let mut driver = driver::Driver::new(engine, stop);
     driver.take_in(conns);
+    let ready_lines = listener::ready_lines(&listeners);
     let ready = || {
         if first {
-            log::notice("Ready to accept connections tcp");
+            ready_lines.iter().for_each(|line| log::notice(line));
         } else {
             log::notice("io-threads set to 1: this thread serves every connection");
         }

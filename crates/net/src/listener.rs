@@ -1,26 +1,69 @@
-//! Listening sockets from the `bind` / `port` / `tcp-backlog` directives,
-//! and the small socket helpers both event loops use (addresses, options,
+//! Listening sockets from the `bind` / `port` / `tcp-backlog` and
+//! `unixsocket` / `unixsocketperm` / `unixsocketgroup` directives, and the
+//! small socket helpers both event loops use (addresses, options,
 //! best-effort writes, close).
 
-use engine::Config;
 use engine::log;
+use engine::{ClientAddr, Config};
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
 use std::os::fd::RawFd;
 
 /// One bound, listening socket (blocking; the epoll loop makes its own
-/// non-blocking).
+/// non-blocking). Both event loops accept from either kind alike.
 #[derive(Debug)]
 pub(crate) struct Listener {
     pub fd: RawFd,
-    pub addr: SocketAddr,
+    pub addr: ListenAddr,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ListenAddr {
+    Tcp(SocketAddr),
+    /// The socket file at this path, removed again when the listener is
+    /// closed (at shutdown), as Valkey does.
+    Unix(String),
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
         close_fd(self.fd);
+        if let ListenAddr::Unix(path) = &self.addr {
+            log::notice("Removing the unix socket file.");
+            if let Err(e) = std::fs::remove_file(path) {
+                log::warning(&format!(
+                    "Error removing the unix socket file: {}",
+                    os_text(&e)
+                ));
+            }
+        }
     }
+}
+
+/// Valkey's "Ready to accept connections <type>" lines, one per kind of
+/// listener (tcp before unix, as Valkey's listener table orders them).
+pub(crate) fn ready_lines(listeners: &[Listener]) -> Vec<&'static str> {
+    let unix = listeners
+        .iter()
+        .any(|l| matches!(l.addr, ListenAddr::Unix(_)));
+    let mut lines = Vec::new();
+    if tcp_port(listeners).is_some() || !unix {
+        lines.push("Ready to accept connections tcp");
+    }
+    if unix {
+        lines.push("Ready to accept connections unix");
+    }
+    lines
+}
+
+/// The TCP port the server listens on (INFO `tcp_port`), `None` without a
+/// TCP listener.
+pub(crate) fn tcp_port(listeners: &[Listener]) -> Option<u16> {
+    listeners.iter().find_map(|l| match l.addr {
+        ListenAddr::Tcp(a) => Some(a.port()),
+        ListenAddr::Unix(_) => None,
+    })
 }
 
 /// A `bind` entry as Valkey reads it: a leading `-` makes it optional
@@ -61,9 +104,26 @@ fn skippable(err: &io::Error) -> bool {
     )
 }
 
-/// Bind every configured address. `port 0` means no TCP listener at all,
-/// as in Valkey. Errors carry Valkey's start-up failure text.
+/// Bind every configured address, then the unix socket if one is set.
+/// `port 0` means no TCP listener at all, as in Valkey. Errors carry
+/// Valkey's start-up failure text.
 pub(crate) fn bind_all(cfg: &Config) -> io::Result<Vec<Listener>> {
+    let mut out = bind_tcp(cfg)?;
+    let path = cfg.get("unixsocket").unwrap_or_default();
+    if !path.is_empty() {
+        let perm = cfg
+            .get("unixsocketperm")
+            .and_then(|p| u32::from_str_radix(&p, 8).ok())
+            .unwrap_or(0);
+        let group = cfg.get("unixsocketgroup").unwrap_or_default();
+        let l = listen_unix(&path, perm, &group, cfg.tcp_backlog)
+            .map_err(|e| io::Error::other(format!("Failed opening Unix socket: {e}")))?;
+        out.push(l);
+    }
+    Ok(out)
+}
+
+fn bind_tcp(cfg: &Config) -> io::Result<Vec<Listener>> {
     let port = cfg.port;
     let mut out = Vec::new();
     if port == 0 {
@@ -189,7 +249,10 @@ fn listen_on(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
     let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
     let fd = step("socket", check(fd))?;
     // From here on the fd is owned by the Listener and closed on error.
-    let mut l = Listener { fd, addr };
+    let mut l = Listener {
+        fd,
+        addr: ListenAddr::Tcp(addr),
+    };
     step(
         "setsockopt SO_REUSEADDR",
         set_int_opt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1),
@@ -209,8 +272,77 @@ fn listen_on(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
     // SAFETY: listen(2) on a socket we own.
     let r = unsafe { libc::listen(fd, backlog) };
     step("listen", check(r))?;
-    l.addr = local_addr(fd).unwrap_or(addr);
+    l.addr = ListenAddr::Tcp(local_addr(fd).unwrap_or(addr));
     Ok(l)
+}
+
+/// Valkey's unix listener, step for step: whatever file is at `path` is
+/// removed (a socket left by a server that was killed), the socket is
+/// bound, given `perm` (octal `unixsocketperm`, 0 = leave the umask's) and
+/// `group` (`unixsocketgroup`, a name or a numeric id; empty = leave it),
+/// then listens. Errors read as Valkey's ("bind: Permission denied").
+fn listen_unix(path: &str, perm: u32, group: &str, backlog: u32) -> Result<Listener, String> {
+    use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+    // SAFETY: an all-zero sockaddr_un is a valid value.
+    let mut sa: libc::sockaddr_un = unsafe { zeroed() };
+    let room = sa.sun_path.len();
+    if path.len() >= room || path.contains('\0') {
+        return Err(format!(
+            "unix socket path too long ({}), must be under {room}",
+            path.len()
+        ));
+    }
+    sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in sa.sun_path.iter_mut().zip(path.as_bytes()) {
+        *d = *s as libc::c_char;
+    }
+    let _ = std::fs::remove_file(path);
+    // SAFETY: socket(2) has no memory preconditions.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    let fd = step("socket", check(fd)).map_err(|e| e.to_string())?;
+    // SAFETY: a new descriptor nothing else owns; closed on the error paths.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    // SAFETY: `sa` is a valid sockaddr_un of `len` bytes.
+    let r = unsafe { libc::bind(fd, (&raw const sa).cast(), len) };
+    step("bind", check(r)).map_err(|e| e.to_string())?;
+    // Bound: from here on dropping the listener also removes the file.
+    let l = Listener {
+        fd: owned.into_raw_fd(),
+        addr: ListenAddr::Unix(path.to_string()),
+    };
+    if perm != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))
+            .map_err(|e| format!("chmod: {}", os_text(&e)))?;
+    }
+    if !group.is_empty() {
+        group_id(group)
+            .and_then(|gid| std::os::unix::fs::chown(path, None, Some(gid)))
+            .map_err(|e| format!("chown: {}", os_text(&e)))?;
+    }
+    let backlog = backlog.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: listen(2) on a socket we own.
+    let r = unsafe { libc::listen(l.fd, backlog) };
+    step("listen", check(r)).map_err(|e| e.to_string())?;
+    Ok(l)
+}
+
+/// A group by name, else by number (as Valkey's `unixsocketgroup`).
+fn group_id(group: &str) -> io::Result<u32> {
+    let Ok(name) = std::ffi::CString::new(group) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    // SAFETY: getgrnam(3) reads a NUL-terminated name; the entry it returns
+    // is read at once, before any other call could reuse its storage.
+    let entry = unsafe { libc::getgrnam(name.as_ptr()) };
+    if !entry.is_null() {
+        // SAFETY: non-null: a valid group entry.
+        return Ok(unsafe { (*entry).gr_gid });
+    }
+    group
+        .parse::<u32>()
+        .map_err(|_| io::Error::new(io::ErrorKind::NotFound, "no such group"))
 }
 
 fn set_int_opt(
@@ -287,6 +419,36 @@ pub(crate) fn shutdown_fd(fd: RawFd) {
     unsafe {
         libc::shutdown(fd, libc::SHUT_RDWR);
     }
+}
+
+/// Where an accepted connection came in: its TCP ends, or the path of the
+/// unix socket it came through (an accepted unix socket's own name is the
+/// listener's). `None` if the socket is gone already.
+pub(crate) fn client_addr(fd: RawFd) -> Option<ClientAddr> {
+    // SAFETY: an all-zero sockaddr_storage is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `storage` has room for `len` bytes; the kernel writes at most
+    // that and updates `len`.
+    let r = unsafe { libc::getsockname(fd, (&raw mut storage).cast(), &mut len) };
+    if r < 0 {
+        return None;
+    }
+    if storage.ss_family as libc::c_int == libc::AF_UNIX {
+        // SAFETY: the family says this storage holds a sockaddr_un, which
+        // is smaller than sockaddr_storage and has a compatible alignment.
+        let sun = unsafe { &*(&raw const storage).cast::<libc::sockaddr_un>() };
+        let bytes: Vec<u8> = sun
+            .sun_path
+            .iter()
+            .map(|&c| c as u8)
+            .take_while(|&b| b != 0)
+            .collect();
+        return Some(ClientAddr::Unix(String::from_utf8_lossy(&bytes).into()));
+    }
+    let local = from_sockaddr(&storage)?;
+    let peer = peer_addr(fd)?;
+    Some(ClientAddr::Tcp { peer, local })
 }
 
 pub(crate) fn peer_addr(fd: RawFd) -> Option<SocketAddr> {
@@ -403,7 +565,10 @@ mod tests {
     #[test]
     fn listen_on_ephemeral_port() {
         let l = listen_on("127.0.0.1:0".parse().unwrap(), 16).unwrap();
-        assert_ne!(l.addr.port(), 0);
-        assert_eq!(local_addr(l.fd), Some(l.addr));
+        let ListenAddr::Tcp(addr) = l.addr else {
+            panic!("a TCP listener")
+        };
+        assert_ne!(addr.port(), 0);
+        assert_eq!(local_addr(l.fd), Some(addr));
     }
 }

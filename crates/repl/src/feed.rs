@@ -404,7 +404,7 @@ fn serve(
     let mut drained = Drained {
         zc: start
             .zerocopy_min
-            .filter(|_| !is_loopback(sock))
+            .filter(|_| !is_local(sock))
             .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring)),
         shared,
     };
@@ -506,8 +506,11 @@ fn end_rdb_only(client: ClientId, sock: &TcpStream, shared: &Shared) -> Result<(
     Err("rdb only: its RDB is sent".into())
 }
 
-fn is_loopback(sock: &TcpStream) -> bool {
-    sock.peer_addr().is_ok_and(|a| a.ip().is_loopback())
+/// Loopback, or no IP peer at all (a client such as `valkey-cli --rdb` on
+/// the unix socket, or one already gone): zero-copy sends would only be
+/// copied.
+fn is_local(sock: &TcpStream) -> bool {
+    sock.peer_addr().map_or(true, |a| a.ip().is_loopback())
 }
 
 /// Where a diskless RDB goes: the socket, zero-copy for the buffers

@@ -59,11 +59,11 @@ impl Input {
 }
 
 pub fn client_info() -> ClientInfo {
-    ClientInfo {
-        peer: "127.0.0.1:40000".parse().unwrap(),
-        local: "127.0.0.1:6379".parse().unwrap(),
-        fd: 7,
-    }
+    ClientInfo::tcp(
+        "127.0.0.1:40000".parse().unwrap(),
+        "127.0.0.1:6379".parse().unwrap(),
+        7,
+    )
 }
 
 /// xorshift64: the same key sequence every run.

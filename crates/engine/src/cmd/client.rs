@@ -783,7 +783,7 @@ fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) -> String {
     let mut flags = String::new();
     // Valkey's order: O (monitor), P (pub/sub), x (MULTI), b, t R B
-    // (tracking), d, c, A, r, e, T, I.
+    // (tracking), d, c, A, U (unix socket), r, e, T, I.
     for (on, flag) in [
         (s.monitor, 'O'),
         (s.subs.is_some(), 'P'),
@@ -798,6 +798,7 @@ pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) ->
         (watch.dirty, 'd'),
         (s.close_after_reply, 'c'),
         (s.close_asap, 'A'),
+        (s.unix_socket.is_some(), 'U'),
         (s.readonly, 'r'),
         (s.no_evict, 'e'),
         (s.no_touch, 'T'),
