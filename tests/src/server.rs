@@ -151,6 +151,7 @@ pub struct Opts {
     bind: Option<Vec<String>>,
     open_files: Option<(u64, u64)>,
     port: Option<u16>,
+    env: Vec<(String, String)>,
 }
 
 impl Opts {
@@ -201,6 +202,11 @@ impl Opts {
     /// its replicas keep reconnecting.
     pub fn port(mut self, port: u16) -> Self {
         self.port = Some(port);
+        self
+    }
+    /// Start the server with this environment variable set.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
         self
     }
     /// Do not pass `--io-uring`: the config file chooses.
@@ -418,6 +424,7 @@ impl Server {
             }
         }
         cmd.args(&opts.args);
+        cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         limit_open_files(&mut cmd, opts.open_files);
         cmd.stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)

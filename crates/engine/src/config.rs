@@ -271,7 +271,7 @@ static DEFS: &[Def] = &[
     s("proc-title-template", "{title} {listen-addr} {server-mode}", 0),
     s("bind-source-addr", "", 0),
     s("locale-collate", "", 0),
-    e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM),
+    e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM | SUP),
     e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM),
     e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", SUP),
     e("rdb-version-check", &["strict", "relaxed"], "strict", SUP),

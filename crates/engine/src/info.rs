@@ -180,7 +180,7 @@ fn server(srv: &Server, out: &mut String, now_ms: i64) {
     field!(out, "atomicvar_api:c11-builtin");
     field!(out, "gcc_version:0.0.0");
     field!(out, "process_id:{}", std::process::id());
-    field!(out, "process_supervised:no");
+    field!(out, "process_supervised:{}", crate::supervisor::mode());
     field!(out, "run_id:{}", srv.run_id);
     field!(out, "tcp_port:{port}");
     field!(out, "server_time_usec:{}", now_ms * 1000);

@@ -84,6 +84,7 @@ pub mod replication;
 pub mod server;
 pub mod session;
 pub mod snapshot;
+pub mod supervisor;
 pub mod table;
 pub mod tracking;
 pub mod wake;
@@ -482,6 +483,7 @@ impl Engine {
         let used = self.srv.memory().used;
         self.srv.startup_memory = used;
         self.srv.note_used_memory(used);
+        supervisor::ready(self.srv.repl.is_replica());
     }
     /// CONFIG SET maxclients (and io-threads) raise the open-file limit
     /// through `raise`, and a `maxclients` it cannot cover is refused.

@@ -493,6 +493,7 @@ pub fn save_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
 /// NOSAVE. A failed save stops the shutdown unless `force`: false means
 /// the server must keep running.
 pub fn prepare_shutdown(srv: &mut Server, now_ms: i64, save: Option<bool>, force: bool) -> bool {
+    crate::supervisor::stopping();
     if srv.persist.snapshot.is_some() {
         log::warning("There is a child saving an .rdb. Killing it!");
         abort_bgsave(srv);
@@ -506,6 +507,7 @@ pub fn prepare_shutdown(srv: &mut Server, now_ms: i64, save: Option<bool>, force
         return true;
     }
     log::notice("Saving the final RDB snapshot before exiting.");
+    crate::supervisor::saving_final_snapshot();
     match save_now(srv, now_ms) {
         Ok(()) => true,
         Err(_) if force => {
@@ -514,6 +516,7 @@ pub fn prepare_shutdown(srv: &mut Server, now_ms: i64, save: Option<bool>, force
         }
         Err(_) => {
             log::warning("Error trying to save the DB, can't exit.");
+            crate::supervisor::save_failed_staying_up();
             false
         }
     }

@@ -23,6 +23,7 @@ use engine::log;
 
 mod fdlimit;
 mod migrate;
+mod supervise;
 
 /// jemalloc, counting the bytes it hands out: INFO `used_memory` and the
 /// `maxmemory` check before each command read the count
@@ -118,7 +119,9 @@ fn main() -> ExitCode {
     // CONFIG REWRITE needs an absolute path: we may chdir below.
     let file = file.map(|f| std::path::absolute(&f).unwrap_or(f));
 
+    let supervisor = supervise::requested(&config.get("supervised").unwrap_or_default());
     if config.daemonize
+        && !supervisor.is_some_and(supervise::reachable)
         && let Err(e) = daemonize()
     {
         eprintln!("Can't daemonize: {e}");
@@ -146,6 +149,9 @@ fn main() -> ExitCode {
     }
     for w in &config.warnings {
         log::warning(w);
+    }
+    if let Some(mode) = supervisor {
+        supervise::start(mode);
     }
     match thp {
         Err(e) => log::warning(&format!("Can't set transparent huge pages with prctl: {e}")),

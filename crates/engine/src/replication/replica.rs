@@ -347,6 +347,7 @@ pub fn background_step(srv: &mut Server) {
         if p.loading {
             p.loading = false;
             log::notice("MASTER <-> REPLICA sync: Finished with success");
+            crate::supervisor::sync_finished();
             if srv.repl.kept.take().is_some() {
                 stop_feeding_for_new_history(srv);
             }
@@ -386,6 +387,7 @@ pub fn background_step(srv: &mut Server) {
                 log::notice(
                     "MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.",
                 );
+                crate::supervisor::partial_sync_accepted();
                 if let Some(id) = replid
                     && id != srv.repl.replid
                 {
