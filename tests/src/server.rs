@@ -612,10 +612,16 @@ impl Server {
 
     /// Sends SIGTERM to the server.
     pub fn sigterm(&self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    /// Sends `sig` to the server (SIGSTOP / SIGCONT: a peer that stops
+    /// reading and comes back).
+    pub fn signal(&self, sig: libc::c_int) {
         if let Some(pid) = self.pid() {
             // SAFETY: kill(2) on the PID of our own still-unreaped child.
             unsafe {
-                libc::kill(pid as i32, libc::SIGTERM);
+                libc::kill(pid as i32, sig);
             }
         }
     }

@@ -39,6 +39,9 @@ pub enum OnTimeout {
     /// WAIT and WAITAOF: what has acknowledged the client's writes by
     /// then (the same reply as when they are served).
     Acks(crate::replication::wait::AckTarget),
+    /// SHUTDOWN waiting for replicas: no timeout, not unblocked by CLIENT
+    /// UNBLOCK; the shutdown's end answers it (shutdown.rs).
+    Shutdown,
 }
 
 /// What a command asked for through [`Ctx::block`]; the engine turns it
@@ -227,6 +230,7 @@ fn write_timeout_reply(w: &mut ReplyWriter<'_>, on_timeout: OnTimeout, counts: (
             w.int(counts.0 as i64);
             w.int(counts.1 as i64);
         }
+        OnTimeout::Shutdown => w.error(crate::shutdown::FAILED_REPLY),
     }
 }
 
@@ -454,6 +458,14 @@ fn deliver_pending(srv: &mut Server, sess: &mut Session, out: Vec<u8>) {
 /// Unblock `id` now with its timeout reply, or with `-UNBLOCKED ...` when
 /// `error` (CLIENT UNBLOCK). False if it is not blocked.
 pub(crate) fn unblock(srv: &mut Server, id: ClientId, error: bool) -> bool {
+    let shutdown = srv
+        .clients
+        .get(id)
+        .and_then(|s| s.blocked.as_deref())
+        .is_some_and(|b| matches!(b.on_timeout, OnTimeout::Shutdown));
+    if shutdown {
+        return false;
+    }
     let how = match error {
         true => Unblock::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
         false => Unblock::Timeout,

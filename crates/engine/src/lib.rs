@@ -83,6 +83,7 @@ pub mod redact;
 pub mod replication;
 pub mod server;
 pub mod session;
+pub mod shutdown;
 pub mod snapshot;
 pub mod supervisor;
 pub mod table;
@@ -858,6 +859,10 @@ impl Engine {
             replication::failover::step(srv, now);
         }
         replication::wait::serve_waits(srv);
+        if srv.shutdown.is_some() {
+            let now = srv.now_ms();
+            shutdown::step(srv, now);
+        }
     }
 
     /// How soon [`Engine::background_step`] wants to run again: now when
@@ -889,17 +894,16 @@ impl Engine {
 
     /// Ask the engine to shut down (SIGTERM/SIGINT): it emits Event::Shutdown.
     pub fn shutdown_requested(&mut self) {
-        if !self.srv.shutting_down {
-            log::warning("Received shutdown request, scheduling shutdown...");
-            let now = self.srv.now_ms();
-            if !snapshot::prepare_shutdown(&mut self.srv, now, None, false) {
-                log::warning(
-                    "SIGTERM received but errors trying to shut down the server, check the logs for more information",
-                );
-                return;
-            }
-            self.srv.shutting_down = true;
-            self.srv.events.push(Event::Shutdown);
+        if self.srv.shutting_down || self.srv.shutdown.is_some() {
+            return;
+        }
+        log::warning("Received shutdown request, scheduling shutdown...");
+        let now = self.srv.now_ms();
+        let how = shutdown::how_for_signal(&self.srv);
+        if let shutdown::Outcome::Failed = shutdown::begin(&mut self.srv, now, how, None) {
+            log::warning(
+                "SIGTERM received but errors trying to shut down the server, check the logs for more information",
+            );
         }
     }
 

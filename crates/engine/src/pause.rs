@@ -31,6 +31,8 @@ pub struct Pause {
     client: Option<(i64, bool)>,
     /// A FAILOVER is under way: writes wait until it ends.
     failover: bool,
+    /// A shutdown waits for its replicas: writes wait.
+    shutdown: bool,
     /// Clients holding a command, in the order they were held.
     waiting: Vec<ClientId>,
 }
@@ -51,7 +53,7 @@ impl Pause {
     /// `paused_timeout_milliseconds` (a failover's, as Valkey's, is the
     /// end of time).
     pub fn info_end_ms(&self) -> i64 {
-        if self.failover {
+        if self.failover || self.shutdown {
             i64::MAX
         } else {
             self.end_ms().unwrap_or(0)
@@ -68,6 +70,8 @@ impl Pause {
     pub fn reason(&self) -> &'static str {
         if self.failover {
             "failover_in_progress"
+        } else if self.shutdown {
+            "shutdown_in_progress"
         } else {
             "client_pause"
         }
@@ -155,12 +159,18 @@ pub fn start_failover(srv: &mut Server) {
     pause_for(srv).failover = true;
 }
 
+/// A shutdown waits for its replicas: writes wait until [`end_shutdown`].
+pub fn start_shutdown(srv: &mut Server) {
+    pause_for(srv).shutdown = true;
+}
+
 /// The pause, started if there was none.
 fn pause_for(srv: &mut Server) -> &mut Pause {
     if srv.pause.is_none() {
         srv.pause = Some(Box::new(Pause {
             client: None,
             failover: false,
+            shutdown: false,
             waiting: Vec::new(),
         }));
         crate::expiry_mode::apply(srv);
@@ -184,6 +194,14 @@ pub fn end_failover(srv: &mut Server) {
     release(srv);
 }
 
+/// The shutdown was cancelled.
+pub fn end_shutdown(srv: &mut Server) {
+    if let Some(p) = srv.pause.as_deref_mut() {
+        p.shutdown = false;
+    }
+    release(srv);
+}
+
 /// Every held client runs again (one held by what still pauses is held
 /// again); with no purpose left, the pause is over.
 fn release(srv: &mut Server) {
@@ -191,7 +209,7 @@ fn release(srv: &mut Server) {
         return;
     };
     let waiting = std::mem::take(&mut p.waiting);
-    if p.client.is_none() && !p.failover {
+    if p.client.is_none() && !p.failover && !p.shutdown {
         srv.pause = None;
         crate::expiry_mode::apply(srv);
     }

@@ -325,6 +325,8 @@ pub struct Server {
     pub commandlog: crate::commandlog::CommandLog,
     /// CLIENT PAUSE in force.
     pub pause: Option<Box<crate::pause::Pause>>,
+    /// A shutdown waiting for its replicas (`shutdown-timeout`).
+    pub shutdown: Option<Box<crate::shutdown::Pending>>,
     pub tracking: crate::tracking::Tracking,
     /// While a client's command runs: pushes for that very client (the
     /// messages it publishes to itself, its keyspace events, including
@@ -417,6 +419,7 @@ impl Server {
             monitors: Vec::new(),
             commandlog: Default::default(),
             pause: None,
+            shutdown: None,
             tracking: Default::default(),
             pending_pushes: None,
             pubsub: Default::default(),

@@ -493,7 +493,6 @@ pub fn save_now(srv: &mut Server, now_ms: i64) -> Result<(), String> {
 /// NOSAVE. A failed save stops the shutdown unless `force`: false means
 /// the server must keep running.
 pub fn prepare_shutdown(srv: &mut Server, now_ms: i64, save: Option<bool>, force: bool) -> bool {
-    crate::supervisor::stopping();
     if srv.persist.snapshot.is_some() {
         log::warning("There is a child saving an .rdb. Killing it!");
         abort_bgsave(srv);

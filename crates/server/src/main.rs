@@ -316,8 +316,9 @@ fn daemonize() -> std::io::Result<()> {
     Ok(())
 }
 
-extern "C" fn on_stop_signal(_sig: libc::c_int) {
-    // An atomic store is async-signal-safe; the loop notices within ~100 ms.
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    // Atomic stores are async-signal-safe; the loop notices within ~100 ms.
+    engine::shutdown::note_signal(sig);
     STOP.store(true, Ordering::SeqCst);
 }
 

@@ -7,7 +7,7 @@ use crate::batch::ArgvRef;
 use crate::command::doc_flags;
 use crate::command::flags::*;
 use crate::command::{ArgSpec, CommandSpec, Ctx};
-use crate::{Event, log};
+use crate::log;
 
 /// A subcommand of the server group (CONFIG, MEMORY).
 pub(crate) const fn cfg_sub(
@@ -505,7 +505,8 @@ fn info(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
 }
 
 fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
-    let (mut save, mut nosave, mut abort, mut force) = (false, false, false, false);
+    let (mut save, mut nosave, mut abort) = (false, false, false);
+    let mut how = crate::shutdown::How::default();
     for j in 1..argv.len() {
         let a = argv.get(j);
         if a.eq_ignore_ascii_case(b"nosave") {
@@ -513,9 +514,9 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         } else if a.eq_ignore_ascii_case(b"save") {
             save = true;
         } else if a.eq_ignore_ascii_case(b"force") {
-            force = true;
+            how.force = true;
         } else if a.eq_ignore_ascii_case(b"now") {
-            // Nothing to wait for: there are no replicas to catch up.
+            how.now = true;
         } else if a.eq_ignore_ascii_case(b"abort") {
             abort = true;
         } else {
@@ -528,27 +529,34 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return;
     }
     if abort {
-        ctx.error("ERR No shutdown in progress.");
+        if crate::shutdown::abort(ctx.srv) {
+            ctx.reply.ok();
+        } else {
+            ctx.error("ERR No shutdown in progress.");
+        }
         return;
     }
     log::warning("User requested shutdown...");
-    let mode = if save {
+    how.save = if save {
         Some(true)
     } else if nosave {
         Some(false)
     } else {
         None
     };
-    if !crate::snapshot::prepare_shutdown(ctx.srv, ctx.now_ms, mode, force) {
-        ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
-        return;
+    match crate::shutdown::begin(ctx.srv, ctx.now_ms, how, Some(ctx.session.id)) {
+        crate::shutdown::Outcome::Stopping => {
+            // Valkey sends no reply: the client sees the connection close
+            // ("ready to exit" is logged by the process once it is).
+            ctx.session.close_after_reply = true;
+        }
+        // Its reply (none, or an error if the shutdown is cancelled) comes
+        // when the wait ends.
+        crate::shutdown::Outcome::Waiting => {
+            ctx.block(&[], None, crate::blocking::OnTimeout::Shutdown)
+        }
+        crate::shutdown::Outcome::Failed => ctx.error(crate::shutdown::FAILED_REPLY),
     }
-    // "ready to exit" is logged by the process once it is (after the
-    // replies are flushed and the sockets closed).
-    ctx.srv.shutting_down = true;
-    ctx.srv.events.push(Event::Shutdown);
-    // Valkey sends no reply: the client sees the connection close.
-    ctx.session.close_after_reply = true;
 }
 
 fn config_get(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {

@@ -1009,7 +1009,8 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     }
     let period_ms = srv.config.repl_ping_replica_period_s as i64 * 1000;
     // Nothing more goes into the stream once the final save has cut it,
-    // nor while a FAILOVER waits for a replica to have all of it.
+    // nor while a FAILOVER or a shutdown waits for replicas to have all
+    // of it.
     // A replica's replicas get its primary's PINGs (in the stream it
     // relays), never its own.
     // The period counts from the first replica's arrival: a PING at once
@@ -1018,6 +1019,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
         srv.repl.feeds.last_ping_ms = now_ms;
     } else if !srv.repl.is_replica()
         && !srv.shutting_down
+        && srv.shutdown.is_none()
         && !srv.repl.failover.active()
         && now_ms - srv.repl.feeds.last_ping_ms >= period_ms
     {

@@ -1,0 +1,132 @@
+//! A primary's shutdown waits for its replicas (`shutdown-timeout`), as
+//! Valkey's does: a planned restart loses no write a replica has not
+//! received. Writes wait meanwhile (`paused_reason:shutdown_in_progress`),
+//! SHUTDOWN ABORT cancels the wait, and past the timeout the server stops
+//! anyway, naming the replicas that lag.
+
+use std::time::{Duration, Instant};
+
+use ringkv_e2e::replication::{follow, wait_caught_up};
+use ringkv_e2e::v::{ok, text};
+use ringkv_e2e::{Backend, Opts, Reply, Server, e2e, info_field, q};
+
+/// A primary (`shutdown-timeout` as given) and a replica of it that was
+/// in sync and has stopped reading (SIGSTOP), with a write since: the
+/// replica lags. Connect to the replica again only after SIGCONT.
+fn primary_with_stopped_replica(b: Backend, timeout_s: &str) -> (Server, Server) {
+    let p = b.start(
+        Opts::new()
+            .arg("shutdown-timeout", timeout_s)
+            .arg("save", ""),
+    );
+    let r = b.server();
+    let (pc, rc) = (&mut p.client(), &mut r.client());
+    follow(rc, &p);
+    wait_caught_up(pc, rc);
+    r.signal(libc::SIGSTOP);
+    assert_eq!(q(pc, "SET before shutdown"), ok());
+    (p, r)
+}
+
+fn paused_reason(c: &mut ringkv_e2e::Raw) -> String {
+    info_field(&c.cmd(&["INFO", "clients"]).text(), "paused_reason")
+}
+
+e2e!(
+    fn shutdown_waits_for_a_lagging_replica_until_abort_or_catch_up(b) {
+        let (mut p, r) = primary_with_stopped_replica(b, "60");
+        // (No new connection to the stopped replica: it would hang.)
+        let pc = &mut p.client();
+        let mut sd = p.raw();
+        sd.send(b"SHUTDOWN\r\n".as_ref());
+        let mut admin = p.raw();
+        ringkv_e2e::within(10, "the shutdown to wait", || {
+            p.log().contains("Waiting for replicas before shutting down.")
+        });
+        // Valkey 8's field (redis-server 7.0 has none).
+        if !b.is_redis() {
+            assert_eq!(paused_reason(&mut admin), "shutdown_in_progress");
+        }
+        // Writes wait; reads are served.
+        let mut writer = p.raw();
+        writer.send(&ringkv_e2e::raw::encode_str(&["SET", "during", "wait"]));
+        assert_eq!(admin.cmd(&["GET", "before"]), Reply::bulk("shutdown"));
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(admin.cmd(&["GET", "during"]), Reply::Nil);
+
+        assert_eq!(admin.cmd(&["SHUTDOWN", "ABORT"]), Reply::status("OK"));
+        assert_eq!(
+            sd.read_reply(),
+            Reply::err("ERR Errors trying to SHUTDOWN. Check logs.")
+        );
+        assert_eq!(writer.read_reply(), Reply::status("OK"));
+        if !b.is_redis() {
+            assert_eq!(paused_reason(&mut admin), "none");
+        }
+        assert_eq!(
+            admin.cmd(&["SHUTDOWN", "ABORT"]),
+            Reply::err("ERR No shutdown in progress.")
+        );
+
+        // Back: once the replica has everything, the shutdown goes through
+        // well before its timeout, and the replica holds the last write.
+        r.signal(libc::SIGCONT);
+        assert_eq!(q(pc, "SET last write"), ok());
+        let started = Instant::now();
+        sd.send(b"SHUTDOWN\r\n".as_ref());
+        sd.expect_closed();
+        assert!(p.wait_exit(Duration::from_secs(30)).is_some(), "the primary did not exit");
+        assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+        assert_eq!(text(&q(&mut r.client(), "GET last")), "write");
+        let log = p.log();
+        assert!(log.contains("Waiting for replicas before shutting down."), "{log}");
+        assert!(log.contains("1 of 1 replicas are in sync when shutting down."), "{log}");
+    }
+);
+
+e2e!(
+    fn past_the_timeout_the_shutdown_goes_on_and_names_the_lagging_replica(b) {
+        let (mut p, r) = primary_with_stopped_replica(b, "1");
+        // SIGTERM takes the same path as SHUTDOWN.
+        p.sigterm();
+        assert!(p.wait_exit(Duration::from_secs(30)).is_some(), "the primary did not exit");
+        r.signal(libc::SIGCONT);
+        let log = p.log();
+        assert!(log.contains("Waiting for replicas before shutting down."), "{log}");
+        assert!(log.contains("Lagging replica 127.0.0.1:"), "{log}");
+        assert!(log.contains("0 of 1 replicas are in sync when shutting down."), "{log}");
+    }
+);
+
+e2e!(
+    fn shutdown_now_does_not_wait(b) {
+        let (mut p, r) = primary_with_stopped_replica(b, "60");
+        let mut sd = p.raw();
+        sd.send(b"SHUTDOWN NOW\r\n".as_ref());
+        sd.expect_closed();
+        assert!(p.wait_exit(Duration::from_secs(10)).is_some(), "the primary did not exit");
+        r.signal(libc::SIGCONT);
+        assert!(!p.log().contains("Waiting for replicas"), "{}", p.log());
+    }
+);
+
+e2e!(
+    fn shutdown_on_sigterm_chooses_what_sigterm_does(b) {
+        // `nosave`: no final save despite the save points.
+        let mut p = b.start(
+            Opts::new()
+                .arg("save", "3600 1")
+                .arg("shutdown-on-sigterm", "nosave"),
+        );
+        assert_eq!(q(&mut p.client(), "SET k v"), ok());
+        p.sigterm();
+        assert!(p.wait_exit(Duration::from_secs(10)).is_some());
+        assert!(!p.dir().join("dump.rdb").exists(), "{}", p.log());
+        // `default`: SIGTERM saves as SHUTDOWN would.
+        let mut p = b.start(Opts::new().arg("save", "3600 1"));
+        assert_eq!(q(&mut p.client(), "SET k v"), ok());
+        p.sigterm();
+        assert!(p.wait_exit(Duration::from_secs(10)).is_some());
+        assert!(p.dir().join("dump.rdb").exists(), "{}", p.log());
+    }
+);
