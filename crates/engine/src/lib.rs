@@ -95,7 +95,8 @@ pub use batch::{ArgvRef, CommandHint, CommandsView, Job, NameCache, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, MaxmemoryPolicy, OutputLimit};
 pub use output::{ClientMeter, OutputClass, OutputLimits};
 pub use server::{
-    AllocatorOps, FileLimit, MemoryProbe, MemoryStats, Server, UsedMemoryModel, UsedMemoryProbe,
+    AllocatorOps, FileLimit, MemoryProbe, MemoryStats, OomScore, Server, SetOomScore,
+    UsedMemoryModel, UsedMemoryProbe,
 };
 pub use session::Session;
 
@@ -490,6 +491,12 @@ impl Engine {
     /// through `raise`, and a `maxclients` it cannot cover is refused.
     pub fn set_file_limit(&mut self, raise: FileLimit) {
         self.srv.file_limit = Some(raise);
+    }
+    /// `oom-score-adj` is applied through `set` (now, and whenever the
+    /// directives or the role change).
+    pub fn set_oom_score(&mut self, set: SetOomScore) {
+        self.srv.oom_score = Some(set);
+        self.srv.apply_oom_score();
     }
     /// Pin the clock at `now_ms` (Unix ms) for tests; `None` = real time.
     pub fn pin_clock(&mut self, now_ms: Option<i64>) {

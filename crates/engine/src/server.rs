@@ -64,6 +64,22 @@ pub type UsedMemoryModel = fn(&Keyspace) -> u64;
 /// `setrlimit`; the engine makes no such system call itself).
 pub type FileLimit = fn(u64) -> u64;
 
+/// What the process's OOM score (`/proc/self/oom_score_adj`) should be,
+/// from `oom-score-adj` and `oom-score-adj-values` for the server's role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OomScore {
+    /// `no`: as it was before the server changed it.
+    Leave,
+    /// `yes` / `relative`: this much above what it was.
+    Relative(i32),
+    /// `absolute`: this.
+    Absolute(i32),
+}
+
+/// Sets the OOM score (the server crate writes the file; the engine only
+/// decides the value). False: it could not (logged).
+pub type SetOomScore = fn(OomScore) -> bool;
+
 /// The first key of the running command and its hash, computed once in
 /// the batch's prefetch pass (see [`crate::command::Ctx::key_hash`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -302,6 +318,8 @@ pub struct Server {
     /// CONFIG SET maxclients / io-threads raise the open-file limit
     /// through this; `None` (tests): no limit to mind.
     pub file_limit: Option<FileLimit>,
+    /// `oom-score-adj` is applied through this; `None` (tests): not at all.
+    pub oom_score: Option<SetOomScore>,
     /// DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire_enabled: bool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged
@@ -375,6 +393,29 @@ pub struct Server {
 }
 
 impl Server {
+    /// Apply `oom-score-adj` for the current role (Valkey's
+    /// `setOOMScoreAdj(-1)`); false if the score could not be set.
+    pub fn apply_oom_score(&self) -> bool {
+        let Some(set) = self.oom_score else {
+            return true;
+        };
+        let values: Vec<i32> = self
+            .config
+            .get("oom-score-adj-values")
+            .unwrap_or_default()
+            .split(' ')
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let class = usize::from(self.repl.is_replica());
+        let value = values.get(class).copied().unwrap_or(0);
+        let want = match self.config.get("oom-score-adj").as_deref() {
+            Some("yes" | "relative") => OomScore::Relative(value),
+            Some("absolute") => OomScore::Absolute(value),
+            _ => OomScore::Leave,
+        };
+        set(want)
+    }
+
     /// A server with an empty keyspace of `config.databases` databases.
     /// Stable API: the command tests build their fixture with it.
     pub fn new(config: Config) -> Server {
@@ -407,6 +448,7 @@ impl Server {
             allocator_ops: None,
             startup_memory: 0,
             file_limit: None,
+            oom_score: None,
             active_expire_enabled: true,
             script_deny_disabled: false,
             cron_paused: false,

@@ -1,13 +1,14 @@
 //! `ringkv-server`: the binary. It owns process-level concerns only —
 //! command line and config file, daemonizing, the working directory, the
 //! pidfile, signals, the open-file limit, the allocator and its huge
-//! pages — and then hands an [`engine::Engine`] to [`net::serve`], which
-//! runs until SHUTDOWN or a signal.
+//! pages, the service manager's notifications, the OOM score — and then
+//! hands an [`engine::Engine`] to [`net::serve`], which runs until
+//! SHUTDOWN or a signal.
 //!
 //! ```text
 //!  (THP off, before the runtime) ─► argv ─► Config::load(file, --directives)
-//!       ─► disable-thp: prctl ─► daemonize? ─► chdir(dir)
-//!       ─► log::init ─► open-file limit vs maxclients ─► pidfile
+//!       ─► disable-thp: prctl ─► daemonize? (not when supervised) ─► chdir(dir)
+//!       ─► log::init ─► supervised? ─► open-file limit vs maxclients ─► pidfile
 //!       ─► signal handlers ─► net::serve(engine, &STOP)
 //!       ─► remove pidfile ─► exit 0
 //! ```
@@ -23,6 +24,7 @@ use engine::log;
 
 mod fdlimit;
 mod migrate;
+mod oom_score;
 mod supervise;
 
 /// jemalloc, counting the bytes it hands out: INFO `used_memory` and the
@@ -186,6 +188,7 @@ fn main() -> ExitCode {
         purge: jemalloc_purge,
     });
     engine.set_file_limit(fdlimit::raise_for_engine);
+    engine.set_oom_score(oom_score::apply);
     engine.set_storage(Box::new(persist::FileStorage));
     engine.set_migrator(Box::<migrate::MigrateSockets>::default());
     if let Err(e) = engine.load_at_startup() {

@@ -592,6 +592,12 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if n != before.io_threads {
         ctx.srv.events.push(crate::Event::IoThreads { n });
     }
+    if let Err(e) = apply_oom_score(ctx.srv, &before, &pairs) {
+        ctx.srv.config = before;
+        ctx.srv.apply_oom_score();
+        ctx.error(&e);
+        return;
+    }
     if let Err(e) = crate::aof::apply_config(ctx.srv, &before, ctx.now_ms) {
         ctx.srv.config = before;
         ctx.error(&e);
@@ -623,6 +629,27 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     log::set_level(ctx.srv.config.loglevel);
     log::set_format(ctx.srv.config.log_format, ctx.srv.config.log_timestamp);
     ctx.reply.ok();
+}
+
+/// After CONFIG SET of `oom-score-adj` or its values: the score follows
+/// (Valkey's error names the first of them in the command).
+fn apply_oom_score(
+    srv: &crate::Server,
+    before: &crate::Config,
+    pairs: &[(&[u8], &[u8])],
+) -> Result<(), String> {
+    const NAMES: [&str; 2] = ["oom-score-adj", "oom-score-adj-values"];
+    if NAMES.iter().all(|n| srv.config.get(n) == before.get(n)) || srv.apply_oom_score() {
+        return Ok(());
+    }
+    let name = pairs
+        .iter()
+        .map(|(n, _)| String::from_utf8_lossy(n).to_ascii_lowercase())
+        .find(|n| NAMES.contains(&n.as_str()))
+        .unwrap_or_else(|| NAMES[0].to_string());
+    Err(format!(
+        "ERR CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs."
+    ))
 }
 
 /// After CONFIG SET: a configuration that needs more descriptors (a higher

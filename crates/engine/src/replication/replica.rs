@@ -224,6 +224,7 @@ pub fn set_primary(srv: &mut Server, host: &str, port: u16, now_ms: i64) -> bool
     // past its time meanwhile.
     crate::expiry_mode::apply(srv);
     log::set_role(b'S');
+    srv.apply_oom_score();
     log::notice(&format!("Connecting to MASTER {host}:{port}"));
     // While the local file loads, cron connects once it is in: its
     // replication id and offset may let the PSYNC continue.
@@ -243,6 +244,7 @@ pub fn unset_primary(srv: &mut Server) {
     srv.clients.map.remove(&PRIMARY_CLIENT.0);
     crate::expiry_mode::apply(srv);
     log::set_role(b'M');
+    srv.apply_oom_score();
     // From here on the stream is our own effects, after a SELECT.
     crate::aof::set_relaying(srv, false);
     // Our replicas must learn the new id: they reconnect and continue
