@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ringkv_e2e::replication::{follow, wait_caught_up};
 use ringkv_e2e::v::{ok, text};
-use ringkv_e2e::{Backend, Opts, Reply, Server, e2e, info_field, q};
+use ringkv_e2e::{Backend, Opts, Reply, Server, e2e, info_field, q, query};
 
 /// A primary (`shutdown-timeout` as given) and a replica of it that was
 /// in sync and has stopped reading (SIGSTOP), with a write since: the
@@ -128,5 +128,78 @@ e2e!(
         p.sigterm();
         assert!(p.wait_exit(Duration::from_secs(10)).is_some());
         assert!(p.dir().join("dump.rdb").exists(), "{}", p.log());
+    }
+);
+
+e2e!(
+    ringkv_only fn a_valkey_replica_in_sync_lets_the_shutdown_through_at_once(b) {
+        // Valkey answers the GETACK with the offset before it: that counts
+        // as caught up, and the wait ends without its periodic ACK.
+        let mut p = b.start(Opts::new().arg("shutdown-timeout", "60").arg("save", ""));
+        let r = Backend::Valkey.server();
+        let (pc, rc) = (&mut p.client(), &mut r.client());
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        assert_eq!(q(pc, "SET last write"), ok());
+        let mut sd = p.raw();
+        sd.send(b"SHUTDOWN\r\n".as_ref());
+        sd.expect_closed();
+        assert!(p.wait_exit(Duration::from_secs(30)).is_some(), "the primary did not exit");
+        assert_eq!(text(&q(rc, "GET last")), "write");
+        assert!(
+            p.log().contains("1 of 1 replicas are in sync when shutting down."),
+            "{}",
+            p.log()
+        );
+    }
+);
+
+e2e!(
+    fn a_final_save_that_fails_after_the_wait_keeps_the_server_up(b) {
+        let Some(disk) = ringkv_e2e::server::SmallDisk::mount(512) else {
+            // Mounting needs root; CI runs as root.
+            assert!(std::env::var("CI").is_err(), "cannot mount a tmpfs in CI");
+            eprintln!("skipped: cannot mount a tmpfs here (not root?)");
+            return;
+        };
+        let dir = disk.dir.path();
+        let p = b.start(
+            Opts::new()
+                .dir(dir)
+                .arg("save", "3600 1")
+                .arg("shutdown-timeout", "60"),
+        );
+        let r = b.server();
+        let (pc, rc) = (&mut p.client(), &mut r.client());
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        // Random bytes do not compress: the final dump needs ~400 KiB, and
+        // only ~200 KiB are left.
+        let mut rng = ringkv_e2e::Rng::new(11);
+        for i in 0..100 {
+            let v: String = (0..4000).map(|_| (b'!' + rng.below(90) as u8) as char).collect();
+            assert_eq!(query(pc, &["SET", &format!("big:{i}"), &v]), ok());
+        }
+        std::fs::write(dir.join("filler"), vec![0u8; 200 * 1024]).unwrap();
+        r.signal(libc::SIGSTOP);
+        assert_eq!(q(pc, "SET last write"), ok());
+        let mut sd = p.raw();
+        sd.send(b"SHUTDOWN\r\n".as_ref());
+        ringkv_e2e::within(10, "the shutdown to wait", || {
+            p.log().contains("Waiting for replicas before shutting down.")
+        });
+        // The replica catches up, the final save then fails: the waiting
+        // SHUTDOWN gets the error and the server serves on, data intact.
+        r.signal(libc::SIGCONT);
+        assert_eq!(
+            sd.read_reply(),
+            Reply::err("ERR Errors trying to SHUTDOWN. Check logs.")
+        );
+        let mut c = p.raw();
+        assert_eq!(c.cmd(&["GET", "last"]), Reply::bulk("write"));
+        assert_eq!(c.cmd(&["DBSIZE"]), Reply::Int(101));
+        assert!(p.log().contains("Error trying to save the DB, can't exit."), "{}", p.log());
+        // Room again: the harness's own stop can save and exit.
+        std::fs::remove_file(dir.join("filler")).unwrap();
     }
 );

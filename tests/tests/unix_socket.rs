@@ -118,6 +118,19 @@ e2e!(
             log.contains("Failed opening Unix socket: bind: No such file or directory"),
             "log:\n{log}"
         );
+        // `unixsocketgroup` is Valkey's (redis-server 7.0 has none).
+        if !b.is_redis() {
+            let (status, log) = b.start_expect_exit(
+                Opts::new()
+                    .arg("unixsocket", &dir.path().join("g.sock").display().to_string())
+                    .arg("unixsocketgroup", "no-such-group-here"),
+            );
+            assert!(!status.success());
+            assert!(
+                log.contains("Failed opening Unix socket: getgrnam error for group 'no-such-group-here'"),
+                "log:\n{log}"
+            );
+        }
         let long = format!("/tmp/{}", "x".repeat(120));
         let (status, log) = b.start_expect_exit(Opts::new().arg("unixsocket", &long));
         assert!(!status.success());

@@ -141,6 +141,16 @@ pub enum ClientAddr {
     Unix(std::sync::Arc<str>),
 }
 
+impl ClientAddr {
+    /// Loopback or the unix socket: what protected mode lets in.
+    pub fn is_local(&self) -> bool {
+        match self {
+            ClientAddr::Tcp { peer, .. } => is_local(peer.ip()),
+            ClientAddr::Unix(_) => true,
+        }
+    }
+}
+
 impl std::fmt::Display for ClientAddr {
     /// As Valkey's "Accepted ..." log line names the client.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -522,11 +532,7 @@ impl Engine {
             srv.stats.rejected_connections += 1;
             return Err(MAXCLIENTS_ERR.to_vec());
         }
-        let local = match &info.addr {
-            ClientAddr::Tcp { peer, .. } => is_local(peer.ip()),
-            ClientAddr::Unix(_) => true,
-        };
-        if srv.config.protected_mode && srv.acl.default_nopass() && !local {
+        if srv.config.protected_mode && srv.acl.default_nopass() && !info.addr.is_local() {
             srv.stats.rejected_connections += 1;
             return Err(PROTECTED_MODE_DENIED.to_vec());
         }

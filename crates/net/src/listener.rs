@@ -116,7 +116,8 @@ pub(crate) fn bind_all(cfg: &Config) -> io::Result<Vec<Listener>> {
             .and_then(|p| u32::from_str_radix(&p, 8).ok())
             .unwrap_or(0);
         let group = cfg.get("unixsocketgroup").unwrap_or_default();
-        let l = listen_unix(&path, perm, &group, cfg.tcp_backlog)
+        let l = unix_sockaddr(&path)
+            .and_then(|sa| listen_unix(&path, &sa, perm, &group, cfg.tcp_backlog))
             .map_err(|e| io::Error::other(format!("Failed opening Unix socket: {e}")))?;
         out.push(l);
     }
@@ -276,13 +277,9 @@ fn listen_on(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
     Ok(l)
 }
 
-/// Valkey's unix listener, step for step: whatever file is at `path` is
-/// removed (a socket left by a server that was killed), the socket is
-/// bound, given `perm` (octal `unixsocketperm`, 0 = leave the umask's) and
-/// `group` (`unixsocketgroup`, a name or a numeric id; empty = leave it),
-/// then listens. Errors read as Valkey's ("bind: Permission denied").
-fn listen_unix(path: &str, perm: u32, group: &str, backlog: u32) -> Result<Listener, String> {
-    use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+/// The unix socket's address, or Valkey's error for a path that does
+/// not fit.
+fn unix_sockaddr(path: &str) -> Result<libc::sockaddr_un, String> {
     // SAFETY: an all-zero sockaddr_un is a valid value.
     let mut sa: libc::sockaddr_un = unsafe { zeroed() };
     let room = sa.sun_path.len();
@@ -296,6 +293,22 @@ fn listen_unix(path: &str, perm: u32, group: &str, backlog: u32) -> Result<Liste
     for (d, s) in sa.sun_path.iter_mut().zip(path.as_bytes()) {
         *d = *s as libc::c_char;
     }
+    Ok(sa)
+}
+
+/// Valkey's unix listener, step for step: whatever file is at `path` is
+/// removed (a socket left by a server that was killed), the socket is
+/// bound, given `perm` (octal `unixsocketperm`, 0 = leave the umask's) and
+/// `group` (`unixsocketgroup`, a name or a numeric id; empty = leave it),
+/// then listens. Errors read as Valkey's ("bind: Permission denied").
+fn listen_unix(
+    path: &str,
+    sa: &libc::sockaddr_un,
+    perm: u32,
+    group: &str,
+    backlog: u32,
+) -> Result<Listener, String> {
+    use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
     let _ = std::fs::remove_file(path);
     // SAFETY: socket(2) has no memory preconditions.
     let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
@@ -304,7 +317,7 @@ fn listen_unix(path: &str, perm: u32, group: &str, backlog: u32) -> Result<Liste
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     let len = size_of::<libc::sockaddr_un>() as libc::socklen_t;
     // SAFETY: `sa` is a valid sockaddr_un of `len` bytes.
-    let r = unsafe { libc::bind(fd, (&raw const sa).cast(), len) };
+    let r = unsafe { libc::bind(fd, (sa as *const libc::sockaddr_un).cast(), len) };
     step("bind", check(r)).map_err(|e| e.to_string())?;
     // Bound: from here on dropping the listener also removes the file.
     let l = Listener {
@@ -317,9 +330,10 @@ fn listen_unix(path: &str, perm: u32, group: &str, backlog: u32) -> Result<Liste
             .map_err(|e| format!("chmod: {}", os_text(&e)))?;
     }
     if !group.is_empty() {
-        group_id(group)
-            .and_then(|gid| std::os::unix::fs::chown(path, None, Some(gid)))
-            .map_err(|e| format!("chown: {}", os_text(&e)))?;
+        let gid = group_id(group)
+            .ok_or_else(|| format!("getgrnam error for group '{group}': no such group"))?;
+        std::os::unix::fs::chown(path, None, Some(gid))
+            .map_err(|e| format!("chown error for group '{group}': {}", os_text(&e)))?;
     }
     let backlog = backlog.min(i32::MAX as u32) as libc::c_int;
     // SAFETY: listen(2) on a socket we own.
@@ -328,21 +342,17 @@ fn listen_unix(path: &str, perm: u32, group: &str, backlog: u32) -> Result<Liste
     Ok(l)
 }
 
-/// A group by name, else by number (as Valkey's `unixsocketgroup`).
-fn group_id(group: &str) -> io::Result<u32> {
-    let Ok(name) = std::ffi::CString::new(group) else {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    };
+/// A group by name, else by number (Valkey takes names only).
+fn group_id(group: &str) -> Option<u32> {
+    let name = std::ffi::CString::new(group).ok()?;
     // SAFETY: getgrnam(3) reads a NUL-terminated name; the entry it returns
     // is read at once, before any other call could reuse its storage.
     let entry = unsafe { libc::getgrnam(name.as_ptr()) };
-    if !entry.is_null() {
-        // SAFETY: non-null: a valid group entry.
-        return Ok(unsafe { (*entry).gr_gid });
+    if entry.is_null() {
+        return group.parse().ok();
     }
-    group
-        .parse::<u32>()
-        .map_err(|_| io::Error::new(io::ErrorKind::NotFound, "no such group"))
+    // SAFETY: non-null: a valid group entry.
+    Some(unsafe { (*entry).gr_gid })
 }
 
 fn set_int_opt(
@@ -425,15 +435,7 @@ pub(crate) fn shutdown_fd(fd: RawFd) {
 /// unix socket it came through (an accepted unix socket's own name is the
 /// listener's). `None` if the socket is gone already.
 pub(crate) fn client_addr(fd: RawFd) -> Option<ClientAddr> {
-    // SAFETY: an all-zero sockaddr_storage is a valid value.
-    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
-    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    // SAFETY: `storage` has room for `len` bytes; the kernel writes at most
-    // that and updates `len`.
-    let r = unsafe { libc::getsockname(fd, (&raw mut storage).cast(), &mut len) };
-    if r < 0 {
-        return None;
-    }
+    let storage = raw_name(fd, false)?;
     if storage.ss_family as libc::c_int == libc::AF_UNIX {
         // SAFETY: the family says this storage holds a sockaddr_un, which
         // is smaller than sockaddr_storage and has a compatible alignment.
@@ -460,6 +462,11 @@ pub(crate) fn local_addr(fd: RawFd) -> Option<SocketAddr> {
 }
 
 fn sock_name(fd: RawFd, peer: bool) -> Option<SocketAddr> {
+    from_sockaddr(&raw_name(fd, peer)?)
+}
+
+/// getpeername(2) (`peer`) or getsockname(2), as the kernel wrote it.
+fn raw_name(fd: RawFd, peer: bool) -> Option<libc::sockaddr_storage> {
     // SAFETY: an all-zero sockaddr_storage is a valid value.
     let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
     let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
@@ -473,10 +480,7 @@ fn sock_name(fd: RawFd, peer: bool) -> Option<SocketAddr> {
             libc::getsockname(fd, p, &mut len)
         }
     };
-    if r < 0 {
-        return None;
-    }
-    from_sockaddr(&storage)
+    (r >= 0).then_some(storage)
 }
 
 fn from_sockaddr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
