@@ -27,19 +27,22 @@ wait_ready() {
   return 1
 }
 
-# start_pinned ringkv|redis → start that server (no persistence) on $PORT,
-# pinned to $SERVER_CPU, and wait until it answers; exits on failure.
-# Uses $RINGKV_BIN for ringkv. Waits first for the previous server's
-# port to be free (its sockets may close late).
+# start_pinned ringkv|redis|valkey → start that server (no persistence) on
+# $PORT, pinned to $SERVER_CPU, with the extra arguments in the array
+# SERVER_ARGS if set, and wait until it answers; exits on failure. Uses
+# $RINGKV_BIN for ringkv and $VALKEY_BIN for valkey. Waits first for the
+# previous server's port to be free (its sockets may close late).
 start_pinned() {
+  [ -n "${SERVER_ARGS+set}" ] || SERVER_ARGS=()
   for _ in $(seq 1 100); do
     redis-cli -p "$PORT" PING >/dev/null 2>&1 || break
     sleep 0.05
   done
   sleep 0.2
   case $1 in
-    ringkv) taskset -c "$SERVER_CPU" "$RINGKV_BIN" --port "$PORT" --save "" >/dev/null 2>&1 & ;;
-    redis) taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" --appendonly no >/dev/null 2>&1 & ;;
+    ringkv) taskset -c "$SERVER_CPU" "$RINGKV_BIN" --port "$PORT" --save "" "${SERVER_ARGS[@]}" >/dev/null 2>&1 & ;;
+    redis) taskset -c "$SERVER_CPU" redis-server --port "$PORT" --save "" --appendonly no "${SERVER_ARGS[@]}" >/dev/null 2>&1 & ;;
+    valkey) taskset -c "$SERVER_CPU" "$VALKEY_BIN" --port "$PORT" --save "" --appendonly no "${SERVER_ARGS[@]}" >/dev/null 2>&1 & ;;
   esac
   SERVER_PID=$!
   wait_ready || { echo "$1 did not start" >&2; exit 1; }

@@ -312,7 +312,7 @@ static DEFS: &[Def] = &[
     b("tcp-tx-zerocopy", true, SUP),
     m("tcp-zerocopy-min-write-size", 0, LMAX, "10240", SUP),
     al(i("repl-ping-replica-period", 1, INT_MAX, "10", SUP), "repl-ping-slave-period"),
-    i("list-compress-depth", 0, INT_MAX, "0", 0),
+    i("list-compress-depth", 0, INT_MAX, "0", SUP),
     i("rdb-key-save-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
     i("key-load-delay", INT_MIN, INT_MAX, "0", HIDDEN | SUP),
     al(i("min-replicas-to-write", 0, INT_MAX, "0", SUP), "min-slaves-to-write"),
@@ -1221,6 +1221,10 @@ impl Config {
             }
             "active-expire-effort" => self.active_expire_effort = num() as u32,
             "list-max-listpack-size" => self.encoding.list_max_listpack_size = num(),
+            // Valkey's quicklist keeps the depth in 16 bits and clamps it.
+            "list-compress-depth" => {
+                self.encoding.list_compress_depth = num().clamp(0, u16::MAX.into()) as u16
+            }
             "hash-max-listpack-entries" => self.encoding.hash_max_listpack_entries = num() as usize,
             "hash-max-listpack-value" => self.encoding.hash_max_listpack_value = num() as usize,
             "set-max-intset-entries" => self.encoding.set_max_intset_entries = num() as usize,

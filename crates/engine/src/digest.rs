@@ -54,7 +54,7 @@ pub fn add_value(d: &mut Digest, e: &Entry) {
     match v {
         ValueRef::Str(StrRef::Int(n)) => mix(d, fmt_i64(n, &mut int)),
         ValueRef::Str(s) => mix(d, s.bytes().unwrap_or_default()),
-        ValueRef::List(l) => l.iter().for_each(|el| mix(d, el)),
+        ValueRef::List(l) => l.iter().for_each(|el| mix(d, &el)),
         ValueRef::Set(s) => {
             for m in s.iter() {
                 match m {

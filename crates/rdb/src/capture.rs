@@ -181,11 +181,11 @@ impl Capture {
 
     /// A listpack of `items` (each stored as an integer entry when Valkey
     /// would) as one string token.
-    pub fn listpack<'a>(&mut self, items: impl IntoIterator<Item = &'a [u8]>) {
+    pub fn listpack(&mut self, items: impl IntoIterator<Item = impl AsRef<[u8]>>) {
         self.string_with(|out| {
             let mut lp = Listpack::new(out);
             for s in items {
-                lp.push(s);
+                lp.push(s.as_ref());
             }
             lp.finish();
         });

@@ -36,7 +36,7 @@ pub mod error;
 pub mod intset;
 pub mod listpack;
 pub mod load;
-pub mod lzf;
+pub use lzf;
 pub mod object;
 pub mod payload;
 pub mod restore;

@@ -154,7 +154,7 @@ fn write_list(cap: &mut Capture, l: &List) {
     for node in l.node_iter() {
         let mut node = node.peekable();
         let first = node.next();
-        match (first, node.peek()) {
+        match (&first, node.peek()) {
             (Some(big), None) if big.len() >= store::types::list::packed_threshold() => {
                 cap.length(QUICKLIST_NODE_PLAIN);
                 cap.string(big);
@@ -176,14 +176,14 @@ pub fn quicklist_bytes(l: &List) -> usize {
         .map(|node| {
             let mut node = node.peekable();
             let first = node.next();
-            match (first, node.peek()) {
+            match (&first, node.peek()) {
                 (Some(big), None) if big.len() >= store::types::list::packed_threshold() => {
                     big.len()
                 }
                 _ => {
                     buf.clear();
                     let mut lp = Listpack::new(&mut buf);
-                    first.into_iter().chain(node).for_each(|e| lp.push(e));
+                    first.into_iter().chain(node).for_each(|e| lp.push(&e));
                     lp.finish();
                     buf.len()
                 }

@@ -116,6 +116,7 @@ fn limits_pick_the_encoding() {
     let data = fixture("valkey8-types.rdb");
     let tiny = EncodingLimits {
         list_max_listpack_size: 2,
+        list_compress_depth: 0,
         hash_max_listpack_entries: 1,
         hash_max_listpack_value: 64,
         set_max_intset_entries: 1,

@@ -128,6 +128,9 @@ impl Value {
 pub struct EncodingLimits {
     /// Negative: -1..-5 = 4..64 KiB per node; positive: entries per node.
     pub list_max_listpack_size: i64,
+    /// Quicklist nodes left uncompressed at each end (0: none compressed);
+    /// a list keeps the depth it was made with, as Valkey's.
+    pub list_compress_depth: u16,
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
@@ -142,6 +145,7 @@ impl Default for EncodingLimits {
     fn default() -> Self {
         EncodingLimits {
             list_max_listpack_size: -2,
+            list_compress_depth: 0,
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,

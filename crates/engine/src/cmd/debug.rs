@@ -313,11 +313,13 @@ fn debug_object(ctx: &mut Ctx<'_>, key: &[u8], fast: bool) {
     if let store::ValueRef::List(l) = e.value()
         && e.encoding() == "quicklist"
     {
-        // ringkv never compresses list nodes (`list-compress-depth`).
+        // As Valkey's, `ql_compressed` says whether the list was made to
+        // compress (a depth), not whether a node is compressed now.
         line.push_str(&format!(
-            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{fill} ql_compressed:0",
+            " ql_nodes:{} ql_avg_node:{:.2} ql_listpack_max:{fill} ql_compressed:{}",
             l.nodes(),
             l.len() as f64 / l.nodes() as f64,
+            u8::from(l.compress_depth().is_some_and(|d| d > 0)),
         ));
         if !fast {
             let size = rdb::object::quicklist_bytes(l);

@@ -684,12 +684,9 @@ fn lrange(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if start > stop || start >= len as i64 {
         return ctx.reply.array_len(0);
     }
-    let items = l.range(start as usize, stop as usize);
     let r = &mut ctx.reply;
-    r.array_len(items.len());
-    for e in items {
-        r.bulk(e);
-    }
+    r.array_len((stop - start + 1) as usize);
+    l.for_each_in_range(start as usize, stop as usize, |e| r.bulk(e));
 }
 
 fn lindex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -702,7 +699,7 @@ fn lindex(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     };
     let i = norm(i, l.len());
     match (i >= 0).then(|| l.get(i as usize)).flatten() {
-        Some(e) => ctx.reply.bulk(e),
+        Some(e) => ctx.reply.bulk(&e),
         None => ctx.reply.null(),
     }
 }

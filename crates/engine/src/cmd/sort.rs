@@ -246,7 +246,9 @@ fn load_source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Source, ()> {
     );
     let src = match found.as_ref().map(|e| e.value()) {
         None => Source::Missing,
-        Some(ValueRef::List(l)) => Source::List(l.iter().map(<[u8]>::to_vec).collect()),
+        Some(ValueRef::List(l)) => {
+            Source::List(l.iter().map(std::borrow::Cow::into_owned).collect())
+        }
         Some(ValueRef::Set(s)) => Source::Set(s.iter().map(|m| m.to_vec()).collect()),
         Some(ValueRef::ZSet(z)) => Source::ZSet(z.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(_) => return Err(()),

@@ -78,7 +78,7 @@ pub fn describe(v: &Value) -> (&'static str, &'static str, Vec<Vec<u8>>) {
     let elems = match v {
         Value::Str(Str::Int(i)) => vec![i.to_string().into_bytes()],
         Value::Str(s) => vec![s.bytes().unwrap().to_vec()],
-        Value::List(l) => l.iter().map(<[u8]>::to_vec).collect(),
+        Value::List(l) => l.iter().map(std::borrow::Cow::into_owned).collect(),
         Value::Set(s) => {
             let mut m: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();
             m.sort();

@@ -9,24 +9,36 @@
 //!                               its listpack-byte estimate
 //! ```
 //!
-//! Conversions follow Valkey 8 (`t_list.c`): a listpack that would grow
-//! past `list-max-listpack-size` (negative: -1..-5 = 4..64 KiB of
-//! listpack bytes; positive: that many entries) becomes a quicklist; a
-//! quicklist that shrinks to half the limit becomes a listpack again.
-//! Listpack bytes are estimated as Valkey's listpack spends them: a
-//! 7-byte header and trailer, and per entry its length, one or more
-//! header bytes and a back-length byte or more.
+//! Conversions follow Valkey 8 (`t_list.c`): a listpack whose bytes plus
+//! the new elements' lengths would pass `list-max-listpack-size`
+//! (negative: -1..-5 = 4..64 KiB of listpack bytes; positive: that many
+//! entries, and 8 KiB) becomes a quicklist, the listpack its first node
+//! whole; a quicklist down to one node within half the limit becomes a
+//! listpack again. Listpack bytes are estimated as Valkey's listpack
+//! spends them: a 7-byte header and trailer, and per entry its length,
+//! one or more header bytes and a back-length byte or more.
 //!
 //! The quicklist is Valkey's (`quicklist.c`) in its layout's spirit: a
 //! sequence of packed nodes, each holding elements up to the same
 //! `list-max-listpack-size` (with a positive size, also at most 8 KiB,
-//! Valkey's `SIZE_SAFETY_LIMIT`; an element past the byte limit gets a
-//! node of its own). A push at an end fills the end node or starts a new
-//! one; an insert into a full node splits it at the insertion point; a
-//! deletion merges a node with a neighbour when both fit in one node.
-//! The nodes sit in a `VecDeque` rather than a linked list, with no LZF
-//! compression of inner nodes (`list-compress-depth` is accepted by
-//! CONFIG SET and has no effect).
+//! Valkey's `SIZE_SAFETY_LIMIT`). A push or insert judges whether an
+//! element fits a node as Valkey does, by the node's bytes plus the
+//! element's length plus 8, so nodes end where Valkey's end; a push at an
+//! end fills the end node or starts a new one; an insert into a full node
+//! splits it at the insertion point; a deletion merges a node with a
+//! neighbour when both fit in one node (exact sizes, as Valkey's merge).
+//! The nodes sit in a `VecDeque` rather than a linked list.
+//!
+//! `list-compress-depth` N keeps N nodes at each end as they are and
+//! LZF-compresses the nodes between (Valkey's rule: a node of at least 48
+//! bytes, kept compressed only when that saves more than 8). A list keeps
+//! the depth it was made with. Reads of a compressed node decompress a copy
+//! and leave the node as it is; an edit decompresses the node in place, and
+//! the operation ends by settling the nodes it may have moved across a
+//! depth boundary or edited ([`Quick::settle`]), so a push or pop touches
+//! O(depth) nodes, not the whole list. A node LZF could not shrink is
+//! remembered as such until it changes, so it is not tried again on every
+//! pass.
 //! LINDEX, LSET and LRANGE find their node by walking node counts from
 //! the nearer end, O(n / node size), then walk within the node, as
 //! Valkey does. Each node is kept at its exact size, so pushing at an end
@@ -41,7 +53,9 @@
 
 use super::strpack::{StrPack, varint_len};
 use crate::EncodingLimits;
+use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Clone, Default)]
@@ -56,6 +70,8 @@ enum Repr {
 #[derive(Clone, Default)]
 struct Quick {
     nodes: VecDeque<Node>,
+    /// `list-compress-depth` when the list was made.
+    depth: u16,
     /// Elements in all nodes.
     len: usize,
     /// Sum of [`lp_entry_bytes`] over all elements (the conversion back
@@ -65,12 +81,54 @@ struct Quick {
 
 #[derive(Clone, Default)]
 struct Node {
-    pack: StrPack,
+    pack: Packed,
     /// Entries in `pack`, cached: locating an index walks these.
     count: usize,
     /// Sum of [`lp_entry_bytes`] of the entries: what the node would take
     /// as a Valkey listpack, less its header, for the node limits.
     lp: usize,
+}
+
+/// A node's elements, as they are or compressed.
+#[derive(Clone)]
+enum Packed {
+    /// `tried`: LZF did not shrink it enough since it last changed.
+    Raw { pack: StrPack, tried: bool },
+    /// The LZF form of the pack's [`StrPack::encoded`] bytes, `len` long.
+    Lzf { data: Box<[u8]>, len: usize },
+}
+
+impl Default for Packed {
+    fn default() -> Packed {
+        Packed::Raw {
+            pack: StrPack::default(),
+            tried: false,
+        }
+    }
+}
+
+/// Valkey's `MIN_COMPRESS_BYTES`: smaller nodes are not compressed.
+const MIN_COMPRESS_BYTES: usize = 48;
+/// Valkey's `MIN_COMPRESS_IMPROVE`: a node stays compressed only when
+/// that saves more than this many bytes.
+const MIN_COMPRESS_IMPROVE: usize = 8;
+
+/// One node's elements: borrowed from an uncompressed node, or copied out
+/// of a compressed one (decompressed once for the whole node).
+enum NodeElems<'a> {
+    Raw(super::strpack::Iter<'a>),
+    Copied(std::vec::IntoIter<Vec<u8>>),
+}
+
+impl<'a> Iterator for NodeElems<'a> {
+    type Item = Cow<'a, [u8]>;
+
+    fn next(&mut self) -> Option<Cow<'a, [u8]>> {
+        match self {
+            NodeElems::Raw(it) => it.next().map(|s| Cow::Borrowed(s.bytes)),
+            NodeElems::Copied(it) => it.next().map(Cow::Owned),
+        }
+    }
 }
 
 /// A list value.
@@ -88,7 +146,10 @@ impl PartialEq for List {
 impl std::fmt::Debug for List {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.iter().map(String::from_utf8_lossy))
+            .entries(
+                self.iter()
+                    .map(|e| String::from_utf8_lossy(&e).into_owned()),
+            )
             .finish()
     }
 }
@@ -120,6 +181,10 @@ fn lp_entry_bytes_of_len(n: usize) -> usize {
 }
 
 const LP_HEADER: usize = 7;
+
+/// Valkey's `SIZE_ESTIMATE_OVERHEAD`: what it adds to an element's
+/// length to judge whether it fits a node.
+const SIZE_ESTIMATE_OVERHEAD: usize = 8;
 
 /// Valkey caps nodes at 8 KiB of listpack bytes when the limit is a
 /// count (`SIZE_SAFETY_LIMIT`), so that a count of big elements cannot
@@ -208,26 +273,179 @@ impl NodeLimit {
     }
 
     /// May the entries `a` and `b` (each `(lp, count)`) share a node?
+    /// (Valkey's `_quicklistNodeAllowMerge`, exact sizes.)
     fn joins(self, a: (usize, usize), b: (usize, usize)) -> bool {
         !self.plain(a) && !self.plain(b) && self.allows(a.0 + b.0, a.1 + b.1)
+    }
+
+    /// Valkey's `quicklistNodeExceedsLimit`: is a node or listpack of `sz`
+    /// bytes and `count` entries past the limit?
+    fn exceeds(self, sz: usize, count: usize) -> bool {
+        sz > self.bytes || count > self.entries
+    }
+
+    /// May a node of `(lp, count)` take one more element, `len` bytes
+    /// long? Valkey's `_quicklistNodeAllowInsert`, which judges by an
+    /// overestimate of the entry (its length and 8 bytes), so that nodes
+    /// end where Valkey's end and a list's RDB bytes are Valkey's. An
+    /// empty (new) node takes anything.
+    fn admits(self, (lp, count): (usize, usize), len: usize) -> bool {
+        count == 0
+            || !self.plain((lp, count))
+                && !self.plain((lp_entry_bytes_of_len(len), 1))
+                && !self.exceeds(LP_HEADER + lp + len + SIZE_ESTIMATE_OVERHEAD, count + 1)
     }
 }
 
 impl Node {
     fn from_items(items: &[&[u8]]) -> Node {
+        Node::from_pack(
+            StrPack::from_items(items.iter().copied()),
+            items.len(),
+            items.iter().map(|e| lp_entry_bytes(e)).sum(),
+        )
+    }
+
+    fn from_pack(pack: StrPack, count: usize, lp: usize) -> Node {
         Node {
-            pack: StrPack::from_items(items.iter().copied()),
-            count: items.len(),
-            lp: items.iter().map(|e| lp_entry_bytes(e)).sum(),
+            pack: Packed::Raw { pack, tried: false },
+            count,
+            lp,
+        }
+    }
+
+    /// The elements for an edit: a compressed node is decompressed in
+    /// place, and either kind counts as changed (worth compressing again).
+    fn raw_mut(&mut self) -> &mut StrPack {
+        if let Packed::Lzf { data, len } = &self.pack {
+            let pack = decompress(data, *len);
+            self.pack = Packed::Raw { pack, tried: false };
+        }
+        match &mut self.pack {
+            Packed::Raw { pack, tried } => {
+                *tried = false;
+                pack
+            }
+            Packed::Lzf { .. } => unreachable!("decompressed above"),
+        }
+    }
+
+    /// The elements, taken out of the node.
+    fn into_raw(self) -> StrPack {
+        match self.pack {
+            Packed::Raw { pack, .. } => pack,
+            Packed::Lzf { data, len } => decompress(&data, len),
+        }
+    }
+
+    /// The elements for reading; the node stays as it is.
+    fn elems(&self) -> NodeElems<'_> {
+        match &self.pack {
+            Packed::Raw { pack, .. } => NodeElems::Raw(pack.iter()),
+            Packed::Lzf { data, len } => {
+                let pack = decompress(data, *len);
+                let copied: Vec<Vec<u8>> = pack.iter().map(|s| s.bytes.to_vec()).collect();
+                NodeElems::Copied(copied.into_iter())
+            }
+        }
+    }
+
+    fn is_compressed(&self) -> bool {
+        matches!(self.pack, Packed::Lzf { .. })
+    }
+
+    /// Compress the node unless it is small, was already found not to
+    /// shrink enough, or is compressed (Valkey's `__quicklistCompressNode`).
+    fn compress(&mut self) {
+        let Packed::Raw { pack, tried } = &mut self.pack else {
+            return;
+        };
+        let raw = pack.encoded();
+        if *tried || raw.len() < MIN_COMPRESS_BYTES {
+            return;
+        }
+        let mut data = Vec::new();
+        if lzf::compress_within(raw, raw.len() - MIN_COMPRESS_IMPROVE - 1, &mut data) {
+            let len = raw.len();
+            self.pack = Packed::Lzf {
+                data: data.into_boxed_slice(),
+                len,
+            };
+        } else {
+            *tried = true;
+        }
+    }
+
+    /// Leave the node uncompressed (it is within the depth of an end).
+    fn decompress(&mut self) {
+        if self.is_compressed() {
+            self.raw_mut();
+        }
+    }
+
+    fn memory_usage(&self) -> usize {
+        match &self.pack {
+            Packed::Raw { pack, .. } => pack.memory_usage(),
+            Packed::Lzf { data, .. } => crate::alloc_size(data.len()),
         }
     }
 }
 
+/// A node's pack back from its LZF form; only this module compresses
+/// nodes, so the data is known good.
+fn decompress(data: &[u8], len: usize) -> StrPack {
+    let raw = lzf::decompress(data, len).expect("a node this module compressed");
+    StrPack::from_encoded(raw.into_boxed_slice())
+}
+
 impl Quick {
-    fn from_items<'a>(items: impl IntoIterator<Item = &'a [u8]>, lim: NodeLimit) -> Quick {
-        let mut q = Quick::default();
-        q.extend(End::Right, items, lim);
+    /// A quicklist of one node holding `pack` (none if it is empty).
+    fn from_pack(pack: StrPack, depth: u16) -> Quick {
+        let count = pack.len();
+        let lp: usize = pack.iter().map(|s| lp_entry_bytes(s.bytes)).sum();
+        let mut q = Quick {
+            depth,
+            len: count,
+            lp_bytes: lp,
+            ..Quick::default()
+        };
+        if count > 0 {
+            q.nodes.push_back(Node::from_pack(pack, count, lp));
+        }
         q
+    }
+
+    /// After an edit that left `before` nodes as `self.nodes.len()` and
+    /// edited the nodes `touched`: the nodes within the depth of either
+    /// end uncompressed, the ones between compressed. Only nodes that can
+    /// have crossed a boundary are looked at: with nodes gone, those now
+    /// within the depth of an end; with `g` nodes gained, the `g` just
+    /// inside each boundary (as many as a push or split can have moved
+    /// inwards, or the whole inside of a list that just grew past twice
+    /// the depth); and the edited ones.
+    fn settle(&mut self, before: usize, touched: Range<usize>) {
+        let d = usize::from(self.depth);
+        let n = self.nodes.len();
+        if d == 0 {
+            return;
+        }
+        if n < before {
+            for k in (0..d.min(n)).chain(n.saturating_sub(d)..n) {
+                self.nodes[k].decompress();
+            }
+        }
+        if n <= 2 * d {
+            return;
+        }
+        let inner = d..n - d;
+        let gained = n.saturating_sub(before);
+        let from_left = d..d + gained;
+        let from_right = (n - d).saturating_sub(gained)..n - d;
+        for r in [from_left, from_right, touched] {
+            for k in r.start.max(inner.start)..r.end.min(inner.end) {
+                self.nodes[k].compress();
+            }
+        }
     }
 
     fn end_index(&self, end: End) -> usize {
@@ -240,6 +458,7 @@ impl Quick {
     /// Push `items` one by one at `end`: into the end node while it has
     /// room, then into new nodes, with one splice per node touched.
     fn extend<'a>(&mut self, end: End, items: impl IntoIterator<Item = &'a [u8]>, lim: NodeLimit) {
+        let before = self.nodes.len();
         let mut batch: Vec<&[u8]> = Vec::new();
         let mut new_node = self.nodes.is_empty();
         let (mut lp, mut count) = if new_node {
@@ -250,7 +469,7 @@ impl Quick {
         };
         for e in items {
             let add = lp_entry_bytes(e);
-            if !lim.joins((lp, count), (add, 1)) {
+            if !lim.admits((lp, count), e.len()) {
                 self.flush(end, &mut batch, new_node);
                 new_node = true;
                 (lp, count) = (0, 0);
@@ -260,6 +479,7 @@ impl Quick {
             count += 1;
         }
         self.flush(end, &mut batch, new_node);
+        self.settle(before, 0..0);
     }
 
     /// Put `batch` (in push order) into the end node, or into a new one.
@@ -283,9 +503,10 @@ impl Quick {
         } else {
             let k = self.end_index(end);
             let node = &mut self.nodes[k];
+            let pack = node.raw_mut();
             match end {
-                End::Left => node.pack.splice(0, 0, 0, batch),
-                End::Right => node.pack.push(batch),
+                End::Left => pack.splice(0, 0, 0, batch),
+                End::Right => pack.push(batch),
             }
             node.count += batch.len();
             node.lp += add;
@@ -297,6 +518,7 @@ impl Quick {
     /// `out` in pop order if given; then merge the end node with its
     /// neighbour if they fit in one.
     fn take(&mut self, end: End, n: usize, mut out: Option<&mut Vec<Vec<u8>>>, lim: NodeLimit) {
+        let before = self.nodes.len();
         let mut left = n.min(self.len);
         while left > 0 {
             let k = self.end_index(end);
@@ -309,7 +531,7 @@ impl Quick {
                 }
                 .expect("a node holds the remaining elements");
                 if let Some(out) = out.as_deref_mut() {
-                    let es = node.pack.iter().map(|s| s.bytes.to_vec());
+                    let es = node.elems().map(Cow::into_owned);
                     match end {
                         End::Left => out.extend(es),
                         End::Right => out.extend(es.collect::<Vec<_>>().into_iter().rev()),
@@ -321,9 +543,11 @@ impl Quick {
                 continue;
             }
             // Part of the node: one splice.
+            let count = node.count;
+            let pack = node.raw_mut();
             let slots: Vec<_> = match end {
-                End::Left => node.pack.iter().take(left).collect(),
-                End::Right => node.pack.iter().skip(node.count - left).collect(),
+                End::Left => pack.iter().take(left).collect(),
+                End::Right => pack.iter().skip(count - left).collect(),
             };
             let (start, stop) = (slots[0].start, slots[slots.len() - 1].end);
             let lp: usize = slots.iter().map(|s| lp_entry_bytes(s.bytes)).sum();
@@ -334,7 +558,7 @@ impl Quick {
                     End::Right => out.extend(es.rev()),
                 }
             }
-            node.pack.splice(start, stop, left, &[]);
+            pack.splice(start, stop, left, &[]);
             node.count -= left;
             node.lp -= lp;
             self.len -= left;
@@ -347,6 +571,7 @@ impl Quick {
                 End::Right => self.merge_at(self.nodes.len() - 2, lim),
             };
         }
+        self.settle(before, 0..0);
     }
 
     /// Merge node `k` and node `k + 1` if they fit in one node.
@@ -356,10 +581,11 @@ impl Quick {
             return false;
         }
         let b = self.nodes.remove(k + 1).expect("k + 1 is a node");
+        let (b_count, b_lp) = (b.count, b.lp);
         let a = &mut self.nodes[k];
-        a.pack.append(&b.pack);
-        a.count += b.count;
-        a.lp += b.lp;
+        a.raw_mut().append(&b.into_raw());
+        a.count += b_count;
+        a.lp += b_lp;
         true
     }
 
@@ -377,13 +603,9 @@ impl Quick {
     /// Split node `k` after its first `at` entries (0 < at < count).
     fn split_node(&mut self, k: usize, at: usize) {
         let node = &mut self.nodes[k];
-        let pack = node.pack.split_off(at);
+        let pack = node.raw_mut().split_off(at);
         let lp: usize = pack.iter().map(|s| lp_entry_bytes(s.bytes)).sum();
-        let right = Node {
-            pack,
-            count: node.count - at,
-            lp,
-        };
+        let right = Node::from_pack(pack, node.count - at, lp);
         node.count = at;
         node.lp -= lp;
         self.nodes.insert(k + 1, right);
@@ -412,26 +634,45 @@ impl Quick {
         unreachable!("index {i} past a list of {}", self.len)
     }
 
-    fn get(&self, i: usize) -> Option<&[u8]> {
+    fn get(&self, i: usize) -> Option<Cow<'_, [u8]>> {
         if i >= self.len {
             return None;
         }
         let (k, off) = self.locate(i);
-        self.nodes[k].pack.iter().nth(off).map(|s| s.bytes)
+        match &self.nodes[k].pack {
+            Packed::Raw { pack, .. } => pack.iter().nth(off).map(|s| Cow::Borrowed(s.bytes)),
+            Packed::Lzf { data, len } => {
+                let pack = decompress(data, *len);
+                pack.iter().nth(off).map(|s| Cow::Owned(s.bytes.to_vec()))
+            }
+        }
     }
 
-    fn range(&self, start: usize, end: usize) -> Vec<&[u8]> {
+    fn for_each_in_range(&self, start: usize, end: usize, mut f: impl FnMut(&[u8])) {
         if start >= self.len || start > end {
-            return Vec::new();
+            return;
         }
-        let (k, off) = self.locate(start);
-        self.nodes
-            .range(k..)
-            .flat_map(|n| n.pack.iter())
-            .skip(off)
-            .take(end.min(self.len - 1) + 1 - start)
-            .map(|s| s.bytes)
-            .collect()
+        let (k, mut skip) = self.locate(start);
+        let mut left = end.min(self.len - 1) + 1 - start;
+        for node in self.nodes.range(k..) {
+            // Uncompressed nodes, the common case, are walked in place.
+            let copy;
+            let pack = match &node.pack {
+                Packed::Raw { pack, .. } => pack,
+                Packed::Lzf { data, len } => {
+                    copy = decompress(data, *len);
+                    &copy
+                }
+            };
+            for s in pack.iter().skip(skip).take(left) {
+                f(s.bytes);
+                left -= 1;
+            }
+            if left == 0 {
+                return;
+            }
+            skip = 0;
+        }
     }
 
     /// Insert `v` so that it becomes element `index` (<= len).
@@ -440,14 +681,22 @@ impl Quick {
             let end = if index == 0 { End::Left } else { End::Right };
             return self.extend(end, [v], lim);
         }
-        let add = lp_entry_bytes(v);
+        let before = self.nodes.len();
         let (k, off) = self.locate(index);
+        self.insert_at(k, off, v, lim);
+        self.settle(before, k.saturating_sub(1)..k + 4);
+    }
+
+    /// [`Quick::insert`] before entry `off` of node `k`, inside the list.
+    fn insert_at(&mut self, k: usize, off: usize, v: &[u8], lim: NodeLimit) {
+        let add = lp_entry_bytes(v);
         self.len += 1;
         self.lp_bytes += add;
         let node = &mut self.nodes[k];
-        if lim.joins((node.lp, node.count), (add, 1)) {
-            let at = node.pack.iter().nth(off).expect("off < count").start;
-            node.pack.splice(at, at, 0, &[v]);
+        if lim.admits((node.lp, node.count), v.len()) {
+            let pack = node.raw_mut();
+            let at = pack.iter().nth(off).expect("off < count").start;
+            pack.splice(at, at, 0, &[v]);
             node.count += 1;
             node.lp += add;
             return;
@@ -456,8 +705,8 @@ impl Quick {
             // Between two nodes (k > 0, as index > 0): the tail of the
             // previous one if it has room, else a node of its own.
             let prev = &mut self.nodes[k - 1];
-            if lim.joins((prev.lp, prev.count), (add, 1)) {
-                prev.pack.push(&[v]);
+            if lim.admits((prev.lp, prev.count), v.len()) {
+                prev.raw_mut().push(&[v]);
                 prev.count += 1;
                 prev.lp += add;
             } else {
@@ -470,14 +719,14 @@ impl Quick {
         // neighbours that fit together are merged.
         self.split_node(k, off);
         let (l, r) = (&self.nodes[k], &self.nodes[k + 1]);
-        if lim.joins((l.lp, l.count), (add, 1)) {
+        if lim.admits((l.lp, l.count), v.len()) {
             let l = &mut self.nodes[k];
-            l.pack.push(&[v]);
+            l.raw_mut().push(&[v]);
             l.count += 1;
             l.lp += add;
-        } else if lim.joins((r.lp, r.count), (add, 1)) {
+        } else if lim.admits((r.lp, r.count), v.len()) {
             let r = &mut self.nodes[k + 1];
-            r.pack.splice(0, 0, 0, &[v]);
+            r.raw_mut().splice(0, 0, 0, &[v]);
             r.count += 1;
             r.lp += add;
         } else {
@@ -488,12 +737,20 @@ impl Quick {
 
     /// Replace element `i` (< len) by `v`.
     fn set(&mut self, i: usize, v: &[u8], lim: NodeLimit) {
+        let before = self.nodes.len();
         let (k, off) = self.locate(i);
+        self.set_at(k, off, v, lim);
+        self.settle(before, k.saturating_sub(1)..k + 4);
+    }
+
+    /// [`Quick::set`] of entry `off` of node `k`.
+    fn set_at(&mut self, k: usize, off: usize, v: &[u8], lim: NodeLimit) {
         let node = &mut self.nodes[k];
-        let s = node.pack.iter().nth(off).expect("off < count");
+        let pack = node.raw_mut();
+        let s = pack.iter().nth(off).expect("off < count");
         let (old, new) = (lp_entry_bytes(s.bytes), lp_entry_bytes(v));
         let (start, end) = (s.start, s.end);
-        node.pack.splice(start, end, 1, &[v]);
+        pack.splice(start, end, 1, &[v]);
         node.lp = node.lp - old + new;
         self.lp_bytes = self.lp_bytes - old + new;
         if lim.allows(node.lp, node.count) && (node.count == 1 || !lim.plain((new, 1))) {
@@ -521,10 +778,11 @@ impl Quick {
             }
             let k = if from_tail { n - 1 - j } else { j };
             let node = &mut self.nodes[k];
-            if !node.pack.iter().any(|s| s.bytes == elem) {
+            if !node.elems().any(|e| *e == *elem) {
                 continue;
             }
-            let slots: Vec<_> = node.pack.iter().collect();
+            let pack = node.raw_mut();
+            let slots: Vec<_> = pack.iter().collect();
             let mut drop = vec![false; slots.len()];
             let order: Box<dyn Iterator<Item = usize>> = if from_tail {
                 Box::new((0..slots.len()).rev())
@@ -545,8 +803,8 @@ impl Quick {
                 .collect();
             let gone = slots.len() - kept.len();
             let gone_lp = gone * lp_entry_bytes(elem);
-            let pack = StrPack::from_items(kept);
-            node.pack = pack;
+            let new = StrPack::from_items(kept);
+            *pack = new;
             node.count -= gone;
             node.lp -= gone_lp;
             self.len -= gone;
@@ -555,6 +813,7 @@ impl Quick {
         if removed > 0 {
             self.nodes.retain(|n| n.count > 0);
             self.merge_range(0, self.nodes.len(), lim);
+            self.settle(n, 0..self.nodes.len());
         }
         removed
     }
@@ -565,31 +824,31 @@ impl Quick {
 /// (an entry's length is only known from its front).
 struct QuickIter<'a> {
     nodes: std::collections::vec_deque::Iter<'a, Node>,
-    front: Option<super::strpack::Iter<'a>>,
+    front: Option<NodeElems<'a>>,
     /// The node being taken from the back, in order; the front takes from
     /// `back[back_start..]` once it has no node of its own left.
-    back: Vec<&'a [u8]>,
+    back: Vec<Cow<'a, [u8]>>,
     back_start: usize,
     /// Elements not yet yielded from either end.
     left: usize,
 }
 
 impl<'a> Iterator for QuickIter<'a> {
-    type Item = &'a [u8];
+    type Item = Cow<'a, [u8]>;
 
-    fn next(&mut self) -> Option<&'a [u8]> {
+    fn next(&mut self) -> Option<Cow<'a, [u8]>> {
         if self.left == 0 {
             return None;
         }
         self.left -= 1;
         loop {
-            if let Some(s) = self.front.as_mut().and_then(Iterator::next) {
-                return Some(s.bytes);
+            if let Some(e) = self.front.as_mut().and_then(Iterator::next) {
+                return Some(e);
             }
             match self.nodes.next() {
-                Some(n) => self.front = Some(n.pack.iter()),
+                Some(n) => self.front = Some(n.elems()),
                 None => {
-                    let e = self.back[self.back_start];
+                    let e = std::mem::take(&mut self.back[self.back_start]);
                     self.back_start += 1;
                     return Some(e);
                 }
@@ -615,11 +874,11 @@ impl DoubleEndedIterator for QuickIter<'_> {
             self.back.clear();
             self.back_start = 0;
             match self.nodes.next_back() {
-                Some(n) => self.back.extend(n.pack.iter().map(|s| s.bytes)),
+                Some(n) => self.back.extend(n.elems()),
                 // Only the front's node is left: take the rest of it.
                 None => {
                     let rest = self.front.as_mut().into_iter().flatten();
-                    self.back.extend(rest.map(|s| s.bytes));
+                    self.back.extend(rest);
                     if self.back.is_empty() {
                         return None;
                     }
@@ -659,7 +918,7 @@ impl List {
             Repr::Quick(q) => {
                 alloc_size(std::mem::size_of::<Quick>())
                     + alloc_size(q.nodes.capacity() * std::mem::size_of::<Node>())
-                    + q.nodes.iter().map(|n| n.pack.memory_usage()).sum::<usize>()
+                    + q.nodes.iter().map(Node::memory_usage).sum::<usize>()
             }
         }
     }
@@ -676,16 +935,30 @@ impl List {
 
     /// Each packed buffer's elements, in order: the listpack as one node,
     /// or the quicklist's nodes (RDB writes them 1:1 as Valkey's nodes).
-    pub fn node_iter(&self) -> impl Iterator<Item = impl Iterator<Item = &[u8]>> {
+    pub fn node_iter(&self) -> impl Iterator<Item = impl Iterator<Item = Cow<'_, [u8]>>> {
         let (single, quick) = match &self.repr {
             Repr::Empty => (None, None),
-            Repr::Pack(p) => (Some(p), None),
-            Repr::Quick(q) => (None, Some(q.nodes.iter().map(|n| &n.pack))),
+            Repr::Pack(p) => (Some(NodeElems::Raw(p.iter())), None),
+            Repr::Quick(q) => (None, Some(q.nodes.iter().map(Node::elems))),
         };
-        single
-            .into_iter()
-            .chain(quick.into_iter().flatten())
-            .map(|p| p.iter().map(|s| s.bytes))
+        single.into_iter().chain(quick.into_iter().flatten())
+    }
+
+    /// The `list-compress-depth` a quicklist was made with (None for a
+    /// listpack).
+    pub fn compress_depth(&self) -> Option<u16> {
+        match &self.repr {
+            Repr::Quick(q) => Some(q.depth),
+            _ => None,
+        }
+    }
+
+    /// Quicklist nodes held compressed.
+    pub fn compressed_nodes(&self) -> usize {
+        match &self.repr {
+            Repr::Quick(q) => q.nodes.iter().filter(|n| n.is_compressed()).count(),
+            _ => 0,
+        }
     }
 
     /// OBJECT ENCODING, with Valkey's names.
@@ -696,11 +969,12 @@ impl List {
         }
     }
 
-    pub fn iter(&self) -> Box<dyn DoubleEndedIterator<Item = &[u8]> + '_> {
+    /// The elements in order; those of a compressed node are copies.
+    pub fn iter(&self) -> Box<dyn DoubleEndedIterator<Item = Cow<'_, [u8]>> + '_> {
         match &self.repr {
             Repr::Empty => Box::new(std::iter::empty()),
             Repr::Pack(p) => {
-                let v: Vec<&[u8]> = p.iter().map(|s| s.bytes).collect();
+                let v: Vec<Cow<[u8]>> = p.iter().map(|s| Cow::Borrowed(s.bytes)).collect();
                 Box::new(v.into_iter())
             }
             Repr::Quick(q) => Box::new(QuickIter {
@@ -717,18 +991,20 @@ impl List {
         LP_HEADER + p.iter().map(|s| lp_entry_bytes(s.bytes)).sum::<usize>()
     }
 
-    /// Convert to a quicklist if adding `adding` would pass the limits.
+    /// Convert to a quicklist if adding `adding` would pass the limits,
+    /// judged as Valkey's `listTypeTryConvertListpack` judges it: the
+    /// listpack's bytes plus the new elements' lengths. The listpack
+    /// becomes the first node whole, as in Valkey.
     fn grow_check(&mut self, adding: &[&[u8]], limits: &EncodingLimits) {
-        let (max_bytes, max_entries) = limits_of(limits);
         if let Repr::Empty = self.repr {
             self.repr = Repr::Pack(StrPack::default());
         }
-        let Repr::Pack(p) = &self.repr else {
+        let Repr::Pack(p) = &mut self.repr else {
             return;
         };
-        let bytes = Self::pack_bytes(p) + adding.iter().map(|e| lp_entry_bytes(e)).sum::<usize>();
-        if bytes > max_bytes || p.len() + adding.len() > max_entries {
-            let q = Quick::from_items(p.iter().map(|s| s.bytes), NodeLimit::of(limits));
+        let bytes = Self::pack_bytes(p) + adding.iter().map(|e| e.len()).sum::<usize>();
+        if NodeLimit::of(limits).exceeds(bytes, p.len() + adding.len()) {
+            let q = Quick::from_pack(std::mem::take(p), limits.list_compress_depth);
             self.repr = Repr::Quick(Box::new(q));
         }
     }
@@ -741,13 +1017,17 @@ impl List {
             return;
         }
         let (max_bytes, max_entries) = limits_of(limits);
-        if let Repr::Quick(q) = &self.repr
-            && LP_HEADER + q.lp_bytes <= max_bytes / 2
-            && (max_entries == usize::MAX || q.len <= max_entries / 2)
+        // Valkey's `listTypeTryConvertQuicklist`: only a single packed node
+        // goes back, and whole.
+        if let Repr::Quick(q) = &mut self.repr
+            && q.nodes.len() == 1
+            && let Some(node) = q.nodes.front()
+            && !NodeLimit::of(limits).plain((node.lp, node.count))
+            && LP_HEADER + node.lp <= max_bytes / 2
+            && (max_entries == usize::MAX || node.count <= max_entries / 2)
         {
-            let p =
-                StrPack::from_items(q.nodes.iter().flat_map(|n| n.pack.iter().map(|s| s.bytes)));
-            self.repr = Repr::Pack(p);
+            let node = q.nodes.pop_front().expect("one node");
+            self.repr = Repr::Pack(node.into_raw());
         }
     }
 
@@ -795,19 +1075,25 @@ impl List {
     }
 
     /// Element at a non-negative index.
-    pub fn get(&self, i: usize) -> Option<&[u8]> {
+    pub fn get(&self, i: usize) -> Option<Cow<'_, [u8]>> {
         match &self.repr {
             Repr::Empty => None,
-            Repr::Pack(p) => p.iter().nth(i).map(|s| s.bytes),
+            Repr::Pack(p) => p.iter().nth(i).map(|s| Cow::Borrowed(s.bytes)),
             Repr::Quick(q) => q.get(i),
         }
     }
 
-    /// Elements `start..=end` (already clamped, non-negative).
-    pub fn range(&self, start: usize, end: usize) -> Vec<&[u8]> {
+    /// Call `f` on elements `start..=end` (already clamped, non-negative)
+    /// in order.
+    pub fn for_each_in_range(&self, start: usize, end: usize, mut f: impl FnMut(&[u8])) {
         match &self.repr {
-            Repr::Quick(q) => q.range(start, end),
-            _ => self.iter().skip(start).take(end + 1 - start).collect(),
+            Repr::Empty => {}
+            Repr::Pack(p) => p
+                .iter()
+                .skip(start)
+                .take(end + 1 - start)
+                .for_each(|s| f(s.bytes)),
+            Repr::Quick(q) => q.for_each_in_range(start, end, f),
         }
     }
 
@@ -936,14 +1222,14 @@ impl List {
         let len = self.len();
         let scan = if maxlen == 0 { len } else { maxlen.min(len) };
         let mut skip = rank.unsigned_abs().saturating_sub(1);
-        let indexed: Box<dyn Iterator<Item = (usize, &[u8])>> = if rank >= 0 {
+        let indexed: Box<dyn Iterator<Item = (usize, Cow<[u8]>)>> = if rank >= 0 {
             Box::new(self.iter().enumerate())
         } else {
             Box::new(self.iter().rev().enumerate().map(|(k, e)| (len - 1 - k, e)))
         };
         let mut found = Vec::new();
         for (i, e) in indexed.take(scan) {
-            if e != elem {
+            if *e != *elem {
                 continue;
             }
             if skip > 0 {
@@ -969,6 +1255,12 @@ mod tests {
             .collect()
     }
 
+    fn range(l: &List, start: usize, end: usize) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        l.for_each_in_range(start, end, |e| out.push(e.to_vec()));
+        out
+    }
+
     fn limit(n: i64) -> EncodingLimits {
         EncodingLimits {
             list_max_listpack_size: n,
@@ -978,7 +1270,9 @@ mod tests {
 
     /// The representation's invariants: nodes non-empty and within the
     /// node limit (or alone), cached counts and byte sums right, a
-    /// listpack within the listpack limit.
+    /// listpack within the listpack limit; the nodes within the compress
+    /// depth of an end uncompressed, and those between compressed unless
+    /// LZF cannot shrink them enough.
     fn check(l: &List, lim: &EncodingLimits) {
         let (max_bytes, max_entries) = limits_of(lim);
         match &l.repr {
@@ -990,12 +1284,31 @@ mod tests {
             Repr::Quick(q) => {
                 let nl = NodeLimit::of(lim);
                 let (mut len, mut lp) = (0, 0);
-                for n in &q.nodes {
+                let (d, nodes) = (usize::from(q.depth), q.nodes.len());
+                for (k, n) in q.nodes.iter().enumerate() {
                     assert!(n.count > 0, "no empty nodes");
-                    assert_eq!(n.count, n.pack.len());
-                    let node_lp: usize = n.pack.iter().map(|s| lp_entry_bytes(s.bytes)).sum();
+                    assert_eq!(n.count, n.elems().count());
+                    let node_lp: usize = n.elems().map(|e| lp_entry_bytes(&e)).sum();
                     assert_eq!(n.lp, node_lp);
-                    assert!(nl.allows(n.lp, n.count), "node over its limit");
+                    let inner = d > 0 && k >= d && k + d < nodes;
+                    if !inner {
+                        assert!(!n.is_compressed(), "node {k} of {nodes} compressed");
+                    } else if !n.is_compressed() {
+                        let mut probe = Node::from_pack(n.clone().into_raw(), n.count, n.lp);
+                        probe.compress();
+                        assert!(
+                            !probe.is_compressed(),
+                            "node {k} of {nodes} left uncompressed"
+                        );
+                    }
+                    // A listpack converted whole may be over the limit by
+                    // its entries' headers (Valkey judges it by lengths).
+                    let body: usize = n.elems().map(|e| e.len()).sum();
+                    assert!(
+                        nl.allows(body, n.count),
+                        "node {k} over its limit: {body} bytes, {} entries, {lim:?}",
+                        n.count
+                    );
                     len += n.count;
                     lp += n.lp;
                 }
@@ -1015,8 +1328,8 @@ mod tests {
             l.push(End::Left, &[b"a", b"b"], &lim);
             l.push(End::Right, &[b"c", b"d"], &lim);
             assert_eq!(items(&l), ["b", "a", "c", "d"]);
-            assert_eq!(l.get(2), Some(&b"c"[..]));
-            assert_eq!(l.range(1, 2), vec![&b"a"[..], &b"c"[..]]);
+            assert_eq!(l.get(2).as_deref(), Some(&b"c"[..]));
+            assert_eq!(range(&l, 1, 2), vec![&b"a"[..], &b"c"[..]]);
             assert_eq!(l.pop(End::Right, 1, &lim), vec![b"d".to_vec()]);
             assert_eq!(
                 l.pop(End::Left, 5, &lim),
@@ -1052,7 +1365,7 @@ mod tests {
         let nodes: usize = q
             .nodes
             .iter()
-            .map(|n| crate::alloc_size(n.pack.iter().map(|s| 1 + s.bytes.len()).sum::<usize>() + 1))
+            .map(|n| crate::alloc_size(n.elems().map(|e| 1 + e.len()).sum::<usize>() + 1))
             .sum();
         assert_eq!(
             last,
@@ -1182,10 +1495,10 @@ mod tests {
         let big = vec![b'z'; NODE_SAFETY_BYTES];
         l.set(4, &big, &lim);
         assert_eq!(counts(&l), [3, 1, 1, 1, 3]);
-        assert_eq!(l.get(4), Some(&big[..]));
+        assert_eq!(l.get(4).as_deref(), Some(&big[..]));
         check(&l, &lim);
         l.set(4, b"x", &lim);
-        assert_eq!(l.get(4), Some(&b"x"[..]));
+        assert_eq!(l.get(4).as_deref(), Some(&b"x"[..]));
         assert_eq!(l.pop(End::Left, 4, &lim).len(), 4);
         // Popping merges the end node with its neighbour when they fit.
         assert_eq!(counts(&l), [2, 3]);
@@ -1239,7 +1552,14 @@ mod tests {
     /// enough that nodes split, merge and the encoding converts all the
     /// time.
     fn random_ops(limit_n: i64, big: usize, seed: u64, steps: usize) {
-        let lim = limit(limit_n);
+        random_ops_at_depth(limit_n, 0, big, seed, steps);
+    }
+
+    fn random_ops_at_depth(limit_n: i64, depth: u16, big: usize, seed: u64, steps: usize) {
+        let lim = EncodingLimits {
+            list_compress_depth: depth,
+            ..limit(limit_n)
+        };
         let mut rng = Rng(seed);
         let mut l = List::new();
         let mut m: VecDeque<Vec<u8>> = VecDeque::new();
@@ -1253,6 +1573,7 @@ mod tests {
         // What the run went through, so that it is known to have split,
         // merged and converted.
         let (mut max_nodes, mut conversions, mut last_encoding) = (0, 0, "listpack");
+        let mut max_compressed = 0;
         for step in 0..steps {
             let op = rng.below(13);
             let len = m.len();
@@ -1332,11 +1653,15 @@ mod tests {
                     let start = rng.below(len);
                     let stop = start + rng.below(len - start);
                     let want: Vec<&[u8]> = m.range(start..=stop).map(Vec::as_slice).collect();
-                    assert_eq!(l.range(start, stop), want, "step {step}: range");
+                    assert_eq!(range(&l, start, stop), want, "step {step}: range");
                 }
                 10 => {
                     let i = rng.below(len + 1);
-                    assert_eq!(l.get(i), m.get(i).map(Vec::as_slice), "step {step}: get");
+                    assert_eq!(
+                        l.get(i).as_deref(),
+                        m.get(i).map(Vec::as_slice),
+                        "step {step}: get"
+                    );
                 }
                 11 => {
                     let e = elem(&mut rng);
@@ -1355,12 +1680,16 @@ mod tests {
                     let (mut front, mut back) = (0, len);
                     while front < back {
                         if rng.below(2) == 0 {
-                            assert_eq!(it.next(), Some(&m[front][..]), "step {step}: next");
+                            assert_eq!(
+                                it.next().as_deref(),
+                                Some(&m[front][..]),
+                                "step {step}: next"
+                            );
                             front += 1;
                         } else {
                             back -= 1;
                             assert_eq!(
-                                it.next_back(),
+                                it.next_back().as_deref(),
                                 Some(&m[back][..]),
                                 "step {step}: next_back"
                             );
@@ -1373,6 +1702,7 @@ mod tests {
             assert_eq!(l.len(), m.len(), "step {step}: len after op {op}");
             check(&l, &lim);
             max_nodes = max_nodes.max(l.nodes());
+            max_compressed = max_compressed.max(l.compressed_nodes());
             if !l.is_empty() && l.encoding() != last_encoding {
                 conversions += 1;
                 last_encoding = l.encoding();
@@ -1401,6 +1731,14 @@ mod tests {
         assert!(l.iter().eq(m.iter().map(Vec::as_slice)));
         assert!(max_nodes >= 4, "{max_nodes} nodes at most");
         assert!(conversions >= 10, "{conversions} conversions");
+        if depth > 0 {
+            assert!(
+                max_compressed >= 2,
+                "depth {depth}: {max_compressed} nodes compressed at most"
+            );
+        } else {
+            assert_eq!(max_compressed, 0);
+        }
     }
 
     #[test]
@@ -1417,5 +1755,50 @@ mod tests {
         random_ops(1, 40, 7, 3000);
         random_ops(5, 12_000, 11, 2000);
         random_ops(-1, 4000, 13, 2000);
+    }
+
+    #[test]
+    fn random_ops_against_a_model_with_compressed_nodes() {
+        // Depths 1 to 3 on lists of a few to twenty nodes, so that the
+        // list keeps crossing 2 × depth nodes both ways.
+        for (depth, seed) in [(1, 3u64), (2, 5), (3, 17), (3, 19)] {
+            random_ops_at_depth(3, depth, 40, seed.wrapping_mul(0x9e37_79b9_7f4a_7c15), 3000);
+        }
+        random_ops_at_depth(1, 1, 40, 23, 2000);
+        random_ops_at_depth(-1, 1, 4000, 29, 2000);
+    }
+
+    #[test]
+    fn compressed_nodes_save_memory_and_read_back() {
+        let lim = EncodingLimits {
+            list_max_listpack_size: 16,
+            list_compress_depth: 1,
+            ..EncodingLimits::default()
+        };
+        let items: Vec<Vec<u8>> = (0..1600)
+            .map(|i| format!("{{\"user\":{},\"event\":\"page-view\"}}", i % 50).into_bytes())
+            .collect();
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let mut plain = List::new();
+        plain.push(End::Right, &refs, &limit(16));
+        let mut packed = List::new();
+        packed.push(End::Right, &refs, &lim);
+        assert_eq!(packed.compress_depth(), Some(1));
+        assert_eq!(packed.nodes(), 100);
+        // Every node but the two ends.
+        assert_eq!(packed.compressed_nodes(), 98);
+        assert!(
+            packed.memory_usage() * 3 < plain.memory_usage(),
+            "{} compressed against {}",
+            packed.memory_usage(),
+            plain.memory_usage()
+        );
+        assert!(packed.iter().eq(plain.iter()));
+        assert_eq!(packed.get(800), plain.get(800));
+        assert_eq!(range(&packed, 15, 40), range(&plain, 15, 40));
+        // Popping down to two nodes leaves nothing to compress.
+        packed.pop(End::Left, 1568, &lim);
+        assert_eq!((packed.nodes(), packed.compressed_nodes()), (2, 0));
+        check(&packed, &lim);
     }
 }

@@ -152,6 +152,17 @@ impl StrPack {
         self.buf.len()
     }
 
+    /// The encoded buffer, for a quicklist that compresses the node.
+    pub fn encoded(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// A pack from bytes [`StrPack::encoded`] gave (a compressed quicklist
+    /// node restored).
+    pub fn from_encoded(buf: Box<[u8]>) -> StrPack {
+        StrPack { buf }
+    }
+
     /// Bytes the allocator holds for the buffer: its exact length (a boxed
     /// slice has no spare capacity) rounded up to jemalloc's size class.
     pub fn memory_usage(&self) -> usize {

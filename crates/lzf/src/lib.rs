@@ -1,4 +1,5 @@
-//! LZF, the compression RDB strings use (liblzf's format).
+//! LZF, the compression RDB strings and compressed list nodes use
+//! (liblzf's format).
 //!
 //! Design: the format is a sequence of literal runs (`000LLLLL` and L+1
 //! bytes) and back-references (`LLLooooo oooooooo`, or `111ooooo LLLLLLLL
