@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ringkv_e2e::replication::{follow, wait_caught_up};
 use ringkv_e2e::v::{ok, text};
-use ringkv_e2e::{Backend, Opts, Reply, Server, e2e, info_field, q, query};
+use ringkv_e2e::{Backend, Opts, Reply, Server, e2e, info_field, q, query, within};
 
 /// A primary (`shutdown-timeout` as given) and a replica of it that was
 /// in sync and has stopped reading (SIGSTOP), with a write since: the
@@ -95,6 +95,32 @@ e2e!(
         assert!(log.contains("Waiting for replicas before shutting down."), "{log}");
         assert!(log.contains("Lagging replica 127.0.0.1:"), "{log}");
         assert!(log.contains("0 of 1 replicas are in sync when shutting down."), "{log}");
+    }
+);
+
+e2e!(
+    fn a_second_sigint_while_the_shutdown_waits_exits_at_once(b) {
+        let (mut p, r) = primary_with_stopped_replica(b, "60");
+        let waits = |p: &Server| p.log().matches("Waiting for replicas before shutting down.").count();
+        // A SIGINT's shutdown that was aborted is over: the next SIGINT
+        // starts a new wait, and a SIGTERM during it does not insist.
+        p.signal(libc::SIGINT);
+        within(10, "the first wait", || waits(&p) == 1);
+        assert_eq!(q(&mut p.client(), "SHUTDOWN ABORT"), ok());
+        p.signal(libc::SIGINT);
+        within(10, "the second wait", || waits(&p) == 2);
+        p.signal(libc::SIGTERM);
+        assert!(p.wait_exit(Duration::from_millis(500)).is_none(), "{}", p.log());
+        // Ctrl+C again: out at once, with an error status.
+        let asked = Instant::now();
+        p.signal(libc::SIGINT);
+        let status = p.wait_exit(Duration::from_secs(10)).expect("the primary did not exit");
+        assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
+        assert_eq!(status.code(), Some(1));
+        r.signal(libc::SIGCONT);
+        let log = p.log();
+        assert!(log.contains(":signal-handler ("), "{log}");
+        assert!(log.contains("You insist... exiting now."), "{log}");
     }
 );
 

@@ -24,7 +24,7 @@ use crate::replication::primary::Replica;
 use crate::server::Server;
 use crate::{ClientId, Event, log};
 use std::ops::Range;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// A shutdown waiting for its replicas.
 pub struct Pending {
@@ -60,10 +60,19 @@ pub enum Outcome {
 /// (Valkey's `last_sig_received`).
 static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-/// Called from the binary's SIGINT/SIGTERM handler: one atomic store, which
-/// is async-signal-safe.
-pub fn note_signal(sig: i32) {
+/// A stop signal's shutdown is asked for or under way (Valkey's
+/// `shutdown_asap`): set by the signal, cleared when that shutdown is
+/// cancelled or fails and the server runs on.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// Called from the binary's SIGINT/SIGTERM handler (atomics only, which
+/// are async-signal-safe). True for a SIGINT that comes while an earlier
+/// signal's shutdown is still under way: the caller exits at once, as
+/// Valkey does.
+pub fn note_signal(sig: i32) -> bool {
+    let again = SIGNALLED.swap(true, Ordering::Relaxed);
     LAST_SIGNAL.store(sig, Ordering::Relaxed);
+    again && sig == libc::SIGINT
 }
 
 /// What the last signal's `shutdown-on-*` directive asks for (`default`:
@@ -118,6 +127,7 @@ pub fn begin(srv: &mut Server, now_ms: i64, how: How, client: Option<ClientId>) 
     if finish(srv, now_ms, how, None) {
         Outcome::Stopping
     } else {
+        SIGNALLED.store(false, Ordering::Relaxed);
         Outcome::Failed
     }
 }
@@ -150,6 +160,7 @@ pub fn abort(srv: &mut Server) -> bool {
 }
 
 fn cancel(srv: &mut Server) {
+    SIGNALLED.store(false, Ordering::Relaxed);
     let Some(p) = srv.shutdown.take() else {
         return;
     };

@@ -25,6 +25,7 @@ use engine::log;
 mod fdlimit;
 mod migrate;
 mod oom_score;
+mod signal_log;
 mod supervise;
 
 /// jemalloc, counting the bytes it hands out: INFO `used_memory` and the
@@ -136,6 +137,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     log::init_from(&config);
+    signal_log::init(&config.logfile);
     log::notice("oO0OoO0OoO0Oo ringkv is starting oO0OoO0OoO0Oo");
     log::notice(&format!(
         "ringkv version={}, bits=64, pid={}, just started",
@@ -321,7 +323,15 @@ fn daemonize() -> std::io::Result<()> {
 
 extern "C" fn on_stop_signal(sig: libc::c_int) {
     // Atomic stores are async-signal-safe; the loop notices within ~100 ms.
-    engine::shutdown::note_signal(sig);
+    if engine::shutdown::note_signal(sig) {
+        // A second SIGINT (Ctrl+C again) while the first one's shutdown is
+        // under way: Valkey's way out of a wait for lagging replicas or a
+        // long final save, with an error status as the stop is not clean.
+        signal_log::warning("You insist... exiting now.");
+        // SAFETY: _exit(2) is async-signal-safe; nothing is flushed, as in
+        // Valkey, which exits from its handler too.
+        unsafe { libc::_exit(1) };
+    }
     STOP.store(true, Ordering::SeqCst);
 }
 
