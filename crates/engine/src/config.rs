@@ -80,8 +80,8 @@ const HIDDEN: u8 = 8;
 const SUP: u8 = 16;
 /// Refused by CONFIG SET unless enable-protected-configs allows it.
 const PROT: u8 = 32;
-/// With IMM: set at start-up only, where Valkey can change it at runtime
-/// (`bind`, `port`) or has no such setting (ringkv's own). CONFIG SET
+/// With IMM: set at start-up only, where Valkey has no such setting
+/// (ringkv's own). CONFIG SET
 /// takes the value it already has, as a no-op, so that a tool writing
 /// back what CONFIG GET * said works; another value is refused.
 const START_ONLY: u8 = 64;
@@ -153,8 +153,8 @@ const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
 #[rustfmt::skip]
 static DEFS: &[Def] = &[
     // Directives ringkv implements.
-    sp("bind", "* -::*", SUP | IMM | START_ONLY),
-    i("port", 0, 65535, "6379", SUP | IMM | START_ONLY),
+    sp("bind", "* -::*", SUP),
+    i("port", 0, 65535, "6379", SUP),
     b("protected-mode", true, SUP),
     s("requirepass", "", SUP | SENS),
     i("databases", 1, INT_MAX, "16", SUP | IMM),

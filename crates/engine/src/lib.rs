@@ -502,6 +502,11 @@ impl Engine {
     pub fn set_file_limit(&mut self, raise: FileLimit) {
         self.srv.file_limit = Some(raise);
     }
+    /// CONFIG SET `port` / `bind` bind new listeners through `listen` (the
+    /// network layer's), answering its error if it fails.
+    pub fn set_listen(&mut self, listen: crate::server::Listen) {
+        self.srv.listen = Some(listen);
+    }
     /// `oom-score-adj` is applied through `set` (now, and whenever the
     /// directives or the role change).
     pub fn set_oom_score(&mut self, set: SetOomScore) {

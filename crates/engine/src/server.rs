@@ -63,6 +63,9 @@ pub type UsedMemoryModel = fn(&Keyspace) -> u64;
 /// returns the limit now in force (the server crate plugs in
 /// `setrlimit`; the engine makes no such system call itself).
 pub type FileLimit = fn(u64) -> u64;
+/// Binds the TCP listeners for a configuration's `bind` and `port` (CONFIG
+/// SET); the event loop swaps them in. An error leaves the old ones.
+pub type Listen = fn(&crate::Config) -> Result<(), String>;
 
 /// What the process's OOM score (`/proc/self/oom_score_adj`) should be,
 /// from `oom-score-adj` and `oom-score-adj-values` for the server's role.
@@ -320,6 +323,9 @@ pub struct Server {
     pub file_limit: Option<FileLimit>,
     /// `oom-score-adj` is applied through this; `None` (tests): not at all.
     pub oom_score: Option<SetOomScore>,
+    /// CONFIG SET `port` / `bind` listen through this; `None` (tests, no
+    /// network): the values are taken as they are.
+    pub listen: Option<Listen>,
     /// DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire_enabled: bool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged
@@ -448,6 +454,7 @@ impl Server {
             allocator_ops: None,
             startup_memory: 0,
             file_limit: None,
+            listen: None,
             oom_score: None,
             active_expire_enabled: true,
             script_deny_disabled: false,

@@ -155,7 +155,7 @@ impl Epoll {
     pub(crate) fn run(
         mut self,
         d: &mut Driver,
-        listeners: Vec<Listener>,
+        mut listeners: Vec<Listener>,
     ) -> io::Result<Vec<Listener>> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
         let mut list = Vec::new();
@@ -223,6 +223,9 @@ impl Epoll {
                 break;
             }
             if listening {
+                if !listeners.is_empty() && crate::rebind::pending() {
+                    self.swap_listeners(&mut listeners)?;
+                }
                 self.manage_listeners(d, &listeners, &mut listening);
             }
         }
@@ -238,6 +241,32 @@ impl Epoll {
         }
         drop(listeners);
         Ok(Vec::new())
+    }
+
+    /// CONFIG SET `port` / `bind`: the new listeners in, the old out. They
+    /// leave the set before they close: a descriptor shared with a new
+    /// listener (an address kept) would otherwise stay in it.
+    fn swap_listeners(&mut self, listeners: &mut Vec<Listener>) -> io::Result<()> {
+        let registered = !self.listeners_removed;
+        if registered {
+            for l in listeners.iter() {
+                let _ = self.ctl(libc::EPOLL_CTL_DEL, l.fd, 0, 0);
+            }
+        }
+        crate::rebind::swap(listeners);
+        self.listener_fds = listeners.iter().map(|l| l.fd).collect();
+        for (i, l) in listeners.iter().enumerate() {
+            listener::set_nonblocking(l.fd)?;
+            if registered {
+                self.ctl(
+                    libc::EPOLL_CTL_ADD,
+                    l.fd,
+                    libc::EPOLLIN as u32,
+                    LISTENER | i as u64,
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// Stop listening for good at shutdown; pause and resume after an

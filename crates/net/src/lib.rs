@@ -45,6 +45,7 @@ mod handoff;
 mod io_thread;
 mod listener;
 mod probe;
+mod rebind;
 mod uring;
 
 use engine::{Engine, IoUringMode, log};
@@ -79,6 +80,7 @@ pub(crate) struct Handover {
 /// cannot be used (the reason is in the message).
 pub fn serve(mut engine: Engine, stop: &'static AtomicBool) -> io::Result<()> {
     let listeners = listener::bind_all(engine.config())?;
+    rebind::install(&mut engine, &listeners);
     let port = listener::tcp_port(&listeners).unwrap_or(engine.config().port);
     engine.net_stats_mut().tcp_port = port;
     let mode = engine.config().io_uring;

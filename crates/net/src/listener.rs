@@ -126,16 +126,63 @@ pub(crate) fn bind_all(cfg: &Config) -> io::Result<Vec<Listener>> {
 
 fn bind_tcp(cfg: &Config) -> io::Result<Vec<Listener>> {
     let port = cfg.port;
+    let failed = |kind| {
+        io::Error::new(
+            kind,
+            format!("Failed listening on port {port} (tcp), aborting."),
+        )
+    };
+    let out = open_tcp(cfg, |addr| listen_waiting_for_port(addr, cfg.tcp_backlog))
+        .map_err(|e| failed(e.kind()))?;
+    if out.is_empty() && port != 0 {
+        log::warning("Configured to not listen anywhere, exiting.");
+        return Err(failed(io::ErrorKind::AddrNotAvailable));
+    }
+    Ok(out)
+}
+
+/// CONFIG SET `port` / `bind`: listeners for the new addresses. One
+/// already listened on (in `current`, address and descriptor) is shared
+/// with its listener (a dup of the descriptor) instead of bound a second
+/// time, which the port being in use would refuse. Nothing is bound for
+/// good unless every address is: on an error the new listeners are
+/// dropped and the running ones stay (the error is logged, as Valkey's).
+pub(crate) fn rebind_tcp(
+    cfg: &Config,
+    current: &[(SocketAddr, RawFd)],
+) -> io::Result<Vec<Listener>> {
+    open_tcp(cfg, |addr| match current.iter().find(|(a, _)| *a == addr) {
+        Some(&(_, fd)) => dup_listener(fd, addr),
+        None => listen_on(addr, cfg.tcp_backlog),
+    })
+}
+
+/// A second descriptor of the listening socket `fd`.
+fn dup_listener(fd: RawFd, addr: SocketAddr) -> Result<Listener, StepError> {
+    // SAFETY: fcntl(2) F_DUPFD_CLOEXEC on a descriptor the caller keeps
+    // open for the call.
+    let fd = step(
+        "dup",
+        check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) }),
+    )?;
+    Ok(Listener {
+        fd,
+        addr: ListenAddr::Tcp(addr),
+    })
+}
+
+/// Every configured TCP address (none with `port 0`, as in Valkey), each
+/// opened by `open`; optional (`-`) ones this host lacks are skipped. The
+/// first failure is logged in Valkey's words and returned.
+fn open_tcp(
+    cfg: &Config,
+    mut open: impl FnMut(SocketAddr) -> Result<Listener, StepError>,
+) -> io::Result<Vec<Listener>> {
+    let port = cfg.port;
     let mut out = Vec::new();
     if port == 0 {
         return Ok(out);
     }
-    let failed = |e: io::Error| {
-        io::Error::new(
-            e.kind(),
-            format!("Failed listening on port {port} (tcp), aborting."),
-        )
-    };
     for entry in &cfg.bind {
         let spec = parse_bind(entry);
         let shown = entry.strip_prefix('-').unwrap_or(entry);
@@ -146,10 +193,10 @@ fn bind_tcp(cfg: &Config) -> io::Result<Vec<Listener>> {
                     "Could not create server TCP listening socket {shown}:{port}: {}",
                     os_text(&e)
                 ));
-                return Err(failed(e));
+                return Err(e);
             }
         };
-        match listen_waiting_for_port(addr, cfg.tcp_backlog) {
+        match open(addr) {
             Ok(l) => out.push(l),
             Err(e) if spec.optional && skippable(&e.1) => {
                 log::verbose(&format!("Skipping optional bind address {entry}: {e}"));
@@ -158,16 +205,9 @@ fn bind_tcp(cfg: &Config) -> io::Result<Vec<Listener>> {
                 log::warning(&format!(
                     "Warning: Could not create server TCP listening socket {shown}:{port}: {e}"
                 ));
-                return Err(failed(e.1));
+                return Err(e.1);
             }
         }
-    }
-    if out.is_empty() {
-        log::warning("Configured to not listen anywhere, exiting.");
-        return Err(io::Error::new(
-            io::ErrorKind::AddrNotAvailable,
-            format!("Failed listening on port {port} (tcp), aborting."),
-        ));
     }
     Ok(out)
 }

@@ -290,6 +290,9 @@ pub(crate) struct Uring {
     optimized_setup: bool,
     /// Per listener: its multishot accept is armed.
     accept_armed: Vec<bool>,
+    /// CONFIG SET `port` / `bind`: the accepts are being cancelled so that
+    /// the listeners can be swapped.
+    rebinding: bool,
     /// The doorbell's multishot poll is armed.
     bell_armed: bool,
     accept_paused_until: Option<Instant>,
@@ -447,6 +450,7 @@ impl Uring {
             msgs: Vec::new(),
             optimized_setup,
             accept_armed: vec![false; listeners.len()],
+            rebinding: false,
             bell_armed: false,
             accept_paused_until: None,
             last_accept_error_log: None,
@@ -593,7 +597,7 @@ impl Uring {
     pub(crate) fn run(
         mut self,
         d: &mut Driver,
-        listeners: Vec<Listener>,
+        mut listeners: Vec<Listener>,
     ) -> io::Result<Vec<Listener>> {
         for (i, l) in listeners.iter().enumerate() {
             self.arm_accept(i, l.fd)?;
@@ -640,7 +644,7 @@ impl Uring {
             if done {
                 break;
             }
-            self.manage_accepts(d, &listeners)?;
+            self.manage_accepts(d, &mut listeners)?;
         }
         if d.handing_over() {
             self.detach(d, bell.is_some())?;
@@ -876,9 +880,28 @@ impl Uring {
         Ok(())
     }
 
-    fn manage_accepts(&mut self, d: &Driver, listeners: &[Listener]) -> io::Result<()> {
+    fn manage_accepts(&mut self, d: &Driver, listeners: &mut Vec<Listener>) -> io::Result<()> {
         if d.shutting_down() {
             return Ok(());
+        }
+        if !listeners.is_empty() && crate::rebind::pending() {
+            // CONFIG SET `port` / `bind`: the old listeners are let go only
+            // once no accept holds them (their last completions, a
+            // connection among them maybe, are handled as usual).
+            if !self.rebinding {
+                self.rebinding = true;
+                for i in 0..self.accept_armed.len() {
+                    if self.accept_armed[i] {
+                        self.cancel(tag(KIND_ACCEPT, i as u32, 0))?;
+                    }
+                }
+            }
+            if self.accept_armed.iter().any(|&a| a) {
+                return Ok(());
+            }
+            crate::rebind::swap(listeners);
+            self.accept_armed = vec![false; listeners.len()];
+            self.rebinding = false;
         }
         if let Some(t) = self.accept_paused_until {
             if Instant::now() < t {

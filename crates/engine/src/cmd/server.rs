@@ -603,6 +603,11 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         ctx.error(&e);
         return;
     }
+    if let Err(e) = apply_listeners(ctx.srv, &before, &pairs) {
+        ctx.srv.config = before;
+        ctx.error(&e);
+        return;
+    }
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();
     ctx.srv.sync_store_settings();
@@ -629,6 +634,33 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     log::set_level(ctx.srv.config.loglevel);
     log::set_format(ctx.srv.config.log_format, ctx.srv.config.log_timestamp);
     ctx.reply.ok();
+}
+
+/// After CONFIG SET of `port` or `bind`: listen there (the old listeners
+/// close once the new ones are bound), or Valkey's error for the first of
+/// them in the command, the server listening where it did.
+fn apply_listeners(
+    srv: &mut crate::Server,
+    before: &crate::Config,
+    pairs: &[(&[u8], &[u8])],
+) -> Result<(), String> {
+    if srv.config.port == before.port && srv.config.bind == before.bind {
+        return Ok(());
+    }
+    if let Some(listen) = srv.listen
+        && listen(&srv.config).is_err()
+    {
+        let first = pairs
+            .iter()
+            .map(|(n, _)| String::from_utf8_lossy(n).to_ascii_lowercase())
+            .find(|n| n == "port" || n == "bind");
+        return Err(match first.as_deref() {
+            Some("bind") => "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.".to_string(),
+            _ => "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.".to_string(),
+        });
+    }
+    srv.net.tcp_port = srv.config.port;
+    Ok(())
 }
 
 /// After CONFIG SET of `oom-score-adj` or its values: the score follows

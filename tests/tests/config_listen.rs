@@ -1,0 +1,95 @@
+//! CONFIG SET `port` and `bind` at runtime, as Valkey applies them: the
+//! server listens on the new addresses at once, stops listening on the old
+//! ones, keeps every connection it has, and answers Valkey's error (still
+//! listening where it was) when the new address cannot be had.
+
+use std::net::TcpStream;
+
+use ringkv_e2e::server::free_port;
+use ringkv_e2e::{Raw, Reply, e2e, info_field, within};
+
+fn ok() -> Reply {
+    Reply::status("OK")
+}
+
+fn pong(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+        && Raw::connect(port).cmd(&["PING"]) == Reply::status("PONG")
+}
+
+fn refused(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_err()
+}
+
+e2e!(
+    fn config_set_port_moves_the_listener_and_keeps_the_connections(b) {
+        let srv = b.server();
+        let old = srv.port;
+        let mut c = srv.raw();
+        let new = free_port();
+        assert_eq!(c.cmd(&["CONFIG", "SET", "port", &new.to_string()]), ok());
+        assert!(pong(new), "no answer on the new port {new}");
+        // The accepting IO thread lets the old socket go within its wait.
+        within(5, "the old port to close", || refused(old));
+        assert_eq!(c.cmd(&["PING"]), Reply::status("PONG"));
+        let info = c.cmd(&["INFO", "server"]).text();
+        assert_eq!(info_field(&info, "tcp_port"), new.to_string());
+        assert_eq!(
+            c.cmd(&["CONFIG", "GET", "port"]),
+            Reply::Array(vec![Reply::bulk("port"), Reply::bulk(&new.to_string())])
+        );
+
+        // A port another socket holds: Valkey's error, and the server
+        // still listens where it did.
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        let r = c.cmd(&["CONFIG", "SET", "port", &taken_port.to_string()]);
+        assert_eq!(
+            r,
+            Reply::err(
+                "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs."
+            )
+        );
+        assert!(pong(new));
+        let got = c.cmd(&["CONFIG", "GET", "port"]);
+        assert_eq!(got, Reply::Array(vec![Reply::bulk("port"), Reply::bulk(&new.to_string())]));
+        drop(taken);
+
+        // And back: a second move works the same way.
+        assert_eq!(c.cmd(&["CONFIG", "SET", "port", &old.to_string()]), ok());
+        assert!(pong(old));
+        within(5, "the second port to close", || refused(new));
+    }
+);
+
+e2e!(
+    fn config_set_bind_keeps_an_address_it_already_listens_on(b) {
+        let srv = b.server();
+        let port = srv.port;
+        let mut c = srv.raw();
+        // 127.0.0.1 stays (its socket is kept, not bound twice); the IPv6
+        // loopback is added where the host has it (optional).
+        assert_eq!(c.cmd(&["CONFIG", "SET", "bind", "127.0.0.1 -::1"]), ok());
+        assert!(pong(port));
+        let bind = c.cmd(&["CONFIG", "GET", "bind"]);
+        assert_eq!(bind, Reply::Array(vec![Reply::bulk("bind"), Reply::bulk("127.0.0.1 -::1")]));
+        // An address this host does not have, not optional: Valkey's error,
+        // nothing changed.
+        let r = c.cmd(&["CONFIG", "SET", "bind", "127.0.0.1 192.0.2.1"]);
+        assert_eq!(
+            r,
+            Reply::err(
+                "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses."
+            )
+        );
+        assert!(pong(port));
+        assert_eq!(c.cmd(&["CONFIG", "GET", "bind"]), bind);
+        // Port and bind at once: the new pair listens.
+        let new = free_port();
+        let set = ["CONFIG", "SET", "bind", "127.0.0.1", "port", &new.to_string()];
+        assert_eq!(c.cmd(&set), ok());
+        assert!(pong(new));
+        within(5, "the old port to close", || refused(port));
+        assert_eq!(c.cmd(&["PING"]), Reply::status("PONG"));
+    }
+);
