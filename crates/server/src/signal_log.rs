@@ -35,18 +35,9 @@ impl Line {
         self.len += n;
     }
 
-    fn push_num(&mut self, mut v: u64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.push(&digits[at..]);
+    fn push_num(&mut self, v: u64) {
+        let mut digits = [0u8; resp::num::I64_MAX_LEN];
+        self.push(resp::num::fmt_u64(v, &mut digits));
     }
 }
 
