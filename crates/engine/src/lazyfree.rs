@@ -120,6 +120,7 @@ impl LazyFree {
         std::thread::Builder::new()
             .name("lazyfree".into())
             .spawn(move || {
+                crate::affinity::pin(crate::affinity::Role::Bio);
                 for (garbage, objects) in rx {
                     drop(garbage);
                     counters.pending.fetch_sub(objects, Ordering::Relaxed);

@@ -47,6 +47,7 @@
 //!   `proto-max-bulk-len`, `tcp-keepalive` ([`Engine::tcp_keepalive_s`]).
 
 pub mod acl;
+pub mod affinity;
 pub mod aof;
 pub mod batch;
 pub mod blocking;

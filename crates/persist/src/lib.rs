@@ -36,7 +36,11 @@ pub struct FileStorage;
 
 impl Storage for FileStorage {
     fn save(&mut self, opts: &SaveOptions) -> Result<Box<dyn SnapshotSink>, String> {
-        Ok(Box::new(writer::start_save(opts.clone(), Path::new(""))?))
+        Ok(Box::new(writer::start_save(
+            opts.clone(),
+            Path::new(""),
+            engine::affinity::Role::Bgsave,
+        )?))
     }
 
     fn load(

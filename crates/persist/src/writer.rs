@@ -18,13 +18,18 @@ static SAVES: AtomicU64 = AtomicU64::new(0);
 
 /// Start a save's writer thread: `opts.filename` is written through a
 /// temp file in `temp_dir`. The execution thread's end is the sink.
-pub(crate) fn start_save(opts: SaveOptions, temp_dir: &Path) -> Result<ChannelSink, String> {
+pub(crate) fn start_save(
+    opts: SaveOptions,
+    temp_dir: &Path,
+    role: engine::affinity::Role,
+) -> Result<ChannelSink, String> {
     let (mut sink, writer) = ChannelSink::new(QUEUE, "RDB writer thread");
     let n = SAVES.fetch_add(1, Ordering::Relaxed);
     let temp = temp_dir.join(format!("temp-{}-{n}.rdb", std::process::id()));
     let thread = std::thread::Builder::new()
         .name("rdb-writer".into())
         .spawn(move || {
+            engine::affinity::pin(role);
             let outcome = write_file(&opts, &temp, &writer.chunks);
             if outcome.is_err() {
                 let _ = fs::remove_file(&temp);

@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use engine::log;
 
+mod cpu_affinity;
 mod fdlimit;
 mod migrate;
 mod oom_score;
@@ -182,6 +183,7 @@ fn main() -> ExitCode {
         log::warning(&format!("Can't install signal handlers: {e}"));
     }
 
+    engine::affinity::install(&config, cpu_affinity::current(), cpu_affinity::set);
     let mut engine = engine::Engine::new(config, file);
     engine.set_memory_probe(jemalloc_stats);
     engine.set_used_memory_probe(ringkv_alloc::used_memory);
@@ -205,6 +207,11 @@ fn main() -> ExitCode {
     net::detach::set_detach_hook(Box::new(|client, d| {
         repl::adopt(client, d.fd, d.unsent, d.unparsed)
     }));
+    // As Valkey, once loaded: this thread runs the event loop (and in
+    // threaded mode the execution loop), and what it starts from here on
+    // (the replication link and feeds, IO threads) inherits the mask
+    // unless its role has a list of its own.
+    engine::affinity::pin(engine::affinity::Role::Server);
     engine.start_replication();
     let result = net::serve(engine, &STOP);
     if let Some(p) = &pidfile {

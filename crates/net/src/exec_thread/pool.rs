@@ -203,6 +203,7 @@ impl ExecLoop {
         let handle = std::thread::Builder::new()
             .name(format!("io-thread-{}", index + 1))
             .spawn(move || {
+                engine::affinity::pin(engine::affinity::Role::Server);
                 let listeners = take.recv().unwrap_or_default();
                 super::io_thread_main(link, listeners, backend, stop, ready_tx)
             })?;

@@ -663,7 +663,10 @@ impl FileLog {
         let s = sh.clone();
         let bio = std::thread::Builder::new()
             .name("aof-bio".into())
-            .spawn(move || bio_thread(s))
+            .spawn(move || {
+                engine::affinity::pin(engine::affinity::Role::Bio);
+                bio_thread(s)
+            })
             .map_err(|e| format!("can't start the AOF background thread: {e}"))?;
         let mut log = FileLog {
             sh: sh.clone(),
@@ -676,7 +679,10 @@ impl FileLog {
         log.writer = Some(
             std::thread::Builder::new()
                 .name("aof-writer".into())
-                .spawn(move || writer_thread(s))
+                .spawn(move || {
+                    engine::affinity::pin(engine::affinity::Role::Bio);
+                    writer_thread(s)
+                })
                 .map_err(|e| format!("can't start the AOF writer thread: {e}"))?,
         );
         Ok(log)
@@ -1016,7 +1022,7 @@ impl AppendLog for FileLog {
             key_save_delay_us: 0,
             version: rdb::RDB_VERSION,
         };
-        let sink = start_save(save, &st.dir.root)?;
+        let sink = start_save(save, &st.dir.root, engine::affinity::Role::AofRewrite)?;
         st.rewrite = Some(Rewrite {
             base,
             first_incr: st.incr.seq,
