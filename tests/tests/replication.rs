@@ -650,3 +650,34 @@ e2e!(
         assert_eq!(lagging_sibling_follows(b), want, "ringkv");
     }
 );
+
+e2e!(
+    ringkv_only fn bind_source_addr_is_where_the_link_comes_from(b) {
+        // A Valkey 8.1 primary says where the link comes from.
+        let p = Backend::Valkey.server();
+        let pc = &mut p.client();
+        let r = b.start(Opts::new().arg("bind-source-addr", "127.0.0.2"));
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        // The replica's address as the primary lists it ("" while it is
+        // reconnecting).
+        let from = |pc: &mut redis::Connection| {
+            let info: String = redis::cmd("INFO").arg("replication").query(pc).unwrap();
+            info.lines()
+                .find_map(|l| l.strip_prefix("slave0:"))
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(from(pc).starts_with("ip=127.0.0.2,"), "{}", from(pc));
+        // Set at runtime: the next connection comes from the new address.
+        assert_eq!(q(rc, "CONFIG SET bind-source-addr 127.0.0.3"), ok());
+        q(rc, "CLIENT KILL TYPE master").unwrap();
+        within(10, "the link from 127.0.0.3", || from(pc).starts_with("ip=127.0.0.3,"));
+        // An address this host cannot bind: the link comes anyway (Valkey's
+        // best effort), from wherever the kernel picks.
+        assert_eq!(q(rc, "CONFIG SET bind-source-addr 192.0.2.1"), ok());
+        q(rc, "CLIENT KILL TYPE master").unwrap();
+        within(10, "the link from the loopback", || from(pc).starts_with("ip=127.0.0.1,"));
+    }
+);

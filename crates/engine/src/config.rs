@@ -269,7 +269,7 @@ static DEFS: &[Def] = &[
     al(s("bgsave-cpulist", "", IMM | SUP), "bgsave_cpulist"),
     s("ignore-warnings", "", 0),
     s("proc-title-template", "{title} {listen-addr} {server-mode}", 0),
-    s("bind-source-addr", "", 0),
+    s("bind-source-addr", "", SUP),
     s("locale-collate", "", 0),
     e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM | SUP),
     e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM),

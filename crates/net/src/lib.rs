@@ -44,6 +44,7 @@ mod exec_thread;
 mod handoff;
 mod io_thread;
 mod listener;
+pub use listener::connect_from;
 mod probe;
 mod rebind;
 mod uring;

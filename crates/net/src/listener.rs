@@ -548,6 +548,48 @@ fn from_sockaddr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
+/// An outgoing connection to `addr` (the replication link), from
+/// `source` (`bind-source-addr`) if given and it can be bound, else from
+/// wherever the kernel picks: Valkey's best-effort bind. Bounded by
+/// `timeout`, as `TcpStream::connect_timeout`.
+pub fn connect_from(
+    addr: SocketAddr,
+    source: Option<IpAddr>,
+    timeout: std::time::Duration,
+) -> io::Result<std::net::TcpStream> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let Some(source) = source.filter(|s| s.is_ipv4() == addr.is_ipv4()) else {
+        return std::net::TcpStream::connect_timeout(&addr, timeout);
+    };
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: socket(2) has no memory preconditions.
+    let fd = check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: a new descriptor nothing else owns.
+    let stream = std::net::TcpStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let (from, len) = to_sockaddr(&SocketAddr::new(source, 0));
+    // SAFETY: `from` holds a sockaddr of `len` bytes for this family.
+    if unsafe { libc::bind(fd, (&raw const from).cast(), len) } != 0 {
+        drop(stream);
+        return std::net::TcpStream::connect_timeout(&addr, timeout);
+    }
+    // SO_SNDTIMEO bounds a blocking connect(2) on Linux.
+    stream.set_write_timeout(Some(timeout))?;
+    let (to, len) = to_sockaddr(&addr);
+    // SAFETY: as above, on the socket `stream` owns.
+    if unsafe { libc::connect(fd, (&raw const to).cast(), len) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::EINPROGRESS) => io::Error::from(io::ErrorKind::TimedOut),
+            _ => e,
+        });
+    }
+    Ok(stream)
+}
+
 fn to_sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: an all-zero sockaddr_storage is a valid value.
     let mut storage: libc::sockaddr_storage = unsafe { zeroed() };

@@ -324,7 +324,8 @@ fn run(opts: &LinkOptions, shared: &Shared) -> Result<(), String> {
         .map_err(|e| format!("cannot resolve {}: {e}", opts.host))?
         .next()
         .ok_or_else(|| format!("cannot resolve {}", opts.host))?;
-    let sock = TcpStream::connect_timeout(&addr, timeout)
+    let source = opts.source_addr.as_deref().and_then(|a| a.parse().ok());
+    let sock = net::connect_from(addr, source, timeout)
         .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
     let _ = sock.set_nodelay(true);
     sock.set_read_timeout(Some(READ_TICK))

@@ -61,6 +61,9 @@ pub struct LinkOptions {
     pub diskless_load: bool,
     /// `repl-timeout`, seconds.
     pub timeout_s: u64,
+    /// `bind-source-addr`: the local address to connect from, if it can
+    /// be bound (Valkey's best effort).
+    pub source_addr: Option<String>,
     /// `PSYNC replid offset FAILOVER`: we hand over to this primary (see
     /// `failover`), which promotes itself before it answers.
     pub failover: bool,
@@ -288,6 +291,7 @@ fn connect(srv: &mut Server, now_ms: i64) {
         dbfilename: srv.config.dbfilename.clone(),
         diskless_load,
         timeout_s,
+        source_addr: srv.config.get("bind-source-addr").filter(|a| !a.is_empty()),
         failover: srv.repl.failover.in_progress(),
         wake: srv.repl.wake.clone(),
     };
