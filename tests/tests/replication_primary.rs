@@ -1167,3 +1167,35 @@ e2e!(
         assert_eq!(diskless_replica_states(b), want, "ringkv");
     }
 );
+
+e2e!(
+    fn the_backlog_is_freed_after_repl_backlog_ttl_without_replicas(b) {
+        let p = b.start(Opts::new().arg("repl-backlog-ttl", "1"));
+        let pc = &mut p.client();
+        let r = b.server();
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        let repl = |pc: &mut redis::Connection, f: &str| stat(pc, "replication", f).to_string();
+        assert_eq!(repl(pc, "repl_backlog_active"), "1");
+        let replid = repl(pc, "master_replid");
+        // With the replica there, the backlog stays past the TTL.
+        std::thread::sleep(Duration::from_millis(2500));
+        assert_eq!(repl(pc, "repl_backlog_active"), "1");
+        assert_eq!(q(rc, "REPLICAOF NO ONE"), ok());
+        within(10, "the backlog to be freed", || repl(pc, "repl_backlog_active") == "0");
+        assert_ne!(repl(pc, "master_replid"), replid);
+        assert_eq!(repl(pc, "master_replid2"), "0".repeat(40));
+        assert!(
+            p.log().contains("Replication backlog freed after 1 seconds without connected replicas."),
+            "{}",
+            p.log()
+        );
+        // A replica that comes back syncs in full, and the backlog is back.
+        let full = stat(pc, "stats", "sync_full").to_string();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        assert_eq!(repl(pc, "repl_backlog_active"), "1");
+        assert_ne!(stat(pc, "stats", "sync_full"), full);
+    }
+);

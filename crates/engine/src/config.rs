@@ -357,7 +357,7 @@ static DEFS: &[Def] = &[
     m("hll-sparse-max-bytes", 0, LMAX, "3000", SUP),
     i("tracking-table-max-keys", 0, LMAX, "1000000", SUP),
     def("maxmemory-clients", Kind::Mem { min: -100, max: LMAX, percent: true }, SUP, "0"),
-    i("repl-backlog-ttl", 0, LMAX, "3600", 0),
+    i("repl-backlog-ttl", 0, LMAX, "3600", SUP),
     m("auto-aof-rewrite-min-size", 0, LMAX, "67108864", SUP),
     i("loading-process-events-interval-bytes", 1024, INT_MAX, "2097152", HIDDEN),
     i("tls-port", 0, 65535, "0", 0),
@@ -610,6 +610,9 @@ pub struct Config {
     pub repl_ping_replica_period_s: u64,
     /// `repl-backlog-size`: stream bytes kept for partial resyncs.
     pub repl_backlog_size: u64,
+    /// `repl-backlog-ttl`: seconds without replicas before a primary frees
+    /// its backlog (0: never).
+    pub repl_backlog_ttl_s: u64,
     /// `repl-diskless-sync`: a full sync streams its RDB to the replica
     /// (yes) or saves `dbfilename` and sends the file (no).
     pub repl_diskless_sync: bool,
@@ -740,6 +743,7 @@ impl Default for Config {
             shutdown_timeout_s: 10,
             repl_ping_replica_period_s: 10,
             repl_backlog_size: 10 << 20,
+            repl_backlog_ttl_s: 3600,
             repl_diskless_sync: true,
             repl_diskless_sync_delay_s: 5,
             repl_diskless_sync_max_replicas: 0,
@@ -1255,6 +1259,7 @@ impl Config {
             "shutdown-timeout" => self.shutdown_timeout_s = num() as u64,
             "repl-ping-replica-period" => self.repl_ping_replica_period_s = num() as u64,
             "repl-backlog-size" => self.repl_backlog_size = num() as u64,
+            "repl-backlog-ttl" => self.repl_backlog_ttl_s = num().max(0) as u64,
             "repl-diskless-sync" => self.repl_diskless_sync = v == "yes",
             "repl-diskless-sync-delay" => self.repl_diskless_sync_delay_s = num() as u64,
             "repl-diskless-sync-max-replicas" => {

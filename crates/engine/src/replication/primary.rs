@@ -289,6 +289,9 @@ pub struct Feeds {
     pub good_replicas: usize,
     /// The stream end the feeds were last woken for ([`published`]).
     pub woken_for: Option<u64>,
+    /// Since when no replica is connected (cron's view), for
+    /// `repl-backlog-ttl`.
+    pub no_replicas_since_ms: Option<i64>,
 }
 
 impl Feeds {
@@ -1007,6 +1010,7 @@ pub fn cron(srv: &mut Server, now_ms: i64) {
     for (id, why) in dead {
         drop_replica(srv, id, &why);
     }
+    free_backlog_after_ttl(srv, now_ms);
     let period_ms = srv.config.repl_ping_replica_period_s as i64 * 1000;
     // Nothing more goes into the stream once the final save has cut it,
     // nor while a FAILOVER or a shutdown waits for replicas to have all
@@ -1073,6 +1077,34 @@ pub fn disconnect_replicas(srv: &mut Server, why: &str) {
     for id in ids {
         drop_replica(srv, id, why);
     }
+}
+
+/// `repl-backlog-ttl`: a primary that has had no replica for that long
+/// frees its backlog, and takes a new replication id (no replica could
+/// continue the old history from it any more), as Valkey's cron does. A
+/// replica keeps its backlog: its own replicas and a promotion need it.
+fn free_backlog_after_ttl(srv: &mut Server, now_ms: i64) {
+    let feeds = &mut srv.repl.feeds;
+    if !feeds.replicas.is_empty() {
+        feeds.no_replicas_since_ms = None;
+        return;
+    }
+    let since = *feeds.no_replicas_since_ms.get_or_insert(now_ms);
+    let ttl_s = srv.config.repl_backlog_ttl_s;
+    if ttl_s == 0
+        || feeds.backlog.is_none()
+        || srv.repl.is_replica()
+        || now_ms - since <= ttl_s.saturating_mul(1000).min(i64::MAX as u64) as i64
+    {
+        return;
+    }
+    srv.repl.change_id();
+    srv.repl.feeds.backlog = None;
+    srv.effects.detach();
+    srv.sync_expiry_logging();
+    log::notice(&format!(
+        "Replication backlog freed after {ttl_s} seconds without connected replicas."
+    ));
 }
 
 /// Our history ends (a replica's full sync): the replicas and the
