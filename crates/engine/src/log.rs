@@ -119,9 +119,21 @@ pub fn enabled(level: Level) -> bool {
     level != Level::Nothing && level as u8 >= MIN_LEVEL.load(Ordering::Relaxed)
 }
 
+/// `syslog-enabled yes`: every line logged also goes here (the binary's
+/// syslog(3) call), as Valkey sends it to both.
+static SYSLOG: std::sync::OnceLock<fn(Level, &str)> = std::sync::OnceLock::new();
+
+/// Send every line logged from now on to `send` as well.
+pub fn set_syslog(send: fn(Level, &str)) {
+    let _ = SYSLOG.set(send);
+}
+
 pub fn log(level: Level, msg: &str) {
     if !enabled(level) {
         return;
+    }
+    if let Some(send) = SYSLOG.get() {
+        send(level, msg);
     }
     let line = format_line(level, msg, SystemTime::now());
     let file = FILE.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -28,6 +28,7 @@ mod migrate;
 mod oom_score;
 mod signal_log;
 mod supervise;
+mod syslog;
 
 /// jemalloc, counting the bytes it hands out: INFO `used_memory` and the
 /// `maxmemory` check before each command read the count
@@ -139,6 +140,12 @@ fn main() -> ExitCode {
     }
     log::init_from(&config);
     signal_log::init(&config.logfile);
+    if config.get("syslog-enabled").as_deref() == Some("yes") {
+        syslog::start(
+            &config.get("syslog-ident").unwrap_or_default(),
+            &config.get("syslog-facility").unwrap_or_default(),
+        );
+    }
     log::notice("oO0OoO0OoO0Oo ringkv is starting oO0OoO0OoO0Oo");
     log::notice(&format!(
         "ringkv version={}, bits=64, pid={}, just started",
