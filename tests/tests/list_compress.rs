@@ -133,3 +133,60 @@ e2e!(
         );
     }
 );
+
+/// The layout fields of `key` (encoding, node count) as DEBUG OBJECT
+/// shows them.
+fn nodes(c: &mut Raw, key: &str) -> String {
+    layout(c, key)
+        .into_iter()
+        .filter(|f| f.starts_with("encoding:") || f.starts_with("ql_nodes:"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+e2e!(
+    ringkv_only fn pushes_pops_and_trims_cut_nodes_where_valkey_does(b) {
+        // Random pushes (of elements of random lengths, so that nodes end
+        // at bytes as well as counts), pops, trims and removals on both
+        // servers: after each, the encoding and the node count must agree
+        // (LINSERT and a growing LSET are known to cut elsewhere: README).
+        let ours = b.start(Opts::new().arg("enable-debug-command", "yes"));
+        let theirs = Backend::Valkey.start(Opts::new().arg("enable-debug-command", "yes"));
+        let (mut a, mut v) = (ours.raw(), theirs.raw());
+        let mut rng = ringkv_e2e::Rng::new(48);
+        for fill in ["4", "-1"] {
+            for c in [&mut a, &mut v] {
+                c.cmd(&["DEL", "l"]);
+                c.cmd(&["CONFIG", "SET", "list-max-listpack-size", fill]);
+            }
+            for step in 0..400 {
+                let n = 1 + rng.below(5) as usize;
+                let elems: Vec<String> = (0..n)
+                    .map(|_| {
+                        let len = [1, 10, 60, 300][rng.below(4) as usize];
+                        format!("{step}-{}", "e".repeat(len))
+                    })
+                    .collect();
+                let count = (1 + rng.below(6)).to_string();
+                let mut args: Vec<&str> = Vec::new();
+                match rng.below(7) {
+                    0 | 1 => args.extend(["RPUSH", "l"]),
+                    2 => args.extend(["LPUSH", "l"]),
+                    3 => args.extend(["LPOP", "l", &count]),
+                    4 => args.extend(["RPOP", "l", &count]),
+                    5 => args.extend(["LTRIM", "l", "1", "-2"]),
+                    _ => args.extend(["LREM", "l", "0", &elems[0]]),
+                }
+                if args.len() == 2 {
+                    args.extend(elems.iter().map(String::as_str));
+                }
+                let (ra, rv) = (a.cmd(&args), v.cmd(&args));
+                assert!(ra == rv, "fill {fill} step {step} {args:?}: {ra:?} / {rv:?}");
+                if a.cmd(&["EXISTS", "l"]) == Reply::Int(1) {
+                    let (la, lv) = (nodes(&mut a, "l"), nodes(&mut v, "l"));
+                    assert!(la == lv, "fill {fill} step {step} {args:?}: {la} / Valkey 8.1 {lv}");
+                }
+            }
+        }
+    }
+);

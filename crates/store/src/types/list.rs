@@ -25,8 +25,9 @@
 //! element fits a node as Valkey does, by the node's bytes plus the
 //! element's length plus 8, so nodes end where Valkey's end; a push at an
 //! end fills the end node or starts a new one; an insert into a full node
-//! splits it at the insertion point; a deletion merges a node with a
-//! neighbour when both fit in one node (exact sizes, as Valkey's merge).
+//! splits it at the insertion point and merges it with a neighbour where
+//! they fit in one (exact sizes, as Valkey's merge); a deletion only
+//! drops a node it empties, as Valkey's quicklist never merges then.
 //! The nodes sit in a `VecDeque` rather than a linked list.
 //!
 //! `list-compress-depth` N keeps N nodes at each end as they are and
@@ -515,9 +516,8 @@ impl Quick {
     }
 
     /// Remove `n` (at most `len`) elements from `end`, appending them to
-    /// `out` in pop order if given; then merge the end node with its
-    /// neighbour if they fit in one.
-    fn take(&mut self, end: End, n: usize, mut out: Option<&mut Vec<Vec<u8>>>, lim: NodeLimit) {
+    /// `out` in pop order if given.
+    fn take(&mut self, end: End, n: usize, mut out: Option<&mut Vec<Vec<u8>>>) {
         let before = self.nodes.len();
         let mut left = n.min(self.len);
         while left > 0 {
@@ -564,12 +564,6 @@ impl Quick {
             self.len -= left;
             self.lp_bytes -= lp;
             left = 0;
-        }
-        if self.nodes.len() >= 2 {
-            match end {
-                End::Left => self.merge_at(0, lim),
-                End::Right => self.merge_at(self.nodes.len() - 2, lim),
-            };
         }
         self.settle(before, 0..0);
     }
@@ -769,7 +763,7 @@ impl Quick {
 
     /// LREM: remove up to `limit` elements equal to `elem`, scanning from
     /// the head (or from the tail if `from_tail`); the count removed.
-    fn remove(&mut self, elem: &[u8], limit: usize, from_tail: bool, lim: NodeLimit) -> usize {
+    fn remove(&mut self, elem: &[u8], limit: usize, from_tail: bool) -> usize {
         let mut removed = 0;
         let n = self.nodes.len();
         for j in 0..n {
@@ -812,7 +806,6 @@ impl Quick {
         }
         if removed > 0 {
             self.nodes.retain(|n| n.count > 0);
-            self.merge_range(0, self.nodes.len(), lim);
             self.settle(n, 0..self.nodes.len());
         }
         removed
@@ -1068,7 +1061,7 @@ impl List {
                     p.splice(start, stop, n, &[]);
                 }
             }
-            Repr::Quick(q) => q.take(end, n, Some(&mut out), NodeLimit::of(limits)),
+            Repr::Quick(q) => q.take(end, n, Some(&mut out)),
         }
         self.shrink_check(limits);
         out
@@ -1173,7 +1166,7 @@ impl List {
                 }
                 removed
             }
-            Repr::Quick(q) => q.remove(elem, limit, from_tail, NodeLimit::of(limits)),
+            Repr::Quick(q) => q.remove(elem, limit, from_tail),
         };
         if removed > 0 {
             self.shrink_check(limits);
@@ -1206,9 +1199,8 @@ impl List {
                 *p = pack;
             }
             Repr::Quick(q) => {
-                let lim = NodeLimit::of(limits);
-                q.take(End::Left, head, None, lim);
-                q.take(End::Right, tail, None, lim);
+                q.take(End::Left, head, None);
+                q.take(End::Right, tail, None);
             }
         }
         self.shrink_check(limits);
@@ -1416,11 +1408,16 @@ mod tests {
         assert_eq!(l.encoding(), "listpack");
         l.push(End::Right, &[b"5"], &lim);
         assert_eq!(l.encoding(), "quicklist");
+        // Back only from a single node within half the limit (Valkey 8.1:
+        // two nodes of one element each stay a quicklist).
         l.pop(End::Left, 2, &lim);
         assert_eq!(l.encoding(), "quicklist");
         l.pop(End::Left, 1, &lim);
-        assert_eq!(l.encoding(), "listpack");
+        assert_eq!(l.encoding(), "quicklist");
         assert_eq!(items(&l), ["4", "5"]);
+        l.pop(End::Left, 1, &lim);
+        assert_eq!(l.encoding(), "listpack");
+        assert_eq!(items(&l), ["5"]);
         // Bytes: 8 KiB by default.
         let lim = EncodingLimits::default();
         let big = vec![b'x'; 5000];
@@ -1456,8 +1453,9 @@ mod tests {
         l.trim(1, 3, &lim);
         assert_eq!(l.encoding(), "quicklist");
         assert_eq!(items(&l), ["b", "c", "d"]);
+        // Still two nodes (Valkey 8.1 too): no conversion.
         l.trim(0, 1, &lim);
-        assert_eq!(l.encoding(), "listpack");
+        assert_eq!(l.encoding(), "quicklist");
         assert_eq!(items(&l), ["b", "c"]);
         l.trim(5, 9, &lim);
         assert!(l.is_empty());
@@ -1485,11 +1483,11 @@ mod tests {
         assert_eq!(counts(&l), [3, 3, 2, 3]);
         let want = ["a", "b", "c", "y", "d", "x", "e", "f", "g", "h", "i"];
         assert_eq!(items(&l), want);
-        // Deleting merges neighbours that fit in one node.
+        // Deleting never merges nodes, as in Valkey's quicklist.
         assert_eq!(l.remove(b"y", 1, &lim), 1);
         assert_eq!(counts(&l), [3, 2, 2, 3]);
         assert_eq!(l.remove(b"e", -1, &lim), 1);
-        assert_eq!(counts(&l), [3, 3, 3]);
+        assert_eq!(counts(&l), [3, 2, 1, 3]);
         assert_eq!(items(&l), ["a", "b", "c", "d", "x", "f", "g", "h", "i"]);
         // An element past the node's byte limit stands alone.
         let big = vec![b'z'; NODE_SAFETY_BYTES];
@@ -1500,8 +1498,8 @@ mod tests {
         l.set(4, b"x", &lim);
         assert_eq!(l.get(4).as_deref(), Some(&b"x"[..]));
         assert_eq!(l.pop(End::Left, 4, &lim).len(), 4);
-        // Popping merges the end node with its neighbour when they fit.
-        assert_eq!(counts(&l), [2, 3]);
+        // Popping leaves the other nodes as they are (Valkey's too).
+        assert_eq!(counts(&l), [1, 1, 3]);
         check(&l, &lim);
     }
 
