@@ -147,17 +147,21 @@ fn nodes(c: &mut Raw, key: &str) -> String {
 e2e!(
     ringkv_only fn pushes_pops_and_trims_cut_nodes_where_valkey_does(b) {
         // Random pushes (of elements of random lengths, so that nodes end
-        // at bytes as well as counts), pops, trims and removals on both
-        // servers: after each, the encoding and the node count must agree
-        // (LINSERT and a growing LSET are known to cut elsewhere: README).
+        // at bytes as well as counts), pops, trims, removals, inserts and
+        // sets on both servers: after each, the encoding and the node count
+        // must agree.
         let ours = b.start(Opts::new().arg("enable-debug-command", "yes"));
         let theirs = Backend::Valkey.start(Opts::new().arg("enable-debug-command", "yes"));
         let (mut a, mut v) = (ours.raw(), theirs.raw());
         let mut rng = ringkv_e2e::Rng::new(48);
-        for fill in ["4", "-1"] {
+        // The last round makes the 300-byte elements plain nodes of their
+        // own (Valkey's packed threshold, lowered by DEBUG).
+        for (fill, plain_from) in [("4", "0"), ("-1", "0"), ("-1", "100")] {
             for c in [&mut a, &mut v] {
                 c.cmd(&["DEL", "l"]);
                 c.cmd(&["CONFIG", "SET", "list-max-listpack-size", fill]);
+                let r = c.cmd(&["DEBUG", "QUICKLIST-PACKED-THRESHOLD", plain_from]);
+                assert_eq!(r, Reply::status("OK"));
             }
             for step in 0..400 {
                 let n = 1 + rng.below(5) as usize;
@@ -168,14 +172,27 @@ e2e!(
                     })
                     .collect();
                 let count = (1 + rng.below(6)).to_string();
+                let len = match a.cmd(&["LLEN", "l"]) {
+                    Reply::Int(n) => n as u64,
+                    other => panic!("LLEN: {other:?}"),
+                };
+                let index = rng.below(len.max(1)).to_string();
+                let pivot = match a.cmd(&["LINDEX", "l", &index]) {
+                    Reply::Bulk(p) => String::from_utf8(p).unwrap(),
+                    _ => "none".to_string(),
+                };
                 let mut args: Vec<&str> = Vec::new();
-                match rng.below(7) {
+                match rng.below(10) {
                     0 | 1 => args.extend(["RPUSH", "l"]),
                     2 => args.extend(["LPUSH", "l"]),
                     3 => args.extend(["LPOP", "l", &count]),
                     4 => args.extend(["RPOP", "l", &count]),
                     5 => args.extend(["LTRIM", "l", "1", "-2"]),
-                    _ => args.extend(["LREM", "l", "0", &elems[0]]),
+                    6 => args.extend(["LREM", "l", "0", &elems[0]]),
+                    7 => args.extend(["LINSERT", "l", "BEFORE", &pivot, &elems[0]]),
+                    8 => args.extend(["LINSERT", "l", "AFTER", &pivot, &elems[0]]),
+                    _ if len > 0 => args.extend(["LSET", "l", &index, &elems[0]]),
+                    _ => args.extend(["RPUSH", "l"]),
                 }
                 if args.len() == 2 {
                     args.extend(elems.iter().map(String::as_str));

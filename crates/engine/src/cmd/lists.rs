@@ -742,7 +742,7 @@ fn linsert(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let Some(at) = l.iter().position(|e| e == pivot) else {
         return ctx.reply.int(-1);
     };
-    l.insert(if after { at + 1 } else { at }, elem, &limits);
+    l.insert(at, after, elem, &limits);
     ctx.reply.int(l.len() as i64);
     let db = ctx.session.db;
     ctx.notify(notify::LIST, "linsert", key);

@@ -18,16 +18,19 @@
 //! spends them: a 7-byte header and trailer, and per entry its length,
 //! one or more header bytes and a back-length byte or more.
 //!
-//! The quicklist is Valkey's (`quicklist.c`) in its layout's spirit: a
-//! sequence of packed nodes, each holding elements up to the same
+//! The quicklist is Valkey's (`quicklist.c`) in its layout: a sequence
+//! of packed nodes, each holding elements up to the same
 //! `list-max-listpack-size` (with a positive size, also at most 8 KiB,
-//! Valkey's `SIZE_SAFETY_LIMIT`). A push or insert judges whether an
-//! element fits a node as Valkey does, by the node's bytes plus the
-//! element's length plus 8, so nodes end where Valkey's end; a push at an
-//! end fills the end node or starts a new one; an insert into a full node
-//! splits it at the insertion point and merges it with a neighbour where
-//! they fit in one (exact sizes, as Valkey's merge); a deletion only
-//! drops a node it empties, as Valkey's quicklist never merges then.
+//! Valkey's `SIZE_SAFETY_LIMIT`). Every edit takes the steps of Valkey's
+//! quicklist, so that nodes end where Valkey's end (checked node for node
+//! against Valkey 8.1 on random command sequences, e2e): a push or insert
+//! judges whether an element fits a node by the node's bytes plus the
+//! element's length plus 8; a push fills the end node or starts a new one;
+//! LINSERT goes into the pivot's node, or at its edge into the neighbour
+//! on that side, or splits the full node at the pivot and merges the
+//! nodes around where they fit (exact sizes, `_quicklistMergeNodes`);
+//! LSET replaces in place whatever the node's size then; a deletion only
+//! drops a node it empties (Valkey's quicklist never merges then).
 //! The nodes sit in a `VecDeque` rather than a linked list.
 //!
 //! `list-compress-depth` N keeps N nodes at each end as they are and
@@ -331,6 +334,18 @@ impl Node {
         }
     }
 
+    /// Insert `v` (of listpack bytes `add`) so that it becomes entry `at`
+    /// (<= count).
+    fn insert(&mut self, at: usize, v: &[u8], add: usize) {
+        let pack = self.raw_mut();
+        match pack.iter().nth(at) {
+            Some(s) => pack.splice(s.start, s.start, 0, &[v]),
+            None => pack.push(&[v]),
+        }
+        self.count += 1;
+        self.lp += add;
+    }
+
     /// The elements, taken out of the node.
     fn into_raw(self) -> StrPack {
         match self.pack {
@@ -583,17 +598,6 @@ impl Quick {
         true
     }
 
-    /// Try merging each pair of neighbours from nodes `lo - 1` to `hi + 1`
-    /// (clamped), from the right so that indices below stay valid.
-    fn merge_range(&mut self, lo: usize, hi: usize, lim: NodeLimit) {
-        let hi = hi.min(self.nodes.len().saturating_sub(2));
-        for k in (lo.saturating_sub(1)..=hi).rev() {
-            if k + 1 < self.nodes.len() {
-                self.merge_at(k, lim);
-            }
-        }
-    }
-
     /// Split node `k` after its first `at` entries (0 < at < count).
     fn split_node(&mut self, k: usize, at: usize) {
         let node = &mut self.nodes[k];
@@ -670,63 +674,93 @@ impl Quick {
     }
 
     /// Insert `v` so that it becomes element `index` (<= len).
-    fn insert(&mut self, index: usize, v: &[u8], lim: NodeLimit) {
+    /// LINSERT: insert `v` before (or `after`) element `pivot` (< len).
+    fn insert(&mut self, pivot: usize, after: bool, v: &[u8], lim: NodeLimit) {
+        let index = pivot + usize::from(after);
         if index == 0 || index >= self.len {
+            // At an end: what a push does there (Valkey's insert takes the
+            // same steps).
             let end = if index == 0 { End::Left } else { End::Right };
             return self.extend(end, [v], lim);
         }
         let before = self.nodes.len();
-        let (k, off) = self.locate(index);
-        self.insert_at(k, off, v, lim);
-        self.settle(before, k.saturating_sub(1)..k + 4);
+        let (k, off) = self.locate(pivot);
+        self.insert_at(k, off, after, v, lim);
+        self.settle(before, k.saturating_sub(2)..k + 4);
     }
 
-    /// [`Quick::insert`] before entry `off` of node `k`, inside the list.
-    fn insert_at(&mut self, k: usize, off: usize, v: &[u8], lim: NodeLimit) {
+    /// Valkey's `_quicklistInsert` at entry `off` of node `k`: into the node
+    /// if it has room; at its edge into the neighbour on that side if that
+    /// one has room, else a node of its own; inside a full node, split at
+    /// the pivot, the element joining the part on its side, and the nodes
+    /// around merged where they fit. An element as large as a plain node's
+    /// gets one of its own there.
+    fn insert_at(&mut self, k: usize, off: usize, after: bool, v: &[u8], lim: NodeLimit) {
         let add = lp_entry_bytes(v);
         self.len += 1;
         self.lp_bytes += add;
-        let node = &mut self.nodes[k];
-        if lim.admits((node.lp, node.count), v.len()) {
-            let pack = node.raw_mut();
-            let at = pack.iter().nth(off).expect("off < count").start;
-            pack.splice(at, at, 0, &[v]);
-            node.count += 1;
-            node.lp += add;
-            return;
-        }
-        if off == 0 {
-            // Between two nodes (k > 0, as index > 0): the tail of the
-            // previous one if it has room, else a node of its own.
-            let prev = &mut self.nodes[k - 1];
-            if lim.admits((prev.lp, prev.count), v.len()) {
-                prev.raw_mut().push(&[v]);
-                prev.count += 1;
-                prev.lp += add;
+        let (count, lp) = (self.nodes[k].count, self.nodes[k].lp);
+        let admits = |n: Option<&Node>| n.is_some_and(|n| lim.admits((n.lp, n.count), v.len()));
+        let full = !lim.admits((lp, count), v.len());
+        let at_tail = after && off + 1 == count;
+        let at_head = !after && off == 0;
+        let avail_next = at_tail && admits(self.nodes.get(k + 1));
+        let avail_prev = at_head && k > 0 && admits(self.nodes.get(k - 1));
+        if lim.plain((add, 1)) {
+            if lim.plain((lp, count)) || at_tail || at_head {
+                self.nodes
+                    .insert(k + usize::from(after), Node::from_items(&[v]));
             } else {
-                self.nodes.insert(k, Node::from_items(&[v]));
+                self.split_node(k, off + usize::from(after));
+                self.nodes.insert(k + 1, Node::from_items(&[v]));
             }
             return;
         }
-        // Inside a full node: split it there; the element ends the left
-        // part, starts the right one, or stands alone between them; then
-        // neighbours that fit together are merged.
-        self.split_node(k, off);
-        let (l, r) = (&self.nodes[k], &self.nodes[k + 1]);
-        if lim.admits((l.lp, l.count), v.len()) {
-            let l = &mut self.nodes[k];
-            l.raw_mut().push(&[v]);
-            l.count += 1;
-            l.lp += add;
-        } else if lim.admits((r.lp, r.count), v.len()) {
-            let r = &mut self.nodes[k + 1];
-            r.raw_mut().splice(0, 0, 0, &[v]);
-            r.count += 1;
-            r.lp += add;
+        if !full {
+            self.nodes[k].insert(off + usize::from(after), v, add);
+        } else if at_tail && avail_next {
+            self.nodes[k + 1].insert(0, v, add);
+        } else if at_head && avail_prev {
+            let prev = &mut self.nodes[k - 1];
+            prev.insert(prev.count, v, add);
+        } else if at_tail || at_head {
+            self.nodes
+                .insert(k + usize::from(after), Node::from_items(&[v]));
+        } else if after {
+            // The pivot's node keeps what is up to it; the rest starts
+            // with the element.
+            self.split_node(k, off + 1);
+            self.nodes[k + 1].insert(0, v, add);
+            self.merge_around(k, lim);
         } else {
-            self.nodes.insert(k + 1, Node::from_items(&[v]));
+            // What is before the pivot ends with the element; the pivot's
+            // node keeps the rest.
+            self.split_node(k, off);
+            let left = &mut self.nodes[k];
+            left.insert(left.count, v, add);
+            self.merge_around(k + 1, lim);
         }
-        self.merge_range(k, k + 2, lim);
+    }
+
+    /// Valkey's `_quicklistMergeNodes` around node `center`: the two before
+    /// it, the two after it, then it with the one before and the result
+    /// with the one after, each pair where it fits in one node.
+    fn merge_around(&mut self, center: usize, lim: NodeLimit) {
+        let mut c = center;
+        if c >= 2 && self.merge_at(c - 2, lim) {
+            c -= 1;
+        }
+        if c + 2 < self.nodes.len() {
+            self.merge_at(c + 1, lim);
+        }
+        let target = if c >= 1 && self.merge_at(c - 1, lim) {
+            c - 1
+        } else {
+            c
+        };
+        if target + 1 < self.nodes.len() {
+            self.merge_at(target, lim);
+        }
     }
 
     /// Replace element `i` (< len) by `v`.
@@ -734,31 +768,64 @@ impl Quick {
         let before = self.nodes.len();
         let (k, off) = self.locate(i);
         self.set_at(k, off, v, lim);
-        self.settle(before, k.saturating_sub(1)..k + 4);
+        self.settle(before, k.saturating_sub(2)..k + 4);
     }
 
-    /// [`Quick::set`] of entry `off` of node `k`.
+    /// Valkey's `quicklistReplaceEntry` of entry `off` of node `k`: in
+    /// place, whatever the node's size then, unless the element is as
+    /// large as a plain node's (it gets one of its own, the node split
+    /// around it) or the node is plain and the element not (the element
+    /// goes in after it, as LINSERT AFTER would put it, and the plain node
+    /// goes).
     fn set_at(&mut self, k: usize, off: usize, v: &[u8], lim: NodeLimit) {
+        let new = lp_entry_bytes(v);
+        let node = &self.nodes[k];
+        let (large, plain) = (lim.plain((new, 1)), lim.plain((node.lp, node.count)));
+        if large == plain {
+            let node = &mut self.nodes[k];
+            let pack = node.raw_mut();
+            let s = pack.iter().nth(off).expect("off < count");
+            let old = lp_entry_bytes(s.bytes);
+            let (start, end) = (s.start, s.end);
+            pack.splice(start, end, 1, &[v]);
+            node.lp = node.lp - old + new;
+            self.lp_bytes = self.lp_bytes - old + new;
+            return;
+        }
+        if plain {
+            self.insert_at(k, 0, true, v, lim);
+            let gone = self.nodes.remove(k).expect("the plain node");
+            self.len -= 1;
+            self.lp_bytes -= gone.lp;
+            return;
+        }
+        // A large element inside a packed node: [before][element][after].
+        if off + 1 < self.nodes[k].count {
+            self.split_node(k, off + 1);
+        }
+        self.nodes.insert(k + 1, Node::from_items(&[v]));
+        self.len += 1;
+        self.lp_bytes += new;
+        self.take_at(k, off);
+        if self.nodes[k].count == 0 {
+            self.nodes.remove(k);
+        } else {
+            self.merge_around(k + 1, lim);
+        }
+    }
+
+    /// Remove entry `off` of node `k` (the node may be left empty).
+    fn take_at(&mut self, k: usize, off: usize) {
         let node = &mut self.nodes[k];
         let pack = node.raw_mut();
         let s = pack.iter().nth(off).expect("off < count");
-        let (old, new) = (lp_entry_bytes(s.bytes), lp_entry_bytes(v));
+        let lp = lp_entry_bytes(s.bytes);
         let (start, end) = (s.start, s.end);
-        pack.splice(start, end, 1, &[v]);
-        node.lp = node.lp - old + new;
-        self.lp_bytes = self.lp_bytes - old + new;
-        if lim.allows(node.lp, node.count) && (node.count == 1 || !lim.plain((new, 1))) {
-            return;
-        }
-        // Grown past the node limit: the element takes a node of its own,
-        // the rest of its old node the ones beside it.
-        if off + 1 < node.count {
-            self.split_node(k, off + 1);
-        }
-        if off > 0 {
-            self.split_node(k, off);
-        }
-        self.merge_range(k, k + 2, lim);
+        pack.splice(start, end, 1, &[]);
+        node.count -= 1;
+        node.lp -= lp;
+        self.len -= 1;
+        self.lp_bytes -= lp;
     }
 
     /// LREM: remove up to `limit` elements equal to `elem`, scanning from
@@ -1122,16 +1189,16 @@ impl List {
         self.shrink_check(limits);
     }
 
-    /// LINSERT: insert `v` so that it becomes element `index` (<= len),
+    /// LINSERT: insert `v` before (or `after`) element `pivot` (< len),
     /// converting to a quicklist first if it would not fit the listpack.
-    pub fn insert(&mut self, index: usize, v: &[u8], limits: &EncodingLimits) {
+    pub fn insert(&mut self, pivot: usize, after: bool, v: &[u8], limits: &EncodingLimits) {
         self.grow_check(&[v], limits);
         match &mut self.repr {
-            Repr::Pack(p) => match p.iter().nth(index) {
+            Repr::Pack(p) => match p.iter().nth(pivot + usize::from(after)) {
                 Some(s) => p.splice(s.start, s.start, 0, &[v]),
                 None => p.push(&[v]),
             },
-            Repr::Quick(q) => q.insert(index, v, NodeLimit::of(limits)),
+            Repr::Quick(q) => q.insert(pivot, after, v, NodeLimit::of(limits)),
             Repr::Empty => unreachable!("grow_check set a representation"),
         }
     }
@@ -1266,6 +1333,12 @@ mod tests {
     /// depth of an end uncompressed, and those between compressed unless
     /// LZF cannot shrink them enough.
     fn check(l: &List, lim: &EncodingLimits) {
+        check_with(l, lim, true)
+    }
+
+    /// [`check`], the node limits only if `limits` (an LSET may grow a
+    /// node past them, as Valkey's does).
+    fn check_with(l: &List, lim: &EncodingLimits, limits: bool) {
         let (max_bytes, max_entries) = limits_of(lim);
         match &l.repr {
             Repr::Empty => {}
@@ -1297,7 +1370,7 @@ mod tests {
                     // its entries' headers (Valkey judges it by lengths).
                     let body: usize = n.elems().map(|e| e.len()).sum();
                     assert!(
-                        nl.allows(body, n.count),
+                        !limits || nl.allows(body, n.count),
                         "node {k} over its limit: {body} bytes, {} entries, {lim:?}",
                         n.count
                     );
@@ -1444,7 +1517,7 @@ mod tests {
         let lim = limit(4);
         let mut l = List::new();
         l.push(End::Right, &[b"a", b"b", b"c", b"d"], &lim);
-        l.insert(2, b"x", &lim);
+        l.insert(2, false, b"x", &lim);
         assert_eq!(l.encoding(), "quicklist");
         assert_eq!(items(&l), ["a", "b", "x", "c", "d"]);
         // Down to 3 (over half of 4): still a quicklist; at 2, a listpack.
@@ -1474,32 +1547,37 @@ mod tests {
             _ => vec![],
         };
         assert_eq!(counts(&l), [3, 3, 3]);
-        // Between two full nodes: a node of its own.
-        l.insert(3, b"y", &lim);
+        // Node counts after each step as Valkey 8.1's DEBUG QUICKLIST shows
+        // them for the same commands.
+        // LINSERT BEFORE the head of a full node whose previous is full: a
+        // node of its own.
+        l.insert(3, false, b"y", &lim);
         assert_eq!(counts(&l), [3, 1, 3, 3]);
-        // Into the middle of a full node: split there; the new element
-        // ends the left part, which then merges with its neighbour.
-        l.insert(5, b"x", &lim);
-        assert_eq!(counts(&l), [3, 3, 2, 3]);
+        // LINSERT AFTER d, inside its full node: split after the pivot, the
+        // element starts the right part, and the node before the pivot's
+        // takes the pivot's part in ([y] and [d] merge).
+        l.insert(4, true, b"x", &lim);
+        assert_eq!(counts(&l), [3, 2, 3, 3]);
         let want = ["a", "b", "c", "y", "d", "x", "e", "f", "g", "h", "i"];
         assert_eq!(items(&l), want);
-        // Deleting never merges nodes, as in Valkey's quicklist.
+        // Deleting never merges nodes.
         assert_eq!(l.remove(b"y", 1, &lim), 1);
-        assert_eq!(counts(&l), [3, 2, 2, 3]);
+        assert_eq!(counts(&l), [3, 1, 3, 3]);
         assert_eq!(l.remove(b"e", -1, &lim), 1);
-        assert_eq!(counts(&l), [3, 2, 1, 3]);
+        assert_eq!(counts(&l), [3, 1, 2, 3]);
         assert_eq!(items(&l), ["a", "b", "c", "d", "x", "f", "g", "h", "i"]);
-        // An element past the node's byte limit stands alone.
+        // LSET replaces in place whatever the node's size then (only an
+        // element as large as a plain node's would stand alone).
         let big = vec![b'z'; NODE_SAFETY_BYTES];
         l.set(4, &big, &lim);
-        assert_eq!(counts(&l), [3, 1, 1, 1, 3]);
+        assert_eq!(counts(&l), [3, 1, 2, 3]);
         assert_eq!(l.get(4).as_deref(), Some(&big[..]));
-        check(&l, &lim);
+        check_with(&l, &lim, false);
         l.set(4, b"x", &lim);
         assert_eq!(l.get(4).as_deref(), Some(&b"x"[..]));
         assert_eq!(l.pop(End::Left, 4, &lim).len(), 4);
-        // Popping leaves the other nodes as they are (Valkey's too).
-        assert_eq!(counts(&l), [1, 1, 3]);
+        // Popping leaves the other nodes as they are.
+        assert_eq!(counts(&l), [2, 3]);
         check(&l, &lim);
     }
 
@@ -1572,6 +1650,8 @@ mod tests {
         // merged and converted.
         let (mut max_nodes, mut conversions, mut last_encoding) = (0, 0, "listpack");
         let mut max_compressed = 0;
+        // An LSET may grow a node past the limits (Valkey's does).
+        let mut grown_by_set = false;
         for step in 0..steps {
             let op = rng.below(13);
             let len = m.len();
@@ -1604,10 +1684,18 @@ mod tests {
                 4 | 5 => {
                     let e = elem(&mut rng);
                     let at = rng.below(len + 1);
-                    l.insert(at, &e, &lim);
+                    // LINSERT names an element: before it, or after the
+                    // one before.
+                    let after = at > 0 && (at == len || rng.below(2) == 0);
+                    if len == 0 {
+                        l.push(End::Right, &[&e], &lim);
+                    } else {
+                        l.insert(at - usize::from(after), after, &e, &lim);
+                    }
                     m.insert(at, e);
                 }
                 6 if len > 0 => {
+                    grown_by_set = true;
                     let e = elem(&mut rng);
                     let at = rng.below(len);
                     l.set(at, &e, &lim);
@@ -1698,7 +1786,7 @@ mod tests {
                 }
             }
             assert_eq!(l.len(), m.len(), "step {step}: len after op {op}");
-            check(&l, &lim);
+            check_with(&l, &lim, !grown_by_set);
             max_nodes = max_nodes.max(l.nodes());
             max_compressed = max_compressed.max(l.compressed_nodes());
             if !l.is_empty() && l.encoding() != last_encoding {
@@ -1730,8 +1818,10 @@ mod tests {
         assert!(max_nodes >= 4, "{max_nodes} nodes at most");
         assert!(conversions >= 10, "{conversions} conversions");
         if depth > 0 {
+            // Lists of up to ~20 nodes: at depth 3 few are inside.
+            let want = if depth >= 3 { 1 } else { 2 };
             assert!(
-                max_compressed >= 2,
+                max_compressed >= want,
                 "depth {depth}: {max_compressed} nodes compressed at most"
             );
         } else {
