@@ -20,6 +20,10 @@
 
 use std::sync::OnceLock;
 
+/// glibc's `CPU_SETSIZE`: CPUs from here on are outside any mask, and
+/// ignored as glibc's `CPU_SET` ignores them.
+const CPU_SETSIZE: usize = 1024;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     Server,
@@ -96,7 +100,7 @@ pub fn parse(list: &str) -> Option<Vec<usize>> {
         if a > b {
             return None;
         }
-        cpus.extend((a..=b).step_by(step));
+        cpus.extend((a..=b.min(CPU_SETSIZE - 1)).step_by(step));
     }
     cpus.sort_unstable();
     cpus.dedup();
@@ -114,6 +118,8 @@ mod tests {
         assert_eq!(parse("0-3"), Some(vec![0, 1, 2, 3]));
         assert_eq!(parse("0-7:2"), Some(vec![0, 2, 4, 6]));
         assert_eq!(parse("1,4-6,8-12:2"), Some(vec![1, 4, 5, 6, 8, 10, 12]));
+        // Past the mask's size: ignored, not a huge list.
+        assert_eq!(parse("1022-4294967295").map(|c| c.len()), Some(2));
         // What Valkey's parser gives up on: nothing is pinned.
         for bad in [
             "", "a", "3-1", "0-4:0", "1:2", "0-", "-1", "0,,1", "0-3:x", "0 1",
