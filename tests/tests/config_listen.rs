@@ -53,6 +53,22 @@ e2e!(
         assert!(pong(new));
         let got = c.cmd(&["CONFIG", "GET", "port"]);
         assert_eq!(got, Reply::Array(vec![Reply::bulk("port"), Reply::bulk(&new.to_string())]));
+        // With other settings in the same command: all of them roll back
+        // (Valkey's "CONFIG SET rollback on apply error").
+        let maxmemory = c.cmd(&["CONFIG", "GET", "maxmemory"]);
+        let r = c.cmd(&[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "10000001",
+            "port",
+            &taken_port.to_string(),
+            "client-query-buffer-limit",
+            "10m",
+        ]);
+        assert!(r.text().contains("argument 'port') - Unable to listen on this port"), "{r:?}");
+        assert_eq!(c.cmd(&["CONFIG", "GET", "maxmemory"]), maxmemory);
+        assert!(pong(new));
         drop(taken);
 
         // And back: a second move works the same way.

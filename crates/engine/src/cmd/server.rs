@@ -588,25 +588,27 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         ctx.error(&e);
         return;
     }
-    let n = ctx.srv.config.io_threads;
-    if n != before.io_threads {
-        ctx.srv.events.push(crate::Event::IoThreads { n });
-    }
-    if let Err(e) = apply_oom_score(ctx.srv, &before, &pairs) {
-        ctx.srv.config = before;
-        ctx.srv.apply_oom_score();
-        ctx.error(&e);
-        return;
-    }
-    if let Err(e) = crate::aof::apply_config(ctx.srv, &before, ctx.now_ms) {
-        ctx.srv.config = before;
-        ctx.error(&e);
-        return;
-    }
+    // The steps that can fail: a failure puts every setting back and
+    // undoes what the steps before it applied (Valkey re-runs their apply
+    // functions with the old values). Listening first: it is the one
+    // likely to fail (a port in use), and it fails without a trace.
     if let Err(e) = apply_listeners(ctx.srv, &before, &pairs) {
         ctx.srv.config = before;
         ctx.error(&e);
         return;
+    }
+    let applied = apply_oom_score(ctx.srv, &before, &pairs)
+        .and_then(|()| crate::aof::apply_config(ctx.srv, &before, ctx.now_ms));
+    if let Err(e) = applied {
+        let tried = std::mem::replace(&mut ctx.srv.config, before);
+        undo_listeners(ctx.srv, &tried);
+        ctx.srv.apply_oom_score();
+        ctx.error(&e);
+        return;
+    }
+    let n = ctx.srv.config.io_threads;
+    if n != before.io_threads {
+        ctx.srv.events.push(crate::Event::IoThreads { n });
     }
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();
@@ -661,6 +663,19 @@ fn apply_listeners(
     }
     srv.net.tcp_port = srv.config.port;
     Ok(())
+}
+
+/// A CONFIG SET that failed after [`apply_listeners`] moved the
+/// listeners for `tried`: back to the restored configuration's addresses
+/// (still held, so binding them again cannot fail on their port).
+fn undo_listeners(srv: &mut crate::Server, tried: &crate::Config) {
+    if srv.config.port == tried.port && srv.config.bind == tried.bind {
+        return;
+    }
+    if let Some(listen) = srv.listen {
+        let _ = listen(&srv.config);
+    }
+    srv.net.tcp_port = srv.config.port;
 }
 
 /// After CONFIG SET of `oom-score-adj` or its values: the score follows
