@@ -77,19 +77,18 @@ pub(crate) fn pending() -> bool {
 }
 
 /// Put the waiting TCP listeners in place of those in `listeners` (which
-/// close; the unix one stays, after them). False if none waited. Call only
+/// close; the unix one stays, after them), if a set waits. Call only
 /// while no accept is in flight on `listeners`.
-pub(crate) fn swap(listeners: &mut Vec<Listener>) -> bool {
+pub(crate) fn swap(listeners: &mut Vec<Listener>) {
     if !PENDING.swap(false, Ordering::Acquire) {
-        return false;
+        return;
     }
     let mut st = lock();
     let Some(mut new) = st.pending.take() else {
-        return false;
+        return;
     };
     listeners.retain(|l| matches!(l.addr, ListenAddr::Unix(_)));
     new.append(listeners);
     *listeners = new;
     st.current = tcp_of(listeners);
-    true
 }

@@ -646,20 +646,26 @@ fn apply_listeners(
     before: &crate::Config,
     pairs: &[(&[u8], &[u8])],
 ) -> Result<(), String> {
-    if srv.config.port == before.port && srv.config.bind == before.bind {
-        return Ok(());
-    }
-    if let Some(listen) = srv.listen
-        && listen(&srv.config).is_err()
-    {
+    relisten(srv, before).map_err(|_| {
         let first = pairs
             .iter()
             .map(|(n, _)| String::from_utf8_lossy(n).to_ascii_lowercase())
             .find(|n| n == "port" || n == "bind");
-        return Err(match first.as_deref() {
+        match first.as_deref() {
             Some("bind") => "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.".to_string(),
             _ => "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.".to_string(),
-        });
+        }
+    })
+}
+
+/// Listen where `srv.config` says if its `port` or `bind` differs from
+/// `other`'s (through the network layer's hook; none in tests).
+fn relisten(srv: &mut crate::Server, other: &crate::Config) -> Result<(), String> {
+    if srv.config.port == other.port && srv.config.bind == other.bind {
+        return Ok(());
+    }
+    if let Some(listen) = srv.listen {
+        listen(&srv.config)?;
     }
     srv.net.tcp_port = srv.config.port;
     Ok(())
@@ -669,13 +675,7 @@ fn apply_listeners(
 /// listeners for `tried`: back to the restored configuration's addresses
 /// (still held, so binding them again cannot fail on their port).
 fn undo_listeners(srv: &mut crate::Server, tried: &crate::Config) {
-    if srv.config.port == tried.port && srv.config.bind == tried.bind {
-        return;
-    }
-    if let Some(listen) = srv.listen {
-        let _ = listen(&srv.config);
-    }
-    srv.net.tcp_port = srv.config.port;
+    let _ = relisten(srv, tried);
 }
 
 /// After CONFIG SET of `oom-score-adj` or its values: the score follows

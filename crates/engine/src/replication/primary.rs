@@ -1090,11 +1090,12 @@ fn free_backlog_after_ttl(srv: &mut Server, now_ms: i64) {
         return;
     }
     let since = *feeds.no_replicas_since_ms.get_or_insert(now_ms);
+    let idle_ms = (now_ms - since).max(0) as u64;
     let ttl_s = srv.config.repl_backlog_ttl_s;
     if ttl_s == 0
         || feeds.backlog.is_none()
         || srv.repl.is_replica()
-        || now_ms - since <= ttl_s.saturating_mul(1000).min(i64::MAX as u64) as i64
+        || idle_ms <= ttl_s.saturating_mul(1000)
     {
         return;
     }

@@ -354,6 +354,15 @@ impl Node {
         }
     }
 
+    /// `f` on the node's pack, decompressed into a copy if it is
+    /// compressed (one decompression, no copy of each element).
+    fn read<R>(&self, f: impl FnOnce(&StrPack) -> R) -> R {
+        match &self.pack {
+            Packed::Raw { pack, .. } => f(pack),
+            Packed::Lzf { data, len } => f(&decompress(data, *len)),
+        }
+    }
+
     /// The elements for reading; the node stays as it is.
     fn elems(&self) -> NodeElems<'_> {
         match &self.pack {
@@ -653,19 +662,12 @@ impl Quick {
         let (k, mut skip) = self.locate(start);
         let mut left = end.min(self.len - 1) + 1 - start;
         for node in self.nodes.range(k..) {
-            // Uncompressed nodes, the common case, are walked in place.
-            let copy;
-            let pack = match &node.pack {
-                Packed::Raw { pack, .. } => pack,
-                Packed::Lzf { data, len } => {
-                    copy = decompress(data, *len);
-                    &copy
+            node.read(|pack| {
+                for s in pack.iter().skip(skip).take(left) {
+                    f(s.bytes);
+                    left -= 1;
                 }
-            };
-            for s in pack.iter().skip(skip).take(left) {
-                f(s.bytes);
-                left -= 1;
-            }
+            });
             if left == 0 {
                 return;
             }
@@ -673,7 +675,6 @@ impl Quick {
         }
     }
 
-    /// Insert `v` so that it becomes element `index` (<= len).
     /// LINSERT: insert `v` before (or `after`) element `pivot` (< len).
     fn insert(&mut self, pivot: usize, after: bool, v: &[u8], lim: NodeLimit) {
         let index = pivot + usize::from(after);
@@ -839,7 +840,7 @@ impl Quick {
             }
             let k = if from_tail { n - 1 - j } else { j };
             let node = &mut self.nodes[k];
-            if !node.elems().any(|e| *e == *elem) {
+            if !node.read(|p| p.iter().any(|s| s.bytes == elem)) {
                 continue;
             }
             let pack = node.raw_mut();
