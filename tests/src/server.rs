@@ -89,7 +89,8 @@ impl Backend {
         Server::start(self, Opts::new())
     }
 
-    fn binary(self) -> PathBuf {
+    /// The server program it runs.
+    pub fn binary(self) -> PathBuf {
         match self {
             Backend::Redis => PathBuf::from(
                 std::env::var("REDIS_SERVER_BIN")

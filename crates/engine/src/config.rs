@@ -72,6 +72,15 @@ enum Kind {
     Special,
 }
 
+/// Directives Valkey 8.1 reads from a file with one argument and ignores.
+const DEPRECATED: [&str; 5] = [
+    "list-max-ziplist-entries",
+    "list-max-ziplist-value",
+    "lua-replicate-commands",
+    "io-threads-do-reads",
+    "dynamic-hz",
+];
+
 const IMM: u8 = 1;
 const SENS: u8 = 2;
 const MULTI: u8 = 4;
@@ -196,14 +205,12 @@ static DEFS: &[Def] = &[
     // Accepted, validated and stored; not acted on yet.
     b("rdbchecksum", true, IMM | SUP),
     // Valkey 8 reads it from a file and ignores it; CONFIG GET * omits it.
-    b("io-threads-do-reads", false, IMM | HIDDEN),
     b("always-show-logo", false, IMM),
     b("rdbcompression", true, SUP),
     b("rdb-del-sync-files", false, SUP),
     b("activerehashing", true, 0),
     b("stop-writes-on-bgsave-error", true, SUP),
-    b("set-proc-title", true, IMM),
-    b("dynamic-hz", true, 0),
+    b("set-proc-title", true, IMM | SUP),
     // Valkey 8 turned every lazyfree default to yes.
     b("lazyfree-lazy-eviction", true, SUP),
     b("lazyfree-lazy-expire", true, SUP),
@@ -268,7 +275,7 @@ static DEFS: &[Def] = &[
     al(s("aof-rewrite-cpulist", "", IMM | SUP), "aof_rewrite_cpulist"),
     al(s("bgsave-cpulist", "", IMM | SUP), "bgsave_cpulist"),
     s("ignore-warnings", "", 0),
-    s("proc-title-template", "{title} {listen-addr} {server-mode}", 0),
+    s("proc-title-template", "{title} {listen-addr} {server-mode}", SUP),
     s("bind-source-addr", "", SUP),
     s("locale-collate", "", 0),
     e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM | SUP),
@@ -1062,6 +1069,9 @@ impl Config {
                     self.add_user(&argv[1..]).map_err(err)?;
                     continue;
                 }
+                // Valkey 8.1's deprecated directives: a file may still hold
+                // them; they do nothing, and CONFIG knows them no more.
+                n if DEPRECATED.contains(&n) && argv.len() == 2 => continue,
                 "loadmodule" if argv.len() >= 2 => {
                     self.warnings
                         .push(format!("'{name}' is not supported yet, ignored"));
@@ -1089,9 +1099,9 @@ impl Config {
                     .map(str::to_string)
                     .collect();
                 all.extend(args.iter().cloned());
-                validate(d, &all, &self.values[idx])
+                validate(d, &all, &self.values[idx], self)
             } else {
-                validate(d, args, &self.values[idx])
+                validate(d, args, &self.values[idx], self)
             };
             let value = value.map_err(err)?;
             seen_multi.push(idx);
@@ -1421,7 +1431,7 @@ impl Config {
             } else {
                 vec![value_s]
             };
-            let canonical = validate(d, &args, &self.values[idx]).map_err(|w| fail(&w))?;
+            let canonical = validate(d, &args, &self.values[idx], self).map_err(|w| fail(&w))?;
             staged.push((idx, canonical));
         }
         // Applied as Valkey applies (after every check), where Valkey could
@@ -1593,50 +1603,6 @@ fn rewrite_lines(d: &Def, value: &str) -> Vec<String> {
     }
 }
 
-/// Valkey's validateProcTitleTemplate: every `{name}` is a variable it
-/// knows, braces pair up (`{{` and `}}` are literal ones), and something
-/// is left once expanded with an empty title and trimmed. The expansion
-/// takes `{unixsocket}` and `{config-file}` as empty, as on a server
-/// without them.
-fn proc_title_template_valid(t: &str) -> bool {
-    const VARS: &[&str] = &[
-        "title",
-        "listen-addr",
-        "server-mode",
-        "port",
-        "tls-port",
-        "unixsocket",
-        "config-file",
-    ];
-    let b = t.as_bytes();
-    let (mut i, mut visible) = (0, false);
-    while i < b.len() {
-        match (b[i], b.get(i + 1)) {
-            (b'{', Some(b'{')) | (b'}', Some(b'}')) => {
-                visible = true;
-                i += 2;
-            }
-            (b'}', _) => return false,
-            (b'{', _) => {
-                let Some(len) = t[i + 1..].find('}') else {
-                    return false;
-                };
-                let name = &t[i + 1..i + 1 + len];
-                if !VARS.contains(&name) {
-                    return false;
-                }
-                visible |= matches!(name, "listen-addr" | "port" | "tls-port");
-                i += len + 2;
-            }
-            (c, _) => {
-                visible |= c != b' ';
-                i += 1;
-            }
-        }
-    }
-    visible
-}
-
 /// A number as Valkey keeps it once applied: `hz` within 1..=500
 /// (updateHZ), `repl-backlog-size` at least 16 KiB
 /// (resizeReplicationBacklog); CONFIG GET shows that.
@@ -1650,7 +1616,7 @@ fn stored_number(name: &str, n: i64) -> i64 {
 
 /// Validate arguments for a directive; the canonical value or Valkey's
 /// reason text.
-fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
+fn validate(d: &Def, args: &[String], cur: &str, cfg: &Config) -> SetResult {
     let one = || -> &str { args.first().map(String::as_str).unwrap_or("") };
     match d.kind {
         Kind::Bool => match one().to_ascii_lowercase().as_str() {
@@ -1737,7 +1703,7 @@ fn validate(d: &Def, args: &[String], cur: &str) -> SetResult {
             }
             Ok(out.join(" "))
         }
-        Kind::Str if d.name == "proc-title-template" && !proc_title_template_valid(one()) => {
+        Kind::Str if d.name == "proc-title-template" && !crate::proc_title::valid(one(), cfg) => {
             Err("template format is invalid or contains unknown variables".into())
         }
         Kind::Str => Ok(one().to_string()),
@@ -2075,30 +2041,5 @@ mod tests {
         assert_eq!(c.port, 7001);
         assert_eq!(c.get("save").unwrap(), "");
         assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
-    }
-
-    #[test]
-    fn proc_title_templates_as_valkey_validates_them() {
-        for ok in [
-            "{title} {listen-addr} {server-mode}",
-            "abc",
-            "{port}",
-            "{{x}}",
-            "a {title}",
-        ] {
-            assert!(proc_title_template_valid(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "  ",
-            "{title}",
-            "{server-mode}",
-            "{x}",
-            "{title",
-            "a}",
-            "{unixsocket}",
-        ] {
-            assert!(!proc_title_template_valid(bad), "{bad}");
-        }
     }
 }

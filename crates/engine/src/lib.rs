@@ -79,6 +79,7 @@ mod observe;
 pub mod output;
 pub mod pause;
 pub mod persist;
+pub mod proc_title;
 pub mod pubsub;
 pub mod redact;
 pub mod replication;
@@ -507,6 +508,13 @@ impl Engine {
     /// network layer's), answering its error if it fails.
     pub fn set_listen(&mut self, listen: crate::server::Listen) {
         self.srv.listen = Some(listen);
+    }
+    /// The process title is written through `set`, `{title}` being
+    /// `argv0`: now if `set-proc-title` says so, and as
+    /// [`crate::proc_title`] tells when.
+    pub fn set_proc_title(&mut self, set: crate::proc_title::SetProcTitle, argv0: String) {
+        self.srv.proc_title = Some((set, argv0));
+        self.srv.refresh_proc_title();
     }
     /// `oom-score-adj` is applied through `set` (now, and whenever the
     /// directives or the role change).

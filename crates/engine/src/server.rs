@@ -326,6 +326,9 @@ pub struct Server {
     /// CONFIG SET `port` / `bind` listen through this; `None` (tests, no
     /// network): the values are taken as they are.
     pub listen: Option<Listen>,
+    /// Writes the process title, and the program's `argv[0]` for its
+    /// `{title}`; `None` (tests): no title.
+    pub proc_title: Option<(crate::proc_title::SetProcTitle, String)>,
     /// DEBUG SET-ACTIVE-EXPIRE.
     pub active_expire_enabled: bool,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call commands flagged
@@ -399,6 +402,30 @@ pub struct Server {
 }
 
 impl Server {
+    /// Write the process title from `proc-title-template` (Valkey's
+    /// serverSetProcTitle); false if it could not be written.
+    pub fn apply_proc_title(&self) -> bool {
+        let Some((set, title)) = &self.proc_title else {
+            return true;
+        };
+        let file = self.config_file.as_ref().map(|f| f.display().to_string());
+        let vars = crate::proc_title::Vars {
+            title,
+            config: &self.config,
+            config_file: file.as_deref(),
+        };
+        let template = self.config.get("proc-title-template").unwrap_or_default();
+        crate::proc_title::expand(&template, &vars).is_some_and(|t| set(&t))
+    }
+
+    /// The process title again where `set-proc-title` asks for one (after
+    /// the listeners moved: `{listen-addr}` and `{port}` follow them).
+    pub fn refresh_proc_title(&self) {
+        if self.config.get("set-proc-title").as_deref() == Some("yes") {
+            self.apply_proc_title();
+        }
+    }
+
     /// Apply `oom-score-adj` for the current role (Valkey's
     /// `setOOMScoreAdj(-1)`); false if the score could not be set.
     pub fn apply_oom_score(&self) -> bool {
@@ -455,6 +482,7 @@ impl Server {
             startup_memory: 0,
             file_limit: None,
             listen: None,
+            proc_title: None,
             oom_score: None,
             active_expire_enabled: true,
             script_deny_disabled: false,

@@ -475,6 +475,27 @@ maxmemory-policy noeviction
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
 }
 
+/// Directives Valkey 8.1 dropped load from an old file without a word,
+/// and CONFIG no longer knows them, as in Valkey.
+#[test]
+fn deprecated_directives_load_and_are_gone_from_config() {
+    let text = "dynamic-hz no\nio-threads-do-reads yes\nlist-max-ziplist-entries 512\n\
+                list-max-ziplist-value 64\nlua-replicate-commands yes\n";
+    let cfg = Config::parse_file_text(text, "redis.conf").unwrap();
+    assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+    assert_eq!(cfg.get("dynamic-hz"), None);
+    assert_eq!(cfg.get("io-threads-do-reads"), None);
+    let e = Config::parse_file_text("dynamic-hz yes no\n", "x").unwrap_err();
+    assert_eq!(e.reason, "Bad directive or wrong number of arguments");
+    let mut e = engine();
+    let c = connect(&mut e);
+    assert_eq!(
+        cmd(&mut e, c, &["config", "set", "dynamic-hz", "yes"]),
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'dynamic-hz'\r\n"
+    );
+    assert_eq!(cmd(&mut e, c, &["config", "get", "dynamic-hz"]), "*0\r\n");
+}
+
 /// Every class of client-output-buffer-limit is enforced (`replica` on
 /// the feeds of replicas): none is reported as ignored.
 #[test]

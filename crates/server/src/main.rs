@@ -1,12 +1,13 @@
 //! `ringkv-server`: the binary. It owns process-level concerns only —
 //! command line and config file, daemonizing, the working directory, the
 //! pidfile, signals, the open-file limit, the allocator and its huge
-//! pages, the service manager's notifications, the OOM score — and then
-//! hands an [`engine::Engine`] to [`net::serve`], which runs until
-//! SHUTDOWN or a signal.
+//! pages, the service manager's notifications, the OOM score, the process
+//! title — and then hands an [`engine::Engine`] to [`net::serve`], which
+//! runs until SHUTDOWN or a signal.
 //!
 //! ```text
-//!  (THP off, before the runtime) ─► argv ─► Config::load(file, --directives)
+//!  (THP off, before the runtime) ─► argv ─► proc_title::init (the environment
+//!       moves out of the title's room) ─► Config::load(file, --directives)
 //!       ─► disable-thp: prctl ─► daemonize? (not when supervised) ─► chdir(dir)
 //!       ─► log::init ─► supervised? ─► open-file limit vs maxclients ─► pidfile
 //!       ─► signal handlers ─► net::serve(engine, &STOP)
@@ -26,6 +27,7 @@ mod cpu_affinity;
 mod fdlimit;
 mod migrate;
 mod oom_score;
+mod proc_title;
 mod signal_log;
 mod supervise;
 mod syslog;
@@ -93,7 +95,10 @@ extern "C" fn thp_off_at_start() {
 }
 
 fn main() -> ExitCode {
+    let argv0 = std::env::args().next().unwrap_or_default();
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Before any thread: it moves the environment out of the title's room.
+    proc_title::init();
     match args.first().map(String::as_str) {
         Some("-v" | "--version") => {
             println!(
@@ -200,6 +205,7 @@ fn main() -> ExitCode {
     });
     engine.set_file_limit(fdlimit::raise_for_engine);
     engine.set_oom_score(oom_score::apply);
+    engine.set_proc_title(proc_title::set, argv0);
     engine.set_storage(Box::new(persist::FileStorage));
     engine.set_migrator(Box::<migrate::MigrateSockets>::default());
     if let Err(e) = engine.load_at_startup() {

@@ -598,11 +598,15 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return;
     }
     let applied = apply_oom_score(ctx.srv, &before, &pairs)
+        .and_then(|()| apply_proc_title(ctx.srv, &before))
         .and_then(|()| crate::aof::apply_config(ctx.srv, &before, ctx.now_ms));
     if let Err(e) = applied {
         let tried = std::mem::replace(&mut ctx.srv.config, before);
         undo_listeners(ctx.srv, &tried);
         ctx.srv.apply_oom_score();
+        if ctx.srv.config.get("proc-title-template") != tried.get("proc-title-template") {
+            ctx.srv.apply_proc_title();
+        }
         ctx.error(&e);
         return;
     }
@@ -668,6 +672,7 @@ fn relisten(srv: &mut crate::Server, other: &crate::Config) -> Result<(), String
         listen(&srv.config)?;
     }
     srv.net.tcp_port = srv.config.port;
+    srv.refresh_proc_title();
     Ok(())
 }
 
@@ -696,6 +701,18 @@ fn apply_oom_score(
         .unwrap_or_else(|| NAMES[0].to_string());
     Err(format!(
         "ERR CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs."
+    ))
+}
+
+/// After CONFIG SET of `proc-title-template`: the title follows, whatever
+/// `set-proc-title` says (Valkey's apply function does not look at it).
+fn apply_proc_title(srv: &crate::Server, before: &crate::Config) -> Result<(), String> {
+    const NAME: &str = "proc-title-template";
+    if srv.config.get(NAME) == before.get(NAME) || srv.apply_proc_title() {
+        return Ok(());
+    }
+    Err(format!(
+        "ERR CONFIG SET failed (possibly related to argument '{NAME}') - failed to set process title"
     ))
 }
 
