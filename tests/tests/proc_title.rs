@@ -80,7 +80,12 @@ fn title_only_when_asked(b: Backend) {
     // As Valkey: setting the template writes the title all the same.
     let mut c = srv.raw();
     assert_eq!(
-        c.cmd(&["CONFIG", "SET", "proc-title-template", "{title} port {port}"]),
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "proc-title-template",
+            "{title} port {port}"
+        ]),
         Reply::status("OK")
     );
     assert_eq!(title(&srv), format!("{bin} port {}", srv.port));

@@ -671,6 +671,9 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// `user <name> <rules...>` lines, in order (checked as they are read).
     pub users: Vec<Vec<String>>,
+    /// `rename-command` lines, applied in order (file and command line
+    /// only, as in Valkey; CONFIG does not know them).
+    pub renames: crate::table::Renames,
     /// Canonical value of every directive, indexed like `DEFS`.
     values: Vec<String>,
 }
@@ -779,6 +782,7 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 << 20,
             warnings: Vec::new(),
+            renames: Default::default(),
             users: Vec::new(),
             values: DEFS.iter().map(|d| d.default.to_string()).collect(),
         };
@@ -1059,10 +1063,9 @@ impl Config {
                     continue;
                 }
                 "rename-command" if argv.len() == 3 => {
-                    self.warnings.push(format!(
-                        "'rename-command {}' is not supported yet, ignored",
-                        argv[1]
-                    ));
+                    self.renames
+                        .rename(&argv[1], &argv[2])
+                        .map_err(|e| err(e.into()))?;
                     continue;
                 }
                 "user" if argv.len() >= 2 => {

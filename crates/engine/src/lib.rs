@@ -449,6 +449,9 @@ impl Engine {
     /// CONFIG REWRITE writes back to.
     pub fn new(config: Config, config_file: Option<std::path::PathBuf>) -> Engine {
         let dbs = config.databases;
+        if !config.renames.is_empty() && !table::install_renames(config.renames.clone()) {
+            log::warning("rename-command: this process serves other names already; ignored");
+        }
         let mut srv = Server::new(config);
         srv.config_file = config_file;
         Engine {

@@ -104,7 +104,10 @@ mod tests {
                 "{title} {listen-addr} {server-mode}",
                 "/usr/bin/ringkv-server 127.0.0.1:7000",
             ),
-            ("TEST {port} {tls-port} {config-file}", "TEST 7000 0 /etc/valkey.conf"),
+            (
+                "TEST {port} {tls-port} {config-file}",
+                "TEST 7000 0 /etc/valkey.conf",
+            ),
             ("{{x}}", "{x}}"),
             ("a}", "a}"),
             ("  x {server-mode} ", "x"),
@@ -130,10 +133,27 @@ mod tests {
     #[test]
     fn a_template_is_valid_when_it_leaves_something_with_an_empty_title() {
         let c = config(&[]);
-        for ok in ["{title} {listen-addr} {server-mode}", "abc", "{port}", "{{x}}", "a}", "}}", "{config-file}"] {
+        for ok in [
+            "{title} {listen-addr} {server-mode}",
+            "abc",
+            "{port}",
+            "{{x}}",
+            "a}",
+            "}}",
+            "{config-file}",
+        ] {
             assert!(valid(ok, &c), "{ok}");
         }
-        for bad in ["", "  ", "{title}", " {title} ", "{server-mode}", "{x}", "{title", "{unixsocket}"] {
+        for bad in [
+            "",
+            "  ",
+            "{title}",
+            " {title} ",
+            "{server-mode}",
+            "{x}",
+            "{title",
+            "{unixsocket}",
+        ] {
             assert!(!valid(bad, &c), "{bad}");
         }
         let unix = config(&["--unixsocket", "/tmp/s.sock"]);

@@ -4,6 +4,12 @@
 //!
 //! Each command and each subcommand gets a stable index; INFO commandstats
 //! and CLIENT LIST `cmd=` use it.
+//!
+//! `rename-command` changes the names clients, scripts and COMMAND use
+//! ([`Table::lookup`]): [`Renames`], installed once for the process before
+//! it serves anyone, lays the renamed and removed names over the index.
+//! An entry keeps its `fullname` (replies, COMMAND LIST and ACL rules
+//! name it so, as Valkey's do: [`Table::lookup_original`]).
 
 use crate::cmd;
 use crate::command::CommandSpec;
@@ -65,6 +71,17 @@ impl Entry {
     }
 }
 
+/// `name` folded to lower case in `buf`; `None` if it is longer than any
+/// command name.
+#[inline]
+fn lower_case<'b>(name: &[u8], buf: &'b mut [u8; MAX_NAME]) -> Option<&'b [u8]> {
+    let lower = buf.get_mut(..name.len())?;
+    for (d, s) in lower.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    Some(lower)
+}
+
 /// Commands that may run a Lua script: EVAL and FCALL and their
 /// variants, and EXEC, whose transaction may hold them.
 fn may_run_script(name: &str) -> bool {
@@ -116,6 +133,69 @@ fn groups() -> [&'static [CommandSpec]; 28] {
 }
 
 static TABLE: OnceLock<Table> = OnceLock::new();
+static RENAMES: OnceLock<Renames> = OnceLock::new();
+
+/// The names `rename-command` changed, over the table's own.
+#[derive(Clone, Debug, Default)]
+pub struct Renames {
+    /// Lower-case names whose meaning changed: the entry they run now, or
+    /// `None`: no command.
+    names: HashMap<Vec<u8>, Option<usize>, FnvBuild>,
+}
+
+impl Renames {
+    /// The command the lower-case `name` runs after the renames so far.
+    fn resolve(&self, t: &Table, lower: &[u8]) -> Option<usize> {
+        match self.names.get(lower) {
+            Some(&now) => now,
+            None => t.index.get(lower).copied(),
+        }
+    }
+
+    /// `rename-command from to` (`to` empty: the command goes), with
+    /// Valkey's errors.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), &'static str> {
+        let t = table();
+        let from_lower = from.to_ascii_lowercase().into_bytes();
+        let Some(idx) = self.resolve(t, &from_lower) else {
+            return Err("No such command in rename-command");
+        };
+        self.names.insert(from_lower, None);
+        if to.is_empty() {
+            return Ok(());
+        }
+        let to_lower = to.to_ascii_lowercase().into_bytes();
+        if self.resolve(t, &to_lower).is_some() {
+            return Err("Target command name already exists");
+        }
+        self.names.insert(to_lower, Some(idx));
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Some name still runs the top-level entry `idx`.
+    fn reaches(&self, idx: usize) -> bool {
+        let t = table();
+        let own = t.entries[idx].spec.name.as_bytes();
+        !self.names.contains_key(own) || self.names.values().any(|&v| v == Some(idx))
+    }
+}
+
+/// Make `renames` the names every lookup of this process sees from now on.
+/// Once per process: a second, different set is refused (false).
+pub fn install_renames(renames: Renames) -> bool {
+    let same = |r: &Renames| r.names == renames.names;
+    match RENAMES.get() {
+        Some(r) => same(r),
+        None => {
+            let _ = RENAMES.set(renames.clone());
+            RENAMES.get().is_some_and(same)
+        }
+    }
+}
 
 /// The process-wide command table (built on first use).
 pub fn table() -> &'static Table {
@@ -173,18 +253,35 @@ impl Table {
         self.entries.is_empty()
     }
 
-    /// A top-level command by name, any case.
+    /// A top-level command by the name clients call it (`rename-command`
+    /// applied), any case.
     #[inline]
     pub fn lookup(&self, name: &[u8]) -> Option<usize> {
-        if name.len() > MAX_NAME {
-            return None;
-        }
         let mut buf = [0u8; MAX_NAME];
-        let lower = &mut buf[..name.len()];
-        for (d, s) in lower.iter_mut().zip(name) {
-            *d = s.to_ascii_lowercase();
+        let lower = lower_case(name, &mut buf)?;
+        match RENAMES.get() {
+            None => self.index.get(lower).copied(),
+            Some(r) => r.resolve(self, lower),
         }
-        self.index.get(&*lower).copied()
+    }
+
+    /// A top-level command by its own name, any case, whatever
+    /// `rename-command` did (ACL rules, the server's own uses).
+    #[inline]
+    pub fn lookup_original(&self, name: &[u8]) -> Option<usize> {
+        let mut buf = [0u8; MAX_NAME];
+        self.index.get(lower_case(name, &mut buf)?).copied()
+    }
+
+    /// The top-level commands some name still runs (all but those
+    /// `rename-command` removed), in registration order: COMMAND COUNT,
+    /// LIST, INFO and DOCS without arguments.
+    pub fn listed(&self) -> impl Iterator<Item = usize> + '_ {
+        let renames = RENAMES.get();
+        self.top
+            .iter()
+            .copied()
+            .filter(move |&i| renames.is_none_or(|r| r.reaches(i)))
     }
 
     /// A subcommand of the command at `parent`, any case.
@@ -209,12 +306,22 @@ impl Table {
         self.lookup_sub(i, argv[1])
     }
 
-    /// `get` or `config|get`, any case (COMMAND INFO/DOCS arguments).
+    /// `get` or `config|get`, any case, by the names clients call them
+    /// (COMMAND INFO/DOCS arguments).
     pub fn lookup_fullname(&self, name: &[u8]) -> Option<usize> {
+        self.fullname_via(name, Table::lookup)
+    }
+
+    /// [`Table::lookup_fullname`] by the commands' own names (ACL rules).
+    pub fn lookup_fullname_original(&self, name: &[u8]) -> Option<usize> {
+        self.fullname_via(name, Table::lookup_original)
+    }
+
+    fn fullname_via(&self, name: &[u8], top: fn(&Table, &[u8]) -> Option<usize>) -> Option<usize> {
         match name.iter().position(|&b| b == b'|') {
-            None => self.lookup(name),
+            None => top(self, name),
             Some(p) => {
-                let parent = self.lookup(&name[..p])?;
+                let parent = top(self, &name[..p])?;
                 self.lookup_sub(parent, &name[p + 1..])
             }
         }
@@ -236,5 +343,38 @@ mod tests {
         let get = t.lookup_sub(cfg, b"Get").unwrap();
         assert_eq!(t.entries[get].fullname, "config|get");
         assert_eq!(t.lookup_fullname(b"CONFIG|GET"), Some(get));
+    }
+
+    #[test]
+    fn renames_chain_and_free_names_as_valkeys_do() {
+        let t = table();
+        let (set, get) = (
+            t.lookup_original(b"set").unwrap(),
+            t.lookup_original(b"get").unwrap(),
+        );
+        let mut r = Renames::default();
+        r.rename("SET", "foo").unwrap();
+        r.rename("foo", "Bar").unwrap();
+        assert_eq!(r.resolve(t, b"bar"), Some(set));
+        assert_eq!(r.resolve(t, b"foo"), None);
+        assert_eq!(r.resolve(t, b"set"), None);
+        // A name given up is free for another command.
+        r.rename("get", "set").unwrap();
+        assert_eq!(r.resolve(t, b"set"), Some(get));
+        assert_eq!(
+            r.rename("get", "x"),
+            Err("No such command in rename-command")
+        );
+        assert_eq!(
+            r.rename("bar", "set"),
+            Err("Target command name already exists")
+        );
+        assert_eq!(
+            r.rename("config|get", "x"),
+            Err("No such command in rename-command")
+        );
+        r.rename("ping", "").unwrap();
+        assert!(!r.reaches(t.lookup_original(b"ping").unwrap()));
+        assert!(r.reaches(get) && r.reaches(t.lookup_original(b"echo").unwrap()));
     }
 }

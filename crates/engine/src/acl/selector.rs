@@ -189,7 +189,7 @@ impl Selector {
                     return Ok(());
                 }
                 if !allow || !name.contains('|') {
-                    let i = t.lookup_fullname(name.as_bytes()).ok_or(UNKNOWN)?;
+                    let i = t.lookup_fullname_original(name.as_bytes()).ok_or(UNKNOWN)?;
                     self.change(t, i, allow);
                     self.note_rule(&t.entries[i].fullname, allow);
                     return Ok(());
@@ -198,7 +198,7 @@ impl Selector {
                 // subcommands, a first argument (Valkey splits at the last
                 // `|`, so `+config|get|x` names a subcommand's first-arg).
                 let (base, arg) = name.rsplit_once('|').ok_or(UNKNOWN)?;
-                let i = t.lookup_fullname(base.as_bytes()).ok_or(UNKNOWN)?;
+                let i = t.lookup_fullname_original(base.as_bytes()).ok_or(UNKNOWN)?;
                 if t.entries[i].parent.is_some() {
                     return Err(FIRSTARG_OF_SUB);
                 }
@@ -206,7 +206,7 @@ impl Selector {
                     return Err(SYNTAX);
                 }
                 if !t.entries[i].subs.is_empty() {
-                    let sub = t.lookup_fullname(name.as_bytes()).ok_or(UNKNOWN)?;
+                    let sub = t.lookup_fullname_original(name.as_bytes()).ok_or(UNKNOWN)?;
                     self.change(t, sub, true);
                 } else if !self.bit(i) {
                     match self.first_args.iter_mut().find(|(e, _)| *e == i) {

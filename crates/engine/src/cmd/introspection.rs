@@ -275,14 +275,14 @@ fn reply_key_flags(r: &mut resp::ReplyWriter<'_>, bits: u16) {
 
 fn command_all(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let t = table();
-    ctx.reply.array_len(t.top.len());
-    for &i in &t.top {
+    ctx.reply.array_len(t.listed().count());
+    for i in t.listed() {
         reply_info(ctx, t, i);
     }
 }
 
 fn count(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
-    ctx.reply.int(table().top.len() as i64);
+    ctx.reply.int(table().listed().count() as i64);
 }
 
 fn info(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
@@ -428,7 +428,7 @@ fn reply_args(r: &mut resp::ReplyWriter<'_>, args: &[ArgSpec]) {
 fn docs(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     let t = table();
     let found: Vec<usize> = if argv.len() == 2 {
-        t.top.clone()
+        t.listed().collect()
     } else {
         (2..argv.len())
             .filter_map(|j| t.lookup_fullname(argv.get(j)))
@@ -470,9 +470,13 @@ fn list(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
             return;
         }
     };
+    let listed: Vec<usize> = t.listed().collect();
     let names: Vec<&str> = t
         .entries
         .iter()
+        .enumerate()
+        .filter(|(i, e)| listed.contains(&e.parent.unwrap_or(*i)))
+        .map(|(_, e)| e)
         .filter(|e| match &filter {
             Filter::None => true,
             Filter::Module => false,

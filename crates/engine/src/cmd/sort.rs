@@ -362,7 +362,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
     let full_key_access = || {
         !acl.restricted(user) || {
             let name: &[u8] = if readonly { b"sort_ro" } else { b"sort" };
-            let entry = crate::table::table().lookup(name).unwrap_or_default();
+            let entry = crate::table::table()
+                .lookup_original(name)
+                .unwrap_or_default();
             let args: Vec<&[u8]> = argv.iter().collect();
             acl.full_key_access(user, entry, &args)
         }
