@@ -109,3 +109,38 @@ e2e!(
         assert_eq!(c.cmd(&["PING"]), Reply::status("PONG"));
     }
 );
+
+/// The `fwmark` `ss` reports for the TCP listener on `port` (None: no
+/// mark), read as the kernel has it.
+fn listener_mark(port: u16) -> Option<String> {
+    let out = std::process::Command::new("ss")
+        .args(["-ltne", &format!("sport = :{port}")])
+        .output()
+        .expect("ss");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains(&format!(":{port}")),
+        "no listener on {port}: {text}"
+    );
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix("fwmark:"))
+        .map(str::to_string)
+}
+
+e2e!(
+    fn socket_mark_id_marks_the_listeners_as_valkey_does(b) {
+        let srv = b.start(ringkv_e2e::Opts::new().arg("socket-mark-id", "5"));
+        assert_eq!(listener_mark(srv.port).as_deref(), Some("0x5"));
+        // A listener CONFIG SET opens is marked too.
+        let new = free_port();
+        let mut c = srv.raw();
+        assert_eq!(c.cmd(&["CONFIG", "SET", "port", &new.to_string()]), ok());
+        within(5, "the new listener", || refused(srv.port));
+        assert_eq!(listener_mark(new).as_deref(), Some("0x5"));
+        assert!(c.cmd(&["CONFIG", "SET", "socket-mark-id", "6"]).text().contains("immutable"));
+        let plain = b.server();
+        assert_eq!(listener_mark(plain.port), None);
+        let valkey = ringkv_e2e::Backend::Valkey.start(ringkv_e2e::Opts::new().arg("socket-mark-id", "5"));
+        assert_eq!(listener_mark(valkey.port).as_deref(), Some("0x5"));
+    }
+);

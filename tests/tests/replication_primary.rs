@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use ringkv_e2e::dataset::{fill, plain_view, random_write};
 use ringkv_e2e::netns::{NETNS, Netns};
 use ringkv_e2e::replication::{
-    assert_same, both_follow_a_write, follow, incr_files_text, replica_states, settled_view, stat,
-    sync_read_bytes, wait_caught_up, writes_acknowledged_by_wait,
+    assert_same, both_follow_a_write, follow, handshake_line, incr_files_text, replica_states,
+    settled_view, stat, sync_read_bytes, wait_caught_up, writes_acknowledged_by_wait,
 };
 use ringkv_e2e::server::TempDir;
 use ringkv_e2e::v::{bulk, int_of, ok, text};
@@ -1197,5 +1197,79 @@ e2e!(
         wait_caught_up(pc, rc);
         assert_eq!(repl(pc, "repl_backlog_active"), "1");
         assert_ne!(stat(pc, "stats", "sync_full"), full);
+    }
+);
+
+/// TCP_NODELAY on the server's end of the connection `peer` is the other
+/// end of, read from the server's own descriptor (pidfd_getfd: the test
+/// runs as root); `None` if no descriptor of `pid` is that connection.
+fn server_nodelay(pid: u32, peer: &std::net::TcpStream) -> Option<bool> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mine = peer.local_addr().unwrap();
+    // SAFETY: pidfd_open(2) takes a pid and flags, no memory.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    assert!(
+        pidfd >= 0,
+        "pidfd_open: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: a descriptor pidfd_open just returned, owned from here on.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        let Ok(target) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        if !target.to_string_lossy().starts_with("socket:") {
+            continue;
+        }
+        let Ok(n) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        use std::os::fd::AsRawFd;
+        // SAFETY: pidfd_getfd(2) on a pidfd we own; no memory is passed.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), n, 0) };
+        if fd < 0 {
+            continue; // closed meanwhile
+        }
+        // SAFETY: a new descriptor of ours, owned by the TcpStream.
+        let sock = unsafe { std::net::TcpStream::from_raw_fd(fd as i32) };
+        if sock.peer_addr().is_ok_and(|a| a == mine) {
+            return Some(sock.nodelay().unwrap());
+        }
+    }
+    None
+}
+
+/// A replica's connection after `+FULLRESYNC`: (nodelay under
+/// `repl-disable-tcp-nodelay no`, under `yes`).
+fn nodelay_after_full_sync(b: Backend) -> (bool, bool) {
+    let mut seen = Vec::new();
+    for disable in ["no", "yes"] {
+        let srv = b.start(Opts::new().arg("repl-disable-tcp-nodelay", disable));
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        assert_eq!(
+            handshake_line(&mut s, "REPLCONF capa eof capa psync2"),
+            "+OK"
+        );
+        let reply = handshake_line(&mut s, "PSYNC ? -1");
+        assert!(reply.starts_with("+FULLRESYNC"), "{reply}");
+        let pid = srv.pid().unwrap();
+        let mut nodelay = None;
+        within(10, "the replica's socket", || {
+            nodelay = server_nodelay(pid, &s);
+            nodelay.is_some()
+        });
+        seen.push(nodelay.unwrap());
+    }
+    (seen[0], seen[1])
+}
+
+e2e!(
+    fn repl_disable_tcp_nodelay_turns_nagle_on_for_a_full_sync(b) {
+        assert_eq!(nodelay_after_full_sync(b), (true, false));
+        assert_eq!(nodelay_after_full_sync(Backend::Valkey), (true, false));
     }
 );

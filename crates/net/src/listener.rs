@@ -132,8 +132,9 @@ fn bind_tcp(cfg: &Config) -> io::Result<Vec<Listener>> {
             format!("Failed listening on port {port} (tcp), aborting."),
         )
     };
-    let out = open_tcp(cfg, |addr| listen_waiting_for_port(addr, cfg.tcp_backlog))
-        .map_err(|e| failed(e.kind()))?;
+    let opts = TcpOpts::of(cfg);
+    let out =
+        open_tcp(cfg, |addr| listen_waiting_for_port(addr, &opts)).map_err(|e| failed(e.kind()))?;
     if out.is_empty() && port != 0 {
         log::warning("Configured to not listen anywhere, exiting.");
         return Err(failed(io::ErrorKind::AddrNotAvailable));
@@ -151,9 +152,10 @@ pub(crate) fn rebind_tcp(
     cfg: &Config,
     current: &[(SocketAddr, RawFd)],
 ) -> io::Result<Vec<Listener>> {
+    let opts = TcpOpts::of(cfg);
     open_tcp(cfg, |addr| match current.iter().find(|(a, _)| *a == addr) {
         Some(&(_, fd)) => dup_listener(fd, addr),
-        None => listen_on(addr, cfg.tcp_backlog),
+        None => listen_on(addr, &opts),
     })
 }
 
@@ -266,10 +268,10 @@ const PORT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// deferred ring teardown runs, a moment after the process is gone, so a
 /// restart right after a `kill -9` would otherwise find its own port
 /// taken. A port another server really holds still fails, 2 s later.
-fn listen_waiting_for_port(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
+fn listen_waiting_for_port(addr: SocketAddr, opts: &TcpOpts) -> Result<Listener, StepError> {
     let started = std::time::Instant::now();
     loop {
-        match listen_on(addr, backlog) {
+        match listen_on(addr, opts) {
             Err(e)
                 if e.1.raw_os_error() == Some(libc::EADDRINUSE)
                     && started.elapsed() < PORT_WAIT =>
@@ -281,7 +283,24 @@ fn listen_waiting_for_port(addr: SocketAddr, backlog: u32) -> Result<Listener, S
     }
 }
 
-fn listen_on(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
+/// What a TCP listener is made with: `tcp-backlog`, and `socket-mark-id`
+/// (the SO_MARK routing and filtering rules see; 0: none).
+struct TcpOpts {
+    backlog: u32,
+    mark: u32,
+}
+
+impl TcpOpts {
+    fn of(cfg: &Config) -> TcpOpts {
+        let mark = cfg.get("socket-mark-id").and_then(|m| m.parse().ok());
+        TcpOpts {
+            backlog: cfg.tcp_backlog,
+            mark: mark.unwrap_or(0),
+        }
+    }
+}
+
+fn listen_on(addr: SocketAddr, opts: &TcpOpts) -> Result<Listener, StepError> {
     let family = match addr {
         SocketAddr::V4(_) => libc::AF_INET,
         SocketAddr::V6(_) => libc::AF_INET6,
@@ -309,10 +328,21 @@ fn listen_on(addr: SocketAddr, backlog: u32) -> Result<Listener, StepError> {
     // SAFETY: `storage` is a valid sockaddr of `len` bytes for this family.
     let r = unsafe { libc::bind(fd, (&raw const storage).cast(), len) };
     step("bind", check(r))?;
-    let backlog = backlog.min(i32::MAX as u32) as libc::c_int;
+    let backlog = opts.backlog.min(i32::MAX as u32) as libc::c_int;
     // SAFETY: listen(2) on a socket we own.
     let r = unsafe { libc::listen(fd, backlog) };
     step("listen", check(r))?;
+    // As Valkey: after listen, and not fatal (it needs CAP_NET_ADMIN).
+    if opts.mark > 0
+        && let Err(e) = set_int_opt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MARK,
+            opts.mark as libc::c_int,
+        )
+    {
+        log::warning(&format!("setsockopt SO_MARK: {e}"));
+    }
     l.addr = ListenAddr::Tcp(local_addr(fd).unwrap_or(addr));
     Ok(l)
 }
@@ -650,7 +680,11 @@ mod tests {
 
     #[test]
     fn listen_on_ephemeral_port() {
-        let l = listen_on("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        let opts = TcpOpts {
+            backlog: 16,
+            mark: 0,
+        };
+        let l = listen_on("127.0.0.1:0".parse().unwrap(), &opts).unwrap();
         let ListenAddr::Tcp(addr) = l.addr else {
             panic!("a TCP listener")
         };

@@ -396,7 +396,7 @@ fn serve(
     if shared.stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }
-    let _ = sock.set_nodelay(true);
+    let _ = sock.set_nodelay(start.nodelay);
     // The epoll loop's sockets are non-blocking; this thread blocks.
     sock.set_nonblocking(false).map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(WRITE_TIMEOUT))

@@ -126,6 +126,9 @@ pub struct FeedStart {
     pub io_uring: bool,
     /// Rung on every ACK (a WAIT may be waiting for it).
     pub wake: std::sync::Arc<crate::wake::Wake>,
+    /// TCP_NODELAY on the replica's socket: off for a full sync under
+    /// `repl-disable-tcp-nodelay` (Valkey's syncCommand), else on.
+    pub nodelay: bool,
 }
 
 /// One replica's feed thread, as the engine sees it. Dropping it closes
@@ -405,6 +408,7 @@ pub fn psync(
             zerocopy_min: zerocopy_min(srv),
             io_uring: srv.net.backend == "io_uring",
             wake: srv.repl.wake.clone(),
+            nodelay: true,
         };
         let feed = srv
             .repl
@@ -519,6 +523,7 @@ fn attach_to_disk_save(srv: &mut Server, i: usize) {
         zerocopy_min: zerocopy_min(srv),
         io_uring: srv.net.backend == "io_uring",
         wake: srv.repl.wake.clone(),
+        nodelay: full_sync_nodelay(srv),
     };
     let id = srv.repl.feeds.replicas[i].id;
     let Some(senders) = srv.repl.feeds.senders.as_mut() else {
@@ -692,6 +697,11 @@ fn zerocopy_min(srv: &Server) -> Option<usize> {
     c.tcp_tx_zerocopy.then_some(c.tcp_zerocopy_min_write_size)
 }
 
+/// [`FeedStart::nodelay`] for a full sync.
+fn full_sync_nodelay(srv: &Server) -> bool {
+    srv.config.get("repl-disable-tcp-nodelay").as_deref() != Some("yes")
+}
+
 /// The one frozen view is free: start the next waiting replicas' sync.
 fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
     if srv.repl.feeds.snapshot.is_some()
@@ -745,6 +755,7 @@ fn start_waiting_sync(srv: &mut Server, now_ms: i64) {
             zerocopy_min: zerocopy_min(srv),
             io_uring: srv.net.backend == "io_uring",
             wake: srv.repl.wake.clone(),
+            nodelay: full_sync_nodelay(srv),
         };
         let senders = srv.repl.feeds.senders.as_mut().expect("checked above");
         let mut feed = senders.feed(id, start);
