@@ -296,3 +296,33 @@ e2e!(
         }
     }
 );
+
+/// How many of `pid`'s threads jemalloc's purging thread names its own.
+fn jemalloc_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .filter(|comm| comm.trim() == "jemalloc_bg_thd")
+        .count()
+}
+
+e2e!(
+    ringkv_only fn jemalloc_bg_thread_starts_and_stops_the_purging_thread(b) {
+        let srv = b.server();
+        let pid = srv.pid().unwrap();
+        let mut c = srv.client();
+        ringkv_e2e::within(5, "jemalloc's thread", || jemalloc_threads(pid) > 0);
+        assert_eq!(q(&mut c, "CONFIG SET jemalloc-bg-thread no"), ok());
+        ringkv_e2e::within(5, "no jemalloc thread", || jemalloc_threads(pid) == 0);
+        assert_eq!(q(&mut c, "CONFIG SET jemalloc-bg-thread yes"), ok());
+        ringkv_e2e::within(5, "jemalloc's thread again", || jemalloc_threads(pid) > 0);
+        drop(c);
+        drop(srv);
+        // Off from the start.
+        let srv = b.start(ringkv_e2e::Opts::new().arg("jemalloc-bg-thread", "no"));
+        let mut c = srv.client();
+        assert_eq!(q(&mut c, "SET k v"), ok());
+        assert_eq!(jemalloc_threads(srv.pid().unwrap()), 0);
+    }
+);

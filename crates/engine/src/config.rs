@@ -231,7 +231,7 @@ static DEFS: &[Def] = &[
     al(b("replica-serve-stale-data", true, SUP), "slave-serve-stale-data"),
     al(b("replica-read-only", true, SUP), "slave-read-only"),
     al(b("replica-ignore-maxmemory", true, SUP), "slave-ignore-maxmemory"),
-    b("jemalloc-bg-thread", true, 0),
+    b("jemalloc-bg-thread", true, SUP),
     b("activedefrag", false, 0),
     b("syslog-enabled", false, IMM | SUP),
     b("cluster-enabled", false, IMM),

@@ -486,11 +486,13 @@ impl Engine {
     pub fn set_used_memory_model(&mut self, model: UsedMemoryModel) {
         self.srv.used_memory_model = Some(model);
     }
-    /// MEMORY MALLOC-STATS and MEMORY PURGE go to the allocator through
-    /// these (the server crate plugs in jemalloc's); without them MEMORY
+    /// MEMORY MALLOC-STATS, MEMORY PURGE and `jemalloc-bg-thread` (now,
+    /// and on CONFIG SET) go to the allocator through these (the server
+    /// crate plugs in jemalloc's); without them MEMORY
     /// MALLOC-STATS answers Valkey's "not supported" text.
     pub fn set_allocator_ops(&mut self, ops: AllocatorOps) {
         self.srv.allocator_ops = Some(ops);
+        self.srv.apply_allocator_background_thread();
     }
     /// The IO layer calls this once, when the server is ready to accept
     /// connections: the used memory then is INFO `used_memory_startup`

@@ -45,6 +45,9 @@ pub struct AllocatorOps {
     /// Give unused dirty pages back to the OS; false if the allocator
     /// refused.
     pub purge: fn() -> bool,
+    /// Run the allocator's background purging thread or stop it
+    /// (`jemalloc-bg-thread`); false if the allocator refused.
+    pub background_thread: fn(bool) -> bool,
 }
 
 pub type MemoryProbe = fn() -> MemoryStats;
@@ -402,6 +405,15 @@ pub struct Server {
 }
 
 impl Server {
+    /// `jemalloc-bg-thread` as configured, through the allocator (Valkey's
+    /// set_jemalloc_bg_thread: a refusal is not an error).
+    pub fn apply_allocator_background_thread(&self) {
+        if let Some(ops) = self.allocator_ops {
+            let on = self.config.get("jemalloc-bg-thread").as_deref() == Some("yes");
+            (ops.background_thread)(on);
+        }
+    }
+
     /// Write the process title from `proc-title-template` (Valkey's
     /// serverSetProcTitle); false if it could not be written.
     pub fn apply_proc_title(&self) -> bool {

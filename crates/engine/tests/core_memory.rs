@@ -249,6 +249,7 @@ fn malloc_stats_and_purge_go_to_the_allocator() {
     e.set_allocator_ops(engine::AllocatorOps {
         stats_text: || "___ Begin jemalloc statistics ___\n".into(),
         purge: || false,
+        background_thread: |_| true,
     });
     assert_eq!(
         cmd(&mut e, c, &["memory", "malloc-stats"]),
@@ -261,6 +262,7 @@ fn malloc_stats_and_purge_go_to_the_allocator() {
     e.set_allocator_ops(engine::AllocatorOps {
         stats_text: String::new,
         purge: || true,
+        background_thread: |_| true,
     });
     assert_eq!(cmd(&mut e, c, &["memory", "purge"]), "+OK\r\n");
     // RESP3: verbatim text.

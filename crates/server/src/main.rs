@@ -202,6 +202,7 @@ fn main() -> ExitCode {
     engine.set_allocator_ops(engine::AllocatorOps {
         stats_text: jemalloc_stats_text,
         purge: jemalloc_purge,
+        background_thread: jemalloc_background_thread,
     });
     engine.set_file_limit(fdlimit::raise_for_engine);
     engine.set_oom_score(oom_score::apply);
@@ -417,6 +418,12 @@ fn jemalloc_stats_text() -> String {
 
 /// MEMORY PURGE: return every arena's unused dirty pages to the OS
 /// (`arena.<MALLCTL_ARENAS_ALL>.purge`, as Valkey asks jemalloc).
+/// `jemalloc-bg-thread`: jemalloc's purging thread on (as [`MALLOC_CONF`]
+/// starts it) or off.
+fn jemalloc_background_thread(on: bool) -> bool {
+    tikv_jemalloc_ctl::background_thread::write(on).is_ok()
+}
+
 fn jemalloc_purge() -> bool {
     // SAFETY: the purge control takes and returns nothing: every pointer is
     // null and the length 0, as jemalloc requires of it; the name is a

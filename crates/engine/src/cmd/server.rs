@@ -614,6 +614,9 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
     if n != before.io_threads {
         ctx.srv.events.push(crate::Event::IoThreads { n });
     }
+    if ctx.srv.config.get("jemalloc-bg-thread") != before.get("jemalloc-bg-thread") {
+        ctx.srv.apply_allocator_background_thread();
+    }
     ctx.srv.sync_expiry_logging();
     ctx.srv.sync_output_limits();
     ctx.srv.sync_store_settings();
