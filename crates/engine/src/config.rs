@@ -208,7 +208,7 @@ static DEFS: &[Def] = &[
     b("always-show-logo", false, IMM),
     b("rdbcompression", true, SUP),
     b("rdb-del-sync-files", false, SUP),
-    b("activerehashing", true, 0),
+    b("activerehashing", true, SUP),
     b("stop-writes-on-bgsave-error", true, SUP),
     b("set-proc-title", true, IMM | SUP),
     // Valkey 8 turned every lazyfree default to yes.
@@ -521,6 +521,8 @@ pub struct Config {
     /// window of a batch; 0 turns prefetching off.
     pub prefetch_batch_max_size: usize,
     pub lazyfree_lazy_user_del: bool,
+    /// `activerehashing`: cron finishes the keyspace's resizes.
+    pub activerehashing: bool,
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog past this becomes dense.
     pub hll_sparse_max_bytes: u64,
     pub lazyfree_lazy_user_flush: bool,
@@ -700,6 +702,7 @@ impl Default for Config {
             io_threads: 1,
             prefetch_batch_max_size: 16,
             lazyfree_lazy_user_del: true,
+            activerehashing: true,
             hll_sparse_max_bytes: 3000,
             lazyfree_lazy_user_flush: true,
             replica_lazy_flush: true,
@@ -1178,6 +1181,7 @@ impl Config {
             "io-threads-adaptive-busy-pct" => self.io_threads_adaptive_busy_pct = num() as u32,
             "io-threads" => self.io_threads = num() as usize,
             "lazyfree-lazy-user-del" => self.lazyfree_lazy_user_del = v == "yes",
+            "activerehashing" => self.activerehashing = v == "yes",
             "prefetch-batch-max-size" => self.prefetch_batch_max_size = num() as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num() as u64,
             "lazyfree-lazy-user-flush" => self.lazyfree_lazy_user_flush = v == "yes",

@@ -385,7 +385,11 @@ fn memory(srv: &mut Server, out: &mut String) {
     field!(out, "mem_cluster_links:0");
     field!(out, "mem_aof_buffer:{aof_buffer}");
     field!(out, "mem_allocator:{}", m.allocator);
-    field!(out, "mem_overhead_db_hashtable_rehashing:0");
+    field!(
+        out,
+        "mem_overhead_db_hashtable_rehashing:{}",
+        mh.rehashing_bytes
+    );
     field!(out, "active_defrag_running:0");
     field!(out, "lazyfree_pending_objects:{}", srv.lazyfree.pending());
     field!(out, "lazyfreed_objects:{}", srv.lazyfree.freed());

@@ -744,9 +744,11 @@ impl Engine {
         }
         // Valkey's `activerehashing`: up to 1 ms per cron finishes resizes
         // of databases that see no writes (writes move buckets themselves).
-        let until = Instant::now() + Duration::from_millis(1);
-        for db in srv.keyspace.dbs.iter_mut() {
-            while db.rehash_step(100) && Instant::now() < until {}
+        if srv.config.activerehashing {
+            let until = Instant::now() + Duration::from_millis(1);
+            for db in srv.keyspace.dbs.iter_mut() {
+                while db.rehash_step(100) && Instant::now() < until {}
+            }
         }
         let timeout_ms = srv.config.timeout.saturating_mul(1000) as i64;
         if timeout_ms > 0 {

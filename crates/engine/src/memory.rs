@@ -37,6 +37,11 @@ pub struct Overhead {
     pub startup: u64,
     pub clients_normal: u64,
     pub dbs: Vec<DbOverhead>,
+    /// Databases whose table is resizing, and the bytes of the bucket
+    /// arrays they leave (MEMORY STATS `db.dict.rehashing.count`,
+    /// `overhead.db.hashtable.rehashing`).
+    pub rehashing: u64,
+    pub rehashing_bytes: u64,
     pub total: u64,
     pub keys: u64,
     pub dataset: u64,
@@ -65,7 +70,12 @@ impl Overhead {
         let mut total = startup + clients_normal;
         let mut dbs = Vec::new();
         let mut keys = 0u64;
+        let (mut rehashing, mut rehashing_bytes) = (0, 0);
         for (id, db) in srv.keyspace.dbs.iter().enumerate() {
+            if let Some(bytes) = db.table_rehashing() {
+                rehashing += 1;
+                rehashing_bytes += bytes as u64;
+            }
             let main = db.table_overhead() as u64;
             // The expiry heap: the rest of the database's own structures.
             let expires = db.memory_usage() as u64 - main;
@@ -86,6 +96,8 @@ impl Overhead {
             startup,
             clients_normal,
             dbs,
+            rehashing,
+            rehashing_bytes,
             total,
             keys,
             dataset,

@@ -13,7 +13,7 @@ const SYNTAX: &str = "-ERR syntax error\r\n";
 const MB: u64 = 1024 * 1024;
 
 /// A RESP2 reply, parsed: enough for MEMORY STATS and HELP.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum R {
     Int(i64),
     Bulk(String),
@@ -418,4 +418,49 @@ fn info_memory_has_valkey_8s_fields_in_order() {
     // Without a probe every figure is the process's RSS (libc fallback).
     assert!(t.contains("\r\nmem_allocator:libc\r\n"), "{t}");
     assert!(t.contains("\r\nmaxmemory_policy:noeviction\r\n"), "{t}");
+}
+
+/// MEMORY STATS counts the databases whose table is resizing and the
+/// bucket arrays they leave; `activerehashing` lets cron finish such a
+/// resize, and off, the resize waits for writes to move the buckets.
+#[test]
+fn activerehashing_lets_cron_finish_a_resize_memory_stats_shows() {
+    fn rehashing(e: &mut engine::Engine, c: engine::ClientId) -> (R, R) {
+        let pairs = stats_pairs(e, c);
+        let get = |name: &str| pairs.iter().find(|(k, _)| k == name).unwrap().1.clone();
+        (
+            get("db.dict.rehashing.count"),
+            get("overhead.db.hashtable.rehashing"),
+        )
+    }
+    for (on, left) in [("yes", 0), ("no", 1)] {
+        let mut e = engine();
+        let c = connect(&mut e);
+        assert_eq!(
+            cmd(&mut e, c, &["config", "set", "activerehashing", on]),
+            "+OK\r\n"
+        );
+        assert_eq!(rehashing(&mut e, c), (R::Int(0), R::Int(0)));
+        // A write starts a resize when the table fills; writes after it
+        // move buckets, so stop at the first.
+        let mut n = 0;
+        while rehashing(&mut e, c).0 == R::Int(0) {
+            cmd(&mut e, c, &["set", &format!("key:{n}"), "v"]);
+            n += 1;
+            assert!(n < 100_000, "no resize began");
+        }
+        let (_, R::Int(bytes)) = rehashing(&mut e, c) else {
+            panic!("not an integer")
+        };
+        assert!(bytes > 0);
+        let info = cmd(&mut e, c, &["info", "memory"]);
+        assert!(
+            info.contains(&format!("mem_overhead_db_hashtable_rehashing:{bytes}\r\n")),
+            "{info}"
+        );
+        for _ in 0..100 {
+            e.cron();
+        }
+        assert_eq!(rehashing(&mut e, c).0, R::Int(left), "activerehashing {on}");
+    }
 }

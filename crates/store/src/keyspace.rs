@@ -750,6 +750,10 @@ impl Db {
     pub fn table_overhead(&self) -> usize {
         self.table.memory_usage()
     }
+    /// While the table is resizing, the bytes of the buckets it leaves.
+    pub fn table_rehashing(&self) -> Option<usize> {
+        self.table.rehashing_memory()
+    }
     /// Bytes of the database's own structures (buckets and expiry index);
     /// keys and values are in the entries ([`Entry::memory_usage`]).
     pub fn memory_usage(&self) -> usize {

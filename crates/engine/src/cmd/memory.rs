@@ -187,9 +187,13 @@ fn stats(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
         int(r, "overhead.hashtable.expires", d.expires as i64);
     }
     int(r, "overhead.db.hashtable.lut", 0);
-    int(r, "overhead.db.hashtable.rehashing", 0);
+    int(
+        r,
+        "overhead.db.hashtable.rehashing",
+        mh.rehashing_bytes as i64,
+    );
     int(r, "overhead.total", mh.total as i64);
-    int(r, "db.dict.rehashing.count", 0);
+    int(r, "db.dict.rehashing.count", mh.rehashing as i64);
     int(r, "keys.count", mh.keys as i64);
     int(r, "keys.bytes-per-key", mh.bytes_per_key as i64);
     int(r, "dataset.bytes", mh.dataset as i64);

@@ -637,6 +637,12 @@ impl<I: Item> RawTable<I> {
     pub fn is_rehashing(&self) -> bool {
         self.rehash.is_some()
     }
+    /// While a resize is in progress, the bytes of the bucket array it is
+    /// leaving (Valkey's `overhead.db.hashtable.rehashing`).
+    pub fn rehashing_memory(&self) -> Option<usize> {
+        self.rehash
+            .map(|_| self.tabs[0].len() * mem::size_of::<Bucket>())
+    }
     /// Overflow buckets currently chained (test and tuning aid).
     pub fn overflow_buckets(&self) -> usize {
         self.children
