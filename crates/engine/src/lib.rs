@@ -80,6 +80,7 @@ pub mod output;
 pub mod pause;
 pub mod persist;
 pub mod proc_title;
+pub mod propagation_error;
 pub mod pubsub;
 pub mod redact;
 pub mod replication;
@@ -1194,7 +1195,7 @@ fn execute_one(
                 srv.stats.commands[i].rejected_calls += 1;
             }
             timer.switch(srv, None);
-            finish_reply(srv, sess, out, reply_start);
+            finish_reply(srv, sess, out, reply_start, rejected.cmd);
             return;
         }
     };
@@ -1209,7 +1210,7 @@ fn execute_one(
         srv.stats.commands[i].rejected_calls += 1;
         ReplyWriter::for_buf(out, proto).error(msg);
         timer.switch(srv, None);
-        finish_reply(srv, sess, out, reply_start);
+        finish_reply(srv, sess, out, reply_start, Some(i));
         return;
     }
     if srv.tracking.clients > 0 && tracking::over_limit(srv) {
@@ -1232,7 +1233,7 @@ fn execute_one(
         ReplyWriter::for_buf(out, proto).simple("QUEUED");
         sess.last_cmd = Some(i);
         timer.switch(srv, None);
-        finish_reply(srv, sess, out, reply_start);
+        finish_reply(srv, sess, out, reply_start, Some(i));
         return;
     }
     let spec = table.entries[i].spec;
@@ -1366,7 +1367,7 @@ fn execute_one(
     // is not, and CLIENT INFO does not count itself.
     srv.stats.total_commands_processed += u64::from(!blocked);
     sess.commands_processed += u64::from(!blocked);
-    finish_reply(srv, sess, out, reply_start);
+    finish_reply(srv, sess, out, reply_start, Some(i));
     let (request_t, reply_t) = (
         srv.config.commandlog_request_larger_than,
         srv.config.commandlog_reply_larger_than,
@@ -1495,14 +1496,24 @@ fn check_oom(
 }
 
 /// Count an error reply (errorstats) and drop the reply if CLIENT REPLY
-/// says so.
+/// says so. `cmd`: the command the reply answers, if it is known.
 #[inline]
-fn finish_reply(srv: &mut Server, sess: &mut Session, out: &mut ReplyBuf, reply_start: Mark) {
+fn finish_reply(
+    srv: &mut Server,
+    sess: &mut Session,
+    out: &mut ReplyBuf,
+    reply_start: Mark,
+    cmd: Option<usize>,
+) {
     let error_is_data = std::mem::take(&mut srv.stats.error_is_data);
     // An error reply is all bytes (only bulk strings hold references).
-    if !error_is_data {
-        srv.stats
-            .record_error_reply(&out.bytes[reply_start.bytes..]);
+    if !error_is_data
+        && srv
+            .stats
+            .record_error_reply(&out.bytes[reply_start.bytes..])
+        && (sess.id == replication::PRIMARY_CLIENT || sess.id == aof::LOADING_CLIENT)
+    {
+        propagation_error::unexpected_reply(srv, sess.id, &out.bytes[reply_start.bytes..], cmd);
     }
     let keep = std::mem::take(&mut sess.reply_is_push);
     match sess.reply_mode {

@@ -79,6 +79,8 @@ static TIMESTAMP: AtomicU8 = AtomicU8::new(Timestamp::Legacy as u8);
 static FILE: Mutex<Option<String>> = Mutex::new(None);
 /// The role character: `M` for the server (Valkey: `C` child, `S` replica...).
 static ROLE: AtomicU8 = AtomicU8::new(b'M');
+/// `crash-log-enabled`: a crash report carries the stack trace.
+static CRASH_LOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// Configure the logger: lines below `level` are dropped; `file` empty =
 /// stdout. The file is opened per line in append mode (as Valkey does), so
@@ -97,6 +99,18 @@ pub fn init(level: Level, file: &str) {
 pub fn init_from(config: &crate::Config) {
     init(config.loglevel, &config.logfile);
     set_format(config.log_format, config.log_timestamp);
+    set_crash_log(config);
+}
+
+/// `crash-log-enabled` (CONFIG SET too).
+pub fn set_crash_log(config: &crate::Config) {
+    let on = config.get("crash-log-enabled").as_deref() != Some("no");
+    CRASH_LOG.store(on, Ordering::Relaxed);
+}
+
+/// Whether a crash report should carry the stack trace.
+pub fn crash_log_enabled() -> bool {
+    CRASH_LOG.load(Ordering::Relaxed)
 }
 
 /// `log-format` and `log-timestamp-format` (CONFIG SET too).

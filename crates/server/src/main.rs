@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use engine::log;
 
 mod cpu_affinity;
+mod crash_report;
 mod fdlimit;
 mod migrate;
 mod oom_score;
@@ -144,6 +145,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     log::init_from(&config);
+    crash_report::install();
     signal_log::init(&config.logfile);
     if config.get("syslog-enabled").as_deref() == Some("yes") {
         syslog::start(

@@ -641,6 +641,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         }
     }
     log::set_level(ctx.srv.config.loglevel);
+    log::set_crash_log(&ctx.srv.config);
     log::set_format(ctx.srv.config.log_format, ctx.srv.config.log_timestamp);
     ctx.reply.ok();
 }
