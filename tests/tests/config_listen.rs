@@ -144,3 +144,18 @@ e2e!(
         assert_eq!(listener_mark(valkey.port).as_deref(), Some("0x5"));
     }
 );
+
+e2e!(
+    fn a_server_left_without_listeners_listens_again_on_a_new_port(b) {
+        let srv = b.server();
+        let mut c = srv.raw();
+        assert_eq!(c.cmd(&["CONFIG", "SET", "port", "0"]), ok());
+        within(5, "no TCP listener", || refused(srv.port));
+        // Still served: the connection stays.
+        assert_eq!(c.cmd(&["PING"]), Reply::status("PONG"));
+        let new = free_port();
+        assert_eq!(c.cmd(&["CONFIG", "SET", "port", &new.to_string()]), ok());
+        within(5, "the new port", || pong(new));
+        assert_eq!(info_field(&c.cmd(&["INFO", "server"]).text(), "tcp_port"), new.to_string());
+    }
+);

@@ -160,6 +160,9 @@ impl Epoll {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
         let mut list = Vec::new();
         let mut listening = true;
+        // Started with the listeners: CONFIG SET `port` / `bind` swaps them
+        // here, also once `port 0` left this loop none.
+        let holds_listeners = !listeners.is_empty();
         if let Some(fd) = d.doorbell_fd() {
             self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, BELL)?;
         }
@@ -223,7 +226,7 @@ impl Epoll {
                 break;
             }
             if listening {
-                if !listeners.is_empty() && crate::rebind::pending() {
+                if holds_listeners && crate::rebind::pending() {
                     self.swap_listeners(&mut listeners)?;
                 }
                 self.manage_listeners(d, &listeners, &mut listening);

@@ -9,10 +9,10 @@
 //! the inline loop, or IO thread 1 — takes it at the end of an iteration
 //! ([`swap`]): the unix listener stays, the old TCP listeners close. A
 //! connection made to a new address before the swap waits in the socket's
-//! backlog; IO thread 1 wakes at least every 100 ms. A server left with no
-//! listener at all (`port 0` and no `unixsocket`) has no loop holding
-//! listeners, so it takes none at runtime any more. Process-wide, as a
-//! process has one server.
+//! backlog; IO thread 1 wakes at least every 100 ms. The loop that was
+//! started with the listeners stays the one that takes them, also after
+//! `port 0` (without `unixsocket`) left it none for a while. Process-wide,
+//! as a process has one server.
 
 use crate::listener::{self, ListenAddr, Listener};
 use engine::{Config, Engine};

@@ -293,6 +293,9 @@ pub(crate) struct Uring {
     /// CONFIG SET `port` / `bind`: the accepts are being cancelled so that
     /// the listeners can be swapped.
     rebinding: bool,
+    /// This loop was started with the listeners: CONFIG SET `port` /
+    /// `bind` swaps them here, also once `port 0` left it none.
+    holds_listeners: bool,
     /// The doorbell's multishot poll is armed.
     bell_armed: bool,
     accept_paused_until: Option<Instant>,
@@ -451,6 +454,7 @@ impl Uring {
             optimized_setup,
             accept_armed: vec![false; listeners.len()],
             rebinding: false,
+            holds_listeners: false,
             bell_armed: false,
             accept_paused_until: None,
             last_accept_error_log: None,
@@ -599,6 +603,7 @@ impl Uring {
         d: &mut Driver,
         mut listeners: Vec<Listener>,
     ) -> io::Result<Vec<Listener>> {
+        self.holds_listeners = !listeners.is_empty();
         for (i, l) in listeners.iter().enumerate() {
             self.arm_accept(i, l.fd)?;
         }
@@ -884,7 +889,7 @@ impl Uring {
         if d.shutting_down() {
             return Ok(());
         }
-        if !listeners.is_empty() && crate::rebind::pending() {
+        if self.holds_listeners && crate::rebind::pending() {
             // CONFIG SET `port` / `bind`: the old listeners are let go only
             // once no accept holds them (their last completions, a
             // connection among them maybe, are handled as usual).
