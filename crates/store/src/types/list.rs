@@ -78,9 +78,6 @@ struct Quick {
     depth: u16,
     /// Elements in all nodes.
     len: usize,
-    /// Sum of [`lp_entry_bytes`] over all elements (the conversion back
-    /// to a listpack needs it after every removal).
-    lp_bytes: usize,
 }
 
 #[derive(Clone, Default)]
@@ -431,7 +428,6 @@ impl Quick {
         let mut q = Quick {
             depth,
             len: count,
-            lp_bytes: lp,
             ..Quick::default()
         };
         if count > 0 {
@@ -518,7 +514,6 @@ impl Quick {
         }
         let add: usize = batch.iter().map(|e| lp_entry_bytes(e)).sum();
         self.len += batch.len();
-        self.lp_bytes += add;
         if new_node {
             let node = Node::from_items(batch);
             match end {
@@ -563,7 +558,6 @@ impl Quick {
                 }
                 left -= node.count;
                 self.len -= node.count;
-                self.lp_bytes -= node.lp;
                 continue;
             }
             // Part of the node: one splice.
@@ -586,7 +580,6 @@ impl Quick {
             node.count -= left;
             node.lp -= lp;
             self.len -= left;
-            self.lp_bytes -= lp;
             left = 0;
         }
         self.settle(before, 0..0);
@@ -699,7 +692,6 @@ impl Quick {
     fn insert_at(&mut self, k: usize, off: usize, after: bool, v: &[u8], lim: NodeLimit) {
         let add = lp_entry_bytes(v);
         self.len += 1;
-        self.lp_bytes += add;
         let (count, lp) = (self.nodes[k].count, self.nodes[k].lp);
         let admits = |n: Option<&Node>| n.is_some_and(|n| lim.admits((n.lp, n.count), v.len()));
         let full = !lim.admits((lp, count), v.len());
@@ -790,14 +782,12 @@ impl Quick {
             let (start, end) = (s.start, s.end);
             pack.splice(start, end, 1, &[v]);
             node.lp = node.lp - old + new;
-            self.lp_bytes = self.lp_bytes - old + new;
             return;
         }
         if plain {
             self.insert_at(k, 0, true, v, lim);
-            let gone = self.nodes.remove(k).expect("the plain node");
+            self.nodes.remove(k).expect("the plain node");
             self.len -= 1;
-            self.lp_bytes -= gone.lp;
             return;
         }
         // A large element inside a packed node: [before][element][after].
@@ -806,7 +796,6 @@ impl Quick {
         }
         self.nodes.insert(k + 1, Node::from_items(&[v]));
         self.len += 1;
-        self.lp_bytes += new;
         self.take_at(k, off);
         if self.nodes[k].count == 0 {
             self.nodes.remove(k);
@@ -826,7 +815,6 @@ impl Quick {
         node.count -= 1;
         node.lp -= lp;
         self.len -= 1;
-        self.lp_bytes -= lp;
     }
 
     /// LREM: remove up to `limit` elements equal to `elem`, scanning from
@@ -870,7 +858,6 @@ impl Quick {
             node.count -= gone;
             node.lp -= gone_lp;
             self.len -= gone;
-            self.lp_bytes -= gone_lp;
         }
         if removed > 0 {
             self.nodes.retain(|n| n.count > 0);
@@ -1349,7 +1336,7 @@ mod tests {
             }
             Repr::Quick(q) => {
                 let nl = NodeLimit::of(lim);
-                let (mut len, mut lp) = (0, 0);
+                let mut len = 0;
                 let (d, nodes) = (usize::from(q.depth), q.nodes.len());
                 for (k, n) in q.nodes.iter().enumerate() {
                     assert!(n.count > 0, "no empty nodes");
@@ -1376,9 +1363,8 @@ mod tests {
                         n.count
                     );
                     len += n.count;
-                    lp += n.lp;
                 }
-                assert_eq!((q.len, q.lp_bytes), (len, lp));
+                assert_eq!(q.len, len);
             }
         }
     }
