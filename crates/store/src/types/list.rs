@@ -55,7 +55,8 @@
 //! 34.2 for the boxed-element deque this replaced, and 7.0 for
 //! redis-server 7 and Valkey 8.
 
-use super::strpack::{StrPack, varint_len};
+use super::lp_size;
+use super::strpack::StrPack;
 use crate::EncodingLimits;
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -162,23 +163,16 @@ pub enum End {
     Right,
 }
 
-/// Bytes an element costs in a Valkey listpack (encoding header, data,
-/// back-length), for the conversion thresholds.
+/// Bytes an element costs in a Valkey listpack (an integer in its compact
+/// form, else encoding header, data, back-length), for the node limits
+/// and conversion thresholds.
 fn lp_entry_bytes(e: &[u8]) -> usize {
-    lp_entry_bytes_of_len(e.len())
+    lp_size::str_size(e)
 }
 
-/// [`lp_entry_bytes`] of an element of `n` bytes (it grows with `n`).
+/// [`lp_entry_bytes`] of a string element of `n` bytes (it grows with `n`).
 fn lp_entry_bytes_of_len(n: usize) -> usize {
-    let head = if n < 64 {
-        1
-    } else if n < 4096 {
-        2
-    } else {
-        5
-    };
-    let body = head + n;
-    body + varint_len(body as u64)
+    lp_size::str_size_of_len(n)
 }
 
 const LP_HEADER: usize = 7;

@@ -3,6 +3,7 @@
 
 pub mod hash;
 pub mod list;
+pub(crate) mod lp_size;
 pub mod set;
 pub mod stream;
 pub(crate) mod strpack;

@@ -23,6 +23,7 @@
 //! Deleting an entry only flags it, as in Valkey; a block whose entries
 //! are all deleted is dropped.
 
+use super::lp_size;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -118,74 +119,6 @@ impl Default for NodeLimits {
 /// Valkey's cap on a stream listpack (`STREAM_LISTPACK_MAX_SIZE`).
 pub const LISTPACK_MAX_SIZE: usize = 1 << 30;
 
-// ---- listpack sizes (what Valkey's node would weigh) ------------------------
-
-/// Bytes a listpack element of `encoded` bytes takes with its back-length.
-fn lp_with_backlen(encoded: usize) -> usize {
-    encoded
-        + match encoded {
-            0..=127 => 1,
-            128..=16382 => 2,
-            16383..=2097150 => 3,
-            2097151..=268435454 => 4,
-            _ => 5,
-        }
-}
-
-/// An integer element.
-pub fn lp_int_size(v: i64) -> usize {
-    lp_with_backlen(match v {
-        0..=127 => 1,
-        -4096..=4095 => 2,
-        -32768..=32767 => 3,
-        -8388608..=8388607 => 4,
-        -2147483648..=2147483647 => 5,
-        _ => 9,
-    })
-}
-
-/// Valkey's `lpStringToInt64`: a canonical decimal integer.
-pub fn lp_string_int(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    if digits[0] == b'0' && (digits.len() > 1 || neg) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
-}
-
-/// A string element (stored as an integer when it is one).
-pub fn lp_str_size(s: &[u8]) -> usize {
-    if let Some(v) = lp_string_int(s) {
-        return lp_int_size(v);
-    }
-    let l = s.len();
-    lp_with_backlen(match l {
-        0..=63 => 1 + l,
-        64..=4095 => 2 + l,
-        _ => 5 + l,
-    })
-}
-
 // ---- varints ---------------------------------------------------------------
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -248,7 +181,7 @@ impl Elem<'_> {
 /// The integer `s` is stored as, if any: a canonical decimal whose
 /// zigzag form leaves room for the tag bit.
 fn stored_int(s: &[u8]) -> Option<i64> {
-    lp_string_int(s).filter(|&v| zigzag(v) < 1 << 63)
+    lp_size::string_int(s).filter(|&v| zigzag(v) < 1 << 63)
 }
 
 /// Elements: a varint header, `len << 1` followed by the bytes, or
@@ -378,10 +311,10 @@ impl Block {
     fn new(fields: impl ExactSizeIterator<Item = impl AsRef<[u8]>> + Clone) -> Block {
         let mut data = Vec::new();
         put_varint(&mut data, fields.len() as u64);
-        let mut lp_rest = lp_int_size(fields.len() as i64) + lp_int_size(0);
+        let mut lp_rest = lp_size::int_size(fields.len() as i64) + lp_size::int_size(0);
         for f in fields {
             put_elem(&mut data, f.as_ref());
-            lp_rest += lp_str_size(f.as_ref());
+            lp_rest += lp_size::str_size(f.as_ref());
         }
         Block {
             data,
@@ -402,8 +335,8 @@ impl Block {
     /// The bytes Valkey's listpack for this node would take.
     pub fn lp_bytes(&self) -> usize {
         6 + 1
-            + lp_int_size(i64::from(self.live))
-            + lp_int_size(i64::from(self.deleted))
+            + lp_size::int_size(i64::from(self.live))
+            + lp_size::int_size(i64::from(self.deleted))
             + self.lp_rest as usize
     }
     fn master_end(&self) -> (usize, usize) {
@@ -449,19 +382,21 @@ impl Block {
         self.data.push(flags);
         put_varint(&mut self.data, ms_delta as u64);
         put_varint(&mut self.data, zigzag(seq_delta));
-        let mut lp = lp_int_size(i64::from(flags)) + lp_int_size(ms_delta) + lp_int_size(seq_delta);
+        let mut lp = lp_size::int_size(i64::from(flags))
+            + lp_size::int_size(ms_delta)
+            + lp_size::int_size(seq_delta);
         if !same {
             put_varint(&mut self.data, n as u64);
-            lp += lp_int_size(n as i64);
+            lp += lp_size::int_size(n as i64);
         }
         for (i, s) in fv.iter().enumerate() {
             if !same || i % 2 == 1 {
                 put_elem(&mut self.data, s);
-                lp += lp_str_size(s);
+                lp += lp_size::str_size(s);
             }
         }
         let lp_count = if same { n + 3 } else { 2 * n + 4 };
-        lp += lp_int_size(lp_count as i64);
+        lp += lp_size::int_size(lp_count as i64);
         self.lp_rest += lp as u32;
         if deleted {
             self.deleted += 1;
@@ -1284,17 +1219,5 @@ mod tests {
         // SAMEFIELDS after the first.
         let (k, b) = s.blocks().next().unwrap();
         assert!(b.entries(k).all(|e| e.flags & FLAG_SAMEFIELDS != 0));
-    }
-
-    #[test]
-    fn lp_string_ints() {
-        assert_eq!(lp_string_int(b"123"), Some(123));
-        assert_eq!(lp_string_int(b"-5"), Some(-5));
-        assert_eq!(lp_string_int(b"0"), Some(0));
-        assert_eq!(lp_string_int(b"01"), None);
-        assert_eq!(lp_string_int(b"-0"), None);
-        assert_eq!(lp_string_int(b"+1"), None);
-        assert_eq!(lp_string_int(b"9223372036854775808"), None);
-        assert_eq!(lp_string_int(b"-9223372036854775808"), Some(i64::MIN));
     }
 }
