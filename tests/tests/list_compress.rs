@@ -88,9 +88,18 @@ fn run(b: Backend) -> Run {
         &["LRANGE", "packed", "0", "-1"],
         &["DEBUG", "DIGEST-VALUE", "packed", "plain"],
         &["DUMP", "packed"],
+        // Without rdbcompression the compressed nodes are still LZF (as
+        // the nodes hold them), the others not.
+        &["CONFIG", "SET", "rdbcompression", "no"],
+        &["DUMP", "packed"],
+        &["DUMP", "plain"],
     ] {
         ask(&mut c, args);
     }
+    let line = c.cmd(&["DEBUG", "OBJECT", "packed"]).text();
+    let size = line.split(' ').find(|f| f.starts_with("serializedlength:"));
+    ask(&mut c, &["ECHO", size.expect("serializedlength")]);
+    ask(&mut c, &["CONFIG", "SET", "rdbcompression", "yes"]);
     // Loaded back under the depth set now, both lists compress.
     assert_eq!(c.cmd(&["DEBUG", "RELOAD"]), Reply::status("OK"));
     for key in ["plain", "packed"] {

@@ -39,6 +39,9 @@ pub enum AccessWrite {
 const TOK_RAW: u8 = 0;
 const TOK_STR: u8 = 1;
 const TOK_INT: u8 = 2;
+/// A compressed quicklist node's listpack: LZF whatever `rdbcompression`
+/// says, as Valkey writes the LZF form the node holds.
+const TOK_LZF_NODE: u8 = 3;
 const TOK_HEAD: usize = 5;
 
 /// Tokens for part of an RDB stream.
@@ -182,6 +185,17 @@ impl Capture {
     /// A listpack of `items` (each stored as an integer entry when Valkey
     /// would) as one string token.
     pub fn listpack(&mut self, items: impl IntoIterator<Item = impl AsRef<[u8]>>) {
+        self.listpack_held(items, false);
+    }
+
+    /// [`Capture::listpack`] of a quicklist node, `compressed` as the list
+    /// holds it.
+    pub fn listpack_held(
+        &mut self,
+        items: impl IntoIterator<Item = impl AsRef<[u8]>>,
+        compressed: bool,
+    ) {
+        let at = self.buf.len();
         self.string_with(|out| {
             let mut lp = Listpack::new(out);
             for s in items {
@@ -189,6 +203,9 @@ impl Capture {
             }
             lp.finish();
         });
+        if compressed {
+            self.buf[at] = TOK_LZF_NODE;
+        }
     }
 
     fn patch_len(&mut self, at: usize) {
@@ -247,10 +264,10 @@ impl Encoder {
             }
             let n = u32::from_le_bytes(b[at + 1..at + TOK_HEAD].try_into().expect("4 bytes"));
             let body = &b[at + TOK_HEAD..at + TOK_HEAD + n as usize];
-            if tag == TOK_RAW {
-                out.extend_from_slice(body);
-            } else {
-                encode::put_string(out, body, self.compress);
+            match tag {
+                TOK_RAW => out.extend_from_slice(body),
+                TOK_LZF_NODE => encode::put_compressed_node(out, body, self.compress),
+                _ => encode::put_string(out, body, self.compress),
             }
             at += TOK_HEAD + n as usize;
         }

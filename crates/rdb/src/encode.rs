@@ -73,6 +73,35 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     out.extend_from_slice(s);
 }
 
+/// A compressed quicklist node's listpack `lp`, as Valkey writes it from
+/// the LZF form the node holds (rdbSaveLzfBlob), with or without
+/// `compress`: LZF when Valkey's node compression would have kept it (a
+/// node of at least 48 bytes that LZF shrinks by more than 8), else as
+/// any string.
+pub fn put_compressed_node(out: &mut Vec<u8>, lp: &[u8], compress: bool) {
+    const MIN_COMPRESS_BYTES: usize = 48;
+    const MIN_COMPRESS_IMPROVE: usize = 8;
+    if lp.len() >= MIN_COMPRESS_BYTES {
+        // Valkey's __quicklistCompressNode: a budget of the node's size.
+        let mut blob = Vec::new();
+        if lzf::compress_within(lp, lp.len(), &mut blob)
+            && blob.len() + MIN_COMPRESS_IMPROVE < lp.len()
+        {
+            put_lzf_header(out, blob.len(), lp.len());
+            out.extend_from_slice(&blob);
+            return;
+        }
+    }
+    put_string(out, lp, compress);
+}
+
+/// The header of an LZF string: its compressed and original lengths.
+fn put_lzf_header(out: &mut Vec<u8>, clen: usize, len: usize) {
+    out.push((LEN_ENCVAL << 6) | ENC_LZF);
+    put_len(out, clen as u64);
+    put_len(out, len as u64);
+}
+
 /// `rdbSaveLzfStringObject`: the LZF form of `s` if liblzf would fit it
 /// in `len - 4` bytes.
 fn put_lzf(out: &mut Vec<u8>, s: &[u8]) -> bool {
@@ -88,9 +117,7 @@ fn put_lzf(out: &mut Vec<u8>, s: &[u8]) -> bool {
     }
     let clen = out.len() - start;
     let mut head = Vec::with_capacity(19);
-    head.push((LEN_ENCVAL << 6) | ENC_LZF);
-    put_len(&mut head, clen as u64);
-    put_len(&mut head, s.len() as u64);
+    put_lzf_header(&mut head, clen, s.len());
     out.splice(start..start, head);
     true
 }

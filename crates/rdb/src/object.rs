@@ -151,7 +151,7 @@ pub fn stream_listpack(
 
 fn write_list(cap: &mut Capture, l: &List) {
     cap.length(l.nodes() as u64);
-    for node in l.node_iter() {
+    for (compressed, node) in l.nodes_held() {
         let mut node = node.peekable();
         let first = node.next();
         match (&first, node.peek()) {
@@ -161,7 +161,7 @@ fn write_list(cap: &mut Capture, l: &List) {
             }
             _ => {
                 cap.length(QUICKLIST_NODE_PACKED);
-                cap.listpack(first.into_iter().chain(node));
+                cap.listpack_held(first.into_iter().chain(node), compressed);
             }
         }
     }

@@ -978,10 +978,19 @@ impl List {
     /// Each packed buffer's elements, in order: the listpack as one node,
     /// or the quicklist's nodes (RDB writes them 1:1 as Valkey's nodes).
     pub fn node_iter(&self) -> impl Iterator<Item = impl Iterator<Item = Cow<'_, [u8]>>> {
+        self.nodes_held().map(|(_, elems)| elems)
+    }
+
+    /// [`List::node_iter`], each node with whether it is held compressed
+    /// (`list-compress-depth`).
+    pub fn nodes_held(&self) -> impl Iterator<Item = (bool, impl Iterator<Item = Cow<'_, [u8]>>)> {
         let (single, quick) = match &self.repr {
             Repr::Empty => (None, None),
-            Repr::Pack(p) => (Some(NodeElems::Raw(p.iter())), None),
-            Repr::Quick(q) => (None, Some(q.nodes.iter().map(Node::elems))),
+            Repr::Pack(p) => (Some((false, NodeElems::Raw(p.iter()))), None),
+            Repr::Quick(q) => (
+                None,
+                Some(q.nodes.iter().map(|n| (n.is_compressed(), n.elems()))),
+            ),
         };
         single.into_iter().chain(quick.into_iter().flatten())
     }
