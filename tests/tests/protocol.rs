@@ -441,3 +441,64 @@ e2e!(
         });
     }
 );
+
+/// The verbose log line a protocol error leaves, from its message on.
+fn protocol_error_line(log: &str) -> String {
+    log.lines()
+        .find_map(|l| l.find("Protocol error (").map(|i| l[i..].to_string()))
+        .unwrap_or_else(|| panic!("no protocol error logged:\n{log}"))
+}
+
+/// A named client that sends a bad bulk length; the log line about it.
+fn log_of_a_protocol_error(b: ringkv_e2e::Backend, hide: &str) -> String {
+    let srv = b.start(
+        Opts::new()
+            .arg("loglevel", "verbose")
+            .arg("hide-user-data-from-log", hide),
+    );
+    let mut c = srv.raw();
+    assert_eq!(
+        c.cmd(&["CLIENT", "SETNAME", "secret-name"]),
+        Reply::status("OK")
+    );
+    c.send(b"*2\r\n$3\r\nGET\r\n$x\r\n");
+    let _ = c.read_reply();
+    let mut line = String::new();
+    within(5, "the log line", || {
+        line = srv.log();
+        line.contains("Protocol error (")
+    });
+    protocol_error_line(&line)
+}
+
+e2e!(
+    ringkv_only fn protocol_errors_are_logged_without_user_data_unless_asked(b) {
+        for hide in ["yes", "no"] {
+            let ours = log_of_a_protocol_error(b, hide);
+            let theirs = log_of_a_protocol_error(ringkv_e2e::Backend::Valkey, hide);
+            // The client's fields differ (id, address, ages); the message
+            // and the redacted or shown name and user must not.
+            let shape = |l: &str| {
+                let fields: Vec<&str> = l
+                    .split(' ')
+                    .filter(|f| f.starts_with("name=") || f.starts_with("user="))
+                    .collect();
+                let head = &l[..l.find("from client:").unwrap()];
+                format!("{head}| {}", fields.join(" "))
+            };
+            assert_eq!(shape(&ours), shape(&theirs), "hide-user-data-from-log {hide}");
+            let secret = ours.contains("secret-name");
+            assert_eq!(secret, hide == "no", "{ours}");
+            // The query buffer: redacted, or shown from the command that
+            // failed (Valkey's from the argument that failed, its end).
+            let sample = |l: &str| l[l.rfind("Query buffer: ").unwrap()..].to_string();
+            let (mine, valkeys) = (sample(&ours), sample(&theirs));
+            if hide == "yes" {
+                assert_eq!(mine, valkeys);
+            } else {
+                assert_eq!(mine, "Query buffer: '*2..$3..GET..$x..'");
+                assert_eq!(valkeys, "Query buffer: '$x..'");
+            }
+        }
+    }
+);

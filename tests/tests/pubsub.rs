@@ -346,6 +346,9 @@ e2e!(
                 "{log}"
             );
             assert!(log.contains(" flags=P "), "the client as CLIENT LIST shows it: {log}");
+            // Less what users put in (hide-user-data-from-log yes).
+            assert!(log.contains(" name=*redacted* "), "{log}");
+            assert!(log.contains(" user=*redacted* "), "{log}");
         }
         drop(slow);
     }

@@ -64,6 +64,7 @@ pub fn evict_clients(srv: &mut Server) {
         return;
     }
     candidates.sort_unstable_by(|a, b| b.cmp(a));
+    let hide = srv.hides_user_data();
     for (mem, id) in candidates {
         if total < limit {
             break;
@@ -77,7 +78,7 @@ pub fn evict_clients(srv: &mut Server) {
         s.close_asap = true;
         log::verbose(&format!(
             "Evicting client: {}",
-            crate::cmd::client::client_line(s, watch, now)
+            crate::cmd::client::client_line_logged(s, watch, now, hide)
         ));
         srv.stats.evicted_clients += 1;
         srv.events.push(Event::Close {

@@ -250,7 +250,7 @@ static DEFS: &[Def] = &[
     b("extended-redis-compatibility", false, SUP),
     b("debug-assert-enabled", false, IMM | HIDDEN),
     b("dual-channel-replication-enabled", false, 0),
-    b("hide-user-data-from-log", true, 0),
+    b("hide-user-data-from-log", true, SUP),
     b("import-mode", false, SUP),
     b("cluster-slot-stats-enabled", false, 0),
     s("aclfile", "", IMM | SUP),

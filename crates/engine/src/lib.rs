@@ -82,6 +82,7 @@ pub mod persist;
 pub mod proc_title;
 pub mod propagation_error;
 pub mod pubsub;
+pub mod query_sample;
 pub mod redact;
 pub mod replication;
 pub mod server;
@@ -97,6 +98,7 @@ pub mod watch;
 pub use batch::{ArgvRef, CommandHint, CommandsView, Job, NameCache, Outcome};
 pub use config::{Config, ConfigError, IoUringMode, MaxmemoryPolicy, OutputLimit};
 pub use output::{ClientMeter, OutputClass, OutputLimits};
+pub use query_sample::QuerySample;
 pub use server::{
     AllocatorOps, FileLimit, MemoryProbe, MemoryStats, OomScore, Server, SetOomScore,
     UsedMemoryModel, UsedMemoryProbe,
@@ -995,16 +997,34 @@ impl Engine {
         self.srv.config.client_query_buffer_limit
     }
 
-    /// Record a protocol error for `client` (INFO errorstats, log line).
-    pub fn note_protocol_error(&mut self, client: ClientId, err: &resp::ProtocolError) {
+    /// Record a protocol error for `client` (INFO errorstats, log line:
+    /// Valkey's, with the client as CLIENT LIST shows it and what its
+    /// query buffer held, both without user data under
+    /// `hide-user-data-from-log`).
+    pub fn note_protocol_error(
+        &mut self,
+        client: ClientId,
+        err: &resp::ProtocolError,
+        sample: &QuerySample,
+    ) {
         self.srv.stats.protocol_errors += 1;
         self.srv.stats.record_error("ERR");
         if log::enabled(log::Level::Verbose) {
-            let who = self.client_addr(client);
+            let now = self.srv.now_ms();
+            let watch = self.srv.watches.state(client);
+            let hide = self.srv.hides_user_data();
+            let who = match self.srv.clients.get(client) {
+                Some(s) => cmd::client::client_line_logged(s, watch, now, hide),
+                None => format!("id={}", client.0),
+            };
+            let sample = if hide {
+                "*redacted*".to_string()
+            } else {
+                sample.shown()
+            };
             log::verbose(&format!(
-                "Protocol error ({}) from client: id={} addr={who}",
-                err.message(),
-                client.0
+                "Protocol error ({}) from client: {who}. Query buffer: {sample}",
+                err.message()
             ));
         }
     }
@@ -1050,10 +1070,11 @@ impl Engine {
         self.srv.stats.client_output_buffer_limit_disconnections += 1;
         let now = self.srv.now_ms();
         let watch = self.srv.watches.state(client);
+        let hide = self.srv.hides_user_data();
         let who = match self.srv.clients.get(client) {
             Some(s) => {
                 s.meter.set_output(len);
-                cmd::client::client_line(s, watch, now)
+                cmd::client::client_line_logged(s, watch, now, hide)
             }
             None => format!("id={} omem={len}", client.0),
         };

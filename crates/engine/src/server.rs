@@ -405,6 +405,12 @@ pub struct Server {
 }
 
 impl Server {
+    /// `hide-user-data-from-log`: log lines leave out what users put in
+    /// (client names and users, query buffers).
+    pub fn hides_user_data(&self) -> bool {
+        self.config.get("hide-user-data-from-log").as_deref() != Some("no")
+    }
+
     /// `jemalloc-bg-thread` as configured, through the allocator (Valkey's
     /// set_jemalloc_bg_thread: a refusal is not an error).
     pub fn apply_allocator_background_thread(&self) {

@@ -121,6 +121,8 @@ pub(crate) struct Connection {
     /// A protocol error found after the commands now parsed; it is replied
     /// to once they have run.
     error: Option<ProtocolError>,
+    /// What the log shows of the input the error was found in.
+    error_sample: engine::QuerySample,
     /// No further input is parsed (QUIT, protocol error, closing).
     input_closed: bool,
     /// The peer sent FIN (or the read side failed).
@@ -223,6 +225,7 @@ impl Connection {
             sent: 0,
             spent: Vec::new(),
             error: None,
+            error_sample: Default::default(),
             input_closed: false,
             peer_eof: false,
             closing: Closing::Open,
@@ -291,6 +294,11 @@ impl Connection {
         self.rbuf.len() - self.parsed
     }
 
+    /// The input a protocol error was found in, for the log (once).
+    pub(crate) fn take_error_sample(&mut self) -> engine::QuerySample {
+        std::mem::take(&mut self.error_sample)
+    }
+
     /// Parse complete commands after the ones already parsed, at most
     /// `max_commands` in total this round. Stops at the first protocol error,
     /// which is kept for [`Connection::after_batch`]. `qbuf_limit` caps how
@@ -354,6 +362,7 @@ impl Connection {
                 }
                 Err(e) => {
                     self.error = Some(e);
+                    self.error_sample = engine::QuerySample::of(&self.rbuf[at..]);
                     self.input_closed = true;
                     break;
                 }

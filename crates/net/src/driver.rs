@@ -803,13 +803,18 @@ impl Driver {
         self.queue_close(slot);
     }
 
-    pub(crate) fn note_protocol_error(&mut self, client: ClientId, err: resp::ProtocolError) {
+    pub(crate) fn note_protocol_error(
+        &mut self,
+        client: ClientId,
+        err: resp::ProtocolError,
+        sample: engine::QuerySample,
+    ) {
         match &mut self.side {
-            Side::Inline(engine) => engine.note_protocol_error(client, &err),
+            Side::Inline(engine) => engine.note_protocol_error(client, &err, &sample),
             Side::Lent => {}
             Side::Io(link) => link.send(ToExec::ProtocolError {
                 client,
-                err: Box::new(err),
+                err: Box::new((err, sample)),
             }),
         }
     }
@@ -1110,7 +1115,8 @@ impl Driver {
         err: Option<resp::ProtocolError>,
     ) {
         if let Some(err) = err {
-            self.note_protocol_error(c.client, err);
+            let sample = c.take_error_sample();
+            self.note_protocol_error(c.client, err, sample);
         }
         c.publish_input_len();
         let more = more && !c.input_closed();

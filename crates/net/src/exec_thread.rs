@@ -680,7 +680,9 @@ impl ExecLoop {
     fn after_batch(&mut self, msg: ToExec) {
         match msg {
             ToExec::Disconnect { client } => self.forget(client),
-            ToExec::ProtocolError { client, err } => self.engine.note_protocol_error(client, &err),
+            ToExec::ProtocolError { client, err } => {
+                self.engine.note_protocol_error(client, &err.0, &err.1)
+            }
             ToExec::QueryBufferLimit { client, len } => {
                 self.engine.note_query_buffer_limit(client, len)
             }

@@ -238,7 +238,7 @@ pub(crate) enum ToExec {
     },
     ProtocolError {
         client: ClientId,
-        err: Box<ProtocolError>,
+        err: Box<(ProtocolError, engine::QuerySample)>,
     },
     QueryBufferLimit {
         client: ClientId,

@@ -781,6 +781,17 @@ fn getname(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
 /// One CLIENT LIST line (without the newline), Valkey 8's field order.
 /// `watch`: the client's WATCH (flag `d`, `watch=`), kept by the server.
 pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) -> String {
+    client_line_logged(s, watch, now_ms, false)
+}
+
+/// [`client_line`] for the log: with `hide` (`hide-user-data-from-log`)
+/// the client's name and user read `*redacted*`, as in Valkey's log.
+pub fn client_line_logged(
+    s: &Session,
+    watch: crate::watch::WatchState,
+    now_ms: i64,
+    hide: bool,
+) -> String {
     let mut flags = String::new();
     // Valkey's order: O (monitor), P (pub/sub), x (MULTI), b, t R B
     // (tracking), d, c, A, U (unix socket), r, e, T, I.
@@ -814,11 +825,13 @@ pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) ->
     let cmd = s
         .last_cmd
         .map_or("NULL", |i| table().entries[i].fullname.as_str());
-    let name = s
-        .name
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default();
+    const REDACTED: &str = "*redacted*";
+    let name = match &s.name {
+        _ if hide => REDACTED.into(),
+        Some(n) => String::from_utf8_lossy(n),
+        None => "".into(),
+    };
+    let user = if hide { REDACTED } else { &*s.user_name };
     let lib_name = s
         .lib_name
         .as_deref()
@@ -870,7 +883,7 @@ pub fn client_line(s: &Session, watch: crate::watch::WatchState, now_ms: i64) ->
         // Valkey watches for writability only while output waits.
         if pending > 0 { "rw" } else { "r" },
         cmd,
-        s.user_name,
+        user,
         s.tracking.as_deref().map_or(-1, |t| t.redirect as i64),
         if s.proto == Protocol::Resp3 { 3 } else { 2 },
         lib_name,
