@@ -350,3 +350,28 @@ e2e!(
         assert!(found, "{seen:#?}");
     }
 );
+
+e2e!(
+    ringkv_only fn the_start_up_log_says_where_the_server_runs_or_shows_the_logo(b) {
+        // A log that is no terminal gets Valkey's one line.
+        for backend in [b, ringkv_e2e::Backend::Valkey] {
+            let srv = backend.server();
+            let line = format!("Running mode=standalone, port={}.", srv.port);
+            assert!(srv.log().contains(&line), "{backend:?}:\n{}", srv.log());
+        }
+        // `always-show-logo yes`: the logo instead, with the port and pid.
+        for backend in [b, ringkv_e2e::Backend::Valkey] {
+            let srv = backend.start(ringkv_e2e::Opts::new().arg("always-show-logo", "yes"));
+            let log = srv.log();
+            assert!(!log.contains("Running mode="), "{backend:?}:\n{log}");
+            assert!(log.contains("Running in standalone mode"), "{backend:?}:\n{log}");
+            let shown = |what: &str| {
+                log.lines()
+                    .find_map(|l| Some(l[l.find(what)? + what.len()..].trim().to_string()))
+                    .unwrap_or_default()
+            };
+            assert_eq!(shown("Port: "), srv.port.to_string(), "{backend:?}:\n{log}");
+            assert_eq!(shown("PID: "), srv.pid().unwrap().to_string(), "{backend:?}:\n{log}");
+        }
+    }
+);

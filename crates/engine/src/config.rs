@@ -205,7 +205,7 @@ static DEFS: &[Def] = &[
     // Accepted, validated and stored; not acted on yet.
     b("rdbchecksum", true, IMM | SUP),
     // Valkey 8 reads it from a file and ignores it; CONFIG GET * omits it.
-    b("always-show-logo", false, IMM),
+    b("always-show-logo", false, IMM | SUP),
     b("rdbcompression", true, SUP),
     b("rdb-del-sync-files", false, SUP),
     b("activerehashing", true, SUP),

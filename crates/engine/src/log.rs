@@ -149,7 +149,19 @@ pub fn log(level: Level, msg: &str) {
     if let Some(send) = SYSLOG.get() {
         send(level, msg);
     }
-    let line = format_line(level, msg, SystemTime::now());
+    write_out(&format_line(level, msg, SystemTime::now()));
+}
+
+/// `text` as it is, without a line's prefix (Valkey's `LL_RAW`: the
+/// start-up logo), at `level`.
+pub fn raw(level: Level, text: &str) {
+    if enabled(level) {
+        write_out(text);
+    }
+}
+
+/// To the log file, or standard output without one.
+fn write_out(line: &str) {
     let file = FILE.lock().unwrap_or_else(|e| e.into_inner()).clone();
     match file {
         Some(path) => {

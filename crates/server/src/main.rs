@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use engine::log;
 
+mod banner;
 mod cpu_affinity;
 mod crash_report;
 mod fdlimit;
@@ -209,6 +210,7 @@ fn main() -> ExitCode {
     engine.set_file_limit(fdlimit::raise_for_engine);
     engine.set_oom_score(oom_score::apply);
     engine.set_proc_title(proc_title::set, argv0);
+    banner::show(engine.config());
     engine.set_storage(Box::new(persist::FileStorage));
     engine.set_migrator(Box::<migrate::MigrateSockets>::default());
     if let Err(e) = engine.load_at_startup() {
