@@ -49,6 +49,9 @@ pub struct AofOptions {
     /// `rdbcompression`, `rdbchecksum` for the RDB base.
     pub compress: bool,
     pub checksum: bool,
+    /// `aof-rewrite-incremental-fsync`: a rewrite's base is fdatasynced
+    /// every 4 MiB written.
+    pub rewrite_incremental_fsync: bool,
 }
 
 /// The AOF thread's figures, for INFO and MISCONF.
@@ -223,6 +226,7 @@ pub fn options(srv: &Server) -> AofOptions {
         no_fsync_on_rewrite: c.no_appendfsync_on_rewrite,
         compress: c.rdbcompression,
         checksum: c.rdbchecksum,
+        rewrite_incremental_fsync: c.get("aof-rewrite-incremental-fsync").as_deref() != Some("no"),
     }
 }
 

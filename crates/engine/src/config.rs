@@ -219,7 +219,7 @@ static DEFS: &[Def] = &[
     b("lazyfree-lazy-user-flush", true, SUP),
     b("repl-disable-tcp-nodelay", false, SUP),
     b("repl-diskless-sync", true, SUP),
-    b("aof-rewrite-incremental-fsync", true, 0),
+    b("aof-rewrite-incremental-fsync", true, SUP),
     b("no-appendfsync-on-rewrite", false, SUP),
     b("cluster-require-full-coverage", true, 0),
     b("rdb-save-incremental-fsync", true, SUP),

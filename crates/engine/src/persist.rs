@@ -33,6 +33,10 @@ pub struct SaveOptions {
     /// The RDB version the header names; the captures fed to the sink are
     /// made for it (a disk sync for a replica that reads only 10).
     pub version: u16,
+    /// `rdb-save-incremental-fsync` (`aof-rewrite-incremental-fsync` for an
+    /// AOF base): fdatasync every 4 MiB written, so that the kernel never
+    /// holds a whole snapshot's dirty pages to flush at once.
+    pub incremental_fsync: bool,
 }
 
 /// The writer of one snapshot file: it takes part of the RDB stream at a
@@ -372,6 +376,7 @@ pub fn save_options(srv: &Server) -> SaveOptions {
         checksum: srv.config.rdbchecksum,
         key_save_delay_us: srv.config.rdb_key_save_delay,
         version: rdb::RDB_VERSION,
+        incremental_fsync: srv.config.get("rdb-save-incremental-fsync").as_deref() != Some("no"),
     }
 }
 

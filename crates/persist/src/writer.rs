@@ -13,6 +13,38 @@ const QUEUE: usize = 16;
 /// Encoded bytes gathered before each write(2).
 const WRITE_BUF: usize = 1 << 20;
 
+/// Valkey's `REDIS_AUTOSYNC_BYTES`: with incremental fsync, the bytes
+/// written between two fdatasyncs.
+const AUTOSYNC_BYTES: u64 = 4 << 20;
+
+/// When an incrementally synced file is due its next fdatasync.
+struct AutoSync {
+    every: Option<u64>,
+    since: u64,
+}
+
+impl AutoSync {
+    fn new(on: bool) -> AutoSync {
+        AutoSync {
+            every: on.then_some(AUTOSYNC_BYTES),
+            since: 0,
+        }
+    }
+
+    /// `n` more bytes are written: whether to sync now.
+    fn wrote(&mut self, n: usize) -> bool {
+        let Some(every) = self.every else {
+            return false;
+        };
+        self.since += n as u64;
+        if self.since < every {
+            return false;
+        }
+        self.since = 0;
+        true
+    }
+}
+
 /// Temp file names are unique within the process.
 static SAVES: AtomicU64 = AtomicU64::new(0);
 
@@ -53,10 +85,15 @@ fn write_file(opts: &SaveOptions, temp: &PathBuf, rx: &Receiver<SinkMsg>) -> Res
     let mut enc = rdb::Encoder::with_version(opts.compress, opts.checksum, opts.version);
     let mut buf = Vec::with_capacity(WRITE_BUF + WRITE_BUF / 4);
     let mut written = 0u64;
+    let mut sync = AutoSync::new(opts.incremental_fsync);
     let mut flush = |buf: &mut Vec<u8>, file: &mut File| -> Result<(), String> {
         file.write_all(buf)
             .map_err(|e| format!("Write error saving DB on disk: {e}"))?;
         written += buf.len() as u64;
+        if sync.wrote(buf.len()) {
+            file.sync_data()
+                .map_err(|e| format!("Write error saving DB on disk (fsync): {e}"))?;
+        }
         buf.clear();
         Ok(())
     };
@@ -102,4 +139,21 @@ fn cwd() -> String {
     std::env::current_dir()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incremental_fsync_every_4_mib_written_or_never() {
+        let mut on = AutoSync::new(true);
+        let syncs: Vec<bool> = [1 << 20, 2 << 20, 1 << 20, 1, 4 << 20, 3 << 20]
+            .into_iter()
+            .map(|n| on.wrote(n))
+            .collect();
+        assert_eq!(syncs, [false, false, true, false, true, false]);
+        let mut off = AutoSync::new(false);
+        assert!(!(0..10).any(|_| off.wrote(8 << 20)));
+    }
 }

@@ -45,6 +45,7 @@ fn opts() -> AofOptions {
         timestamps: false,
         load_truncated: false,
         no_fsync_on_rewrite: false,
+        rewrite_incremental_fsync: true,
         compress: true,
         checksum: true,
     }

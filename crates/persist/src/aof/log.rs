@@ -1021,6 +1021,7 @@ impl AppendLog for FileLog {
             checksum: st.opts.checksum,
             key_save_delay_us: 0,
             version: rdb::RDB_VERSION,
+            incremental_fsync: st.opts.rewrite_incremental_fsync,
         };
         let sink = start_save(save, &st.dir.root, engine::affinity::Role::AofRewrite)?;
         st.rewrite = Some(Rewrite {
