@@ -174,3 +174,58 @@ e2e!(
         assert_eq!(q(c, "CONFIG SET maxmemory-policy noeviction"), ok());
     }
 );
+
+/// A replica with a small `maxmemory` under its primary's writes of 10 MB:
+/// (keys it holds, keys it evicted).
+fn replica_under_load(
+    b: ringkv_e2e::Backend,
+    primary: &ringkv_e2e::Server,
+    ignore: &str,
+) -> (i64, i64) {
+    use ringkv_e2e::replication::{follow, stat, wait_caught_up};
+    let replica = b.start(
+        Opts::new()
+            .arg("maxmemory", "4mb")
+            .arg("maxmemory-policy", "allkeys-random")
+            .arg("replica-ignore-maxmemory", ignore),
+    );
+    let mut r = replica.client();
+    follow(&mut r, primary);
+    let mut p = primary.client();
+    wait_caught_up(&mut p, &mut r);
+    let value = "v".repeat(500);
+    for batch in 0..20 {
+        let mut pipe = redis::pipe();
+        for i in 0..1000 {
+            pipe.cmd("SET")
+                .arg(format!("key:{batch}:{i}"))
+                .arg(&value)
+                .ignore();
+        }
+        let () = pipe.query(&mut p).unwrap();
+    }
+    wait_caught_up(&mut p, &mut r);
+    // Lowering the limit on the replica evicts nothing more when ignored.
+    assert_eq!(q(&mut r, "CONFIG SET maxmemory 2mb"), ok());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let keys = int_of(&q(&mut r, "DBSIZE"));
+    let evicted = stat(&mut r, "stats", "evicted_keys").parse().unwrap();
+    (keys, evicted)
+}
+
+e2e!(
+    ringkv_only fn a_replica_ignores_maxmemory_unless_told_not_to(b) {
+        for (ignore, evicts) in [("yes", false), ("no", true)] {
+            for backend in [b, ringkv_e2e::Backend::Valkey] {
+                let primary = b.server();
+                let (keys, evicted) = replica_under_load(backend, &primary, ignore);
+                let what = format!("{backend:?}, replica-ignore-maxmemory {ignore}");
+                if evicts {
+                    assert!(evicted > 0 && keys < 20_000, "{what}: {keys} keys, {evicted} evicted");
+                } else {
+                    assert_eq!((keys, evicted), (20_000, 0), "{what}");
+                }
+            }
+        }
+    }
+);

@@ -523,6 +523,9 @@ pub struct Config {
     pub lazyfree_lazy_user_del: bool,
     /// `activerehashing`: cron finishes the keyspace's resizes.
     pub activerehashing: bool,
+    /// `replica-ignore-maxmemory`: a replica leaves its memory to its
+    /// primary (no eviction, no OOM refusals).
+    pub replica_ignore_maxmemory: bool,
     /// `hll-sparse-max-bytes`: a sparse HyperLogLog past this becomes dense.
     pub hll_sparse_max_bytes: u64,
     pub lazyfree_lazy_user_flush: bool,
@@ -703,6 +706,7 @@ impl Default for Config {
             prefetch_batch_max_size: 16,
             lazyfree_lazy_user_del: true,
             activerehashing: true,
+            replica_ignore_maxmemory: true,
             hll_sparse_max_bytes: 3000,
             lazyfree_lazy_user_flush: true,
             replica_lazy_flush: true,
@@ -1182,6 +1186,7 @@ impl Config {
             "io-threads" => self.io_threads = num() as usize,
             "lazyfree-lazy-user-del" => self.lazyfree_lazy_user_del = v == "yes",
             "activerehashing" => self.activerehashing = v == "yes",
+            "replica-ignore-maxmemory" => self.replica_ignore_maxmemory = v == "yes",
             "prefetch-batch-max-size" => self.prefetch_batch_max_size = num() as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = num() as u64,
             "lazyfree-lazy-user-flush" => self.lazyfree_lazy_user_flush = v == "yes",

@@ -259,11 +259,18 @@ pub fn bytes_to_free(srv: &Server) -> u64 {
         .saturating_sub(max)
 }
 
+/// A replica that leaves its memory to its primary (Valkey's
+/// isSafeToPerformEvictions).
+pub fn ignores_maxmemory(srv: &Server) -> bool {
+    srv.repl.is_replica() && srv.config.replica_ignore_maxmemory
+}
+
 /// Valkey's `performEvictions`. `me` is the client whose command is
 /// about to run (its own `evicted` notifications go to its reply).
 pub fn perform_evictions(srv: &mut Server, now_ms: i64, mut me: Option<Me<'_, '_>>) -> Outcome {
-    if srv.pause.is_some() {
-        // CLIENT PAUSE stops eviction too (Valkey's PAUSE_ACTION_EVICT).
+    // CLIENT PAUSE stops eviction too (Valkey's PAUSE_ACTION_EVICT), and a
+    // replica under `replica-ignore-maxmemory` is its primary's copy.
+    if srv.pause.is_some() || ignores_maxmemory(srv) {
         srv.evict.running = false;
         return Outcome::Ok;
     }

@@ -1222,7 +1222,7 @@ fn execute_one(
     };
     if srv.config.maxmemory > 0
         && !srv.aof.replaying
-        && !srv.repl.is_replica()
+        && !evict::ignores_maxmemory(srv)
         && let Some(msg) = check_oom(srv, sess, i, out, now_ms)
     {
         if let Some(m) = sess.multi.as_deref_mut() {
