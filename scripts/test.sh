@@ -5,12 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # External tools the tests use: Debian's redis-server 7 (the oracle for the
-# differential tests), redis-cli and redis-benchmark, and iproute2 (network
-# namespaces for the protected-mode test).
+# differential tests), redis-cli and redis-benchmark, iproute2 (network
+# namespaces for the protected-mode test) and locales (localedef).
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# localedef: the SORT ... ALPHA collation test builds a locale with it.
+command -v localedef >/dev/null 2>&1 || need+=(locales)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"

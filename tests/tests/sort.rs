@@ -4,7 +4,8 @@
 //! and random lists, weights and strings) whose replies must be the same
 //! byte for byte in RESP2 and in RESP3.
 
-use ringkv_e2e::{Backend, Raw, Reply, e2e};
+use ringkv_e2e::server::TempDir;
+use ringkv_e2e::{Backend, Opts, Raw, Reply, e2e};
 
 fn bulks(items: &[&str]) -> Reply {
     Reply::Array(items.iter().map(|s| Reply::bulk(s)).collect())
@@ -246,6 +247,77 @@ e2e!(
                 same(&mut a, &mut v, &["SORT", "rl", "BY", "w_*", "STORE", "rs"]);
                 same(&mut a, &mut v, &["LRANGE", "rs", "0", "-1"]);
             }
+        }
+    }
+);
+
+/// A directory holding the en_US.UTF-8 locale, built with localedef(1)
+/// (the `locales` package, which scripts/test.sh installs), for LOCPATH.
+fn en_us_locale(dir: &std::path::Path) {
+    let out = std::process::Command::new("localedef")
+        .args(["-i", "en_US", "-f", "UTF-8"])
+        .arg(dir.join("en_US.UTF-8"))
+        .output()
+        .expect("localedef (the locales package)");
+    assert!(
+        dir.join("en_US.UTF-8/LC_COLLATE").exists(),
+        "localedef: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// SORT ... ALPHA in a collating locale, and what changes it, on `b`.
+fn collated(b: Backend, locpath: &std::path::Path) -> Vec<Reply> {
+    let srv = b.start(
+        Opts::new()
+            .env("LOCPATH", locpath.to_str().unwrap())
+            .arg("locale-collate", "en_US.UTF-8"),
+    );
+    let mut c = srv.raw();
+    let words = ["b", "A", "a", "B", "_x", "é", "e", "10", "9", "Z"];
+    let mut rpush = vec!["RPUSH", "l"];
+    rpush.extend(words);
+    c.cmd(&rpush);
+    for (i, w) in words.iter().enumerate() {
+        c.cmd(&["SET", &format!("w_{i}"), w]);
+        c.cmd(&["RPUSH", "idx", &i.to_string()]);
+    }
+    [
+        &["SORT", "l", "ALPHA"][..],
+        &["SORT", "l", "ALPHA", "DESC", "LIMIT", "0", "4"],
+        &["SORT", "idx", "BY", "w_*", "ALPHA"],
+        // Stored, the order is the bytes' (as Valkey's).
+        &["SORT", "l", "ALPHA", "STORE", "dst"],
+        &["LRANGE", "dst", "0", "-1"],
+        &["CONFIG", "SET", "locale-collate", "no_such_locale"],
+        &["CONFIG", "GET", "locale-collate"],
+        &["CONFIG", "SET", "locale-collate", "C"],
+        &["SORT", "l", "ALPHA"],
+    ]
+    .iter()
+    .map(|line| c.cmd(line))
+    .collect()
+}
+
+e2e!(
+    ringkv_only fn sort_alpha_collates_in_locale_collate_as_valkey_does(b) {
+        let dir = TempDir::new("locale");
+        en_us_locale(dir.path());
+        let (ours, theirs) = (collated(b, dir.path()), collated(Backend::Valkey, dir.path()));
+        for (i, (a, v)) in ours.iter().zip(&theirs).enumerate() {
+            assert_eq!(a, v, "reply {i}");
+        }
+        // The locale's order is not the bytes' (the stored copy's).
+        assert_ne!(ours[0], ours[4]);
+        // An unknown locale stops the start, as Valkey's.
+        for backend in [b, Backend::Valkey] {
+            let (status, log) =
+                backend.start_expect_exit(Opts::new().arg("locale-collate", "no_such_locale"));
+            assert!(!status.success());
+            assert!(
+                log.contains("Failed to configure LOCALE for invalid locale name."),
+                "{backend:?}:\n{log}"
+            );
         }
     }
 );

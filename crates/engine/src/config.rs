@@ -277,7 +277,7 @@ static DEFS: &[Def] = &[
     s("ignore-warnings", "", 0),
     s("proc-title-template", "{title} {listen-addr} {server-mode}", SUP),
     s("bind-source-addr", "", SUP),
-    s("locale-collate", "", 0),
+    s("locale-collate", "", SUP),
     e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM | SUP),
     e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM | SUP),
     e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", SUP),

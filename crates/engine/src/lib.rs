@@ -524,6 +524,12 @@ impl Engine {
         self.srv.proc_title = Some((set, argv0));
         self.srv.refresh_proc_title();
     }
+    /// SORT ... ALPHA collates, and CONFIG SET `locale-collate` sets the
+    /// locale, through `collation` (the binary sets the start-up locale
+    /// itself, before any thread).
+    pub fn set_collation(&mut self, collation: crate::server::Collation) {
+        self.srv.collation = Some(collation);
+    }
     /// `oom-score-adj` is applied through `set` (now, and whenever the
     /// directives or the role change).
     pub fn set_oom_score(&mut self, set: SetOomScore) {

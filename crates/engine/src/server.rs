@@ -70,6 +70,15 @@ pub type FileLimit = fn(u64) -> u64;
 /// SET); the event loop swaps them in. An error leaves the old ones.
 pub type Listen = fn(&crate::Config) -> Result<(), String>;
 
+/// `locale-collate` through the C library: make a locale the collation
+/// one (false: no such locale), and compare two strings by it (each up
+/// to its first NUL, as a C string).
+#[derive(Clone, Copy)]
+pub struct Collation {
+    pub set_locale: fn(&str) -> bool,
+    pub collate: fn(&[u8], &[u8]) -> std::cmp::Ordering,
+}
+
 /// What the process's OOM score (`/proc/self/oom_score_adj`) should be,
 /// from `oom-score-adj` and `oom-score-adj-values` for the server's role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,6 +338,9 @@ pub struct Server {
     /// CONFIG SET `port` / `bind` listen through this; `None` (tests, no
     /// network): the values are taken as they are.
     pub listen: Option<Listen>,
+    /// `locale-collate`; `None` (tests): the C locale's, byte order up to
+    /// a NUL.
+    pub collation: Option<Collation>,
     /// Writes the process title, and the program's `argv[0]` for its
     /// `{title}`; `None` (tests): no title.
     pub proc_title: Option<(crate::proc_title::SetProcTitle, String)>,
@@ -405,6 +417,15 @@ pub struct Server {
 }
 
 impl Server {
+    /// Compare `a` and `b` as SORT ... ALPHA does (strcoll(3) in
+    /// `locale-collate`).
+    pub fn collate(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        match self.collation {
+            Some(c) => (c.collate)(a, b),
+            None => c_str(a).cmp(c_str(b)),
+        }
+    }
+
     /// `hide-user-data-from-log`: log lines leave out what users put in
     /// (client names and users, query buffers).
     pub fn hides_user_data(&self) -> bool {
@@ -501,6 +522,7 @@ impl Server {
             file_limit: None,
             listen: None,
             proc_title: None,
+            collation: None,
             oom_score: None,
             active_expire_enabled: true,
             script_deny_disabled: false,
@@ -796,4 +818,9 @@ fn make_run_id(start_ms: i64) -> String {
         s.push(char::from_digit((x & 15) as u32, 16).unwrap());
     }
     s
+}
+
+/// The bytes C's string functions see: up to the first NUL.
+pub(crate) fn c_str(b: &[u8]) -> &[u8] {
+    b.split(|&c| c == 0).next().unwrap_or(b)
 }

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use engine::log;
 
 mod banner;
+mod collation;
 mod cpu_affinity;
 mod crash_report;
 mod fdlimit;
@@ -147,6 +148,10 @@ fn main() -> ExitCode {
     }
     log::init_from(&config);
     crash_report::install();
+    if !collation::set_locale(&config.get("locale-collate").unwrap_or_default()) {
+        log::warning("Failed to configure LOCALE for invalid locale name.");
+        return ExitCode::FAILURE;
+    }
     signal_log::init(&config.logfile);
     if config.get("syslog-enabled").as_deref() == Some("yes") {
         syslog::start(
@@ -210,6 +215,10 @@ fn main() -> ExitCode {
     engine.set_file_limit(fdlimit::raise_for_engine);
     engine.set_oom_score(oom_score::apply);
     engine.set_proc_title(proc_title::set, argv0);
+    engine.set_collation(engine::server::Collation {
+        set_locale: collation::set_locale,
+        collate: collation::collate,
+    });
     banner::show(engine.config());
     engine.set_storage(Box::new(persist::FileStorage));
     engine.set_migrator(Box::<migrate::MigrateSockets>::default());

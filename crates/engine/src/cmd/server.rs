@@ -598,6 +598,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         return;
     }
     let applied = apply_oom_score(ctx.srv, &before, &pairs)
+        .and_then(|()| apply_locale(ctx.srv, &before))
         .and_then(|()| apply_proc_title(ctx.srv, &before))
         .and_then(|()| crate::aof::apply_config(ctx.srv, &before, ctx.now_ms));
     if let Err(e) = applied {
@@ -607,6 +608,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         if ctx.srv.config.get("proc-title-template") != tried.get("proc-title-template") {
             ctx.srv.apply_proc_title();
         }
+        let _ = apply_locale(ctx.srv, &tried);
         ctx.error(&e);
         return;
     }
@@ -706,6 +708,21 @@ fn apply_oom_score(
     Err(format!(
         "ERR CONFIG SET failed (possibly related to argument '{name}') - Failed to set current oom_score_adj. Check server logs."
     ))
+}
+
+/// After CONFIG SET of `locale-collate`: SORT ... ALPHA collates in that
+/// locale from now on (Valkey's error for one the C library lacks).
+fn apply_locale(srv: &crate::Server, before: &crate::Config) -> Result<(), String> {
+    const NAME: &str = "locale-collate";
+    let locale = srv.config.get(NAME).unwrap_or_default();
+    match srv.collation {
+        Some(c) if before.get(NAME).as_deref() != Some(&locale) && !(c.set_locale)(&locale) => {
+            Err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{NAME}') - Invalid locale name"
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// After CONFIG SET of `proc-title-template`: the title follows, whatever

@@ -18,6 +18,7 @@ use crate::command::flags::*;
 use crate::command::key_flags as kf;
 use crate::command::{ArgSpec, CommandSpec, Ctx, KeySpec, notify, spec};
 use crate::num::parse_i64;
+use crate::server::c_str;
 use std::cmp::Ordering;
 use store::types::List;
 use store::types::list::End;
@@ -215,11 +216,6 @@ fn parse_opts<'a>(
         j += 1;
     }
     Ok(o)
-}
-
-/// The bytes C's string functions see: up to the first NUL.
-fn c_str(b: &[u8]) -> &[u8] {
-    b.split(|&c| c == 0).next().unwrap_or(b)
 }
 
 /// What to sort, in Valkey's loading order, and whether it was a set.
@@ -462,6 +458,16 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
             return ctx.error("ERR One or more scores can't be converted into double");
         }
         let (alpha, by_pattern, desc) = (o.alpha, o.by.is_some(), o.desc);
+        // As Valkey: ALPHA collates (strcoll in `locale-collate`), but
+        // compares bytes when the result is stored.
+        let srv = &*ctx.srv;
+        let alpha_cmp = |x: &[u8], y: &[u8]| {
+            if o.store.is_some() {
+                x.cmp(y)
+            } else {
+                srv.collate(x, y)
+            }
+        };
         items.sort_by(|a, b| {
             let c = if !alpha {
                 a.score
@@ -470,13 +476,13 @@ fn sort_generic(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>, readonly: bool) {
                     .then_with(|| a.elem.cmp(&b.elem))
             } else if by_pattern {
                 match (&a.cmp, &b.cmp) {
-                    (Some(x), Some(y)) => c_str(x).cmp(c_str(y)),
+                    (Some(x), Some(y)) => alpha_cmp(x, y),
                     (None, None) => Ordering::Equal,
                     (None, _) => Ordering::Less,
                     (_, None) => Ordering::Greater,
                 }
             } else {
-                a.elem.cmp(&b.elem)
+                alpha_cmp(&a.elem, &b.elem)
             };
             if desc { c.reverse() } else { c }
         });
