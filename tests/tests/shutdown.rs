@@ -121,6 +121,11 @@ e2e!(
         let log = p.log();
         assert!(log.contains(":signal-handler ("), "{log}");
         assert!(log.contains("You insist... exiting now."), "{log}");
+        // Each signal named, from the handler, as Valkey logs it.
+        for sig in ["SIGINT", "SIGTERM"] {
+            let line = format!(") Received {sig} scheduling shutdown...");
+            assert!(log.contains(&line), "{log}");
+        }
     }
 );
 

@@ -940,7 +940,7 @@ impl Engine {
         if self.srv.shutting_down || self.srv.shutdown.is_some() {
             return;
         }
-        log::warning("Received shutdown request, scheduling shutdown...");
+        // The binary's handler logged the signal, as Valkey's does.
         let now = self.srv.now_ms();
         let how = shutdown::how_for_signal(&self.srv);
         if let shutdown::Outcome::Failed = shutdown::begin(&mut self.srv, now, how, None) {

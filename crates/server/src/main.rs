@@ -366,6 +366,11 @@ extern "C" fn on_stop_signal(sig: libc::c_int) {
         // Valkey, which exits from its handler too.
         unsafe { libc::_exit(1) };
     }
+    signal_log::warning(match sig {
+        libc::SIGINT => "Received SIGINT scheduling shutdown...",
+        libc::SIGTERM => "Received SIGTERM scheduling shutdown...",
+        _ => "Received shutdown signal, scheduling shutdown...",
+    });
     STOP.store(true, Ordering::SeqCst);
 }
 
