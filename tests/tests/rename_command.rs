@@ -11,6 +11,7 @@ rename-command config myconfig
 rename-command flushall \"\"
 rename-command GET set2
 rename-command set get
+rename-command ping a-name-longer-than-any-command-has-of-its-own-0123456789
 ";
 
 /// The replies a client sees from a server started with [`RENAMES`],
@@ -23,6 +24,8 @@ fn session(c: &mut Raw, port: u16) -> Vec<Reply> {
         &["set2", "k"],
         &["get", "k"],
         &["set", "k", "v"],
+        &["A-NAME-LONGER-THAN-ANY-COMMAND-HAS-OF-ITS-OWN-0123456789"],
+        &["ping"],
         &["config", "get", "port"],
         &["flushall"],
         &["FLUSHALL", "x"],

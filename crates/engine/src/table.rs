@@ -258,7 +258,11 @@ impl Table {
     #[inline]
     pub fn lookup(&self, name: &[u8]) -> Option<usize> {
         let mut buf = [0u8; MAX_NAME];
-        let lower = lower_case(name, &mut buf)?;
+        let Some(lower) = lower_case(name, &mut buf) else {
+            // Longer than any command's own name: only a rename can be.
+            let r = RENAMES.get()?;
+            return r.names.get(&name.to_ascii_lowercase()).copied().flatten();
+        };
         match RENAMES.get() {
             None => self.index.get(lower).copied(),
             Some(r) => r.resolve(self, lower),

@@ -29,8 +29,9 @@ static ROOM: OnceLock<Room> = OnceLock::new();
 /// Valkey's setproctitle keeps at most this much of a title.
 const MAX_TITLE: usize = 255;
 
-/// Note the room for a title. Call first thing in `main`, before any
-/// thread starts and after the arguments were read (they are overwritten).
+/// Note the room for a title. Call first thing in `main`, before the
+/// server starts a thread and after the arguments were read (they are
+/// overwritten).
 pub fn init() {
     let Some(room) = find_room() else {
         return;
@@ -41,9 +42,11 @@ pub fn init() {
             if name.as_encoded_bytes().contains(&b'=') {
                 continue; // not a name set_var takes
             }
-            // SAFETY: no other thread exists yet (see above), so none reads
-            // the environment while it changes. Setting a variable puts a
-            // copy on the heap in place of the string in the room.
+            // SAFETY: no thread of the server exists yet (see above), and the
+            // one jemalloc may have started before `main` read its options
+            // then, so nothing reads the environment while it changes.
+            // Setting a variable puts a copy on the heap in place of the
+            // string in the room.
             unsafe { std::env::set_var(name, value) };
         }
     }
