@@ -81,16 +81,13 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
 pub fn put_compressed_node(out: &mut Vec<u8>, lp: &[u8], compress: bool) {
     const MIN_COMPRESS_BYTES: usize = 48;
     const MIN_COMPRESS_IMPROVE: usize = 8;
-    if lp.len() >= MIN_COMPRESS_BYTES {
-        // Valkey's __quicklistCompressNode: a budget of the node's size.
-        let mut blob = Vec::new();
-        if lzf::compress_within(lp, lp.len(), &mut blob)
-            && blob.len() + MIN_COMPRESS_IMPROVE < lp.len()
-        {
-            put_lzf_header(out, blob.len(), lp.len());
-            out.extend_from_slice(&blob);
-            return;
-        }
+    // Valkey's __quicklistCompressNode: a budget of the node's size.
+    if lp.len() >= MIN_COMPRESS_BYTES
+        && put_lzf_if(out, lp, lp.len(), |clen| {
+            clen + MIN_COMPRESS_IMPROVE < lp.len()
+        })
+    {
+        return;
     }
     put_string(out, lp, compress);
 }
@@ -108,14 +105,24 @@ fn put_lzf(out: &mut Vec<u8>, s: &[u8]) -> bool {
     let Some(budget) = s.len().checked_sub(4).filter(|&b| b > 0) else {
         return false;
     };
-    // Compress after a provisional header, then move the blob into place
-    // once its length (and so the header's) is known: one copy of the
-    // compressed bytes instead of a scratch allocation per string.
+    put_lzf_if(out, s, budget, |_| true)
+}
+
+/// The LZF form of `s` with its header, if liblzf fits it in `budget`
+/// bytes and `keep` accepts its compressed length (else nothing).
+fn put_lzf_if(out: &mut Vec<u8>, s: &[u8], budget: usize, keep: impl Fn(usize) -> bool) -> bool {
+    // Compress in place, then put the header before the blob once its
+    // length (and so the header's) is known: one copy of the compressed
+    // bytes instead of a scratch allocation per string.
     let start = out.len();
     if !lzf::compress_within(s, budget, out) {
         return false;
     }
     let clen = out.len() - start;
+    if !keep(clen) {
+        out.truncate(start);
+        return false;
+    }
     let mut head = Vec::with_capacity(19);
     put_lzf_header(&mut head, clen, s.len());
     out.splice(start..start, head);

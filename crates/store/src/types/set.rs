@@ -41,16 +41,8 @@ impl Member<'_> {
 /// Valkey's `string2ll`: the canonical decimal form of an i64 only (no
 /// sign on zero, no leading zeros or `+`, no spaces).
 pub fn as_int(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    let v: i64 = std::str::from_utf8(b).ok()?.parse().ok()?;
-    // Canonical form only: "007", "+5", "-0" are strings.
-    (itoa_buf(v) == b).then_some(v)
-}
-
-fn itoa_buf(v: i64) -> Vec<u8> {
-    v.to_string().into_bytes()
+    // The listpack's rule is the same one (`lpStringToInt64`).
+    super::lp_size::string_int(b)
 }
 
 /// The intset encoding: sorted integers stored as offsets from the
@@ -426,7 +418,7 @@ impl Set {
 
 /// Length of an integer's decimal form.
 fn width_str(v: i64) -> usize {
-    itoa_buf(v).len()
+    v.to_string().len()
 }
 
 #[cfg(test)]
