@@ -391,9 +391,10 @@ e2e!(
 
 e2e!(
     /// A process crash (not the machine's) loses nothing acknowledged
-    /// under `everysec` either: as Valkey, the batch's writes are in the
-    /// file (the page cache) before its replies go out; only the fsync
-    /// comes later.
+    /// under `everysec` either: the batch's writes are in the file (the
+    /// page cache) before its replies go out, also while the last
+    /// second's fsync runs (Valkey postpones the write then, and its
+    /// replies go out first); only the fsync comes later.
     ringkv_only fn kill_9_under_load_with_appendfsync_everysec_loses_no_acknowledged_write(b) {
         kill_9_under_load_loses_no_acknowledged_write(
             b,

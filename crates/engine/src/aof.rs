@@ -64,8 +64,6 @@ pub struct AofStatus {
     /// The last write (or fsync) failed: writes are refused (MISCONF)
     /// until one succeeds. The text is the OS error.
     pub write_error: Option<String>,
-    /// Writes postponed past 2 s by a slow fsync (`aof_delayed_fsync`).
-    pub delayed_fsync: u64,
     /// Stream offset written to the file (not necessarily fsynced).
     pub written: u64,
     /// A background fsync is running (`aof_pending_bio_fsync`).

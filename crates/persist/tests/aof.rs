@@ -520,6 +520,34 @@ fn everysec_writes_on_wake_and_annotates() {
     log.close().unwrap();
 }
 
+/// `everysec`: every `write` is in the file when it returns, also while
+/// the background fsync of the second before runs (Valkey postpones it
+/// then, and a process crash loses the replies sent meanwhile).
+#[test]
+fn everysec_write_does_not_wait_for_the_background_fsync() {
+    let d = TempDir::new("everysec-write");
+    let (mut s, r) = Stream::new();
+    let mut log = aof::open(&d.0, &opts(), r, OpenMode::Fresh).unwrap();
+    write_base(log.as_mut(), 0, b"k", true);
+    let incr = d.aof().join("appendonly.aof.1.incr.aof");
+    let value = "v".repeat(4096);
+    let (mut expect, mut during_fsync) = (0, 0u64);
+    let t = Instant::now();
+    // Long enough for two background fsyncs, each taking a good many
+    // writes to finish with 4 KiB dirtied per write.
+    while t.elapsed() < Duration::from_millis(2500) {
+        let before = s.0.offset();
+        let end = s.command(&["SET", "key", &value]);
+        let fsyncing = log.status().fsync_in_progress;
+        log.write(end);
+        expect += end - before;
+        assert_eq!(fs::metadata(&incr).unwrap().len(), expect);
+        during_fsync += u64::from(fsyncing);
+    }
+    assert!(during_fsync > 0, "no write met a running fsync");
+    log.close().unwrap();
+}
+
 /// A tmpfs mounted on a directory, unmounted when dropped.
 struct Tmpfs(PathBuf);
 

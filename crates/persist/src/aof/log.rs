@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!  engine: write(published) (everysec, no) ─► same Mutex, on the caller: write
-//!          (after an error, or while a background fsync runs: as wake)
+//!          (after an error: as wake; never waits for a background fsync)
 //!          wake(published) ─► target, unpark ─► aof-writer: write [written, target)
 //!          sync(offset) (always) ─► same Mutex, on the caller: write + fdatasync
 //!  aof-writer, everysec: ≤ 1/s ─► aof-bio: fdatasync(clone of the fd)
@@ -45,9 +45,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const RETRY: Duration = Duration::from_secs(1);
 /// `everysec`.
 const FSYNC_EVERY: Duration = Duration::from_secs(1);
-/// How long a write waits for a background fsync before going ahead
-/// (and counting `aof_delayed_fsync`), as Valkey's flushAppendOnlyFile.
-const POSTPONE_MAX: Duration = Duration::from_secs(2);
 /// `AOF_WRITE_LOG_ERROR_RATE`.
 const ERROR_LOG_EVERY: Duration = Duration::from_secs(30);
 /// Slices per writev(2).
@@ -87,7 +84,6 @@ struct Shared {
     epoch: AtomicU64,
     current_size: AtomicU64,
     base_size: AtomicU64,
-    delayed_fsync: AtomicU64,
     bio: Bio,
 }
 
@@ -162,7 +158,6 @@ struct State {
     rewrite: Option<Rewrite>,
     failed_at: Option<Instant>,
     error_logged: Option<Instant>,
-    postponed: Option<Instant>,
 }
 
 fn unix_now() -> i64 {
@@ -473,27 +468,6 @@ impl Bio {
     fn fsync_in_progress(&self) -> bool {
         self.fsyncs.load(Ordering::Acquire) > 0
     }
-
-    /// Wait until no fsync is queued or running, at most until `deadline`
-    /// (or `stop`): whether it is idle.
-    fn wait_fsyncs(&self, deadline: Instant, stop: &AtomicBool) -> bool {
-        let mut q = lock(&self.q);
-        loop {
-            if !self.fsync_in_progress() {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline || stop.load(Ordering::Acquire) {
-                return false;
-            }
-            let wait = (deadline - now).min(Duration::from_millis(100));
-            q = self
-                .cv
-                .wait_timeout(q, wait)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
 }
 
 /// The `aof-bio` thread: each job in turn; at `stop`, the queue drained.
@@ -579,23 +553,8 @@ fn step(sh: &Shared) -> Duration {
             return left;
         }
     }
-    if target > st.written() || !st.prefix.is_empty() {
-        if policy == FsyncPolicy::Everysec && sh.bio.fsync_in_progress() {
-            let since = *st.postponed.get_or_insert_with(Instant::now);
-            if since.elapsed() < POSTPONE_MAX {
-                drop(st);
-                sh.bio.wait_fsyncs(since + POSTPONE_MAX, &sh.stop);
-                return Duration::ZERO;
-            }
-            sh.delayed_fsync.fetch_add(1, Ordering::Relaxed);
-            log::notice(
-                "Asynchronous AOF fsync is taking too long (disk is busy?). Writing the AOF buffer without waiting for fsync to complete, this may slow down the server.",
-            );
-        }
-        st.postponed = None;
-        if st.flush(sh, target).is_err() {
-            return RETRY;
-        }
+    if (target > st.written() || !st.prefix.is_empty()) && st.flush(sh, target).is_err() {
+        return RETRY;
     }
     if st.rewriting_quiet() {
         return FSYNC_EVERY;
@@ -651,7 +610,6 @@ impl FileLog {
             epoch: AtomicU64::new(0),
             current_size: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
-            delayed_fsync: AtomicU64::new(0),
             bio: Bio {
                 q: Mutex::new(BioJobs::default()),
                 cv: Condvar::new(),
@@ -725,7 +683,6 @@ fn new_state(
         rewrite: None,
         failed_at: None,
         error_logged: None,
-        postponed: None,
     }
 }
 
@@ -848,12 +805,15 @@ impl AppendLog for FileLog {
         }
         let sh = &self.sh;
         let mut st = lock(&sh.st);
-        let slow_fsync = st.opts.fsync == FsyncPolicy::Everysec && sh.bio.fsync_in_progress();
-        let written = st.failed_at.is_none() && !slow_fsync && st.flush(sh, offset).is_ok();
+        // Unlike Valkey's flushAppendOnlyFile, the write does not wait
+        // out a background fsync (up to 2 s, while the replies go out):
+        // a kill -9 then would lose what was acknowledged. On ext4 a
+        // write(2) does not wait for a concurrent fdatasync of the file
+        // (docs/BENCHMARKS.md §32: max 3 ms under back-to-back fsyncs).
+        let written = st.failed_at.is_none() && st.flush(sh, offset).is_ok();
         drop(st);
         if !written {
-            // The writer retries after an error, or postpones the write
-            // while an fsync runs, as Valkey's flushAppendOnlyFile does.
+            // The writer retries after an error.
             return self.wake(offset);
         }
         // The writer need not wake for this: it fsyncs on its own timer.
@@ -895,7 +855,6 @@ impl AppendLog for FileLog {
             current_size: sh.current_size.load(Ordering::Relaxed),
             base_size: sh.base_size.load(Ordering::Relaxed),
             write_error,
-            delayed_fsync: sh.delayed_fsync.load(Ordering::Relaxed),
             written: sh.written.load(Ordering::Acquire),
             fsync_in_progress: sh.bio.fsync_in_progress(),
         }
