@@ -77,9 +77,10 @@ e2e!(
         sd.expect_closed();
         assert!(p.wait_exit(Duration::from_secs(30)).is_some(), "the primary did not exit");
         assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
-        // Read once the replica answers it: under load (threaded pass) a
-        // read right after the primary's exit has been seen to answer nil
-        // (stop 49's note: not explained yet).
+        // (A read here once answered nil under load: the replica had
+        // reconnected to its primary's freed port, where a parallel test's
+        // server had started, and full-synced from it; the harness no
+        // longer hands a port out twice.)
         let mut rc = r.client();
         ringkv_e2e::within(10, "the replica to hold the last write", || {
             matches!(q(&mut rc, "GET last"), Ok(redis::Value::BulkString(ref v)) if v == b"write")

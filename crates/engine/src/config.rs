@@ -274,7 +274,7 @@ static DEFS: &[Def] = &[
     al(s("bio-cpulist", "", IMM | SUP), "bio_cpulist"),
     al(s("aof-rewrite-cpulist", "", IMM | SUP), "aof_rewrite_cpulist"),
     al(s("bgsave-cpulist", "", IMM | SUP), "bgsave_cpulist"),
-    s("ignore-warnings", "", 0),
+    s("ignore-warnings", "", SUP),
     s("proc-title-template", "{title} {listen-addr} {server-mode}", SUP),
     s("bind-source-addr", "", SUP),
     s("locale-collate", "", SUP),
