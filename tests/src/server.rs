@@ -309,9 +309,8 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A loopback port nothing listens on now (a server's, or a primary's
 /// address where none answers), and one this test process has not handed
-/// out before: a replica whose primary exited reconnects to the primary's
-/// port, and a parallel test's server started there would full-sync it
-/// with another dataset.
+/// out before: a replica whose primary exited goes on reconnecting to the
+/// primary's port, and must not reach a parallel test's server there.
 pub fn free_port() -> u16 {
     static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());

@@ -77,14 +77,24 @@ e2e!(
         sd.expect_closed();
         assert!(p.wait_exit(Duration::from_secs(30)).is_some(), "the primary did not exit");
         assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
-        // (A read here once answered nil under load: the replica had
-        // reconnected to its primary's freed port, where a parallel test's
-        // server had started, and full-synced from it; the harness no
-        // longer hands a port out twice.)
+        // The replica was stopped and continued: its link's read (a socket
+        // with a receive timeout) failed with EINTR after SIGCONT, and the
+        // replica dropped the link and missed the last write (3 runs in 8
+        // of the threaded pass, until crates/repl's link retried it).
         let mut rc = r.client();
-        ringkv_e2e::within(10, "the replica to hold the last write", || {
-            matches!(q(&mut rc, "GET last"), Ok(redis::Value::BulkString(ref v)) if v == b"write")
-        });
+        let held = |rc: &mut redis::Connection| {
+            matches!(q(rc, "GET last"), Ok(redis::Value::BulkString(ref v)) if v == b"write")
+        };
+        let until = Instant::now() + Duration::from_secs(10);
+        while !held(&mut rc) {
+            assert!(
+                Instant::now() < until,
+                "the replica lacks the last write; primary's log:\n{}\nreplica's log:\n{}",
+                p.log(),
+                r.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let log = p.log();
         assert!(log.contains("Waiting for replicas before shutting down."), "{log}");
         assert!(log.contains("1 of 1 replicas are in sync when shutting down."), "{log}");

@@ -260,7 +260,15 @@ impl Conn {
                 shared.touch();
                 Ok(true)
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            // Interrupted: the socket has a receive timeout, so a stop and
+            // continue (SIGSTOP, SIGCONT) of the process fails the read
+            // with EINTR (signal(7)) even though no handler ran.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
                 self.buf.truncate(len);
                 if shared.stop.load(Ordering::Relaxed) {
                     return Err("stopped".into());
