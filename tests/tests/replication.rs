@@ -2,7 +2,8 @@
 //! as primaries, full sync in both transfer forms (`$len` from disk,
 //! `$EOF:` diskless), the stream of random writes applied to the same
 //! dataset, partial resync after a dropped link, WAIT (GETACK), REPLICAOF
-//! NO ONE, masterauth, read-only and stale-data refusals.
+//! NO ONE, masterauth, read-only and stale-data refusals, a replica
+//! stopped and continued.
 
 use std::time::{Duration, Instant};
 
@@ -679,5 +680,32 @@ e2e!(
         assert_eq!(q(rc, "CONFIG SET bind-source-addr 192.0.2.1"), ok());
         q(rc, "CLIENT KILL TYPE master").unwrap();
         within(10, "the link from the loopback", || from(pc).starts_with("ip=127.0.0.1,"));
+    }
+);
+
+e2e!(
+    /// A replica stopped and continued (SIGSTOP/SIGCONT: a debugger, a
+    /// frozen container) keeps its link: no reconnection, no resync.
+    /// ringkv's link read used to fail with EINTR after the continue and
+    /// drop the link.
+    fn a_replica_stopped_and_continued_keeps_its_link(b) {
+        let p = primary(Backend::Valkey, false);
+        let pc = &mut p.client();
+        let r = b.server();
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        for i in 0..5 {
+            r.signal(libc::SIGSTOP);
+            std::thread::sleep(Duration::from_millis(150));
+            assert_eq!(query(pc, &["SET", &format!("k{i}"), "v"]), ok());
+            r.signal(libc::SIGCONT);
+            wait_caught_up(pc, rc);
+        }
+        assert_eq!(int_of(&q(rc, "EXISTS k0 k1 k2 k3 k4")), 5);
+        assert_eq!(stat(pc, "stats", "sync_full"), "1");
+        assert_eq!(stat(pc, "stats", "sync_partial_ok"), "0");
+        let log = r.log();
+        assert!(!log.contains("Connection with master lost"), "{log}");
     }
 );
