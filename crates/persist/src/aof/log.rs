@@ -809,7 +809,8 @@ impl AppendLog for FileLog {
         // out a background fsync (up to 2 s, while the replies go out):
         // a kill -9 then would lose what was acknowledged. On ext4 a
         // write(2) does not wait for a concurrent fdatasync of the file
-        // (docs/BENCHMARKS.md §32: max 3 ms under back-to-back fsyncs).
+        // (docs/BENCHMARKS.md §32: a few ms at worst under back-to-back
+        // fsyncs that took up to 244 ms).
         let written = st.failed_at.is_none() && st.flush(sh, offset).is_ok();
         drop(st);
         if !written {
