@@ -83,9 +83,9 @@ pub trait AppendLog: Send {
     /// `everysec` and `no`: write(2) every byte before `offset` now, on
     /// the caller's thread, so that a process crash after the replies
     /// loses none of them (Valkey writes its AOF buffer in beforeSleep,
-    /// before replying); the fsync stays the AOF thread's. A write that
-    /// cannot happen now (an error, a slow fsync to wait out) is left to
-    /// the AOF thread, as [`AppendLog::wake`] would.
+    /// before replying); the fsync stays the AOF thread's, and the write
+    /// does not wait for a running one. A write that fails is left to
+    /// the AOF thread's retry, as [`AppendLog::wake`] would.
     fn write(&mut self, offset: u64) {
         self.wake(offset);
     }

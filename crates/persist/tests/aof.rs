@@ -525,10 +525,7 @@ fn everysec_writes_on_wake_and_annotates() {
 /// then, and a process crash loses the replies sent meanwhile).
 #[test]
 fn everysec_write_does_not_wait_for_the_background_fsync() {
-    let d = TempDir::new("everysec-write");
-    let (mut s, r) = Stream::new();
-    let mut log = aof::open(&d.0, &opts(), r, OpenMode::Fresh).unwrap();
-    write_base(log.as_mut(), 0, b"k", true);
+    let (d, mut s, mut log) = fresh_log_with_base("everysec-write");
     let incr = d.aof().join("appendonly.aof.1.incr.aof");
     let value = "v".repeat(2048);
     let (mut expect, mut during_fsync) = (0, 0u64);

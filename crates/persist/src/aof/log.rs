@@ -503,9 +503,7 @@ fn bio_thread(sh: Arc<Shared>) {
                     }
                     Err(e) => sh.fsync_failed(&strerror(&e)),
                 }
-                let _q = lock(&sh.bio.q);
                 sh.bio.fsyncs.fetch_sub(1, Ordering::AcqRel);
-                sh.bio.cv.notify_all();
             }
             Job::Unlink(path) => {
                 let _ = fs::remove_file(path);
