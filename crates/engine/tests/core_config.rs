@@ -448,6 +448,7 @@ hz 10
 dynamic-hz yes
 aof-rewrite-incremental-fsync yes
 rdb-save-incremental-fsync yes
+ignore-warnings ARM64-COW-BUG
 jemalloc-bg-thread yes
 save 3600 1 300 100 60 10000
 maxmemory-policy noeviction

@@ -407,13 +407,17 @@ fn role(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
             ctx.reply.array_len(3);
             ctx.reply.bulk(b"master");
             ctx.reply.int(offset);
+            // Online as INFO's `state=` says (the RDB is sent), as
+            // Valkey's ROLE lists them, not only once the first ACK has
+            // started the stream.
             let online: Vec<_> = ctx
                 .srv
                 .repl
                 .feeds
                 .replicas
                 .iter()
-                .filter_map(|r| Some((r, r.feed.as_ref().filter(|f| f.online())?.ack().0)))
+                .filter(|r| r.state() == "online")
+                .filter_map(|r| Some((r, r.feed.as_ref()?.ack().0)))
                 .collect();
             ctx.reply.array_len(online.len());
             for (r, acked) in online {
