@@ -132,6 +132,46 @@ e2e!(
     }
 );
 
+e2e!(
+    ringkv_only fn a_shutdown_during_the_load_leaves_the_dump_whole(b) {
+        // Valkey forces NOSAVE while it loads (shutdownCommand, and its
+        // cron for a signal): Valkey 8.1, stopped by SHUTDOWN at 13% of a
+        // load with a save point set, left its dump.rdb as it was.
+        let tmp = TempDir::new("rdb-shutdown-loading");
+        let opts = Opts::new().dir(tmp.path()).arg("save", "3600 1");
+        {
+            let mut srv = b.start(opts.clone());
+            let c = &mut srv.client();
+            for i in 0..3000 {
+                query(c, &["SET", &format!("k:{i}"), "v"]).unwrap();
+            }
+            assert_eq!(q(c, "SAVE"), ok());
+            let _ = q(c, "SHUTDOWN NOSAVE");
+            srv.wait_exit(Duration::from_secs(10));
+        }
+        let path = tmp.path().join("dump.rdb");
+        let whole = fs::read(&path).unwrap();
+        for how in ["SHUTDOWN", "SHUTDOWN SAVE", "SIGTERM"] {
+            // 1 ms a key: three seconds of loading.
+            let mut srv = b.start(opts.clone().arg("key-load-delay", "1000"));
+            {
+                let c = &mut srv.client();
+                let info = text(&q(c, "INFO persistence"));
+                assert_eq!(info_field(&info, "loading"), "1", "{how}: {info}");
+                if how == "SIGTERM" {
+                    srv.signal(libc::SIGTERM);
+                } else {
+                    let _ = q(c, how);
+                }
+            }
+            assert!(srv.wait_exit(Duration::from_secs(10)).is_some(), "{how}");
+            let log = srv.log();
+            assert!(!log.contains("Saving the final RDB snapshot"), "{how}: {log}");
+            assert!(fs::read(&path).unwrap() == whole, "{how} rewrote dump.rdb; log:\n{log}");
+        }
+    }
+);
+
 /// Start a server on `dir` that must refuse to; returns its log.
 fn refused(b: Backend, dir: &Path) -> String {
     let (st, log) = b.start_expect_exit(Opts::new().arg("dir", dir.to_str().unwrap()));
