@@ -172,6 +172,47 @@ e2e!(
     }
 );
 
+e2e!(
+    ringkv_only fn config_set_of_the_files_waits_for_the_load(b) {
+        // Valkey's DENY_LOADING_CONFIG settings: appendonly yes during a
+        // load would rewrite the AOF from half the dataset (checked on
+        // Valkey 8.1: -LOADING, and no appendonlydir).
+        let tmp = TempDir::new("rdb-config-loading");
+        let opts = Opts::new().dir(tmp.path());
+        {
+            let mut srv = b.start(opts.clone());
+            let c = &mut srv.client();
+            for i in 0..3000 {
+                query(c, &["SET", &format!("k:{i}"), "v"]).unwrap();
+            }
+            assert_eq!(q(c, "SAVE"), ok());
+            let _ = q(c, "SHUTDOWN NOSAVE");
+            srv.wait_exit(Duration::from_secs(10));
+        }
+        let srv = b.start(opts.arg("key-load-delay", "1000"));
+        let c = &mut srv.client();
+        let loading = err("LOADING Valkey is loading the dataset in memory");
+        let dir = tmp.path().to_str().unwrap();
+        for set in [
+            vec!["CONFIG", "SET", "appendonly", "yes"],
+            vec!["CONFIG", "SET", "dir", dir],
+            vec!["CONFIG", "SET", "repl-diskless-load", "swapdb"],
+            // Before any other error, as Valkey's.
+            vec!["CONFIG", "SET", "maxmemory-samples", "6", "appendonly", "maybe"],
+        ] {
+            assert_eq!(query(c, &set), loading, "{set:?}");
+        }
+        assert_eq!(q(c, "CONFIG SET maxmemory-samples 6"), ok());
+        assert_eq!(info_field(&text(&q(c, "INFO persistence")), "loading"), "1");
+        assert!(!tmp.path().join("appendonlydir").exists());
+        within(30, "the load to finish", || {
+            info_field(&text(&q(c, "INFO persistence")), "loading") == "0"
+        });
+        assert_eq!(q(c, "CONFIG SET appendonly yes"), ok());
+        assert_eq!(strings(&q(c, "CONFIG GET appendonly")), vec!["appendonly", "yes"]);
+    }
+);
+
 /// Start a server on `dir` that must refuse to; returns its log.
 fn refused(b: Backend, dir: &Path) -> String {
     let (st, log) = b.start_expect_exit(Opts::new().arg("dir", dir.to_str().unwrap()));

@@ -94,6 +94,10 @@ const PROT: u8 = 32;
 /// takes the value it already has, as a no-op, so that a tool writing
 /// back what CONFIG GET * said works; another value is refused.
 const START_ONLY: u8 = 64;
+/// Refused by CONFIG SET while a load fills the databases (Valkey's
+/// `DENY_LOADING_CONFIG`): acting on a half-loaded dataset (an AOF
+/// rewritten from it) or moving the files under the load.
+const DENY_LOADING: u8 = 128;
 
 #[derive(Clone, Copy, Debug)]
 struct Def {
@@ -192,7 +196,7 @@ static DEFS: &[Def] = &[
     e("loglevel", LOGLEVELS, "notice", SUP),
     e("log-format", &["legacy", "logfmt"], "legacy", SUP),
     e("log-timestamp-format", &["legacy", "iso8601", "milliseconds"], "legacy", SUP),
-    sp("dir", "", SUP | PROT),
+    sp("dir", "", SUP | PROT | DENY_LOADING),
     s("pidfile", "", SUP | IMM),
     b("daemonize", false, SUP | IMM),
     m("client-query-buffer-limit", 1024 * 1024, LMAX, "1073741824", SUP),
@@ -235,7 +239,7 @@ static DEFS: &[Def] = &[
     b("activedefrag", false, 0),
     b("syslog-enabled", false, IMM | SUP),
     b("cluster-enabled", false, IMM),
-    b("appendonly", false, SUP),
+    b("appendonly", false, SUP | DENY_LOADING),
     b("cluster-allow-reads-when-down", false, 0),
     b("cluster-allow-pubsubshard-when-down", true, 0),
     b("crash-log-enabled", true, SUP),
@@ -280,7 +284,12 @@ static DEFS: &[Def] = &[
     s("locale-collate", "", SUP),
     e("supervised", &["upstart", "systemd", "auto", "no"], "no", IMM | SUP),
     e("syslog-facility", &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"], "local0", IMM | SUP),
-    e("repl-diskless-load", &["disabled", "on-empty-db", "swapdb", "flush-before-load"], "disabled", SUP),
+    e(
+        "repl-diskless-load",
+        &["disabled", "on-empty-db", "swapdb", "flush-before-load"],
+        "disabled",
+        SUP | DENY_LOADING,
+    ),
     e("rdb-version-check", &["strict", "relaxed"], "strict", SUP),
     e("maxmemory-policy", &["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"], "noeviction", SUP),
     e("appendfsync", &["everysec", "always", "no"], "everysec", SUP),
@@ -1407,6 +1416,14 @@ impl Config {
             self.values[idx] = n.max(1).to_string();
             self.apply_typed(idx);
         }
+    }
+
+    /// Whether CONFIG SET of these names must wait for the load under
+    /// way to end (Valkey answers `-LOADING` before any other error).
+    pub fn denied_while_loading(pairs: &[(&[u8], &[u8])]) -> bool {
+        pairs.iter().any(|(name, _)| {
+            find_def(&String::from_utf8_lossy(name)).is_some_and(|i| DEFS[i].flags & DENY_LOADING != 0)
+        })
     }
 
     /// CONFIG SET of several `(name, value)` pairs, all or nothing.

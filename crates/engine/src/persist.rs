@@ -357,6 +357,12 @@ impl Persist {
     pub fn is_loading(&self) -> bool {
         self.loading.is_some()
     }
+    /// A load is filling the live databases (Valkey's `server.loading`),
+    /// not one that serves the old dataset until it is whole
+    /// (`async_loading`).
+    pub fn loading_in_place(&self) -> bool {
+        self.loading.as_ref().is_some_and(|l| !l.serving())
+    }
 }
 
 /// Are writes refused with Valkey's MISCONF (`compat::MISCONF`)? While

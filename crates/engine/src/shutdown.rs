@@ -132,12 +132,6 @@ pub fn begin(srv: &mut Server, now_ms: i64, how: How, client: Option<ClientId>) 
     }
 }
 
-/// A load is filling the live databases (Valkey's `server.loading`): not
-/// one that serves the old dataset until it is whole (`async_loading`).
-fn loading_in_place(srv: &Server) -> bool {
-    srv.persist.loading.as_ref().is_some_and(|l| !l.serving())
-}
-
 /// Every loop iteration (an ACK wakes it): finish a waiting shutdown once
 /// its replicas have caught up or its time is out.
 pub fn step(srv: &mut Server, now_ms: i64) {
@@ -182,7 +176,7 @@ fn finish(srv: &mut Server, now_ms: i64, how: How, getack: Option<Range<u64>>) -
     // A half-loaded dataset is never saved: the save would replace the
     // file being loaded (or the last good one) with part of it. Valkey
     // forces NOSAVE while loading too, even over SHUTDOWN SAVE.
-    let save = if loading_in_place(srv) {
+    let save = if srv.persist.loading_in_place() {
         Some(false)
     } else {
         how.save

@@ -578,6 +578,10 @@ fn config_set(ctx: &mut Ctx<'_>, argv: ArgvRef<'_>) {
         .step_by(2)
         .map(|i| (argv.get(i), argv.get(i + 1)))
         .collect();
+    if ctx.srv.persist.loading_in_place() && crate::config::Config::denied_while_loading(&pairs) {
+        ctx.error(crate::compat::LOADING.get());
+        return;
+    }
     let before = ctx.srv.config.clone();
     if let Err(e) = ctx.srv.config.set_many(&pairs) {
         ctx.error(&e);
