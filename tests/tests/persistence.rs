@@ -213,6 +213,54 @@ e2e!(
     }
 );
 
+e2e!(
+    ringkv_only fn nothing_is_evicted_before_the_load_ends(b) {
+        // Valkey's isSafeToPerformEvictions: no eviction while loading,
+        // also when a command allowed then (INFO) finds memory over the
+        // limit; the first command after the load evicts.
+        let tmp = TempDir::new("rdb-evict-loading");
+        let opts = Opts::new().dir(tmp.path());
+        {
+            let mut srv = b.start(opts.clone());
+            let c = &mut srv.client();
+            let value = "v".repeat(1000);
+            for i in 0..3000 {
+                query(c, &["SET", &format!("k:{i}"), &value]).unwrap();
+            }
+            assert_eq!(q(c, "SAVE"), ok());
+            let _ = q(c, "SHUTDOWN NOSAVE");
+            srv.wait_exit(Duration::from_secs(10));
+        }
+        // 1 ms a key: three seconds of loading, the limit passed midway.
+        let srv = b.start(
+            opts.arg("key-load-delay", "1000")
+                .arg("maxmemory", "2mb")
+                .arg("maxmemory-policy", "allkeys-lru"),
+        );
+        let c = &mut srv.client();
+        let mut over_while_loading = false;
+        within(30, "the load to finish", || {
+            let info = text(&q(c, "INFO"));
+            let used: u64 = info_field(&info, "used_memory").parse().unwrap();
+            if info_field(&info, "loading") == "0" {
+                return true;
+            }
+            over_while_loading |= used > 2 << 20;
+            assert_eq!(info_field(&info, "evicted_keys"), "0", "evicted while loading");
+            std::thread::sleep(Duration::from_millis(20));
+            false
+        });
+        assert!(over_while_loading, "the load never passed maxmemory");
+        assert_eq!(q(c, "SET after load"), ok());
+        let info = text(&q(c, "INFO"));
+        assert_ne!(info_field(&info, "evicted_keys"), "0", "{info}");
+        // Under the limit before the SET ran; the SET and INFO's own
+        // reply may take it a little over.
+        let used: u64 = info_field(&info, "used_memory").parse().unwrap();
+        assert!(used <= (2 << 20) + (64 << 10), "{info}");
+    }
+);
+
 /// Start a server on `dir` that must refuse to; returns its log.
 fn refused(b: Backend, dir: &Path) -> String {
     let (st, log) = b.start_expect_exit(Opts::new().arg("dir", dir.to_str().unwrap()));

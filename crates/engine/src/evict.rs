@@ -268,9 +268,12 @@ pub fn ignores_maxmemory(srv: &Server) -> bool {
 /// Valkey's `performEvictions`. `me` is the client whose command is
 /// about to run (its own `evicted` notifications go to its reply).
 pub fn perform_evictions(srv: &mut Server, now_ms: i64, mut me: Option<Me<'_, '_>>) -> Outcome {
-    // CLIENT PAUSE stops eviction too (Valkey's PAUSE_ACTION_EVICT), and a
-    // replica under `replica-ignore-maxmemory` is its primary's copy.
-    if srv.pause.is_some() || ignores_maxmemory(srv) {
+    // CLIENT PAUSE stops eviction too (Valkey's PAUSE_ACTION_EVICT), a
+    // replica under `replica-ignore-maxmemory` is its primary's copy, and
+    // a dataset being loaded in place is not evicted from until it is
+    // whole (Valkey's isSafeToPerformEvictions): a command allowed during
+    // the load (INFO) must not evict keys an AOF's later commands use.
+    if srv.pause.is_some() || ignores_maxmemory(srv) || srv.persist.loading_in_place() {
         srv.evict.running = false;
         return Outcome::Ok;
     }
