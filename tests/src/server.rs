@@ -153,11 +153,19 @@ pub struct Opts {
     open_files: Option<(u64, u64)>,
     port: Option<u16>,
     env: Vec<(String, String)>,
+    watch_load: bool,
 }
 
 impl Opts {
     pub fn new() -> Self {
         Opts::default()
+    }
+    /// The test watches the start-up load: the server counts as started
+    /// once it answers PING, `-LOADING` included. Otherwise a start waits
+    /// until the server has loaded its files, ringkv as the peers.
+    pub fn watch_load(mut self) -> Self {
+        self.watch_load = true;
+        self
     }
     /// Adds `--name value` (or any raw argument list).
     pub fn arg(mut self, name: &str, value: &str) -> Self {
@@ -466,7 +474,7 @@ impl Server {
                     srv.log()
                 ));
             }
-            if srv.answers_ping() {
+            if srv.answers_ping(opts.watch_load) {
                 return Ok(srv);
             }
             if Instant::now() > deadline {
@@ -519,8 +527,9 @@ impl Server {
         }
     }
 
-    /// Any reply line (even NOAUTH) means the server is accepting commands.
-    fn answers_ping(&self) -> bool {
+    /// Any reply line (even NOAUTH) means the server is accepting commands,
+    /// `-LOADING` only if the test watches the load.
+    fn answers_ping(&self, watch_load: bool) -> bool {
         let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
         };
@@ -530,11 +539,11 @@ impl Server {
         }
         let mut b = [0u8; 64];
         match s.read(&mut b) {
-            // A peer still loading its files is not started yet: the tests
-            // that use one compare its data. (ringkv's -LOADING counts as
-            // an answer: its own tests watch the load.)
-            Ok(n) if n > 0 && self.backend.is_peer() => !b[..n].starts_with(b"-LOADING"),
-            Ok(n) => n > 0 && (b[0] == b'+' || b[0] == b'-'),
+            Ok(n) => {
+                n > 0
+                    && (b[0] == b'+' || b[0] == b'-')
+                    && (watch_load || !b[..n].starts_with(b"-LOADING"))
+            }
             Err(_) => false,
         }
     }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use ringkv_e2e::dataset::{fill, plain_view, random_write, view};
 use ringkv_e2e::replication::{follow, wait_caught_up};
 use ringkv_e2e::server::{SmallDisk, TempDir};
-use ringkv_e2e::v::{int, ok, text};
+use ringkv_e2e::v::{err, int, ok, text};
 use ringkv_e2e::{Backend, Opts, Rng, e2e, info_field, q, query, within};
 
 fn aof_opts(dir: &Path) -> Opts {
@@ -50,6 +50,100 @@ fn wait_written(c: &mut redis::Connection) {
 fn crash(srv: &mut ringkv_e2e::Server) {
     wait_written(&mut srv.client());
     srv.kill_9().expect("killed");
+}
+
+/// The AOF directory's files and their sizes.
+fn aof_files(dir: &Path) -> Vec<(String, u64)> {
+    let mut files: Vec<(String, u64)> = fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// What clients see while a server loads its AOF, and what the load
+/// leaves behind.
+fn aof_loads_while_clients_wait(b: Backend) {
+    let tmp = TempDir::new("aof-loading");
+    let dir = tmp.path();
+    {
+        let mut srv = b.start(aof_opts(dir));
+        let c = &mut srv.client();
+        // Valkey serves clients every 1,024 commands of its load.
+        for i in 0..10_000 {
+            query(c, &["SET", &format!("k:{i}"), "v"]).unwrap();
+        }
+        wait_written(c);
+        let _ = q(c, "SHUTDOWN");
+        assert!(srv.wait_exit(Duration::from_secs(10)).is_some());
+    }
+    let files = aof_files(dir);
+    let loading = err("LOADING Valkey is loading the dataset in memory");
+    // 300 µs a command: three seconds of loading.
+    let slow = aof_opts(dir).watch_load().arg("key-load-delay", "300");
+    {
+        // A shutdown during the load leaves the files as they were.
+        let mut srv = b.start(slow.clone());
+        let c = &mut srv.client();
+        assert_eq!(q(c, "GET k:1"), loading);
+        let _ = q(c, "SHUTDOWN");
+        assert!(srv.wait_exit(Duration::from_secs(10)).is_some());
+        assert_eq!(aof_files(dir), files, "log:\n{}", srv.log());
+    }
+    let mut srv = b.start(slow);
+    {
+        let c = &mut srv.client();
+        assert_eq!(q(c, "GET k:1"), loading);
+        let info = text(&q(c, "INFO persistence"));
+        assert_eq!(info_field(&info, "loading"), "1", "{info}");
+        let perc: f64 = info_field(&info, "loading_loaded_perc").parse().unwrap();
+        assert!(perc < 100.0, "{info}");
+        // Valkey opens its AOF once loaded, and says so only then.
+        assert_eq!(info_field(&info, "aof_enabled"), "0", "{info}");
+        // The AOF's own client is nobody's to see.
+        let clients = text(&q(c, "INFO clients"));
+        assert_eq!(info_field(&clients, "connected_clients"), "1", "{clients}");
+        within(30, "the load to finish", || {
+            info_field(&text(&q(c, "INFO persistence")), "loading") == "0"
+        });
+        assert_eq!(q(c, "DBSIZE"), int(10_000));
+        assert_eq!(
+            info_field(&text(&q(c, "INFO persistence")), "aof_enabled"),
+            "1"
+        );
+        assert_eq!(text(&q(c, "GET k:9999")), "v");
+        // The AOF is open for appending once loaded.
+        assert_eq!(q(c, "SET after load"), ok());
+    }
+    assert!(
+        srv.log().contains("DB loaded from append only file"),
+        "{}",
+        srv.log()
+    );
+    crash(&mut srv);
+    let srv = b.start(aof_opts(dir));
+    let c = &mut srv.client();
+    assert_eq!(text(&q(c, "GET after")), "load");
+    assert_eq!(q(c, "DBSIZE"), int(10_001));
+}
+
+e2e!(
+    fn an_aof_loads_while_clients_get_loading(b) {
+        aof_loads_while_clients_wait(b);
+    }
+);
+
+/// The oracle: Valkey 8.1 serves clients the same way during its AOF load.
+#[test]
+fn valkey_serves_loading_during_its_aof_load() {
+    aof_loads_while_clients_wait(Backend::Valkey);
 }
 
 e2e!(

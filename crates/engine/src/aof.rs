@@ -11,7 +11,7 @@
 //!                  `offset`; base = a point-in-time snapshot (crate::snapshot)
 //!               ─► snapshot done ─► AppendLog::end_rewrite: manifest swapped
 //!  start-up ─► Storage::load_aof ─► AofSource: base (RDB) + commands,
-//!              replayed by a client of our own
+//!              replayed by a client of our own (crate::aof_replay)
 //! ```
 
 use crate::persist::{LoadSource, SnapshotSink};
@@ -158,6 +158,9 @@ pub trait AofSource: Send {
     /// The next chunk, `Ok(None)` at the end. Errors name the file and
     /// offset.
     fn next(&mut self) -> Result<Option<AofChunk>, String>;
+    /// (bytes read, bytes of every file listed) for INFO's loading
+    /// progress; an RDB part handed out counts its own.
+    fn progress(&self) -> (u64, u64);
 }
 
 /// The AOF's state and INFO persistence's `aof_*` figures.
@@ -265,95 +268,38 @@ fn open(srv: &mut Server, mode: OpenMode) -> Result<(), String> {
 /// Start-up with `appendonly yes`: load the AOF if its manifest exists
 /// (the RDB file is then ignored, as in Valkey), otherwise create a base
 /// from the (empty) dataset and the first incr file. Returns whether an
-/// AOF was loaded.
+/// AOF load began (it goes on in the background: `crate::aof_replay`).
 pub fn start(srv: &mut Server, now_ms: i64) -> Result<bool, String> {
     let opts = options(srv);
     let lopts = crate::persist::load_options(srv, now_ms);
     let Some(storage) = srv.persist.storage.as_mut() else {
         return Ok(false);
     };
-    let loaded = match storage.load_aof(&opts, lopts)? {
-        Some(source) => {
-            replay(srv, source)?;
-            open(srv, OpenMode::Existing)?;
-            true
-        }
-        None => {
-            open(srv, OpenMode::Fresh)?;
-            log::notice(&format!(
-                "Creating AOF base file {}.1.base.rdb on server start",
-                opts.filename
-            ));
-            rewrite_now(srv, now_ms)?;
-            false
-        }
-    };
-    let st = srv.aof.status();
-    srv.aof.size_at_rewrite = st.current_size;
-    Ok(loaded)
+    if let Some(source) = storage.load_aof(&opts, lopts)? {
+        // Loaded in the background, as an RDB file is; the AOF opens for
+        // appending once it is whole (`open_loaded`).
+        crate::aof_replay::begin(srv, source, true, now_ms);
+        return Ok(true);
+    }
+    open(srv, OpenMode::Fresh)?;
+    log::notice(&format!(
+        "Creating AOF base file {}.1.base.rdb on server start",
+        opts.filename
+    ));
+    rewrite_now(srv, now_ms)?;
+    srv.aof.size_at_rewrite = srv.aof.status().current_size;
+    Ok(false)
+}
+
+/// The start-up AOF is loaded: go on appending to it.
+pub(crate) fn open_loaded(srv: &mut Server) -> Result<(), String> {
+    open(srv, OpenMode::Existing)?;
+    srv.aof.size_at_rewrite = srv.aof.status().current_size;
+    Ok(())
 }
 
 /// The client that replays an AOF's commands.
 pub const LOADING_CLIENT: crate::ClientId = crate::ClientId(u64::MAX);
-
-/// Load every chunk of `source`: the RDB base through the loader, the
-/// commands through a client of our own (replies dropped, as Valkey's
-/// fake client does).
-fn replay(srv: &mut Server, mut source: Box<dyn AofSource>) -> Result<(), String> {
-    let started = Instant::now();
-    let mut commands = 0u64;
-    let id = LOADING_CLIENT;
-    let mut sess = crate::Session::new(id);
-    sess.authenticated = true;
-    sess.user = crate::acl::SUPERUSER;
-    srv.clients.map.insert(id.0, Some(Box::new(sess)));
-    srv.aof.replaying = true;
-    // Restored after: a replica or a paused server keeps its own rule.
-    let expiry_paused: Vec<bool> = srv.keyspace.dbs.iter().map(|d| d.expiry_paused).collect();
-    for db in &mut srv.keyspace.dbs {
-        db.expiry_paused = true;
-    }
-    let result = (|| {
-        while let Some(chunk) = source.next()? {
-            match chunk {
-                AofChunk::Rdb(src) => crate::loading::load_all(srv, src)?,
-                AofChunk::Commands { data, args, argc } => {
-                    let view = crate::CommandsView {
-                        data: &data,
-                        args: &args,
-                        argc: &argc,
-                        hints: &[],
-                    };
-                    for argv in view.iter() {
-                        if crate::table::table().lookup(argv.get(0)).is_none() {
-                            return Err(format!(
-                                "Unknown command '{}' reading the append only file",
-                                String::from_utf8_lossy(argv.get(0))
-                            ));
-                        }
-                    }
-                    commands += argc.len() as u64;
-                    let mut out = resp::ReplyBuf::default();
-                    let mut job = crate::Job::new(id, view, &mut out);
-                    crate::execute_replayed(srv, &mut job);
-                }
-            }
-        }
-        Ok(())
-    })();
-    srv.aof.replaying = false;
-    for (db, paused) in srv.keyspace.dbs.iter_mut().zip(expiry_paused) {
-        db.expiry_paused = paused;
-    }
-    srv.clients.map.remove(&id.0);
-    result?;
-    srv.aof.loaded_commands = commands;
-    log::notice(&format!(
-        "DB loaded from append only file: {:.3} seconds",
-        started.elapsed().as_secs_f64()
-    ));
-    Ok(())
-}
 
 /// Make the stream's published bytes durable as `appendfsync` asks:
 /// called by the IO layer after each batch, before its replies are sent.
@@ -699,9 +645,13 @@ pub fn reload(srv: &mut Server, now_ms: i64) -> Result<(), String> {
     };
     crate::persist::empty_data(srv);
     srv.effects.set_muted(true);
-    let replayed = replay(srv, source);
+    crate::aof_replay::begin(srv, source, false, now_ms);
+    let replayed = crate::loading::step(srv, None);
     srv.effects.set_muted(false);
-    replayed.map_err(failed)?;
+    if let Err(e) = replayed {
+        crate::loading::abandon(srv);
+        return Err(failed(e));
+    }
     srv.persist.dirty = 0;
     log::notice("Append Only File loaded by DEBUG LOADAOF");
     Ok(())

@@ -1422,7 +1422,8 @@ impl Config {
     /// way to end (Valkey answers `-LOADING` before any other error).
     pub fn denied_while_loading(pairs: &[(&[u8], &[u8])]) -> bool {
         pairs.iter().any(|(name, _)| {
-            find_def(&String::from_utf8_lossy(name)).is_some_and(|i| DEFS[i].flags & DENY_LOADING != 0)
+            find_def(&String::from_utf8_lossy(name))
+                .is_some_and(|i| DEFS[i].flags & DENY_LOADING != 0)
         })
     }
 

@@ -399,7 +399,11 @@ fn persistence(srv: &Server, out: &mut String) {
     let p = &srv.persist;
     out.push_str("# Persistence\r\n");
     field!(out, "loading:{}", p.loading_in_place() as u8);
-    field!(out, "async_loading:{}", (p.is_loading() && !p.loading_in_place()) as u8);
+    field!(
+        out,
+        "async_loading:{}",
+        (p.is_loading() && !p.loading_in_place()) as u8
+    );
     // No fork, so no copy-on-write: a save's extra memory is the copies
     // of keys changed while it runs, counted in used_memory.
     field!(out, "current_cow_peak:0");

@@ -49,6 +49,7 @@
 pub mod acl;
 pub mod affinity;
 pub mod aof;
+pub mod aof_replay;
 pub mod batch;
 pub mod blocking;
 pub mod busy;
@@ -1636,7 +1637,10 @@ fn resolve(
             });
         }
     }
-    if srv.persist.is_loading() && loading::refuses(srv, e.spec.flags) {
+    if srv.persist.is_loading()
+        && sess.id != aof::LOADING_CLIENT
+        && loading::refuses(srv, e.spec.flags)
+    {
         return Err(Rejected {
             msg: compat::LOADING.get().into(),
             cmd: Some(i),

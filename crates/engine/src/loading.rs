@@ -35,6 +35,8 @@ pub struct Loading {
     /// A key already held is replaced by the file's (DEBUG RELOAD MERGE)
     /// rather than failing the load.
     pub merge: bool,
+    /// An AOF's commands being replayed (the load is an AOF's).
+    pub replay: Option<Box<crate::aof_replay::Replay>>,
 }
 
 /// The databases and libraries a staged load fills.
@@ -116,7 +118,7 @@ pub fn start_stream(
     Ok(())
 }
 
-fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
+pub(crate) fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
     srv.persist.loading = Some(Loading {
         source,
         started: Instant::now(),
@@ -126,6 +128,7 @@ fn begin(srv: &mut Server, source: Box<dyn LoadSource>, now_ms: i64) {
         at_startup: false,
         staging: None,
         merge: false,
+        replay: None,
     });
 }
 
@@ -134,6 +137,10 @@ pub fn abandon(srv: &mut Server) {
     let Some(ld) = srv.persist.loading.take() else {
         return;
     };
+    if let Some(replay) = ld.replay {
+        // Nothing to open: the load is not whole.
+        let _ = crate::aof_replay::finish(srv, *replay, false);
+    }
     for db in ld.staging.into_iter().flat_map(|s| s.dbs) {
         srv.lazyfree.free_db(db);
     }
@@ -161,10 +168,17 @@ pub enum Progress {
 /// Insert decoded keys until `deadline` (`None`: to the end). An error
 /// names what was wrong with the file.
 pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, String> {
-    let Some(ld) = srv.persist.loading.as_mut() else {
-        return Ok(Progress::Done);
-    };
+    let past = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
     loop {
+        if crate::aof_replay::has_pending(srv) {
+            if !crate::aof_replay::run(srv, deadline)? || past(deadline) {
+                return Ok(Progress::Busy);
+            }
+            continue;
+        }
+        let Some(ld) = srv.persist.loading.as_mut() else {
+            return Ok(Progress::Done);
+        };
         match ld.source.next(deadline.is_none()) {
             LoadStep::Keys(keys) => {
                 ld.waiting = false;
@@ -202,12 +216,22 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                     return Err(format!("Failed loading library: {e}"));
                 }
             }
+            LoadStep::Commands(cmds) => {
+                ld.waiting = false;
+                crate::aof_replay::queue(ld, cmds)?;
+            }
             LoadStep::Pending => {
                 ld.waiting = true;
                 return Ok(Progress::Waiting);
             }
             LoadStep::Done { expired, repl } => {
                 let mut ld = srv.persist.loading.take().expect("loading");
+                srv.persist.last_load_loaded = ld.loaded;
+                srv.persist.last_load_expired = expired;
+                if let Some(replay) = ld.replay.take() {
+                    crate::aof_replay::finish(srv, *replay, true)?;
+                    return Ok(Progress::Done);
+                }
                 if let Some(staged) = ld.staging.take() {
                     for (live, new) in srv.keyspace.dbs.iter_mut().zip(staged.dbs) {
                         let old = live.replace_keys(new);
@@ -233,13 +257,11 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                     "DB loaded from disk: {:.3} seconds",
                     ld.started.elapsed().as_secs_f64()
                 ));
-                srv.persist.last_load_loaded = ld.loaded;
-                srv.persist.last_load_expired = expired;
                 return Ok(Progress::Done);
             }
             LoadStep::Failed(e) => return Err(e),
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if past(deadline) {
             return Ok(Progress::Busy);
         }
     }
@@ -250,7 +272,12 @@ pub fn background_step(srv: &mut Server) -> Result<Progress, String> {
     step(srv, Some(Instant::now() + STEP_BUDGET))
 }
 
-/// (bytes read, file size) of the load in progress.
+/// (bytes loaded, file size) of the load in progress; an AOF's commands
+/// count once they have run.
 pub fn progress(srv: &Server) -> Option<(u64, u64)> {
-    srv.persist.loading.as_ref().map(|l| l.source.progress())
+    srv.persist.loading.as_ref().map(|l| {
+        let (read, size) = l.source.progress();
+        let unrun = l.replay.as_ref().map_or(0, |r| r.unrun_bytes());
+        (read.saturating_sub(unrun), size)
+    })
 }

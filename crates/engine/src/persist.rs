@@ -191,6 +191,8 @@ pub enum LoadStep {
     Keys(Vec<LoadedKey>),
     /// A FUNCTION library's source (RDB's FUNCTION2).
     Function(Vec<u8>),
+    /// Commands to replay (an AOF's), run before the load reads on.
+    Commands(crate::aof_replay::Commands),
     /// Nothing decoded yet; ask again.
     Pending,
     /// The whole file was read and its checksum verified; keys that had

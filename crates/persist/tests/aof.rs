@@ -88,7 +88,7 @@ fn load_all(root: &Path, o: &AofOptions) -> Result<Option<Vec<String>>, String> 
                         LoadStep::Keys(k) => keys.extend(k.into_iter().map(|k| {
                             format!("rdb:{}:{}", k.db, String::from_utf8_lossy(k.entry.key()))
                         })),
-                        LoadStep::Function(_) | LoadStep::Pending => {}
+                        LoadStep::Function(_) | LoadStep::Pending | LoadStep::Commands(_) => {}
                         LoadStep::Done { .. } => break,
                         LoadStep::Failed(e) => return Err(e),
                     }

@@ -56,6 +56,10 @@ pub(crate) struct FileAofSource {
     next: usize,
     reading: Option<Reading>,
     rdb: Option<RdbPart>,
+    /// Bytes of the files read to their end, and of the current command
+    /// file's reads (for INFO's loading progress).
+    files_done: u64,
+    read_in_file: u64,
     started: Instant,
     load: LoadOptions,
     load_truncated: bool,
@@ -98,13 +102,17 @@ impl FileAofSource {
             next: 0,
             reading: None,
             rdb: None,
+            files_done: 0,
+            read_in_file: 0,
             started: Instant::now(),
             load,
             load_truncated: opts.load_truncated,
         }))
     }
 
-    fn loaded(&self, idx: usize) {
+    fn loaded(&mut self, idx: usize) {
+        self.files_done += self.files[idx].size;
+        self.read_in_file = 0;
         let f = &self.files[idx];
         log::notice(&format!(
             "DB loaded from {} file {}: {:.3} seconds",
@@ -131,6 +139,7 @@ impl FileAofSource {
             file.seek(SeekFrom::Start(at))
                 .map_err(|e| self.read_error(idx, &e))?;
         }
+        self.read_in_file = at;
         self.reading = Some(Reading {
             idx,
             file,
@@ -168,6 +177,7 @@ impl FileAofSource {
                         )
                     })?;
                 rd.eof = (got as u64) < ask;
+                self.read_in_file += got as u64;
             }
             let (mut args, mut argc) = (Vec::new(), Vec::new());
             let s = rd
@@ -255,6 +265,11 @@ impl FileAofSource {
 }
 
 impl AofSource for FileAofSource {
+    fn progress(&self) -> (u64, u64) {
+        let total = self.files.iter().map(|f| f.size).sum();
+        ((self.files_done + self.read_in_file).min(total), total)
+    }
+
     fn next(&mut self) -> Result<Option<AofChunk>, String> {
         loop {
             if let Some(part) = self.rdb.take() {
