@@ -95,20 +95,24 @@ e2e!(
     }
 );
 
+/// A dump.rdb of 3,000 keys `k:<i>` set to `value`, written by a server
+/// started with `opts`, which is gone again: a start-up load to watch.
+fn saved_dump(b: Backend, opts: &Opts, value: &str) {
+    let mut srv = b.start(opts.clone());
+    let c = &mut srv.client();
+    for i in 0..3000 {
+        query(c, &["SET", &format!("k:{i}"), value]).unwrap();
+    }
+    assert_eq!(q(c, "SAVE"), ok());
+    let _ = q(c, "SHUTDOWN NOSAVE");
+    srv.wait_exit(Duration::from_secs(10));
+}
+
 e2e!(
     ringkv_only fn clients_get_loading_while_the_dump_loads(b) {
         let tmp = TempDir::new("rdb-loading");
         let opts = Opts::new().dir(tmp.path());
-        {
-            let mut srv = b.start(opts.clone());
-            let c = &mut srv.client();
-            for i in 0..3000 {
-                query(c, &["SET", &format!("k:{i}"), "v"]).unwrap();
-            }
-            assert_eq!(q(c, "SAVE"), ok());
-            let _ = q(c, "SHUTDOWN NOSAVE");
-            srv.wait_exit(Duration::from_secs(10));
-        }
+        saved_dump(b, &opts, "v");
         // 1 ms a key: three seconds of loading.
         let srv = b.start(
             opts.watch_load().arg("key-load-delay", "1000")
@@ -139,16 +143,7 @@ e2e!(
         // load with a save point set, left its dump.rdb as it was.
         let tmp = TempDir::new("rdb-shutdown-loading");
         let opts = Opts::new().dir(tmp.path()).arg("save", "3600 1");
-        {
-            let mut srv = b.start(opts.clone());
-            let c = &mut srv.client();
-            for i in 0..3000 {
-                query(c, &["SET", &format!("k:{i}"), "v"]).unwrap();
-            }
-            assert_eq!(q(c, "SAVE"), ok());
-            let _ = q(c, "SHUTDOWN NOSAVE");
-            srv.wait_exit(Duration::from_secs(10));
-        }
+        saved_dump(b, &opts, "v");
         let path = tmp.path().join("dump.rdb");
         let whole = fs::read(&path).unwrap();
         for how in ["SHUTDOWN", "SHUTDOWN SAVE", "SIGTERM"] {
@@ -179,16 +174,7 @@ e2e!(
         // Valkey 8.1: -LOADING, and no appendonlydir).
         let tmp = TempDir::new("rdb-config-loading");
         let opts = Opts::new().dir(tmp.path());
-        {
-            let mut srv = b.start(opts.clone());
-            let c = &mut srv.client();
-            for i in 0..3000 {
-                query(c, &["SET", &format!("k:{i}"), "v"]).unwrap();
-            }
-            assert_eq!(q(c, "SAVE"), ok());
-            let _ = q(c, "SHUTDOWN NOSAVE");
-            srv.wait_exit(Duration::from_secs(10));
-        }
+        saved_dump(b, &opts, "v");
         let srv = b.start(opts.watch_load().arg("key-load-delay", "1000"));
         let c = &mut srv.client();
         let loading = err("LOADING Valkey is loading the dataset in memory");
@@ -220,17 +206,7 @@ e2e!(
         // limit; the first command after the load evicts.
         let tmp = TempDir::new("rdb-evict-loading");
         let opts = Opts::new().dir(tmp.path());
-        {
-            let mut srv = b.start(opts.clone());
-            let c = &mut srv.client();
-            let value = "v".repeat(1000);
-            for i in 0..3000 {
-                query(c, &["SET", &format!("k:{i}"), &value]).unwrap();
-            }
-            assert_eq!(q(c, "SAVE"), ok());
-            let _ = q(c, "SHUTDOWN NOSAVE");
-            srv.wait_exit(Duration::from_secs(10));
-        }
+        saved_dump(b, &opts, &"v".repeat(1000));
         // 1 ms a key: three seconds of loading, the limit passed midway.
         let srv = b.start(
             opts.watch_load().arg("key-load-delay", "1000")
