@@ -842,9 +842,11 @@ impl Engine {
         self.srv.migrator = Some(migrator);
     }
 
-    /// Start loading `dbfilename` if it exists; commands get `-LOADING`
-    /// until [`Engine::background_step`] has inserted every key. An error
-    /// (not an RDB file, a newer version) means the server must not start.
+    /// Start loading the AOF (`appendonly yes`) or else `dbfilename`, if
+    /// there is one; commands get `-LOADING` until
+    /// [`Engine::background_step`] has loaded all of it. An error (not an
+    /// RDB file, a newer version, an AOF file missing) means the server
+    /// must not start.
     pub fn load_at_startup(&mut self) -> Result<(), String> {
         let now = self.srv.now_ms();
         if self.srv.config.appendonly {
