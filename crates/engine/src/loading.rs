@@ -146,15 +146,6 @@ pub fn abandon(srv: &mut Server) {
     }
 }
 
-/// Load all of `source` before returning (an AOF's RDB base).
-pub fn load_all(srv: &mut Server, source: Box<dyn LoadSource>) -> Result<(), String> {
-    let now = srv.now_ms();
-    begin(srv, source, now);
-    let r = step(srv, None).map(|_| ());
-    srv.persist.loading = None;
-    r
-}
-
 /// What a step left to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Progress {
