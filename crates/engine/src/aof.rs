@@ -145,12 +145,15 @@ pub enum OpenMode {
 pub enum AofChunk {
     /// The base's RDB preamble.
     Rdb(Box<dyn LoadSource>),
-    /// Commands: argument spans over `data`, grouped by `argc`.
-    Commands {
-        data: Vec<u8>,
-        args: Vec<resp::Span>,
-        argc: Vec<u32>,
-    },
+    Commands(Commands),
+}
+
+/// Commands read from an AOF, as its parser left them: argument spans
+/// over `data`, grouped by `argc`.
+pub struct Commands {
+    pub data: Vec<u8>,
+    pub args: Vec<resp::Span>,
+    pub argc: Vec<u32>,
 }
 
 /// The reader of an AOF directory (manifest, base, incr files).

@@ -20,8 +20,8 @@
 //! allows during a load) and CLIENT LIST see the server as they would any
 //! loading one. Active expiry stays paused for the whole load.
 
-use crate::aof::{AofChunk, AofSource, LOADING_CLIENT};
-use crate::batch::CommandsView;
+use crate::aof::{AofChunk, AofSource, Commands, LOADING_CLIENT};
+use crate::batch::{CommandHint, CommandsView, NameCache};
 use crate::loading::Loading;
 use crate::log;
 use crate::persist::{LoadSource, LoadStep};
@@ -39,14 +39,6 @@ fn delay_per_command(srv: &Server) -> Option<Duration> {
         .ok()
         .filter(|&us| us > 0)
         .map(Duration::from_micros)
-}
-
-/// Commands read from an AOF, as its parser left them: argument spans over
-/// `data`, grouped by `argc`.
-pub struct Commands {
-    data: Vec<u8>,
-    args: Vec<resp::Span>,
-    argc: Vec<u32>,
 }
 
 /// An AOF read as one load: its RDB base's keys, then its commands.
@@ -87,9 +79,7 @@ impl LoadSource for AofLoad {
                     self.rdb = Some(src);
                     self.rdb_keys = 0;
                 }
-                Ok(Some(AofChunk::Commands { data, args, argc })) => {
-                    return LoadStep::Commands(Commands { data, args, argc });
-                }
+                Ok(Some(AofChunk::Commands(cmds))) => return LoadStep::Commands(cmds),
                 Ok(None) => {
                     return LoadStep::Done {
                         expired: self.expired,
@@ -114,10 +104,13 @@ pub struct Replay {
     session: Option<Box<Session>>,
     /// The commands read and not yet run.
     pending: Option<Pending>,
+    /// Each command's table entry and key hash, looked up once (the
+    /// unknown-command check and the execution share them).
+    names: NameCache,
+    hints: Vec<CommandHint>,
     commands: u64,
     /// Each database's `expiry_paused` before the load, put back after.
     expiry_paused: Vec<bool>,
-    started: Instant,
     /// The start-up load: the AOF opens for appending once it is whole.
     at_startup: bool,
 }
@@ -165,9 +158,10 @@ pub fn begin(srv: &mut Server, source: Box<dyn AofSource>, at_startup: bool, now
         ld.replay = Some(Box::new(Replay {
             session: Some(Box::new(session)),
             pending: None,
+            names: NameCache::default(),
+            hints: Vec::new(),
             commands: 0,
             expiry_paused,
-            started: Instant::now(),
             at_startup,
         }));
     }
@@ -205,6 +199,8 @@ pub fn run(srv: &mut Server, deadline: Option<Instant>) -> Result<bool, String> 
     let (Some(mut p), Some(session)) = (replay.pending.take(), replay.session.take()) else {
         return Ok(true);
     };
+    let mut names = std::mem::take(&mut replay.names);
+    let mut hints = std::mem::take(&mut replay.hints);
     srv.clients.map.insert(LOADING_CLIENT.0, Some(session));
     srv.aof.replaying = true;
     let mut ran = 0u64;
@@ -214,22 +210,28 @@ pub fn run(srv: &mut Server, deadline: Option<Instant>) -> Result<bool, String> 
         let n = slice.min(p.cmds.argc.len() - p.next);
         let argc = &p.cmds.argc[p.next..p.next + n];
         let nargs: usize = argc.iter().map(|&c| c as usize).sum();
-        let view = CommandsView {
+        let mut view = CommandsView {
             data: &p.cmds.data,
             args: &p.cmds.args[p.arg..p.arg + nargs],
             argc,
             hints: &[],
         };
-        if let Some(name) = view
+        hints.clear();
+        hints.extend(
+            view.iter()
+                .map(|argv| CommandHint::of_cached(argv, &mut names)),
+        );
+        if let Some((argv, _)) = view
             .iter()
-            .map(|argv| argv.get(0))
-            .find(|name| crate::table::table().lookup(name).is_none())
+            .zip(&hints)
+            .find(|(_, h)| h.idx == CommandHint::UNKNOWN)
         {
             break Err(format!(
                 "Unknown command '{}' reading the append only file",
-                String::from_utf8_lossy(name)
+                String::from_utf8_lossy(argv.get(0))
             ));
         }
+        view.hints = &hints;
         if let Some(d) = delay {
             std::thread::sleep(d);
         }
@@ -250,6 +252,8 @@ pub fn run(srv: &mut Server, deadline: Option<Instant>) -> Result<bool, String> 
     let session = srv.clients.map.remove(&LOADING_CLIENT.0).flatten();
     if let Some(replay) = srv.persist.loading.as_mut().and_then(|l| l.replay.as_mut()) {
         replay.session = session;
+        replay.names = names;
+        replay.hints = hints;
         replay.commands += ran;
         if result == Ok(false) {
             replay.pending = Some(p);
@@ -258,21 +262,24 @@ pub fn run(srv: &mut Server, deadline: Option<Instant>) -> Result<bool, String> 
     result
 }
 
-/// The load is over, whole or not: put back what it changed. A whole
-/// start-up load opens the AOF for appending.
-pub fn finish(srv: &mut Server, replay: Replay, whole: bool) -> Result<(), String> {
+/// The load ended before it was whole: put back what it changed.
+pub fn abandon(srv: &mut Server, replay: Replay) {
     for (db, paused) in srv.keyspace.dbs.iter_mut().zip(replay.expiry_paused) {
         db.expiry_paused = paused;
     }
-    if !whole {
-        return Ok(());
-    }
-    srv.aof.loaded_commands = replay.commands;
+}
+
+/// The load that began at `started` is whole: put back what it changed;
+/// a start-up load opens the AOF for appending.
+pub fn finish(srv: &mut Server, replay: Replay, started: Instant) -> Result<(), String> {
+    let (commands, at_startup) = (replay.commands, replay.at_startup);
+    abandon(srv, replay);
+    srv.aof.loaded_commands = commands;
     log::notice(&format!(
         "DB loaded from append only file: {:.3} seconds",
-        replay.started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64()
     ));
-    if replay.at_startup {
+    if at_startup {
         crate::aof::open_loaded(srv)?;
     }
     Ok(())

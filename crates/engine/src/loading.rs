@@ -138,8 +138,7 @@ pub fn abandon(srv: &mut Server) {
         return;
     };
     if let Some(replay) = ld.replay {
-        // Nothing to open: the load is not whole.
-        let _ = crate::aof_replay::finish(srv, *replay, false);
+        crate::aof_replay::abandon(srv, *replay);
     }
     for db in ld.staging.into_iter().flat_map(|s| s.dbs) {
         srv.lazyfree.free_db(db);
@@ -220,7 +219,7 @@ pub fn step(srv: &mut Server, deadline: Option<Instant>) -> Result<Progress, Str
                 srv.persist.last_load_loaded = ld.loaded;
                 srv.persist.last_load_expired = expired;
                 if let Some(replay) = ld.replay.take() {
-                    crate::aof_replay::finish(srv, *replay, true)?;
+                    crate::aof_replay::finish(srv, *replay, ld.started)?;
                     return Ok(Progress::Done);
                 }
                 if let Some(staged) = ld.staging.take() {

@@ -192,7 +192,7 @@ pub enum LoadStep {
     /// A FUNCTION library's source (RDB's FUNCTION2).
     Function(Vec<u8>),
     /// Commands to replay (an AOF's), run before the load reads on.
-    Commands(crate::aof_replay::Commands),
+    Commands(crate::aof::Commands),
     /// Nothing decoded yet; ask again.
     Pending,
     /// The whole file was read and its checksum verified; keys that had

@@ -2,7 +2,7 @@
 //! what Valkey 8.1 wrote (fixtures/make.sh), repairing or refusing bad
 //! files, and the writer's files across rewrites, fsync and a full disk.
 
-use engine::aof::{AofChunk, AofOptions, AppendLog, FsyncPolicy, OpenMode};
+use engine::aof::{AofChunk, AofOptions, AppendLog, Commands, FsyncPolicy, OpenMode};
 use engine::persist::{LoadOptions, LoadStep};
 use ringkv_persist::aof;
 use std::fs;
@@ -96,7 +96,7 @@ fn load_all(root: &Path, o: &AofOptions) -> Result<Option<Vec<String>>, String> 
                 keys.sort();
                 out.extend(keys);
             }
-            AofChunk::Commands { data, args, argc } => {
+            AofChunk::Commands(Commands { data, args, argc }) => {
                 let mut spans = args.iter();
                 for n in argc {
                     let words: Vec<String> = spans

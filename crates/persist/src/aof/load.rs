@@ -13,7 +13,7 @@ use super::AofDir;
 use super::commands::{End, Scanner};
 use super::manifest;
 use crate::reader::FileSource;
-use engine::aof::{AofChunk, AofOptions, AofSource};
+use engine::aof::{AofChunk, AofOptions, AofSource, Commands};
 use engine::log;
 use engine::persist::LoadOptions;
 use std::fs::{File, OpenOptions};
@@ -195,7 +195,7 @@ impl FileAofSource {
                 let mut data = std::mem::replace(&mut rd.buf, rest);
                 data.truncate(s.consumed);
                 rd.want = CHUNK;
-                return Ok(Some(AofChunk::Commands { data, args, argc }));
+                return Ok(Some(AofChunk::Commands(Commands { data, args, argc })));
             }
             rd.buf.drain(..s.consumed);
             if rd.eof {
