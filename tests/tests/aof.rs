@@ -353,6 +353,32 @@ e2e!(
     }
 );
 
+e2e!(
+    fn an_unknown_command_in_the_aof_stops_the_start(b) {
+        // Found while the server already listens (the load runs in the
+        // background): the process still exits, naming the command, and
+        // the files stay as they were.
+        let tmp = TempDir::new("aof-unknown");
+        let opts = aof_opts(tmp.path());
+        {
+            let mut srv = b.start(opts.clone());
+            q(&mut srv.client(), "SET a 1").unwrap();
+            crash(&mut srv);
+        }
+        let incr = last_incr(tmp.path());
+        let mut bytes = fs::read(&incr).unwrap();
+        bytes.extend_from_slice(b"*2\r\n$7\r\nNOTACMD\r\n$1\r\nx\r\n");
+        fs::write(&incr, &bytes).unwrap();
+        let (st, log) = b.start_expect_exit(opts);
+        assert!(!st.success(), "{log}");
+        assert!(
+            log.contains("Unknown command 'NOTACMD' reading the append only file"),
+            "{log}"
+        );
+        assert_eq!(fs::read(&incr).unwrap(), bytes);
+    }
+);
+
 /// Each writer `t` sends `SET w:<t>:<n>` for n = from[t], from[t]+1, ...
 /// on its connection until the server dies; returns, per writer, the
 /// first n not acknowledged. The connections are made before the caller
