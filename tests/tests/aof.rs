@@ -327,19 +327,26 @@ e2e!(
     }
 );
 
+/// An AOF in `dir` holding `SET a 1` (written by a server killed with
+/// kill -9) whose last incr file then gets `tail`: (that file, its bytes).
+fn aof_ending_with(b: Backend, dir: &Path, tail: &[u8]) -> (std::path::PathBuf, Vec<u8>) {
+    {
+        let mut srv = b.start(aof_opts(dir));
+        q(&mut srv.client(), "SET a 1").unwrap();
+        crash(&mut srv);
+    }
+    let incr = last_incr(dir);
+    let mut bytes = fs::read(&incr).unwrap();
+    bytes.extend_from_slice(tail);
+    fs::write(&incr, &bytes).unwrap();
+    (incr, bytes)
+}
+
 e2e!(
     fn a_corrupt_aof_stops_the_start_with_file_and_offset(b) {
         let tmp = TempDir::new("aof-corrupt");
         let opts = aof_opts(tmp.path());
-        {
-            let mut srv = b.start(opts.clone());
-            q(&mut srv.client(), "SET a 1").unwrap();
-            crash(&mut srv);
-        }
-        let incr = last_incr(tmp.path());
-        let mut bytes = fs::read(&incr).unwrap();
-        bytes.extend_from_slice(b"*2\r\n$3\r\nGET\r\nxx\r\n*1\r\n$4\r\nPING\r\n");
-        fs::write(&incr, &bytes).unwrap();
+        let (incr, _) = aof_ending_with(b, tmp.path(), b"*2\r\n$3\r\nGET\r\nxx\r\n*1\r\n$4\r\nPING\r\n");
         let (st, log) = b.start_expect_exit(opts.clone());
         assert!(!st.success(), "{log}");
         assert!(log.contains("appendonly.aof.1.incr.aof"), "{log}");
@@ -359,17 +366,8 @@ e2e!(
         // background): the process still exits, naming the command, and
         // the files stay as they were.
         let tmp = TempDir::new("aof-unknown");
-        let opts = aof_opts(tmp.path());
-        {
-            let mut srv = b.start(opts.clone());
-            q(&mut srv.client(), "SET a 1").unwrap();
-            crash(&mut srv);
-        }
-        let incr = last_incr(tmp.path());
-        let mut bytes = fs::read(&incr).unwrap();
-        bytes.extend_from_slice(b"*2\r\n$7\r\nNOTACMD\r\n$1\r\nx\r\n");
-        fs::write(&incr, &bytes).unwrap();
-        let (st, log) = b.start_expect_exit(opts);
+        let (incr, bytes) = aof_ending_with(b, tmp.path(), b"*2\r\n$7\r\nNOTACMD\r\n$1\r\nx\r\n");
+        let (st, log) = b.start_expect_exit(aof_opts(tmp.path()));
         assert!(!st.success(), "{log}");
         assert!(
             log.contains("Unknown command 'NOTACMD' reading the append only file"),
