@@ -326,3 +326,98 @@ e2e!(
         assert_eq!(jemalloc_threads(srv.pid().unwrap()), 0);
     }
 );
+
+const DEFRAG_KEYS: usize = 100_000;
+
+fn defrag_value(i: usize) -> String {
+    format!("{i:0>40}")
+}
+
+/// SETs `DEFRAG_KEYS` keys (one in eight with a TTL), then deletes three in
+/// four: every slab of the keys' size class is left a quarter full.
+fn leave_sparse_slabs(c: &mut redis::Connection) {
+    let mut p = redis::pipe();
+    for i in 0..DEFRAG_KEYS {
+        p.cmd("SET")
+            .arg(format!("key:{i}"))
+            .arg(defrag_value(i))
+            .ignore();
+        if i % 8 == 0 {
+            p.cmd("EXPIRE").arg(format!("key:{i}")).arg(3600).ignore();
+        }
+    }
+    p.query::<()>(c).unwrap();
+    let mut p = redis::pipe();
+    for i in (0..DEFRAG_KEYS).filter(|i| i % 4 != 0) {
+        p.cmd("DEL").arg(format!("key:{i}")).ignore();
+    }
+    p.query::<()>(c).unwrap();
+}
+
+fn defrag_opts() -> ringkv_e2e::Opts {
+    ringkv_e2e::Opts::new()
+        .arg("active-defrag-ignore-bytes", "1mb")
+        .arg("active-defrag-threshold-lower", "5")
+}
+
+fn info_number(c: &mut redis::Connection, name: &str) -> f64 {
+    info_field(&text(&q(c, "INFO all")), name).parse().unwrap()
+}
+
+// After the deletions, active defragmentation gives most of the sparse
+// slabs' space back while every key keeps its value and TTL.
+e2e!(
+    ringkv_only fn active_defrag_empties_the_slabs_deletions_left_sparse(b) {
+        let srv = b.start(defrag_opts());
+        let c = &mut srv.client();
+        leave_sparse_slabs(c);
+        let before = info_number(c, "allocator_frag_ratio");
+        assert!(before > 1.5, "the deletions must leave slabs sparse: {before}");
+        assert_eq!(info_number(c, "active_defrag_running"), 0.0);
+        assert_eq!(q(c, "CONFIG SET activedefrag yes"), ok());
+        ringkv_e2e::within(30, "the fragmentation to fall", || {
+            info_number(c, "allocator_frag_ratio") < 1.2
+        });
+        let after = info_number(c, "allocator_frag_ratio");
+        assert!(info_number(c, "active_defrag_hits") > 10_000.0);
+        assert!(info_number(c, "active_defrag_key_hits") > 10_000.0);
+        assert_eq!(q(c, "CONFIG SET activedefrag no"), ok());
+        ringkv_e2e::within(5, "the run to stop", || {
+            info_number(c, "active_defrag_running") == 0.0
+        });
+        let kept: Vec<usize> = (0..DEFRAG_KEYS).step_by(4).collect();
+        assert_eq!(int_of(&q(c, "DBSIZE")), kept.len() as i64, "{before} → {after}");
+        for chunk in kept.chunks(1000) {
+            let names: Vec<String> = chunk.iter().map(|i| format!("key:{i}")).collect();
+            let got: Vec<String> = redis::cmd("MGET").arg(&names).query(c).unwrap();
+            let want: Vec<String> = chunk.iter().map(|&i| defrag_value(i)).collect();
+            assert_eq!(got, want);
+            for &i in chunk.iter().filter(|i| *i % 8 == 0).take(5) {
+                let ttl = int_of(&q(c, &format!("TTL key:{i}")));
+                assert!((3500..=3600).contains(&ttl), "key:{i} TTL {ttl}");
+            }
+        }
+    }
+);
+
+// Keys do not move while a BGSAVE walks the database (its view reads
+// them between steps); the run goes on once the save is done.
+e2e!(
+    ringkv_only fn active_defrag_waits_for_a_bgsave(b) {
+        let srv = b.start(defrag_opts().arg("rdb-key-save-delay", "100"));
+        let c = &mut srv.client();
+        leave_sparse_slabs(c);
+        assert_eq!(text(&q(c, "BGSAVE")), "Background saving started");
+        assert_eq!(q(c, "CONFIG SET activedefrag yes"), ok());
+        // 25,000 keys at 100 µs each: the save takes ~2.5 s.
+        for _ in 0..10 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert_eq!(info_number(c, "rdb_bgsave_in_progress"), 1.0);
+            assert_eq!(info_number(c, "active_defrag_hits"), 0.0);
+        }
+        ringkv_e2e::within(30, "the save to end", || {
+            info_number(c, "rdb_bgsave_in_progress") == 0.0
+        });
+        ringkv_e2e::within(30, "keys to move", || info_number(c, "active_defrag_hits") > 10_000.0);
+    }
+);

@@ -17,12 +17,16 @@
 //! given back when a thread ends (that would need a thread-exit hook,
 //! which may allocate); threads beyond [`SLOTS`] share an overflow slot
 //! updated with `fetch_add`. Nothing here allocates.
+//!
+//! [`defrag`] holds what active defragmentation asks of jemalloc.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use tikv_jemalloc_sys as ffi;
+
+pub mod defrag;
 
 /// Per-thread counters (the last one is the shared overflow slot).
 pub const SLOTS: usize = 64;
@@ -230,14 +234,6 @@ mod tests {
         let held = std::thread::spawn(move || vec![1u8; big]).join().unwrap();
         let n = net_during(|| drop(held));
         assert_eq!(n, -(big as i64));
-        // Many threads (more than the slots) all count.
-        let handles: Vec<_> = (0..SLOTS + 8)
-            .map(|_| std::thread::spawn(thread_net_allocated))
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        assert!(used_memory() > 0);
     }
 
     #[test]

@@ -236,7 +236,7 @@ static DEFS: &[Def] = &[
     al(b("replica-read-only", true, SUP), "slave-read-only"),
     al(b("replica-ignore-maxmemory", true, SUP), "slave-ignore-maxmemory"),
     b("jemalloc-bg-thread", true, SUP),
-    b("activedefrag", false, 0),
+    b("activedefrag", false, SUP),
     b("syslog-enabled", false, IMM | SUP),
     b("cluster-enabled", false, IMM),
     b("appendonly", false, SUP | DENY_LOADING),
@@ -306,11 +306,11 @@ static DEFS: &[Def] = &[
     al(i("cluster-replica-validity-factor", 0, INT_MAX, "10", 0), "cluster-slave-validity-factor"),
     al(i("list-max-listpack-size", INT_MIN, INT_MAX, "-2", SUP), "list-max-ziplist-size"),
     i("cluster-migration-barrier", 0, INT_MAX, "1", 0),
-    i("active-defrag-cycle-min", 1, 99, "1", 0),
-    i("active-defrag-cycle-max", 1, 99, "25", 0),
-    i("active-defrag-cycle-us", 0, 100000, "500", 0),
-    i("active-defrag-threshold-lower", 0, 1000, "10", 0),
-    i("active-defrag-threshold-upper", 0, 1000, "100", 0),
+    i("active-defrag-cycle-min", 1, 99, "1", SUP),
+    i("active-defrag-cycle-max", 1, 99, "25", SUP),
+    i("active-defrag-cycle-us", 0, 100000, "500", SUP),
+    i("active-defrag-threshold-lower", 0, 1000, "10", SUP),
+    i("active-defrag-threshold-upper", 0, 1000, "100", SUP),
     i("lfu-log-factor", 0, INT_MAX, "10", SUP),
     i("lfu-decay-time", 0, INT_MAX, "1", SUP),
     al(i("replica-priority", 0, INT_MAX, "100", SUP), "slave-priority"),
@@ -366,7 +366,7 @@ static DEFS: &[Def] = &[
     i("set-max-listpack-entries", 0, LMAX, "128", SUP),
     i("set-max-listpack-value", 0, LMAX, "64", SUP),
     al(i("zset-max-listpack-entries", 0, LMAX, "128", SUP), "zset-max-ziplist-entries"),
-    m("active-defrag-ignore-bytes", 1, LMAX, "104857600", 0),
+    m("active-defrag-ignore-bytes", 1, LMAX, "104857600", SUP),
     al(m("hash-max-listpack-value", 0, LMAX, "64", SUP), "hash-max-ziplist-value"),
     m("stream-node-max-bytes", 0, LMAX, "4096", SUP),
     al(m("zset-max-listpack-value", 0, LMAX, "64", SUP), "zset-max-ziplist-value"),
@@ -462,6 +462,38 @@ impl OutputLimit {
 fn ignored_warning(d: &Def, value: &str) -> Option<String> {
     (d.flags & SUP == 0 && value != d.default && d.flags & HIDDEN == 0)
         .then(|| format!("'{}' is not supported yet, ignored", d.name))
+}
+
+/// `activedefrag` and the settings that steer it, as Valkey 8.1 names
+/// them (see `crate::defrag`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActiveDefragConfig {
+    pub enabled: bool,
+    /// Below this many bytes of fragmentation no run starts.
+    pub ignore_bytes: u64,
+    /// Fragmentation, percent, from which a run starts …
+    pub threshold_lower: u32,
+    /// … and at which it takes `cycle_max` of the CPU.
+    pub threshold_upper: u32,
+    /// Share of the CPU, percent, at the lower and upper thresholds.
+    pub cycle_min: u32,
+    pub cycle_max: u32,
+    /// One slice of work, µs.
+    pub cycle_us: u32,
+}
+
+impl Default for ActiveDefragConfig {
+    fn default() -> Self {
+        ActiveDefragConfig {
+            enabled: false,
+            ignore_bytes: 100 << 20,
+            threshold_lower: 10,
+            threshold_upper: 100,
+            cycle_min: 1,
+            cycle_max: 25,
+            cycle_us: 500,
+        }
+    }
 }
 
 /// A directive that could not be applied: where, and why.
@@ -581,6 +613,8 @@ pub struct Config {
     /// Minutes per halving step of an idle key's LFU counter.
     pub lfu_decay_time: u32,
     pub lazyfree_lazy_eviction: bool,
+    /// `activedefrag` and its settings (see `crate::defrag`).
+    pub active_defrag: ActiveDefragConfig,
     /// Valkey 8.1's `import-mode`: keys are expired only by an import
     /// source's DELs (see `expiry_mode`), nothing is evicted.
     pub import_mode: bool,
@@ -742,6 +776,7 @@ impl Default for Config {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             lazyfree_lazy_eviction: true,
+            active_defrag: ActiveDefragConfig::default(),
             import_mode: false,
             extended_redis_compat: false,
             latency_tracking: true,
@@ -1238,6 +1273,13 @@ impl Config {
             "lfu-log-factor" => self.lfu_log_factor = num() as u32,
             "lfu-decay-time" => self.lfu_decay_time = num() as u32,
             "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = v == "yes",
+            "activedefrag" => self.active_defrag.enabled = v == "yes",
+            "active-defrag-ignore-bytes" => self.active_defrag.ignore_bytes = num() as u64,
+            "active-defrag-threshold-lower" => self.active_defrag.threshold_lower = num() as u32,
+            "active-defrag-threshold-upper" => self.active_defrag.threshold_upper = num() as u32,
+            "active-defrag-cycle-min" => self.active_defrag.cycle_min = num() as u32,
+            "active-defrag-cycle-max" => self.active_defrag.cycle_max = num() as u32,
+            "active-defrag-cycle-us" => self.active_defrag.cycle_us = num() as u32,
             "import-mode" => self.import_mode = v == "yes",
             "extended-redis-compatibility" => self.extended_redis_compat = v == "yes",
             "latency-tracking" => self.latency_tracking = v == "yes",

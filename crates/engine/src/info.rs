@@ -390,7 +390,7 @@ fn memory(srv: &mut Server, out: &mut String) {
         "mem_overhead_db_hashtable_rehashing:{}",
         mh.rehashing_bytes
     );
-    field!(out, "active_defrag_running:0");
+    field!(out, "active_defrag_running:{}", srv.defrag.running);
     field!(out, "lazyfree_pending_objects:{}", srv.lazyfree.pending());
     field!(out, "lazyfreed_objects:{}", srv.lazyfree.freed());
 }
@@ -624,12 +624,13 @@ fn stats(srv: &Server, out: &mut String) {
         srv.migrator.as_ref().map_or(0, |m| m.cached())
     );
     field!(out, "slave_expires_tracked_keys:0");
-    field!(out, "active_defrag_hits:0");
-    field!(out, "active_defrag_misses:0");
-    field!(out, "active_defrag_key_hits:0");
-    field!(out, "active_defrag_key_misses:0");
-    field!(out, "total_active_defrag_time:0");
-    field!(out, "current_active_defrag_time:0");
+    let defrag = &srv.defrag;
+    field!(out, "active_defrag_hits:{}", defrag.counts.hits);
+    field!(out, "active_defrag_misses:{}", defrag.counts.misses);
+    field!(out, "active_defrag_key_hits:{}", defrag.counts.key_hits);
+    field!(out, "active_defrag_key_misses:{}", defrag.counts.key_misses);
+    field!(out, "total_active_defrag_time:{}", defrag.total_ms());
+    field!(out, "current_active_defrag_time:{}", defrag.current_ms());
     field!(out, "tracking_total_keys:{}", srv.tracking.total_keys());
     field!(out, "tracking_total_items:{}", srv.tracking.total_items());
     field!(

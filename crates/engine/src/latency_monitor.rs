@@ -10,7 +10,8 @@
 //! count of every spike. Classes recorded: `command` and `fast-command`
 //! (a command's duration; a run of `fast` commands timed together, see
 //! `latency_stats`, is sampled at its mean per call), `expire-cycle` (one
-//! active expire cycle) and `eviction-cycle` (one eviction run).
+//! active expire cycle), `eviction-cycle` (one eviction run) and
+//! `active-defrag-cycle` (one slice of active defragmentation).
 
 use std::collections::BTreeMap;
 

@@ -59,6 +59,7 @@ pub mod command;
 pub mod commandlog;
 pub mod compat;
 pub mod config;
+pub mod defrag;
 pub mod digest;
 pub mod effects;
 pub mod evict;
@@ -777,6 +778,7 @@ impl Engine {
             }
         }
         client_evict::evict_clients(srv);
+        defrag::cron(srv);
         if srv.tracking.clients > 0 {
             tracking::limit_table(srv);
         }
@@ -904,6 +906,7 @@ impl Engine {
             let now = srv.now_ms();
             replication::failover::step(srv, now);
         }
+        defrag::step(srv);
         replication::wait::serve_waits(srv);
         if srv.shutdown.is_some() {
             let now = srv.now_ms();
@@ -935,7 +938,11 @@ impl Engine {
             let ms = if ready { 0 } else { 1 };
             return Some(Duration::from_millis(ms));
         }
-        replication::wait::poll_interval(&self.srv)
+        let waits = replication::wait::poll_interval(&self.srv);
+        match (waits, defrag::wait(&self.srv)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Ask the engine to shut down (SIGTERM/SIGINT): it emits Event::Shutdown.

@@ -108,12 +108,20 @@ impl Overhead {
         }
     }
 
-    /// `allocator_frag_ratio`: active pages over allocated bytes.
+    /// `allocator_frag_ratio`: as Valkey 8, allocated bytes plus the free
+    /// regions inside small size classes' slabs over allocated bytes
+    /// (active pages over allocated where the allocator cannot tell).
     pub fn allocator_frag(&self) -> f64 {
-        ratio(self.alloc.active, self.alloc.allocated)
+        ratio(
+            self.alloc.allocated + self.allocator_frag_bytes().max(0) as u64,
+            self.alloc.allocated,
+        )
     }
     pub fn allocator_frag_bytes(&self) -> i64 {
-        self.alloc.active as i64 - self.alloc.allocated as i64
+        match self.alloc.frag_smallbins {
+            Some(b) => b as i64,
+            None => self.alloc.active as i64 - self.alloc.allocated as i64,
+        }
     }
     /// `allocator_rss_ratio`: resident over active.
     pub fn allocator_rss(&self) -> f64 {

@@ -31,6 +31,10 @@ pub struct MemoryStats {
     pub metadata: u64,
     /// Bytes in pages purged lazily, still mapped (`pmuzzy` × page size).
     pub muzzy: u64,
+    /// Bytes of free regions inside the small size classes' slabs
+    /// (Valkey 8's `allocator_frag_bytes`: what active defragmentation
+    /// can win back), when the allocator tells.
+    pub frag_smallbins: Option<u64>,
     /// Name for INFO `mem_allocator`, e.g. "jemalloc-5.3.0".
     pub allocator: &'static str,
 }
@@ -48,6 +52,9 @@ pub struct AllocatorOps {
     /// Run the allocator's background purging thread or stop it
     /// (`jemalloc-bg-thread`); false if the allocator refused.
     pub background_thread: fn(bool) -> bool,
+    /// Moves a block to a fuller slab when that pays (active
+    /// defragmentation); `None` where the allocator cannot tell.
+    pub relocate: Option<store::Relocate>,
 }
 
 pub type MemoryProbe = fn() -> MemoryStats;
@@ -325,6 +332,8 @@ pub struct Server {
     pub used_memory_model: Option<UsedMemoryModel>,
     /// `maxmemory` eviction between runs.
     pub evict: crate::evict::Evictor,
+    /// `activedefrag`'s run and counters.
+    pub defrag: crate::defrag::ActiveDefrag,
     /// MEMORY MALLOC-STATS and PURGE; `None`: not supported.
     pub allocator_ops: Option<AllocatorOps>,
     /// Used memory when the server became ready (INFO
@@ -517,6 +526,7 @@ impl Server {
             used_memory_probe: None,
             used_memory_model: None,
             evict: Default::default(),
+            defrag: Default::default(),
             allocator_ops: None,
             startup_memory: 0,
             file_limit: None,

@@ -250,6 +250,7 @@ fn malloc_stats_and_purge_go_to_the_allocator() {
         stats_text: || "___ Begin jemalloc statistics ___\n".into(),
         purge: || false,
         background_thread: |_| true,
+        relocate: None,
     });
     assert_eq!(
         cmd(&mut e, c, &["memory", "malloc-stats"]),
@@ -263,6 +264,7 @@ fn malloc_stats_and_purge_go_to_the_allocator() {
         stats_text: String::new,
         purge: || true,
         background_thread: |_| true,
+        relocate: None,
     });
     assert_eq!(cmd(&mut e, c, &["memory", "purge"]), "+OK\r\n");
     // RESP3: verbatim text.
@@ -463,4 +465,81 @@ fn activerehashing_lets_cron_finish_a_resize_memory_stats_shows() {
         }
         assert_eq!(rehashing(&mut e, c).0, R::Int(left), "activerehashing {on}");
     }
+}
+
+/// An allocator that reports 50 MB of free space in slabs over 100 MB
+/// allocated and never moves a block.
+fn fragmented() -> engine::MemoryStats {
+    engine::MemoryStats {
+        used: 100 * MB,
+        allocated: 100 * MB,
+        active: 150 * MB,
+        resident: 150 * MB,
+        frag_smallbins: Some(50 * MB),
+        allocator: "jemalloc-5.3.0",
+        ..Default::default()
+    }
+}
+
+unsafe fn never_move(
+    _: std::ptr::NonNull<u8>,
+    _: std::alloc::Layout,
+) -> Option<std::ptr::NonNull<u8>> {
+    None
+}
+
+#[test]
+fn active_defrag_starts_past_its_thresholds_walks_every_key_and_stops_when_turned_off() {
+    let mut e = engine();
+    e.set_memory_probe(fragmented);
+    e.set_allocator_ops(engine::AllocatorOps {
+        stats_text: String::new,
+        purge: || true,
+        background_thread: |_| true,
+        relocate: Some(never_move),
+    });
+    let c = connect(&mut e);
+    for i in 0..1000 {
+        cmd(&mut e, c, &["set", &format!("k{i}"), "v"]);
+    }
+    let field = |e: &mut engine::Engine, name: &str| {
+        let text = bulk_text(&cmd(e, c, &["info", "all"]));
+        info_value(&text, name)
+    };
+    // Valkey 8's figure: allocated plus the free space in slabs.
+    assert_eq!(field(&mut e, "allocator_frag_ratio"), "1.50");
+    assert_eq!(field(&mut e, "allocator_frag_bytes"), (50 * MB).to_string());
+    // 50 MB is under the default active-defrag-ignore-bytes (100 MB).
+    cmd(&mut e, c, &["config", "set", "activedefrag", "yes"]);
+    e.cron();
+    assert_eq!(field(&mut e, "active_defrag_running"), "0");
+    // Past it: 50% fragmentation between the thresholds 10% and 100%
+    // runs at 1 + (50 - 10) × (25 - 1) ÷ 90 = 11% of the CPU.
+    let slice = ["config", "set", "active-defrag-cycle-us", "100000"];
+    cmd(&mut e, c, &slice);
+    cmd(
+        &mut e,
+        c,
+        &["config", "set", "active-defrag-ignore-bytes", "10mb"],
+    );
+    e.cron();
+    assert_eq!(field(&mut e, "active_defrag_running"), "11");
+    // One slice of up to 100 ms walks all 1,000 keys (a SCAN walk may
+    // meet a key twice while the table resizes); none moved.
+    e.background_step();
+    let walked: u64 = field(&mut e, "active_defrag_key_misses").parse().unwrap();
+    assert!((1000..1100).contains(&walked), "{walked}");
+    let offered: u64 = field(&mut e, "active_defrag_misses").parse().unwrap();
+    assert!(offered >= walked, "{offered}");
+    assert_eq!(field(&mut e, "active_defrag_hits"), "0");
+    assert_eq!(field(&mut e, "active_defrag_key_hits"), "0");
+    // The walk is over, and as the fragmentation stays it starts again.
+    assert_eq!(field(&mut e, "active_defrag_running"), "11");
+    cmd(&mut e, c, &["config", "resetstat"]);
+    assert_eq!(field(&mut e, "active_defrag_key_misses"), "0");
+    cmd(&mut e, c, &["config", "set", "activedefrag", "no"]);
+    e.cron();
+    assert_eq!(field(&mut e, "active_defrag_running"), "0");
+    e.background_step();
+    assert_eq!(field(&mut e, "active_defrag_key_misses"), "0");
 }

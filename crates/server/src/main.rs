@@ -211,6 +211,7 @@ fn main() -> ExitCode {
         stats_text: jemalloc_stats_text,
         purge: jemalloc_purge,
         background_thread: jemalloc_background_thread,
+        relocate: ringkv_alloc::defrag::supported().then_some(ringkv_alloc::defrag::relocate as _),
     });
     engine.set_file_limit(fdlimit::raise_for_engine);
     engine.set_oom_score(oom_score::apply);
@@ -421,6 +422,7 @@ fn jemalloc_stats() -> engine::MemoryStats {
         retained: stats::retained::read().unwrap_or(0) as u64,
         metadata: stats::metadata::read().unwrap_or(0) as u64,
         muzzy: (pmuzzy.unwrap_or(0) * page.unwrap_or(0)) as u64,
+        frag_smallbins: ringkv_alloc::defrag::refresh(),
         allocator: "jemalloc-5.3.0",
     }
 }

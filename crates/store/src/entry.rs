@@ -24,8 +24,10 @@
 
 use std::alloc::{self, Layout};
 use std::num::NonZeroUsize;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::defrag::{DefragCounts, Relocate};
 use crate::table::{Item, addr_word, prefetch_ptr, word_addr};
 use crate::types::{Hash, List, Set, Stream, ZSet};
 use crate::{SHARED_STR_MIN, Str, Value, hash_key};
@@ -713,6 +715,44 @@ impl Entry {
             // borrowed; only its pointer fields are read.
             unsafe { (*b).prefetch_heap() }
         }
+    }
+
+    /// Offer the node, and a boxed value's box, to `relocate` (active
+    /// defragmentation); the entry follows whatever moved. Counts each
+    /// block moved or left in `counts`.
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) -> bool {
+        let parts = self.parts();
+        let node = Layout::from_size_align(parts.size, NODE_ALIGN).expect("entry layout");
+        let mut moved = false;
+        // SAFETY: the node is a live block made with `node`, owned by this
+        // entry and reached by nothing else while `&mut self` is held; on a
+        // move the entry points at the copy at once. The `Relocate`
+        // contract makes the copy byte for byte.
+        if let Some(p) = counts.count(unsafe { relocate(self.node_ptr(), node) }) {
+            self.set_addr(p.as_ptr());
+            moved = true;
+        }
+        if let Some(b) = self
+            .boxed_ptr(&parts)
+            .and_then(|b| NonNull::new(b.cast::<u8>()))
+        {
+            // SAFETY: the box this node owns, made with Value's layout and
+            // reached only through the node; a move rewrites the node's
+            // payload, the only copy of its address. A `Value` moves by
+            // copying its bytes (nothing points into it).
+            unsafe {
+                if let Some(p) = counts.count(relocate(b, Layout::new::<Value>())) {
+                    let at = self.ptr().add(parts.payload_at).cast::<usize>();
+                    std::ptr::write_unaligned(at, p.as_ptr() as usize);
+                    moved = true;
+                }
+            }
+        }
+        moved
+    }
+
+    fn node_ptr(&self) -> NonNull<u8> {
+        NonNull::new(self.ptr()).expect("a node is never null")
     }
 
     /// Bytes the node holds, as asked of the allocator.

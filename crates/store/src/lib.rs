@@ -27,6 +27,7 @@
 //! `net` allowed `unsafe`, and only in the table and the entry node layout.
 
 pub mod alloc_size;
+pub mod defrag;
 pub mod entry;
 pub mod freeze;
 pub mod hash;
@@ -36,6 +37,7 @@ pub mod types;
 pub mod value;
 
 pub use alloc_size::alloc_size;
+pub use defrag::{DefragCounts, Relocate};
 pub use entry::{Entry, StrRef, ValueRef};
 pub use hash::hash_key;
 pub use keyspace::{

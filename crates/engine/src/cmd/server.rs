@@ -772,6 +772,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _argv: ArgvRef<'_>) {
     let srv = &mut *ctx.srv;
     srv.stats.reset();
     srv.evict.reset_stats();
+    srv.defrag.reset_stats();
     srv.lazyfree.reset_stats();
     srv.persist.saves = 0;
     srv.aof.rewrites = 0;

@@ -51,6 +51,8 @@ use std::mem;
 use std::ptr::NonNull;
 
 mod boxed;
+
+use crate::defrag::{DefragCounts, Relocate};
 #[cfg(test)]
 mod tests;
 
@@ -576,6 +578,35 @@ fn next_cursor(v: u64, mask: u64) -> u64 {
     (v | !mask).reverse_bits().wrapping_add(1).reverse_bits()
 }
 
+/// The buckets one SCAN step at `cursor` visits, as (table, index), and
+/// the next cursor: the bucket of the (only, or smaller) table, and while
+/// resizing every bucket of the larger one that it splits into.
+fn cursor_buckets(
+    lens: [usize; 2],
+    rehashing: bool,
+    cursor: u64,
+    mut visit: impl FnMut(usize, usize),
+) -> u64 {
+    let mut v = cursor;
+    if !rehashing {
+        let m = lens[0] as u64 - 1;
+        visit(0, (v & m) as usize);
+        return next_cursor(v, m);
+    }
+    let (small, large) = if lens[0] <= lens[1] { (0, 1) } else { (1, 0) };
+    let m0 = lens[small] as u64 - 1;
+    let m1 = lens[large] as u64 - 1;
+    visit(small, (v & m0) as usize);
+    loop {
+        visit(large, (v & m1) as usize);
+        v = next_cursor(v, m1);
+        if v & (m0 ^ m1) == 0 {
+            break;
+        }
+    }
+    v
+}
+
 /// The table over any [`Item`]; see the module doc.
 pub struct RawTable<I: Item> {
     /// `tabs[0]` is the table; `tabs[1]` is the resize target (empty when
@@ -1047,31 +1078,50 @@ impl<I: Item> RawTable<I> {
         if self.len == 0 {
             return 0;
         }
-        let mut emit = |b: &'a Bucket| b.items::<I>().for_each(&mut f);
-        let mut v = cursor;
-        if self.rehash.is_none() {
-            let t = &self.tabs[0];
-            let m = t.len() as u64 - 1;
-            emit(&t[(v & m) as usize]);
-            return next_cursor(v, m);
+        let tabs = &self.tabs;
+        self.cursor_buckets(cursor, |t, i| tabs[t][i].items::<I>().for_each(&mut f))
+    }
+
+    /// One step of a defragmentation walk (a SCAN step, see
+    /// [`RawTable::scan`]): `f` gets each item to move its own blocks,
+    /// and each overflow bucket of the chains visited is offered to
+    /// `relocate`. Items stay in their buckets.
+    pub fn defrag_scan(
+        &mut self,
+        cursor: u64,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+        mut f: impl FnMut(&mut I, &mut DefragCounts),
+    ) -> u64 {
+        if self.len == 0 {
+            return 0;
         }
-        let (small, large) = if self.tabs[0].len() <= self.tabs[1].len() {
-            (&self.tabs[0], &self.tabs[1])
-        } else {
-            (&self.tabs[1], &self.tabs[0])
-        };
-        let m0 = small.len() as u64 - 1;
-        let m1 = large.len() as u64 - 1;
-        emit(&small[(v & m0) as usize]);
-        // Every bucket of the large table that the small bucket splits into.
-        loop {
-            emit(&large[(v & m1) as usize]);
-            v = next_cursor(v, m1);
-            if v & (m0 ^ m1) == 0 {
-                break;
+        let lens = [self.tabs[0].len(), self.tabs[1].len()];
+        let rehashing = self.rehash.is_some();
+        let tabs = &mut self.tabs;
+        cursor_buckets(lens, rehashing, cursor, |t, i| {
+            let mut b = Some(&mut tabs[t][i]);
+            while let Some(bucket) = b {
+                for slot in bits(bucket.occupied()) {
+                    // SAFETY: `occupied` only reports slots holding items.
+                    f(unsafe { bucket.item_mut::<I>(slot) }, counts);
+                }
+                if let Some(c) = bucket.child_word().and_then(|c| NonNull::new(c as *mut u8)) {
+                    // SAFETY: the child is a `Box<Bucket>` this bucket owns
+                    // and the only holder of its address (see
+                    // `chain_push`); a move rewrites that word at once.
+                    if let Some(n) = counts.count(unsafe { relocate(c, Layout::new::<Bucket>()) }) {
+                        bucket.words[SLOTS - 1] = n.as_ptr() as usize | CHILD_BIT;
+                    }
+                }
+                b = bucket.child_mut();
             }
-        }
-        v
+        })
+    }
+
+    fn cursor_buckets(&self, cursor: u64, visit: impl FnMut(usize, usize)) -> u64 {
+        let lens = [self.tabs[0].len(), self.tabs[1].len()];
+        cursor_buckets(lens, self.rehash.is_some(), cursor, visit)
     }
 
     /// A pseudo-random item, `seed` choosing it. Picks a random bucket and
