@@ -403,7 +403,12 @@ fn install_signal_handlers() -> std::io::Result<()> {
 /// statistics epoch.
 fn jemalloc_stats() -> engine::MemoryStats {
     use tikv_jemalloc_ctl::{epoch, raw, stats};
-    let _ = epoch::advance();
+    // The size classes' usage for active defragmentation, read after the
+    // epoch advance it makes; without those controls, advance it here.
+    let frag_smallbins = ringkv_alloc::defrag::refresh();
+    if frag_smallbins.is_none() {
+        let _ = epoch::advance();
+    }
     let allocated = stats::allocated::read().unwrap_or(0) as u64;
     // Pages purged lazily (`pmuzzy`) over every arena; 4096 is jemalloc's
     // MALLCTL_ARENAS_ALL, the merged view.
@@ -422,7 +427,7 @@ fn jemalloc_stats() -> engine::MemoryStats {
         retained: stats::retained::read().unwrap_or(0) as u64,
         metadata: stats::metadata::read().unwrap_or(0) as u64,
         muzzy: (pmuzzy.unwrap_or(0) * page.unwrap_or(0)) as u64,
-        frag_smallbins: ringkv_alloc::defrag::refresh(),
+        frag_smallbins,
         allocator: "jemalloc-5.3.0",
     }
 }

@@ -21,7 +21,8 @@
 //! active cycle in [`Db::active_expire`]) and point-in-time views for a
 //! fork-less BGSAVE ([`freeze`]: while frozen the table stops resizing, a
 //! cursor walks its buckets, and the first write to a key not yet walked
-//! keeps a copy of it first). It knows nothing of commands,
+//! keeps a copy of it first), and the walk that offers each key's blocks to
+//! the allocator for active defragmentation ([`defrag`]). It knows nothing of commands,
 //! replies, sessions or sockets, and never reads the clock for expiry
 //! decisions: the engine passes `now_ms` in. It is the only crate besides
 //! `net` allowed `unsafe`, and only in the table and the entry node layout.
