@@ -333,8 +333,9 @@ fn defrag_value(i: usize) -> String {
     format!("{i:0>40}")
 }
 
-/// SETs `DEFRAG_KEYS` keys (one in eight with a TTL), then deletes three in
-/// four: every slab of the keys' size class is left a quarter full.
+/// SETs `DEFRAG_KEYS` strings (one in eight with a TTL) and as many small
+/// hashes, then deletes three in four of each: every slab of their size
+/// classes is left a quarter full.
 fn leave_sparse_slabs(c: &mut redis::Connection) {
     let mut p = redis::pipe();
     for i in 0..DEFRAG_KEYS {
@@ -345,11 +346,21 @@ fn leave_sparse_slabs(c: &mut redis::Connection) {
         if i % 8 == 0 {
             p.cmd("EXPIRE").arg(format!("key:{i}")).arg(3600).ignore();
         }
+        p.cmd("HSET")
+            .arg(format!("h:{i}"))
+            .arg("f")
+            .arg(i)
+            .arg("g")
+            .arg("v")
+            .ignore();
     }
     p.query::<()>(c).unwrap();
     let mut p = redis::pipe();
     for i in (0..DEFRAG_KEYS).filter(|i| i % 4 != 0) {
-        p.cmd("DEL").arg(format!("key:{i}")).ignore();
+        p.cmd("DEL")
+            .arg(format!("key:{i}"))
+            .arg(format!("h:{i}"))
+            .ignore();
     }
     p.query::<()>(c).unwrap();
 }
@@ -386,7 +397,11 @@ e2e!(
             info_number(c, "active_defrag_running") == 0.0
         });
         let kept: Vec<usize> = (0..DEFRAG_KEYS).step_by(4).collect();
-        assert_eq!(int_of(&q(c, "DBSIZE")), kept.len() as i64, "{before} → {after}");
+        assert_eq!(int_of(&q(c, "DBSIZE")), 2 * kept.len() as i64, "{before} → {after}");
+        for &i in kept.iter().step_by(7) {
+            let h: Vec<String> = redis::cmd("HGETALL").arg(format!("h:{i}")).query(c).unwrap();
+            assert_eq!(h, [String::from("f"), i.to_string(), "g".into(), "v".into()]);
+        }
         for chunk in kept.chunks(1000) {
             let names: Vec<String> = chunk.iter().map(|i| format!("key:{i}")).collect();
             let got: Vec<String> = redis::cmd("MGET").arg(&names).query(c).unwrap();

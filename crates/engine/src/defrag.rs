@@ -11,8 +11,8 @@
 //!         (at the lower threshold) and -cycle-max (at the upper one);
 //!         a run's share only rises while it lasts
 //!  background step, when due: one slice of active-defrag-cycle-us µs of a
-//!    SCAN-cursor walk over the databases, each key's node and boxed value
-//!    offered to the allocator (store::defrag); the next slice after
+//!    SCAN-cursor walk over the databases, each key's blocks offered to
+//!    the allocator (store::defrag); the next slice after
 //!    cycle-us × (100 − share) ÷ share, so the run takes its share
 //!  the walk ends ─► log, stop, and check again at once
 //! ```
@@ -21,8 +21,8 @@
 //! `relocate`; without one nothing runs). Nothing moves while a load fills
 //! the dataset or a database is frozen for a snapshot (BGSAVE, an AOF
 //! rewrite, a replica's full sync): Valkey does not defragment while a
-//! child process shares its pages either. Elements inside collections
-//! stay where they are (README says so).
+//! child process shares its pages either. The insides of large
+//! collections stay where they are (README says so).
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,11 @@
 //! so it is only sound where nothing else holds the old address: a node
 //! is reached only through its table slot, a box only through its node,
 //! and an overflow bucket of the table only through the bucket before it
-//! (the walk moves those too: a few of them can pin many sparse slabs). What a collection holds inside (elements, listpacks, its own
+//! (the walk moves those too: a few of them can pin many sparse slabs).
+//! A small collection's one buffer of packed elements (and an edited
+//! string's buffer) is reached only through its value, and moves too;
+//! the insides of large collections (their tables, quicklist nodes,
+//! stream blocks) and shared strings (`Arc`s a reply may hold) stay. What a collection holds inside (elements, listpacks, its own
 //! tables) stays where it is. A frozen database (a BGSAVE's view) is not
 //! walked: its walk reads nodes between steps.
 
@@ -44,6 +48,42 @@ impl DefragCounts {
             None => self.misses += 1,
         }
         moved
+    }
+}
+
+/// Offer a byte buffer (a small collection's packed elements) to
+/// `relocate`; the box follows a move.
+pub(crate) fn relocate_bytes(b: &mut Box<[u8]>, relocate: Relocate, counts: &mut DefragCounts) {
+    let len = b.len();
+    let Some(ptr) = NonNull::new(b.as_mut_ptr()).filter(|_| len > 0) else {
+        return;
+    };
+    // SAFETY: a non-empty boxed slice is a live block of `len` bytes at
+    // alignment 1, reached only through `b`, which `&mut` holds; on a move
+    // the old block is freed, so the old box is forgotten, not dropped.
+    unsafe {
+        if let Some(n) = counts.count(relocate(ptr, Layout::for_value::<[u8]>(b))) {
+            let moved = Box::from_raw(std::ptr::slice_from_raw_parts_mut(n.as_ptr(), len));
+            std::mem::forget(std::mem::replace(b, moved));
+        }
+    }
+}
+
+/// [`relocate_bytes`] for a vector's buffer (its capacity is the block).
+pub(crate) fn relocate_vec(v: &mut Vec<u8>, relocate: Relocate, counts: &mut DefragCounts) {
+    let (len, cap) = (v.len(), v.capacity());
+    let Some(ptr) = NonNull::new(v.as_mut_ptr()).filter(|_| cap > 0) else {
+        return;
+    };
+    let layout = Layout::array::<u8>(cap).expect("a vector's own capacity");
+    // SAFETY: a vector with capacity holds one live block of `cap` bytes
+    // at alignment 1, reached only through `v`; on a move the old block
+    // is freed, so the old vector is forgotten, not dropped.
+    unsafe {
+        if let Some(n) = counts.count(relocate(ptr, layout)) {
+            let moved = Vec::from_raw_parts(n.as_ptr(), len, cap);
+            std::mem::forget(std::mem::replace(v, moved));
+        }
     }
 }
 
@@ -94,22 +134,48 @@ mod tests {
         None
     }
 
+    /// Keys of every kind a walk moves: inline and integer strings (a
+    /// node only), an edited string and small collections of each type
+    /// (node, box and buffer).
+    const KINDS: u32 = 7;
+
+    fn value_of(i: u32, limits: &EncodingLimits) -> Value {
+        let m = format!("m{i}");
+        let m = m.as_bytes();
+        match i % KINDS {
+            0 => Value::Str(Str::Bytes(format!("v{i}").into_bytes())),
+            1 => Value::Str(Str::Int(i64::from(i))),
+            2 => Value::Str(Str::Raw(format!("edited {i}").into_bytes())),
+            3 => {
+                let mut s = crate::types::Set::new();
+                s.add(m, limits);
+                s.add(b"other", limits);
+                Value::Set(s)
+            }
+            4 => {
+                let mut h = crate::types::Hash::new();
+                h.set(m, b"value", limits);
+                Value::Hash(h)
+            }
+            5 => {
+                let mut z = crate::types::ZSet::new();
+                z.insert(m, 1.5, limits);
+                Value::ZSet(z)
+            }
+            _ => {
+                let mut l = crate::types::List::new();
+                l.push(crate::types::list::End::Right, &[m, b"x"], limits);
+                Value::List(l)
+            }
+        }
+    }
+
     fn filled() -> Db {
         let mut db = Db::default();
         let limits = EncodingLimits::default();
-        for i in 0..20_000u32 {
+        for i in 0..KEYS {
             let key = format!("key:{i}");
-            let value = match i % 3 {
-                0 => Value::Str(Str::Bytes(format!("v{i}").into_bytes())),
-                1 => Value::Str(Str::Int(i64::from(i))),
-                _ => {
-                    let mut s = crate::types::Set::new();
-                    s.add(format!("m{i}").as_bytes(), &limits);
-                    s.add(b"other", &limits);
-                    Value::Set(s)
-                }
-            };
-            let mut e = Entry::keyed(key.as_bytes(), value);
+            let mut e = Entry::keyed(key.as_bytes(), value_of(i, &limits));
             if i % 5 == 0 {
                 e.set_expire_at_ms(Some(1_000_000 + i64::from(i)));
             }
@@ -117,6 +183,8 @@ mod tests {
         }
         db
     }
+
+    const KEYS: u32 = 21_000;
 
     fn walk(db: &mut Db, relocate: Relocate) -> DefragCounts {
         let mut counts = DefragCounts::default();
@@ -145,18 +213,18 @@ mod tests {
         );
         let before = contents(&db);
         let counts = walk(&mut db, always_move);
-        // Every node, every boxed set and every overflow bucket moved.
-        let boxed = 20_000 / 3;
-        assert_eq!(counts.key_hits, 20_000);
+        // Every node, every overflow bucket, and for the five kinds in
+        // seven that are boxed, the box and the buffer.
+        let boxed = u64::from(KEYS / KINDS * 5);
+        let keys = u64::from(KEYS);
+        assert_eq!(counts.key_hits, keys);
         assert_eq!(counts.key_misses, 0);
-        assert_eq!(
-            counts.hits,
-            20_000 + boxed as u64 + db.table.overflow_buckets() as u64
-        );
+        let overflow = db.table.overflow_buckets() as u64;
+        assert_eq!(counts.hits, keys + 2 * boxed + overflow);
         assert_eq!(counts.misses, 0);
         assert_eq!(contents(&db), before);
         // Lookups still find every key where its bucket says.
-        for i in 0..20_000u32 {
+        for i in 0..KEYS {
             let key = format!("key:{i}");
             assert!(
                 db.peek(hash_key(key.as_bytes()), key.as_bytes()).is_some(),
@@ -169,9 +237,9 @@ mod tests {
     fn a_walk_that_moves_nothing_counts_misses() {
         let mut db = filled();
         let counts = walk(&mut db, never_move);
-        assert_eq!(counts.key_misses, 20_000);
+        assert_eq!(counts.key_misses, u64::from(KEYS));
         assert_eq!(counts.hits, 0);
-        assert!(counts.misses >= 20_000);
+        assert!(counts.misses >= u64::from(KEYS));
     }
 
     #[test]

@@ -717,20 +717,20 @@ impl Entry {
         }
     }
 
-    /// Offer the node, and a boxed value's box, to `relocate` (active
-    /// defragmentation); the entry follows whatever moved. Counts each
-    /// block moved or left in `counts`.
+    /// Offer the node, a boxed value's box and that value's own buffer
+    /// to `relocate` (active defragmentation); the entry follows whatever
+    /// moved. Counts each block moved or left in `counts`; true if any
+    /// moved.
     pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) -> bool {
+        let hits = counts.hits;
         let parts = self.parts();
         let node = Layout::from_size_align(parts.size, NODE_ALIGN).expect("entry layout");
-        let mut moved = false;
         // SAFETY: the node is a live block made with `node`, owned by this
         // entry and reached by nothing else while `&mut self` is held; on a
         // move the entry points at the copy at once. The `Relocate`
         // contract makes the copy byte for byte.
         if let Some(p) = counts.count(unsafe { relocate(self.node_ptr(), node) }) {
             self.set_addr(p.as_ptr());
-            moved = true;
         }
         if let Some(b) = self
             .boxed_ptr(&parts)
@@ -744,11 +744,13 @@ impl Entry {
                 if let Some(p) = counts.count(relocate(b, Layout::new::<Value>())) {
                     let at = self.ptr().add(parts.payload_at).cast::<usize>();
                     std::ptr::write_unaligned(at, p.as_ptr() as usize);
-                    moved = true;
                 }
             }
         }
-        moved
+        if let Some(v) = self.boxed_mut() {
+            v.relocate(relocate, counts);
+        }
+        counts.hits > hits
     }
 
     fn node_ptr(&self) -> NonNull<u8> {

@@ -1,5 +1,6 @@
 //! Value types: strings here, collections in [`crate::types`].
 
+use crate::defrag::{DefragCounts, Relocate, relocate_vec};
 use crate::types::{Hash, List, Set, Stream, ZSet};
 use std::sync::Arc;
 
@@ -67,6 +68,21 @@ pub enum Value {
 }
 
 impl Value {
+    /// Offer the value's own buffer to active defragmentation: a small
+    /// collection's packed elements, an edited or boxed string's bytes.
+    /// Shared strings (a reply may hold them) and the insides of large
+    /// collections stay.
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+        match self {
+            Value::Str(Str::Bytes(b) | Str::Raw(b)) => relocate_vec(b, relocate, counts),
+            Value::Str(Str::Int(_) | Str::Shared(_)) | Value::Stream(_) => {}
+            Value::List(l) => l.relocate(relocate, counts),
+            Value::Hash(h) => h.relocate(relocate, counts),
+            Value::Set(s) => s.relocate(relocate, counts),
+            Value::ZSet(z) => z.relocate(relocate, counts),
+        }
+    }
+
     pub fn as_list_mut(&mut self) -> Option<&mut List> {
         match self {
             Value::List(l) => Some(l),

@@ -14,6 +14,7 @@
 
 use super::strpack::{Slot, StrPack};
 use crate::EncodingLimits;
+use crate::defrag::{DefragCounts, Relocate};
 use crate::hash::hash_key;
 use crate::table::Table;
 
@@ -115,6 +116,14 @@ fn has_duplicate<'a>(fields: impl Iterator<Item = &'a [u8]>) -> bool {
 }
 
 impl Hash {
+    /// Offer the packed buffer of a small hash to active defragmentation
+    /// (a large one's table stays).
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+        if let Repr::Pack(p) = &mut self.repr {
+            p.relocate(relocate, counts);
+        }
+    }
+
     pub fn new() -> Hash {
         Hash::default()
     }

@@ -58,6 +58,7 @@
 use super::lp_size;
 use super::strpack::StrPack;
 use crate::EncodingLimits;
+use crate::defrag::{DefragCounts, Relocate};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -931,6 +932,14 @@ impl DoubleEndedIterator for QuickIter<'_> {
 }
 
 impl List {
+    /// Offer the packed buffer of a small list to active defragmentation
+    /// (a quicklist's nodes stay).
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+        if let Repr::Pack(p) = &mut self.repr {
+            p.relocate(relocate, counts);
+        }
+    }
+
     pub fn new() -> List {
         List::default()
     }

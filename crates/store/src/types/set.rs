@@ -19,6 +19,7 @@
 
 use super::strpack::StrPack;
 use crate::EncodingLimits;
+use crate::defrag::{DefragCounts, Relocate, relocate_bytes};
 use crate::hash::hash_key;
 use crate::table::Table;
 
@@ -199,6 +200,16 @@ impl Clone for Box<Table<()>> {
 }
 
 impl Set {
+    /// Offer the buffer of a small set (intset or packed members) to
+    /// active defragmentation (a large one's table stays).
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+        match &mut self.repr {
+            Repr::Ints(i) => relocate_bytes(&mut i.buf, relocate, counts),
+            Repr::Pack(p) => p.relocate(relocate, counts),
+            Repr::Empty | Repr::Table(_) => {}
+        }
+    }
+
     /// Start the miss of a compact set's buffer (see `Value::prefetch_heap`).
     pub(crate) fn prefetch_heap(&self) {
         match &self.repr {

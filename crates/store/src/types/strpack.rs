@@ -14,6 +14,8 @@
 //! the `*-max-listpack-entries` limits. The buffer is kept at its exact
 //! size: a million small collections are what this encoding is for.
 
+use crate::defrag::{DefragCounts, Relocate, relocate_bytes};
+
 /// Append `v` as a LEB128 varint.
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -116,6 +118,11 @@ fn write_entry<'o>(out: &'o mut [u8], s: &[u8]) -> &'o mut [u8] {
 }
 
 impl StrPack {
+    /// Offer the buffer to active defragmentation.
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+        relocate_bytes(&mut self.buf, relocate, counts);
+    }
+
     /// Start the miss of the buffer's first line (a walk over many
     /// values asks for it ahead of reading).
     pub fn prefetch(&self) {

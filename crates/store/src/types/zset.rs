@@ -25,6 +25,7 @@ mod pack;
 mod tree;
 
 use crate::EncodingLimits;
+use crate::defrag::{DefragCounts, Relocate};
 use pack::{Pack, PackIter};
 use tree::{Tree, Walk};
 
@@ -117,6 +118,14 @@ impl<'a> Iterator for Range<'a> {
 }
 
 impl ZSet {
+    /// Offer the packed buffer of a small sorted set to active
+    /// defragmentation (a large one's tree stays).
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+        if let Repr::Pack(p) = &mut self.repr {
+            p.relocate(relocate, counts);
+        }
+    }
+
     /// An empty set in the compact encoding.
     pub fn new() -> ZSet {
         ZSet::default()

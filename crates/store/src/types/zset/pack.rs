@@ -20,6 +20,8 @@
 //! The buffer is kept at its exact size (no spare capacity), since a
 //! million small sets are what this encoding is for.
 
+use crate::defrag::{DefragCounts, Relocate, relocate_vec};
+
 /// Tag of a score stored as a raw double (even tags are integers).
 const F64_TAG: u64 = 1;
 /// Integral scores below this magnitude are stored as varints; all of
@@ -138,6 +140,11 @@ pub(crate) fn less(sa: f64, ma: &[u8], sb: f64, mb: &[u8]) -> bool {
 }
 
 impl Pack {
+    /// Offer the buffer to active defragmentation.
+    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+        relocate_vec(&mut self.buf, relocate, counts);
+    }
+
     pub fn len(&self) -> usize {
         if self.buf.is_empty() {
             return 0;
