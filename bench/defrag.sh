@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Active defragmentation (docs/BENCHMARKS.md §34). Each server gets N keys
-# of 40-byte values (DEBUG POPULATE), then three keys in four are deleted,
+# of 40-byte values (DEBUG POPULATE; KIND=hash: small hashes of two
+# fields, `HSET key:N f N g value`), then three keys in four are deleted,
 # which leaves every slab of the keys' size class a quarter full. Then:
 #   ringkv-off   activedefrag no
 #   ringkv-on    CONFIG SET activedefrag yes (Valkey's default thresholds)
@@ -12,7 +13,7 @@
 # other core), and the RSS once jemalloc's decay had WAIT seconds to return
 # freed pages.
 #
-# usage: bench/defrag.sh [ROUNDS]   (N=3000000 WAIT=30; RINGKV_BIN,
+# usage: bench/defrag.sh [ROUNDS]   (N=3000000 WAIT=30 KIND=string; RINGKV_BIN,
 #        VALKEY_BIN, PORT, SERVER_CPU, CLIENT_CPU, VARIANTS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ ringkv_release_bin
 VALKEY_BIN=${VALKEY_BIN:-${VALKEY_SERVER_BIN:-}}
 N=${N:-3000000}
 WAIT=${WAIT:-30}
+KIND=${KIND:-string}
 PORT=${PORT:-17620}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
@@ -32,7 +34,24 @@ trap stop_server EXIT
 field() { redis-cli -p "$PORT" info all | tr -d '\r' | awk -F: -v f="$1" '$1 == f {print $2}'; }
 
 fill_and_delete() {
-  redis-cli -p "$PORT" debug populate "$N" key 40 >/dev/null
+  if [ "$KIND" = hash ]; then
+    python3 - "$N" <<'PY' | redis-cli -p "$PORT" --pipe >/dev/null
+import sys
+n = int(sys.argv[1])
+out = sys.stdout.buffer
+buf = []
+for i in range(n):
+    k, v = b"key:%d" % i, b"%d" % i
+    buf.append(b"*6\r\n$4\r\nHSET\r\n$%d\r\n%s\r\n$1\r\nf\r\n$%d\r\n%s\r\n$1\r\ng\r\n$5\r\nvalue\r\n"
+               % (len(k), k, len(v), v))
+    if len(buf) == 10000:
+        out.write(b"".join(buf))
+        buf = []
+out.write(b"".join(buf))
+PY
+  else
+    redis-cli -p "$PORT" debug populate "$N" key 40 >/dev/null
+  fi
   python3 - "$N" <<'PY' | redis-cli -p "$PORT" --pipe >/dev/null
 import sys
 n = int(sys.argv[1])
