@@ -436,3 +436,48 @@ e2e!(
         ringkv_e2e::within(30, "keys to move", || info_number(c, "active_defrag_hits") > 10_000.0);
     }
 );
+
+// Large hashes (tables of fields) lose three fields in four: the walk goes
+// through each one's nodes, long field names and values, and every field
+// left reads back.
+e2e!(
+    ringkv_only fn active_defrag_moves_the_insides_of_large_hashes(b) {
+        let srv = b.start(defrag_opts());
+        let c = &mut srv.client();
+        let (hashes, fields) = (20, 5000);
+        let field = |f: usize| format!("field number {f} with a name past the inline size");
+        for h in 0..hashes {
+            let mut cmd = redis::cmd("HSET");
+            cmd.arg(format!("big:{h}"));
+            for f in 0..fields {
+                cmd.arg(field(f)).arg(format!("{h}:{f}"));
+            }
+            let _: i64 = cmd.query(c).unwrap();
+        }
+        // Deleted once all are written, so that no hash reuses the space
+        // another one freed.
+        for h in 0..hashes {
+            let mut cmd = redis::cmd("HDEL");
+            cmd.arg(format!("big:{h}"));
+            for f in (0..fields).filter(|f| f % 4 != 0) {
+                cmd.arg(field(f));
+            }
+            let _: i64 = cmd.query(c).unwrap();
+        }
+        assert_eq!(text(&q(c, "OBJECT ENCODING big:0")), "hashtable");
+        let before = info_number(c, "allocator_frag_ratio");
+        assert!(before > 1.5, "the deletions must leave slabs sparse: {before}");
+        assert_eq!(q(c, "CONFIG SET activedefrag yes"), ok());
+        ringkv_e2e::within(30, "the fragmentation to fall", || {
+            info_number(c, "allocator_frag_ratio") < 1.2
+        });
+        for h in 0..hashes {
+            assert_eq!(int_of(&q(c, &format!("HLEN big:{h}"))), (fields / 4) as i64);
+            for f in (0..fields).step_by(4 * 97) {
+                let got: String =
+                    redis::cmd("HGET").arg(format!("big:{h}")).arg(field(f)).query(c).unwrap();
+                assert_eq!(got, format!("{h}:{f}"));
+            }
+        }
+    }
+);

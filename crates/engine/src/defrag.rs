@@ -12,17 +12,19 @@
 //!         a run's share only rises while it lasts
 //!  background step, when due: one slice of active-defrag-cycle-us µs of a
 //!    SCAN-cursor walk over the databases, each key's blocks offered to
-//!    the allocator (store::defrag); the next slice after
+//!    the allocator (store::defrag), and the insides of each large
+//!    collection it meets (tables, quicklist nodes) walked apart, a bucket
+//!    chain or 16 nodes a step, before the walk goes on; the next slice after
 //!    cycle-us × (100 − share) ÷ share, so the run takes its share
 //!  the walk ends ─► log, stop, and check again at once
 //! ```
 //!
 //! Which block moves is the allocator's call ([`crate::AllocatorOps`]'s
 //! `relocate`; without one nothing runs). Nothing moves while a load fills
-//! the dataset or a database is frozen for a snapshot (BGSAVE, an AOF
-//! rewrite, a replica's full sync): Valkey does not defragment while a
-//! child process shares its pages either. The insides of large
-//! collections stay where they are (README says so).
+//! the dataset or a snapshot (BGSAVE, an AOF rewrite, a replica's full
+//! sync) is under way: Valkey does not defragment while a child process
+//! shares its pages either. A sorted set's skiplist and a
+//! stream's blocks stay where they are (README says so).
 
 use std::time::{Duration, Instant};
 
@@ -49,9 +51,17 @@ pub struct ActiveDefrag {
     seen: Option<ActiveDefragConfig>,
     next_check: Option<Instant>,
     next_slice: Option<Instant>,
-    /// Where the walk is: database and SCAN cursor.
+    /// Where the walk is: database and SCAN cursor, and whether that
+    /// database's walk is done (the next step moves on to the next one,
+    /// once its large collections are walked).
     db: usize,
     cursor: u64,
+    db_done: bool,
+    /// Large collections met in this database whose insides are walked
+    /// apart, a step at a time (the last one first), and that walk's
+    /// cursor.
+    later: Vec<Box<[u8]>>,
+    later_cursor: u64,
     /// The walk's start, and the blocks moved before it (for its log line).
     walk_started: Option<(Instant, u64)>,
     /// While a run lasts, since when (INFO `current_active_defrag_time`).
@@ -82,6 +92,15 @@ impl ActiveDefrag {
         }
     }
 
+    /// Back to the start of the keyspace.
+    fn rewind(&mut self) {
+        self.db = 0;
+        self.cursor = 0;
+        self.db_done = false;
+        self.later.clear();
+        self.later_cursor = 0;
+    }
+
     /// Book a run's time when it starts or stops.
     fn settle_time(&mut self) {
         match (self.running > 0, self.running_since) {
@@ -97,18 +116,23 @@ impl ActiveDefrag {
     /// Forget the walk (the setting was turned off).
     fn stop(&mut self) {
         self.running = 0;
-        self.db = 0;
-        self.cursor = 0;
+        self.rewind();
         self.walk_started = None;
         self.next_slice = None;
         self.settle_time();
     }
 }
 
-/// Whether keys may move now: not during a load, nor while a database is
-/// frozen for a snapshot's walk.
+/// Whether keys may move now: not during a load, nor while a snapshot
+/// (BGSAVE, an AOF rewrite, a replica's full sync) is under way: its walk
+/// reads a frozen database between steps, and Valkey does not defragment
+/// while a child process exists either.
 fn may_move(srv: &Server) -> bool {
-    !srv.persist.is_loading() && srv.keyspace.dbs.iter().all(|d| d.frozen_index().is_none())
+    !srv.persist.is_loading()
+        && srv.persist.snapshot.is_none()
+        && srv.aof.rewrite.is_none()
+        && srv.repl.feeds.snapshot.is_none()
+        && srv.keyspace.dbs.iter().all(|d| d.frozen_index().is_none())
 }
 
 /// Cron's part: start, stop or speed up a run.
@@ -200,9 +224,17 @@ pub fn step(srv: &mut Server) {
         let Some(db) = srv.keyspace.dbs.get_mut(d.db) else {
             break true;
         };
-        d.cursor = db.defrag_step(d.cursor, relocate, &mut d.counts);
-        if d.cursor == 0 {
+        if let Some(key) = d.later.last() {
+            d.later_cursor = db.defrag_later_step(key, d.later_cursor, relocate, &mut d.counts);
+            if d.later_cursor == 0 {
+                d.later.pop();
+            }
+        } else if d.db_done {
             d.db += 1;
+            d.db_done = false;
+        } else {
+            d.cursor = db.defrag_step(d.cursor, relocate, &mut d.counts, &mut d.later);
+            d.db_done = d.cursor == 0;
         }
         steps += 1;
         if steps.is_multiple_of(STEPS_PER_CLOCK_READ) && Instant::now() >= deadline {
@@ -231,8 +263,7 @@ fn finish_walk(srv: &mut Server) {
         .take()
         .unwrap_or((Instant::now(), d.counts.hits));
     let moved = d.counts.hits - hits_before;
-    d.db = 0;
-    d.cursor = 0;
+    d.rewind();
     d.running = 0;
     d.next_slice = None;
     d.settle_time();

@@ -8,9 +8,13 @@
 //! and an overflow bucket of the table only through the bucket before it
 //! (the walk moves those too: a few of them can pin many sparse slabs).
 //! A small collection's one buffer of packed elements (and an edited
-//! string's buffer) is reached only through its value, and moves too;
-//! the insides of large collections (their tables, quicklist nodes,
-//! stream blocks) and shared strings (`Arc`s a reply may hold) stay. What a collection holds inside (elements, listpacks, its own
+//! string's buffer) is reached only through its value, and moves too; so
+//! do a large hash's, set's or list's insides, walked apart a step at a
+//! time ([`Db::defrag_later_step`]): its table struct, each table node
+//! (reached only through its slot), long field or member and value, or
+//! each quicklist node's buffer. A sorted set's skiplist (its nodes point
+//! at each other), a stream's blocks and shared strings (`Arc`s a reply
+//! may hold) stay. What a collection holds inside (elements, listpacks, its own
 //! tables) stays where it is. A frozen database (a BGSAVE's view) is not
 //! walked: its walk reads nodes between steps.
 
@@ -69,6 +73,24 @@ pub(crate) fn relocate_bytes(b: &mut Box<[u8]>, relocate: Relocate, counts: &mut
     }
 }
 
+/// Offer a box's block to `relocate`; the box follows a move. For boxes
+/// of values that nothing points into (Rust values move by copying).
+pub(crate) fn relocate_box<T>(b: &mut Box<T>, relocate: Relocate, counts: &mut DefragCounts) {
+    if size_of::<T>() == 0 {
+        return;
+    }
+    let ptr = NonNull::from(&mut **b).cast::<u8>();
+    // SAFETY: a box of a sized, non-zero-sized T is a live block with T's
+    // layout, reached only through `b`, which `&mut` holds; on a move the
+    // old block is freed, so the old box is forgotten, not dropped.
+    unsafe {
+        if let Some(n) = counts.count(relocate(ptr, Layout::new::<T>())) {
+            let moved = Box::from_raw(n.as_ptr().cast::<T>());
+            std::mem::forget(std::mem::replace(b, moved));
+        }
+    }
+}
+
 /// [`relocate_bytes`] for a vector's buffer (its capacity is the block).
 pub(crate) fn relocate_vec(v: &mut Vec<u8>, relocate: Relocate, counts: &mut DefragCounts) {
     let (len, cap) = (v.len(), v.capacity());
@@ -90,12 +112,15 @@ pub(crate) fn relocate_vec(v: &mut Vec<u8>, relocate: Relocate, counts: &mut Def
 impl Db {
     /// One step of a defragmentation walk over this database's keys from
     /// `cursor` (0 starts it); returns the next cursor, 0 when the walk is
-    /// done. A frozen database is skipped (0 at once).
+    /// done. Keys whose values are large collections are pushed on
+    /// `later`, for [`Db::defrag_later_step`] to walk their insides. A
+    /// frozen database is skipped (0 at once).
     pub fn defrag_step(
         &mut self,
         cursor: u64,
         relocate: Relocate,
         counts: &mut DefragCounts,
+        later: &mut Vec<Box<[u8]>>,
     ) -> u64 {
         if self.frozen_index().is_some() {
             return 0;
@@ -107,7 +132,33 @@ impl Db {
                 } else {
                     counts.key_misses += 1;
                 }
+                if e.boxed_mut().is_some_and(|v| v.relocates_in_steps()) {
+                    later.push(e.key().into());
+                }
             })
+    }
+
+    /// One step of walking the insides of the large collection at `key`
+    /// (0 starts; returns 0 when done, also when the key is gone or no
+    /// longer such a collection, or the database is frozen).
+    pub fn defrag_later_step(
+        &mut self,
+        key: &[u8],
+        cursor: u64,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+    ) -> u64 {
+        if self.frozen_index().is_some() {
+            return 0;
+        }
+        match self
+            .table
+            .get_mut(crate::hash_key(key), key)
+            .and_then(|e| e.boxed_mut())
+        {
+            Some(v) => v.relocate_step(cursor, relocate, counts),
+            None => 0,
+        }
     }
 }
 
@@ -186,13 +237,24 @@ mod tests {
 
     const KEYS: u32 = 21_000;
 
+    /// A whole walk, each large collection's insides walked as its key
+    /// is met.
     fn walk(db: &mut Db, relocate: Relocate) -> DefragCounts {
         let mut counts = DefragCounts::default();
-        let mut cursor = db.defrag_step(0, relocate, &mut counts);
-        while cursor != 0 {
-            cursor = db.defrag_step(cursor, relocate, &mut counts);
+        let mut later = Vec::new();
+        let mut cursor = 0;
+        loop {
+            cursor = db.defrag_step(cursor, relocate, &mut counts, &mut later);
+            for key in later.drain(..) {
+                let mut inner = db.defrag_later_step(&key, 0, relocate, &mut counts);
+                while inner != 0 {
+                    inner = db.defrag_later_step(&key, inner, relocate, &mut counts);
+                }
+            }
+            if cursor == 0 {
+                return counts;
+            }
         }
-        counts
     }
 
     fn contents(db: &Db) -> Vec<(Vec<u8>, Value, Option<i64>)> {
@@ -234,6 +296,54 @@ mod tests {
     }
 
     #[test]
+    fn large_collections_move_their_insides_and_keep_every_element() {
+        let limits = EncodingLimits {
+            list_max_listpack_size: 8,
+            list_compress_depth: 1,
+            ..EncodingLimits::default()
+        };
+        let long = |i: u32| format!("a field name longer than inline keys {i}");
+        let mut h = crate::types::Hash::new();
+        let mut set = crate::types::Set::new();
+        let mut z = crate::types::ZSet::new();
+        let mut l = crate::types::List::new();
+        for i in 0..2000u32 {
+            let short = format!("f{i}");
+            let name = if i % 3 == 0 { long(i) } else { short };
+            h.set(name.as_bytes(), format!("value {i}").as_bytes(), &limits);
+            set.add(name.as_bytes(), &limits);
+            z.insert(name.as_bytes(), f64::from(i), &limits);
+            l.push(crate::types::list::End::Right, &[name.as_bytes()], &limits);
+        }
+        let mut db = Db::default();
+        for (key, v) in [
+            ("h", Value::Hash(h)),
+            ("s", Value::Set(set)),
+            ("z", Value::ZSet(z)),
+            ("l", Value::List(l)),
+        ] {
+            db.insert(
+                hash_key(key.as_bytes()),
+                key.as_bytes(),
+                Entry::keyed(key.as_bytes(), v),
+                0,
+            );
+        }
+        assert!(db.peek(hash_key(b"h"), b"h").unwrap().value().encoding() == "hashtable");
+        assert!(db.peek(hash_key(b"l"), b"l").unwrap().value().encoding() == "quicklist");
+        let before = contents(&db);
+        let counts = walk(&mut db, always_move);
+        // Four nodes and boxes; the set's and the hash's table structs,
+        // 2,000 nodes and 667 long names each, the hash's 2,000 values;
+        // the quicklist's struct and its 250 nodes' buffers: 7,595, and
+        // the tables' overflow buckets on top. The sorted set's skiplist
+        // stays where it is.
+        assert!(counts.hits >= 7_595, "{counts:?}");
+        assert_eq!(counts.misses, 0);
+        assert_eq!(contents(&db), before);
+    }
+
+    #[test]
     fn a_walk_that_moves_nothing_counts_misses() {
         let mut db = filled();
         let counts = walk(&mut db, never_move);
@@ -247,7 +357,13 @@ mod tests {
         let mut db = filled();
         db.freeze(0);
         let mut counts = DefragCounts::default();
-        assert_eq!(db.defrag_step(0, always_move, &mut counts), 0);
+        let mut later = Vec::new();
+        assert_eq!(db.defrag_step(0, always_move, &mut counts, &mut later), 0);
+        assert_eq!(
+            db.defrag_later_step(b"key:3", 0, always_move, &mut counts),
+            0
+        );
         assert_eq!(counts, DefragCounts::default());
+        assert!(later.is_empty());
     }
 }

@@ -83,6 +83,34 @@ impl Value {
         }
     }
 
+    /// Whether the value is a large collection whose insides active
+    /// defragmentation walks apart, by [`Value::relocate_step`].
+    pub(crate) fn relocates_in_steps(&self) -> bool {
+        match self {
+            Value::Hash(h) => h.is_table(),
+            Value::Set(s) => s.is_table(),
+            Value::List(l) => l.is_quicklist(),
+            Value::Str(_) | Value::ZSet(_) | Value::Stream(_) => false,
+        }
+    }
+
+    /// One step of moving a large collection's insides (0 starts;
+    /// returns 0 when done). A sorted set's skiplist and a stream's
+    /// blocks are not moved.
+    pub(crate) fn relocate_step(
+        &mut self,
+        cursor: u64,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+    ) -> u64 {
+        match self {
+            Value::Hash(h) => h.relocate_step(cursor, relocate, counts),
+            Value::Set(s) => s.relocate_step(cursor, relocate, counts),
+            Value::List(l) => l.relocate_step(cursor, relocate, counts),
+            Value::Str(_) | Value::ZSet(_) | Value::Stream(_) => 0,
+        }
+    }
+
     pub fn as_list_mut(&mut self) -> Option<&mut List> {
         match self {
             Value::List(l) => Some(l),

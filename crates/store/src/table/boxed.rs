@@ -2,9 +2,13 @@
 //! the large encodings of collections (hash fields, set members) whose
 //! values are ordinary Rust values.
 
+use std::alloc::Layout;
 use std::marker::PhantomData;
 use std::mem;
 use std::num::NonZeroUsize;
+use std::ptr::NonNull;
+
+use crate::defrag::{DefragCounts, Relocate, relocate_bytes};
 
 use super::{Item, Loc, RawTable, addr_word, prefetch_ptr, word_addr};
 
@@ -81,6 +85,31 @@ impl<V> Boxed<V> {
         // SAFETY: the box this value owned; `self` is forgotten, so it is
         // freed once, here.
         *unsafe { Box::from_raw(p) }
+    }
+}
+
+impl<V> Boxed<V> {
+    /// Offer the node and a long key's bytes to active defragmentation,
+    /// and the value to `value`; the slot word follows a moved node.
+    fn relocate(
+        &mut self,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+        value: &mut impl FnMut(&mut V, &mut DefragCounts),
+    ) {
+        let node = NonNull::new(word_addr(self.word.get()) as *mut u8).expect("a node");
+        // SAFETY: the node is a live `Box<Node<V>>` reached only through
+        // this word, which `&mut self` holds; on a move the word points at
+        // the copy at once, keeping the table's tag bits.
+        if let Some(n) = counts.count(unsafe { relocate(node, Layout::new::<Node<V>>()) }) {
+            let tag = self.word.get() & !word_addr(usize::MAX);
+            self.word = NonZeroUsize::new(addr_word(n.as_ptr() as usize) | tag).expect("non-null");
+        }
+        let node = self.node_mut();
+        if let Key::Heap(b) = &mut node.key {
+            relocate_bytes(b, relocate, counts);
+        }
+        value(&mut node.value, counts);
     }
 }
 
@@ -186,6 +215,20 @@ impl<V> Table<V> {
     }
     pub fn rehash_step(&mut self, n: usize) -> bool {
         self.raw.rehash_step(n)
+    }
+    /// One step of an active-defragmentation walk (a SCAN step from
+    /// `cursor`; 0 when done): each node and long key is offered to
+    /// `relocate`, each value to `value`.
+    pub fn defrag_step(
+        &mut self,
+        cursor: u64,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+        mut value: impl FnMut(&mut V, &mut DefragCounts),
+    ) -> u64 {
+        self.raw.defrag_scan(cursor, relocate, counts, |b, counts| {
+            b.relocate(relocate, counts, &mut value)
+        })
     }
     pub fn prefetch(&self, hash: u64) {
         self.raw.prefetch(hash)

@@ -14,7 +14,7 @@
 
 use super::strpack::{Slot, StrPack};
 use crate::EncodingLimits;
-use crate::defrag::{DefragCounts, Relocate};
+use crate::defrag::{DefragCounts, Relocate, relocate_box, relocate_bytes};
 use crate::hash::hash_key;
 use crate::table::Table;
 
@@ -122,6 +122,31 @@ impl Hash {
         if let Repr::Pack(p) = &mut self.repr {
             p.relocate(relocate, counts);
         }
+    }
+
+    /// A large hash's part of active defragmentation, one step from
+    /// `cursor` (0 starts; returns 0 when done): its table's struct, then
+    /// its nodes, long fields and values a bucket chain at a time.
+    pub(crate) fn relocate_step(
+        &mut self,
+        cursor: u64,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+    ) -> u64 {
+        let Repr::Table(t) = &mut self.repr else {
+            return 0;
+        };
+        if cursor == 0 {
+            relocate_box(t, relocate, counts);
+        }
+        t.defrag_step(cursor, relocate, counts, |v, counts| {
+            relocate_bytes(v, relocate, counts)
+        })
+    }
+
+    /// Whether [`Hash::relocate_step`] has work (a table, not a pack).
+    pub(crate) fn is_table(&self) -> bool {
+        matches!(self.repr, Repr::Table(_))
     }
 
     pub fn new() -> Hash {

@@ -19,7 +19,7 @@
 
 use super::strpack::StrPack;
 use crate::EncodingLimits;
-use crate::defrag::{DefragCounts, Relocate, relocate_bytes};
+use crate::defrag::{DefragCounts, Relocate, relocate_box, relocate_bytes};
 use crate::hash::hash_key;
 use crate::table::Table;
 
@@ -208,6 +208,29 @@ impl Set {
             Repr::Pack(p) => p.relocate(relocate, counts),
             Repr::Empty | Repr::Table(_) => {}
         }
+    }
+
+    /// A large set's part of active defragmentation, one step from
+    /// `cursor` (0 starts; returns 0 when done): its table's struct, then
+    /// its nodes and long members a bucket chain at a time.
+    pub(crate) fn relocate_step(
+        &mut self,
+        cursor: u64,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+    ) -> u64 {
+        let Repr::Table(t) = &mut self.repr else {
+            return 0;
+        };
+        if cursor == 0 {
+            relocate_box(t, relocate, counts);
+        }
+        t.defrag_step(cursor, relocate, counts, |_, _| {})
+    }
+
+    /// Whether [`Set::relocate_step`] has work (a table).
+    pub(crate) fn is_table(&self) -> bool {
+        matches!(self.repr, Repr::Table(_))
     }
 
     /// Start the miss of a compact set's buffer (see `Value::prefetch_heap`).
