@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Active defragmentation (docs/BENCHMARKS.md §34). Each server gets N keys
 # of 40-byte values (DEBUG POPULATE; KIND=hash: small hashes of two
-# fields, `HSET key:N f N g value`), then three keys in four are deleted,
+# fields, `HSET key:N f N g value`), then three keys in four are deleted
+# (KIND=bighash: N fields in hashes of 1,000, three fields in four deleted),
 # which leaves every slab of the keys' size class a quarter full. Then:
 #   ringkv-off   activedefrag no
 #   ringkv-on    CONFIG SET activedefrag yes (Valkey's default thresholds)
@@ -34,6 +35,25 @@ trap stop_server EXIT
 field() { redis-cli -p "$PORT" info all | tr -d '\r' | awk -F: -v f="$1" '$1 == f {print $2}'; }
 
 fill_and_delete() {
+  if [ "$KIND" = bighash ]; then
+    # N fields over hashes of 1,000 (hashtable-encoded); three fields in
+    # four deleted once all are written.
+    python3 - "$N" <<'PY' | redis-cli -p "$PORT" --pipe >/dev/null
+import sys
+n = int(sys.argv[1]) // 1000
+out = sys.stdout.buffer
+def cmd(args):
+    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+for h in range(n):
+    args = [b"HSET", b"big:%d" % h]
+    for f in range(1000):
+        args += [b"field:%d" % f, b"value %d of %d" % (f, h)]
+    cmd(args)
+for h in range(n):
+    cmd([b"HDEL", b"big:%d" % h] + [b"field:%d" % f for f in range(1000) if f % 4])
+PY
+    return
+  fi
   if [ "$KIND" = hash ]; then
     python3 - "$N" <<'PY' | redis-cli -p "$PORT" --pipe >/dev/null
 import sys
