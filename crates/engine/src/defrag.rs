@@ -13,8 +13,8 @@
 //!  background step, when due: one slice of active-defrag-cycle-us µs of a
 //!    SCAN-cursor walk over the databases, each key's blocks offered to
 //!    the allocator (store::defrag), and the insides of each large
-//!    collection it meets (tables, quicklist nodes) walked apart, a bucket
-//!    chain or 16 nodes a step, before the walk goes on; the next slice after
+//!    collection it meets (tables, quicklist nodes, sorted-set members)
+//!    walked apart, a few a step, before the walk goes on; the next slice after
 //!    cycle-us × (100 − share) ÷ share, so the run takes its share
 //!  the walk ends ─► log, stop, and check again at once
 //! ```
@@ -23,8 +23,8 @@
 //! `relocate`; without one nothing runs). Nothing moves while a load fills
 //! the dataset or a snapshot (BGSAVE, an AOF rewrite, a replica's full
 //! sync) is under way: Valkey does not defragment while a child process
-//! shares its pages either. A sorted set's skiplist and a
-//! stream's blocks stay where they are (README says so).
+//! shares its pages either. A stream's blocks stay where they are
+//! (README says so).
 
 use std::time::{Duration, Instant};
 

@@ -90,13 +90,13 @@ impl Value {
             Value::Hash(h) => h.is_table(),
             Value::Set(s) => s.is_table(),
             Value::List(l) => l.is_quicklist(),
-            Value::Str(_) | Value::ZSet(_) | Value::Stream(_) => false,
+            Value::ZSet(z) => z.is_tree(),
+            Value::Str(_) | Value::Stream(_) => false,
         }
     }
 
     /// One step of moving a large collection's insides (0 starts;
-    /// returns 0 when done). A sorted set's skiplist and a stream's
-    /// blocks are not moved.
+    /// returns 0 when done). A stream's blocks are not moved.
     pub(crate) fn relocate_step(
         &mut self,
         cursor: u64,
@@ -107,7 +107,8 @@ impl Value {
             Value::Hash(h) => h.relocate_step(cursor, relocate, counts),
             Value::Set(s) => s.relocate_step(cursor, relocate, counts),
             Value::List(l) => l.relocate_step(cursor, relocate, counts),
-            Value::Str(_) | Value::ZSet(_) | Value::Stream(_) => 0,
+            Value::ZSet(z) => z.relocate_step(cursor, relocate, counts),
+            Value::Str(_) | Value::Stream(_) => 0,
         }
     }
 

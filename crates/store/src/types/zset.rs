@@ -25,7 +25,7 @@ mod pack;
 mod tree;
 
 use crate::EncodingLimits;
-use crate::defrag::{DefragCounts, Relocate};
+use crate::defrag::{DefragCounts, Relocate, relocate_box};
 use pack::{Pack, PackIter};
 use tree::{Tree, Walk};
 
@@ -124,6 +124,29 @@ impl ZSet {
         if let Repr::Pack(p) = &mut self.repr {
             p.relocate(relocate, counts);
         }
+    }
+
+    /// A large sorted set's part of active defragmentation, one step from
+    /// `cursor` (0 starts; returns 0 when done): its tree's struct, then
+    /// its members' buffers.
+    pub(crate) fn relocate_step(
+        &mut self,
+        cursor: u64,
+        relocate: Relocate,
+        counts: &mut DefragCounts,
+    ) -> u64 {
+        let Repr::Tree(t) = &mut self.repr else {
+            return 0;
+        };
+        if cursor == 0 {
+            relocate_box(t, relocate, counts);
+        }
+        t.relocate_step(cursor, relocate, counts)
+    }
+
+    /// Whether [`ZSet::relocate_step`] has work (a tree).
+    pub(crate) fn is_tree(&self) -> bool {
+        matches!(self.repr, Repr::Tree(_))
     }
 
     /// An empty set in the compact encoding.
