@@ -45,66 +45,117 @@ pub struct DefragCounts {
     pub key_misses: u64,
 }
 
-impl DefragCounts {
-    pub(crate) fn count<T>(&mut self, moved: Option<T>) -> Option<T> {
+/// What a walk step moves blocks with: the allocator's [`Relocate`] and
+/// the counters every offer lands in.
+pub(crate) struct Mover<'a> {
+    relocate: Relocate,
+    pub(crate) counts: &'a mut DefragCounts,
+}
+
+impl Mover<'_> {
+    /// Offer one block; counts the offer.
+    ///
+    /// # Safety
+    /// As [`Relocate`]: `ptr` is a live block made with `layout` that
+    /// nothing else uses meanwhile, and on `Some` the caller replaces
+    /// every use of the old address with the new one.
+    pub(crate) unsafe fn block(&mut self, ptr: NonNull<u8>, layout: Layout) -> Option<NonNull<u8>> {
+        // SAFETY: the caller's guarantees are `Relocate`'s.
+        let moved = unsafe { (self.relocate)(ptr, layout) };
         match moved {
-            Some(_) => self.hits += 1,
-            None => self.misses += 1,
+            Some(_) => self.counts.hits += 1,
+            None => self.counts.misses += 1,
         }
         moved
     }
-}
 
-/// Offer a byte buffer (a small collection's packed elements) to
-/// `relocate`; the box follows a move.
-pub(crate) fn relocate_bytes(b: &mut Box<[u8]>, relocate: Relocate, counts: &mut DefragCounts) {
-    let len = b.len();
-    let Some(ptr) = NonNull::new(b.as_mut_ptr()).filter(|_| len > 0) else {
-        return;
-    };
-    // SAFETY: a non-empty boxed slice is a live block of `len` bytes at
-    // alignment 1, reached only through `b`, which `&mut` holds; on a move
-    // the old block is freed, so the old box is forgotten, not dropped.
-    unsafe {
-        if let Some(n) = counts.count(relocate(ptr, Layout::for_value::<[u8]>(b))) {
-            let moved = Box::from_raw(std::ptr::slice_from_raw_parts_mut(n.as_ptr(), len));
-            std::mem::forget(std::mem::replace(b, moved));
+    /// Offer a byte buffer (a small collection's packed elements, a long
+    /// name); the box follows a move.
+    pub(crate) fn bytes(&mut self, b: &mut Box<[u8]>) {
+        let len = b.len();
+        let Some(ptr) = NonNull::new(b.as_mut_ptr()).filter(|_| len > 0) else {
+            return;
+        };
+        // SAFETY: a non-empty boxed slice is a live block of `len` bytes
+        // at alignment 1, reached only through `b`, which `&mut` holds; on
+        // a move the old block is freed, so the old box is forgotten, not
+        // dropped.
+        unsafe {
+            if let Some(n) = self.block(ptr, Layout::for_value::<[u8]>(b)) {
+                let moved = Box::from_raw(std::ptr::slice_from_raw_parts_mut(n.as_ptr(), len));
+                std::mem::forget(std::mem::replace(b, moved));
+            }
         }
     }
-}
 
-/// Offer a box's block to `relocate`; the box follows a move. For boxes
-/// of values that nothing points into (Rust values move by copying).
-pub(crate) fn relocate_box<T>(b: &mut Box<T>, relocate: Relocate, counts: &mut DefragCounts) {
-    if size_of::<T>() == 0 {
-        return;
-    }
-    let ptr = NonNull::from(&mut **b).cast::<u8>();
-    // SAFETY: a box of a sized, non-zero-sized T is a live block with T's
-    // layout, reached only through `b`, which `&mut` holds; on a move the
-    // old block is freed, so the old box is forgotten, not dropped.
-    unsafe {
-        if let Some(n) = counts.count(relocate(ptr, Layout::new::<T>())) {
-            let moved = Box::from_raw(n.as_ptr().cast::<T>());
-            std::mem::forget(std::mem::replace(b, moved));
+    /// [`Mover::bytes`] for a vector's buffer (its capacity is the block).
+    pub(crate) fn vec(&mut self, v: &mut Vec<u8>) {
+        let (len, cap) = (v.len(), v.capacity());
+        let Some(ptr) = NonNull::new(v.as_mut_ptr()).filter(|_| cap > 0) else {
+            return;
+        };
+        let layout = Layout::array::<u8>(cap).expect("a vector's own capacity");
+        // SAFETY: a vector with capacity holds one live block of `cap`
+        // bytes at alignment 1, reached only through `v`; on a move the
+        // old block is freed, so the old vector is forgotten, not dropped.
+        unsafe {
+            if let Some(n) = self.block(ptr, layout) {
+                let moved = Vec::from_raw_parts(n.as_ptr(), len, cap);
+                std::mem::forget(std::mem::replace(v, moved));
+            }
         }
     }
-}
 
-/// [`relocate_bytes`] for a vector's buffer (its capacity is the block).
-pub(crate) fn relocate_vec(v: &mut Vec<u8>, relocate: Relocate, counts: &mut DefragCounts) {
-    let (len, cap) = (v.len(), v.capacity());
-    let Some(ptr) = NonNull::new(v.as_mut_ptr()).filter(|_| cap > 0) else {
-        return;
-    };
-    let layout = Layout::array::<u8>(cap).expect("a vector's own capacity");
-    // SAFETY: a vector with capacity holds one live block of `cap` bytes
-    // at alignment 1, reached only through `v`; on a move the old block
-    // is freed, so the old vector is forgotten, not dropped.
-    unsafe {
-        if let Some(n) = counts.count(relocate(ptr, layout)) {
-            let moved = Vec::from_raw_parts(n.as_ptr(), len, cap);
-            std::mem::forget(std::mem::replace(v, moved));
+    /// Offer a box's block; the box follows a move. For boxes of values
+    /// that nothing points into (Rust values move by copying).
+    pub(crate) fn boxed<T>(&mut self, b: &mut Box<T>) {
+        if size_of::<T>() == 0 {
+            return;
+        }
+        let ptr = NonNull::from(&mut **b).cast::<u8>();
+        // SAFETY: a box of a sized, non-zero-sized T is a live block with
+        // T's layout, reached only through `b`, which `&mut` holds; on a
+        // move the old block is freed, so the old box is forgotten.
+        unsafe {
+            if let Some(n) = self.block(ptr, Layout::new::<T>()) {
+                let moved = Box::from_raw(n.as_ptr().cast::<T>());
+                std::mem::forget(std::mem::replace(b, moved));
+            }
+        }
+    }
+
+    /// One step over a large collection held in `b`: the box itself when
+    /// the walk starts (`cursor` 0), then `inner`'s step; returns the next
+    /// cursor (0 when done).
+    pub(crate) fn boxed_then<T>(
+        &mut self,
+        b: &mut Box<T>,
+        cursor: u64,
+        inner: impl FnOnce(&mut T, &mut Self) -> u64,
+    ) -> u64 {
+        if cursor == 0 {
+            self.boxed(b);
+        }
+        inner(b, self)
+    }
+
+    /// One step over a sequence by index: `f` on items `cursor` to
+    /// `cursor + n`; the next cursor, 0 past the end. Items added or
+    /// removed in front of the cursor between steps make the walk see
+    /// some twice or not at all, which only changes what is offered.
+    pub(crate) fn chunk<'t, T: 't>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = &'t mut T>,
+        cursor: u64,
+        n: usize,
+        mut f: impl FnMut(&mut T, &mut Self),
+    ) -> u64 {
+        let (from, len) = (cursor as usize, items.len());
+        items.skip(from).take(n).for_each(|t| f(t, self));
+        if from + n >= len {
+            0
+        } else {
+            (from + n) as u64
         }
     }
 }
@@ -125,17 +176,17 @@ impl Db {
         if self.frozen_index().is_some() {
             return 0;
         }
-        self.table
-            .defrag_scan(cursor, relocate, counts, |e, counts| {
-                if e.relocate(relocate, counts) {
-                    counts.key_hits += 1;
-                } else {
-                    counts.key_misses += 1;
-                }
-                if e.boxed_mut().is_some_and(|v| v.relocates_in_steps()) {
-                    later.push(e.key().into());
-                }
-            })
+        let mut m = Mover { relocate, counts };
+        self.table.defrag_scan(cursor, &mut m, |e, m| {
+            if e.relocate(m) {
+                m.counts.key_hits += 1;
+            } else {
+                m.counts.key_misses += 1;
+            }
+            if e.boxed_mut().is_some_and(|v| v.relocates_in_steps()) {
+                later.push(e.key().into());
+            }
+        })
     }
 
     /// One step of walking the insides of the large collection at `key`
@@ -156,7 +207,7 @@ impl Db {
             .get_mut(crate::hash_key(key), key)
             .and_then(|e| e.boxed_mut())
         {
-            Some(v) => v.relocate_step(cursor, relocate, counts),
+            Some(v) => v.relocate_step(cursor, &mut Mover { relocate, counts }),
             None => 0,
         }
     }

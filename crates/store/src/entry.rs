@@ -27,7 +27,7 @@ use std::num::NonZeroUsize;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::defrag::{DefragCounts, Relocate};
+use crate::defrag::Mover;
 use crate::table::{Item, addr_word, prefetch_ptr, word_addr};
 use crate::types::{Hash, List, Set, Stream, ZSet};
 use crate::{SHARED_STR_MIN, Str, Value, hash_key};
@@ -718,18 +718,18 @@ impl Entry {
     }
 
     /// Offer the node, a boxed value's box and that value's own buffer
-    /// to `relocate` (active defragmentation); the entry follows whatever
+    /// to the mover (active defragmentation); the entry follows whatever
     /// moved. Counts each block moved or left in `counts`; true if any
     /// moved.
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) -> bool {
-        let hits = counts.hits;
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) -> bool {
+        let hits = m.counts.hits;
         let parts = self.parts();
         let node = Layout::from_size_align(parts.size, NODE_ALIGN).expect("entry layout");
         // SAFETY: the node is a live block made with `node`, owned by this
         // entry and reached by nothing else while `&mut self` is held; on a
         // move the entry points at the copy at once. The `Relocate`
         // contract makes the copy byte for byte.
-        if let Some(p) = counts.count(unsafe { relocate(self.node_ptr(), node) }) {
+        if let Some(p) = unsafe { m.block(self.node_ptr(), node) } {
             self.set_addr(p.as_ptr());
         }
         if let Some(b) = self
@@ -741,16 +741,16 @@ impl Entry {
             // payload, the only copy of its address. A `Value` moves by
             // copying its bytes (nothing points into it).
             unsafe {
-                if let Some(p) = counts.count(relocate(b, Layout::new::<Value>())) {
+                if let Some(p) = m.block(b, Layout::new::<Value>()) {
                     let at = self.ptr().add(parts.payload_at).cast::<usize>();
                     std::ptr::write_unaligned(at, p.as_ptr() as usize);
                 }
             }
         }
         if let Some(v) = self.boxed_mut() {
-            v.relocate(relocate, counts);
+            v.relocate(m);
         }
-        counts.hits > hits
+        m.counts.hits > hits
     }
 
     fn node_ptr(&self) -> NonNull<u8> {

@@ -1,6 +1,6 @@
 //! Value types: strings here, collections in [`crate::types`].
 
-use crate::defrag::{DefragCounts, Relocate, relocate_vec};
+use crate::defrag::Mover;
 use crate::types::{Hash, List, Set, Stream, ZSet};
 use std::sync::Arc;
 
@@ -72,14 +72,14 @@ impl Value {
     /// collection's packed elements, an edited or boxed string's bytes.
     /// Shared strings (a reply may hold them) and the insides of large
     /// collections stay.
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
         match self {
-            Value::Str(Str::Bytes(b) | Str::Raw(b)) => relocate_vec(b, relocate, counts),
+            Value::Str(Str::Bytes(b) | Str::Raw(b)) => m.vec(b),
             Value::Str(Str::Int(_) | Str::Shared(_)) | Value::Stream(_) => {}
-            Value::List(l) => l.relocate(relocate, counts),
-            Value::Hash(h) => h.relocate(relocate, counts),
-            Value::Set(s) => s.relocate(relocate, counts),
-            Value::ZSet(z) => z.relocate(relocate, counts),
+            Value::List(l) => l.relocate(m),
+            Value::Hash(h) => h.relocate(m),
+            Value::Set(s) => s.relocate(m),
+            Value::ZSet(z) => z.relocate(m),
         }
     }
 
@@ -97,17 +97,12 @@ impl Value {
 
     /// One step of moving a large collection's insides (0 starts;
     /// returns 0 when done). A stream's blocks are not moved.
-    pub(crate) fn relocate_step(
-        &mut self,
-        cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-    ) -> u64 {
+    pub(crate) fn relocate_step(&mut self, cursor: u64, m: &mut Mover<'_>) -> u64 {
         match self {
-            Value::Hash(h) => h.relocate_step(cursor, relocate, counts),
-            Value::Set(s) => s.relocate_step(cursor, relocate, counts),
-            Value::List(l) => l.relocate_step(cursor, relocate, counts),
-            Value::ZSet(z) => z.relocate_step(cursor, relocate, counts),
+            Value::Hash(h) => h.relocate_step(cursor, m),
+            Value::Set(s) => s.relocate_step(cursor, m),
+            Value::List(l) => l.relocate_step(cursor, m),
+            Value::ZSet(z) => z.relocate_step(cursor, m),
             Value::Str(_) | Value::Stream(_) => 0,
         }
     }

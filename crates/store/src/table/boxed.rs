@@ -8,7 +8,7 @@ use std::mem;
 use std::num::NonZeroUsize;
 use std::ptr::NonNull;
 
-use crate::defrag::{DefragCounts, Relocate, relocate_bytes};
+use crate::defrag::Mover;
 
 use super::{Item, Loc, RawTable, addr_word, prefetch_ptr, word_addr};
 
@@ -91,25 +91,20 @@ impl<V> Boxed<V> {
 impl<V> Boxed<V> {
     /// Offer the node and a long key's bytes to active defragmentation,
     /// and the value to `value`; the slot word follows a moved node.
-    fn relocate(
-        &mut self,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-        value: &mut impl FnMut(&mut V, &mut DefragCounts),
-    ) {
+    fn relocate(&mut self, m: &mut Mover<'_>, value: &mut impl FnMut(&mut V, &mut Mover<'_>)) {
         let node = NonNull::new(word_addr(self.word.get()) as *mut u8).expect("a node");
         // SAFETY: the node is a live `Box<Node<V>>` reached only through
         // this word, which `&mut self` holds; on a move the word points at
         // the copy at once, keeping the table's tag bits.
-        if let Some(n) = counts.count(unsafe { relocate(node, Layout::new::<Node<V>>()) }) {
+        if let Some(n) = unsafe { m.block(node, Layout::new::<Node<V>>()) } {
             let tag = self.word.get() & !word_addr(usize::MAX);
             self.word = NonZeroUsize::new(addr_word(n.as_ptr() as usize) | tag).expect("non-null");
         }
         let node = self.node_mut();
         if let Key::Heap(b) = &mut node.key {
-            relocate_bytes(b, relocate, counts);
+            m.bytes(b);
         }
-        value(&mut node.value, counts);
+        value(&mut node.value, m);
     }
 }
 
@@ -218,17 +213,15 @@ impl<V> Table<V> {
     }
     /// One step of an active-defragmentation walk (a SCAN step from
     /// `cursor`; 0 when done): each node and long key is offered to
-    /// `relocate`, each value to `value`.
-    pub fn defrag_step(
+    /// the mover, each value to `value`.
+    pub(crate) fn defrag_step(
         &mut self,
         cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-        mut value: impl FnMut(&mut V, &mut DefragCounts),
+        m: &mut Mover<'_>,
+        mut value: impl FnMut(&mut V, &mut Mover<'_>),
     ) -> u64 {
-        self.raw.defrag_scan(cursor, relocate, counts, |b, counts| {
-            b.relocate(relocate, counts, &mut value)
-        })
+        self.raw
+            .defrag_scan(cursor, m, |b, m| b.relocate(m, &mut value))
     }
     pub fn prefetch(&self, hash: u64) {
         self.raw.prefetch(hash)

@@ -52,7 +52,7 @@ use std::ptr::NonNull;
 
 mod boxed;
 
-use crate::defrag::{DefragCounts, Relocate};
+use crate::defrag::Mover;
 #[cfg(test)]
 mod tests;
 
@@ -1084,14 +1084,13 @@ impl<I: Item> RawTable<I> {
 
     /// One step of a defragmentation walk (a SCAN step, see
     /// [`RawTable::scan`]): `f` gets each item to move its own blocks,
-    /// and each overflow bucket of the chains visited is offered to
-    /// `relocate`. Items stay in their buckets.
-    pub fn defrag_scan(
+    /// and each overflow bucket of the chains visited is offered to the
+    /// mover. Items stay in their buckets.
+    pub(crate) fn defrag_scan(
         &mut self,
         cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-        mut f: impl FnMut(&mut I, &mut DefragCounts),
+        m: &mut Mover<'_>,
+        mut f: impl FnMut(&mut I, &mut Mover<'_>),
     ) -> u64 {
         if self.len == 0 {
             return 0;
@@ -1104,13 +1103,13 @@ impl<I: Item> RawTable<I> {
             while let Some(bucket) = b {
                 for slot in bits(bucket.occupied()) {
                     // SAFETY: `occupied` only reports slots holding items.
-                    f(unsafe { bucket.item_mut::<I>(slot) }, counts);
+                    f(unsafe { bucket.item_mut::<I>(slot) }, m);
                 }
                 if let Some(c) = bucket.child_word().and_then(|c| NonNull::new(c as *mut u8)) {
                     // SAFETY: the child is a `Box<Bucket>` this bucket owns
                     // and the only holder of its address (see
                     // `chain_push`); a move rewrites that word at once.
-                    if let Some(n) = counts.count(unsafe { relocate(c, Layout::new::<Bucket>()) }) {
+                    if let Some(n) = unsafe { m.block(c, Layout::new::<Bucket>()) } {
                         bucket.words[SLOTS - 1] = n.as_ptr() as usize | CHILD_BIT;
                     }
                 }

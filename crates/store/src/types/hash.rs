@@ -14,7 +14,7 @@
 
 use super::strpack::{Slot, StrPack};
 use crate::EncodingLimits;
-use crate::defrag::{DefragCounts, Relocate, relocate_box, relocate_bytes};
+use crate::defrag::Mover;
 use crate::hash::hash_key;
 use crate::table::Table;
 
@@ -117,31 +117,23 @@ fn has_duplicate<'a>(fields: impl Iterator<Item = &'a [u8]>) -> bool {
 
 impl Hash {
     /// Offer the packed buffer of a small hash to active defragmentation
-    /// (a large one's table stays).
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+    /// (a large one's insides go by [`Hash::relocate_step`]).
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
         if let Repr::Pack(p) = &mut self.repr {
-            p.relocate(relocate, counts);
+            p.relocate(m);
         }
     }
 
-    /// A large hash's part of active defragmentation, one step from
-    /// `cursor` (0 starts; returns 0 when done): its table's struct, then
-    /// its nodes, long fields and values a bucket chain at a time.
-    pub(crate) fn relocate_step(
-        &mut self,
-        cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-    ) -> u64 {
-        let Repr::Table(t) = &mut self.repr else {
-            return 0;
-        };
-        if cursor == 0 {
-            relocate_box(t, relocate, counts);
+    /// A large hash's insides, one step of active defragmentation from
+    /// `cursor` (0 starts; 0 when done): its table's struct, then its
+    /// nodes, long fields and values a bucket chain at a time.
+    pub(crate) fn relocate_step(&mut self, cursor: u64, m: &mut Mover<'_>) -> u64 {
+        match &mut self.repr {
+            Repr::Table(t) => m.boxed_then(t, cursor, |t, m| {
+                t.defrag_step(cursor, m, |v, m| m.bytes(v))
+            }),
+            _ => 0,
         }
-        t.defrag_step(cursor, relocate, counts, |v, counts| {
-            relocate_bytes(v, relocate, counts)
-        })
     }
 
     /// Whether [`Hash::relocate_step`] has work (a table, not a pack).

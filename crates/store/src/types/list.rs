@@ -58,7 +58,7 @@
 use super::lp_size;
 use super::strpack::StrPack;
 use crate::EncodingLimits;
-use crate::defrag::{DefragCounts, Relocate, relocate_box, relocate_bytes};
+use crate::defrag::Mover;
 
 /// Quicklist nodes one step of active defragmentation offers.
 const RELOCATE_NODES_PER_STEP: usize = 16;
@@ -937,43 +937,30 @@ impl DoubleEndedIterator for QuickIter<'_> {
 impl List {
     /// Offer the packed buffer of a small list to active defragmentation
     /// (a quicklist's nodes go by [`List::relocate_step`]).
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
         if let Repr::Pack(p) = &mut self.repr {
-            p.relocate(relocate, counts);
+            p.relocate(m);
         }
     }
 
-    /// A quicklist's part of active defragmentation, one step from
-    /// `cursor` (0 starts; returns 0 when done): its struct, then the
-    /// packed or compressed buffers of up to [`RELOCATE_NODES_PER_STEP`]
-    /// nodes. The cursor is a node index: nodes added or removed in front
-    /// of it between steps make the walk see some nodes twice or not at
-    /// all, which only changes what is offered.
-    pub(crate) fn relocate_step(
-        &mut self,
-        cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-    ) -> u64 {
+    /// A quicklist's insides, one step of active defragmentation from
+    /// `cursor` (0 starts; 0 when done): its struct, then the packed or
+    /// compressed buffers of [`RELOCATE_NODES_PER_STEP`] nodes a step.
+    pub(crate) fn relocate_step(&mut self, cursor: u64, m: &mut Mover<'_>) -> u64 {
         let Repr::Quick(q) = &mut self.repr else {
             return 0;
         };
-        if cursor == 0 {
-            relocate_box(q, relocate, counts);
-        }
-        let from = cursor as usize;
-        for node in q.nodes.iter_mut().skip(from).take(RELOCATE_NODES_PER_STEP) {
-            match &mut node.pack {
-                Packed::Raw { pack, .. } => pack.relocate(relocate, counts),
-                Packed::Lzf { data, .. } => relocate_bytes(data, relocate, counts),
-            }
-        }
-        let next = from + RELOCATE_NODES_PER_STEP;
-        if next >= q.nodes.len() {
-            0
-        } else {
-            next as u64
-        }
+        m.boxed_then(q, cursor, |q, m| {
+            m.chunk(
+                q.nodes.iter_mut(),
+                cursor,
+                RELOCATE_NODES_PER_STEP,
+                |node, m| match &mut node.pack {
+                    Packed::Raw { pack, .. } => pack.relocate(m),
+                    Packed::Lzf { data, .. } => m.bytes(data),
+                },
+            )
+        })
     }
 
     /// Whether [`List::relocate_step`] has work (a quicklist).

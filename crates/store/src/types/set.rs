@@ -19,7 +19,7 @@
 
 use super::strpack::StrPack;
 use crate::EncodingLimits;
-use crate::defrag::{DefragCounts, Relocate, relocate_box, relocate_bytes};
+use crate::defrag::Mover;
 use crate::hash::hash_key;
 use crate::table::Table;
 
@@ -201,31 +201,24 @@ impl Clone for Box<Table<()>> {
 
 impl Set {
     /// Offer the buffer of a small set (intset or packed members) to
-    /// active defragmentation (a large one's table stays).
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+    /// active defragmentation (a large one's insides go by
+    /// [`Set::relocate_step`]).
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
         match &mut self.repr {
-            Repr::Ints(i) => relocate_bytes(&mut i.buf, relocate, counts),
-            Repr::Pack(p) => p.relocate(relocate, counts),
+            Repr::Ints(i) => m.bytes(&mut i.buf),
+            Repr::Pack(p) => p.relocate(m),
             Repr::Empty | Repr::Table(_) => {}
         }
     }
 
-    /// A large set's part of active defragmentation, one step from
-    /// `cursor` (0 starts; returns 0 when done): its table's struct, then
-    /// its nodes and long members a bucket chain at a time.
-    pub(crate) fn relocate_step(
-        &mut self,
-        cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-    ) -> u64 {
-        let Repr::Table(t) = &mut self.repr else {
-            return 0;
-        };
-        if cursor == 0 {
-            relocate_box(t, relocate, counts);
+    /// A large set's insides, one step of active defragmentation from
+    /// `cursor` (0 starts; 0 when done): its table's struct, then its
+    /// nodes and long members a bucket chain at a time.
+    pub(crate) fn relocate_step(&mut self, cursor: u64, m: &mut Mover<'_>) -> u64 {
+        match &mut self.repr {
+            Repr::Table(t) => m.boxed_then(t, cursor, |t, m| t.defrag_step(cursor, m, |_, _| {})),
+            _ => 0,
         }
-        t.defrag_step(cursor, relocate, counts, |_, _| {})
     }
 
     /// Whether [`Set::relocate_step`] has work (a table).

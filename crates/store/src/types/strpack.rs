@@ -14,7 +14,7 @@
 //! the `*-max-listpack-entries` limits. The buffer is kept at its exact
 //! size: a million small collections are what this encoding is for.
 
-use crate::defrag::{DefragCounts, Relocate, relocate_bytes};
+use crate::defrag::Mover;
 
 /// Append `v` as a LEB128 varint.
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -119,8 +119,8 @@ fn write_entry<'o>(out: &'o mut [u8], s: &[u8]) -> &'o mut [u8] {
 
 impl StrPack {
     /// Offer the buffer to active defragmentation.
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
-        relocate_bytes(&mut self.buf, relocate, counts);
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
+        m.bytes(&mut self.buf);
     }
 
     /// Start the miss of the buffer's first line (a walk over many

@@ -25,7 +25,7 @@ mod pack;
 mod tree;
 
 use crate::EncodingLimits;
-use crate::defrag::{DefragCounts, Relocate, relocate_box};
+use crate::defrag::Mover;
 use pack::{Pack, PackIter};
 use tree::{Tree, Walk};
 
@@ -119,29 +119,22 @@ impl<'a> Iterator for Range<'a> {
 
 impl ZSet {
     /// Offer the packed buffer of a small sorted set to active
-    /// defragmentation (a large one's tree stays).
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
+    /// defragmentation (a large one's insides go by
+    /// [`ZSet::relocate_step`]).
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
         if let Repr::Pack(p) = &mut self.repr {
-            p.relocate(relocate, counts);
+            p.relocate(m);
         }
     }
 
-    /// A large sorted set's part of active defragmentation, one step from
-    /// `cursor` (0 starts; returns 0 when done): its tree's struct, then
-    /// its members' buffers.
-    pub(crate) fn relocate_step(
-        &mut self,
-        cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-    ) -> u64 {
-        let Repr::Tree(t) = &mut self.repr else {
-            return 0;
-        };
-        if cursor == 0 {
-            relocate_box(t, relocate, counts);
+    /// A large sorted set's insides, one step of active defragmentation
+    /// from `cursor` (0 starts; 0 when done): its tree's struct, then its
+    /// members' buffers.
+    pub(crate) fn relocate_step(&mut self, cursor: u64, m: &mut Mover<'_>) -> u64 {
+        match &mut self.repr {
+            Repr::Tree(t) => m.boxed_then(t, cursor, |t, m| t.relocate_step(cursor, m)),
+            Repr::Pack(_) => 0,
         }
-        t.relocate_step(cursor, relocate, counts)
     }
 
     /// Whether [`ZSet::relocate_step`] has work (a tree).
@@ -149,7 +142,6 @@ impl ZSet {
         matches!(self.repr, Repr::Tree(_))
     }
 
-    /// An empty set in the compact encoding.
     pub fn new() -> ZSet {
         ZSet::default()
     }

@@ -20,7 +20,7 @@
 //! The buffer is kept at its exact size (no spare capacity), since a
 //! million small sets are what this encoding is for.
 
-use crate::defrag::{DefragCounts, Relocate, relocate_vec};
+use crate::defrag::Mover;
 
 /// Tag of a score stored as a raw double (even tags are integers).
 const F64_TAG: u64 = 1;
@@ -141,8 +141,8 @@ pub(crate) fn less(sa: f64, ma: &[u8], sb: f64, mb: &[u8]) -> bool {
 
 impl Pack {
     /// Offer the buffer to active defragmentation.
-    pub(crate) fn relocate(&mut self, relocate: Relocate, counts: &mut DefragCounts) {
-        relocate_vec(&mut self.buf, relocate, counts);
+    pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
+        m.vec(&mut self.buf);
     }
 
     pub fn len(&self) -> usize {

@@ -25,7 +25,7 @@
 //! process-random hash seed, so a client cannot choose members that make
 //! the treap degenerate.
 
-use crate::defrag::{DefragCounts, Relocate, relocate_bytes};
+use crate::defrag::Mover;
 use crate::hash::hash_key;
 
 /// Members one step of active defragmentation offers.
@@ -64,30 +64,15 @@ fn hash32(member: &[u8]) -> u32 {
 impl Tree {
     /// Active defragmentation's step over the members' buffers from node
     /// `cursor` (0 starts; returns 0 when done). Nodes link by arena
-    /// index, not address, so only each member's own buffer is a block to
-    /// move; an index cursor may see a node twice or miss one when nodes
-    /// were removed between steps, which only changes what is offered.
-    pub(crate) fn relocate_step(
-        &mut self,
-        cursor: u64,
-        relocate: Relocate,
-        counts: &mut DefragCounts,
-    ) -> u64 {
-        let from = cursor as usize;
-        for n in self
-            .nodes
-            .iter_mut()
-            .skip(from)
-            .take(RELOCATE_MEMBERS_PER_STEP)
-        {
-            relocate_bytes(&mut n.member, relocate, counts);
-        }
-        let next = from + RELOCATE_MEMBERS_PER_STEP;
-        if next >= self.nodes.len() {
-            0
-        } else {
-            next as u64
-        }
+    /// index, not address, so each member's own buffer is the only block
+    /// to move.
+    pub(crate) fn relocate_step(&mut self, cursor: u64, m: &mut Mover<'_>) -> u64 {
+        m.chunk(
+            self.nodes.iter_mut(),
+            cursor,
+            RELOCATE_MEMBERS_PER_STEP,
+            |n, m| m.bytes(&mut n.member),
+        )
     }
 
     pub fn with_capacity(n: usize) -> Tree {
