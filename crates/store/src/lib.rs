@@ -25,7 +25,8 @@
 //! the allocator for active defragmentation ([`defrag`]). It knows nothing of commands,
 //! replies, sessions or sockets, and never reads the clock for expiry
 //! decisions: the engine passes `now_ms` in. It is the only crate besides
-//! `net` allowed `unsafe`, and only in the table and the entry node layout.
+//! `net` allowed `unsafe`, and only in the table, the entry node layout
+//! and the defragmentation mover.
 
 pub mod alloc_size;
 pub mod defrag;
