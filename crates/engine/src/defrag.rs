@@ -32,7 +32,7 @@ use store::DefragCounts;
 
 use crate::config::ActiveDefragConfig;
 use crate::log;
-use crate::server::Server;
+use crate::server::{MemoryStats, Server};
 
 /// How often a stopped defragmenter looks at the fragmentation.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -113,7 +113,8 @@ impl ActiveDefrag {
         }
     }
 
-    /// Forget the walk (the setting was turned off).
+    /// End the run and forget the walk (the walk is done, or the setting
+    /// was turned off).
     fn stop(&mut self) {
         self.running = 0;
         self.rewind();
@@ -159,12 +160,16 @@ pub fn cron(srv: &mut Server) {
 
 /// Valkey's computeDefragCycles: whether to run, and at what share.
 fn decide(srv: &mut Server, reconsider: bool) {
-    let cfg = srv.config.active_defrag;
     let m = srv.memory();
-    let Some(frag_bytes) = m.frag_smallbins else {
+    decide_from(srv, &m, reconsider);
+}
+
+/// [`decide`] from allocator figures already read.
+fn decide_from(srv: &mut Server, m: &MemoryStats, reconsider: bool) {
+    let cfg = srv.config.active_defrag;
+    let Some((frag_bytes, frag_pct)) = fragmentation(m) else {
         return;
     };
-    let frag_pct = frag_bytes as f64 * 100.0 / m.allocated.max(1) as f64;
     let d = &mut srv.defrag;
     if d.running == 0
         && (frag_pct < f64::from(cfg.threshold_lower) || frag_bytes < cfg.ignore_bytes)
@@ -263,16 +268,19 @@ fn finish_walk(srv: &mut Server) {
         .take()
         .unwrap_or((Instant::now(), d.counts.hits));
     let moved = d.counts.hits - hits_before;
-    d.rewind();
-    d.running = 0;
-    d.next_slice = None;
-    d.settle_time();
+    d.stop();
     let m = srv.memory();
-    let frag_bytes = m.frag_smallbins.unwrap_or(0);
+    let (frag_bytes, frag_pct) = fragmentation(&m).unwrap_or((0, 0.0));
     log::verbose(&format!(
-        "Active defrag done in {}ms, reallocated={moved}, frag={:.0}%, frag_bytes={frag_bytes}",
+        "Active defrag done in {}ms, reallocated={moved}, frag={frag_pct:.0}%, frag_bytes={frag_bytes}",
         started.elapsed().as_millis(),
-        frag_bytes as f64 * 100.0 / m.allocated.max(1) as f64,
     ));
-    decide(srv, false);
+    decide_from(srv, &m, false);
+}
+
+/// Free bytes in small slabs, and their share of allocated bytes in
+/// percent, when the allocator tells.
+fn fragmentation(m: &MemoryStats) -> Option<(u64, f64)> {
+    let bytes = m.frag_smallbins?;
+    Some((bytes, bytes as f64 * 100.0 / m.allocated.max(1) as f64))
 }
