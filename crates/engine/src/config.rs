@@ -338,10 +338,10 @@ static DEFS: &[Def] = &[
     i("repl-diskless-sync-max-replicas", 0, INT_MAX, "0", SUP),
     def("unixsocketperm", Kind::Octal, IMM | SUP, "0"),
     i("socket-mark-id", 0, UINT_MAX, "0", IMM | SUP),
-    i("max-new-connections-per-cycle", 1, 1000, "10", 0),
+    i("max-new-connections-per-cycle", 1, 1000, "10", SUP),
     i("max-new-tls-connections-per-cycle", 1, 1000, "1", 0),
     i("prefetch-batch-max-size", 0, 128, "16", SUP),
-    i("active-defrag-max-scan-fields", 1, LMAX, "1000", 0),
+    i("active-defrag-max-scan-fields", 1, LMAX, "1000", SUP),
     al(i("commandlog-slow-execution-max-len", 0, LMAX, "128", SUP), "slowlog-max-len"),
     i("commandlog-request-larger-than", -1, LMAX, "1048576", SUP),
     i("commandlog-large-request-max-len", 0, LMAX, "128", SUP),
@@ -480,6 +480,8 @@ pub struct ActiveDefragConfig {
     pub cycle_max: u32,
     /// One slice of work, µs.
     pub cycle_us: u32,
+    /// Collections of more items are walked apart from their keys.
+    pub max_scan_fields: u64,
 }
 
 impl Default for ActiveDefragConfig {
@@ -492,6 +494,7 @@ impl Default for ActiveDefragConfig {
             cycle_min: 1,
             cycle_max: 25,
             cycle_us: 500,
+            max_scan_fields: 1000,
         }
     }
 }
@@ -547,6 +550,9 @@ pub struct Config {
     /// `io-busy-poll-us` (ringkv's own): how long an event loop polls
     /// without sleeping after it last read input.
     pub io_busy_poll_us: u32,
+    /// `max-new-connections-per-cycle`: connections an event loop takes in
+    /// per iteration.
+    pub max_new_connections_per_cycle: u32,
     /// `io-threads-ring-size` (ringkv's own): messages each hand-off ring
     /// holds, per IO thread and direction.
     pub io_threads_ring_size: usize,
@@ -741,6 +747,7 @@ impl Default for Config {
             io_uring: IoUringMode::Auto,
             io_uring_batch_wait_us: 0,
             io_busy_poll_us: 0,
+            max_new_connections_per_cycle: 10,
             io_threads_ring_size: 4096,
             io_threads_idle_exec: true,
             io_threads_adaptive: true,
@@ -1223,6 +1230,7 @@ impl Config {
             }
             "io-uring-batch-wait-us" => self.io_uring_batch_wait_us = num() as u32,
             "io-busy-poll-us" => self.io_busy_poll_us = num() as u32,
+            "max-new-connections-per-cycle" => self.max_new_connections_per_cycle = num() as u32,
             "io-threads-ring-size" => self.io_threads_ring_size = num() as usize,
             "io-threads-idle-exec" => self.io_threads_idle_exec = v == "yes",
             "io-threads-adaptive" => self.io_threads_adaptive = v == "yes",
@@ -1280,6 +1288,7 @@ impl Config {
             "active-defrag-cycle-min" => self.active_defrag.cycle_min = num() as u32,
             "active-defrag-cycle-max" => self.active_defrag.cycle_max = num() as u32,
             "active-defrag-cycle-us" => self.active_defrag.cycle_us = num() as u32,
+            "active-defrag-max-scan-fields" => self.active_defrag.max_scan_fields = num() as u64,
             "import-mode" => self.import_mode = v == "yes",
             "extended-redis-compatibility" => self.extended_redis_compat = v == "yes",
             "latency-tracking" => self.latency_tracking = v == "yes",

@@ -12,9 +12,10 @@
 //!         a run's share only rises while it lasts
 //!  background step, when due: one slice of active-defrag-cycle-us µs of a
 //!    SCAN-cursor walk over the databases, each key's blocks offered to
-//!    the allocator (store::defrag), and the insides of each large
-//!    collection it meets (tables, quicklist nodes, sorted-set members)
-//!    walked apart, a few a step, before the walk goes on; the next slice after
+//!    the allocator (store::defrag) with the insides of its collection
+//!    (tables, quicklist nodes, sorted-set members, stream blocks); those
+//!    of more than active-defrag-max-scan-fields items walked apart, a
+//!    few a step, before the walk goes on; the next slice after
 //!    cycle-us × (100 − share) ÷ share, so the run takes its share
 //!  the walk ends ─► log, stop, and check again at once
 //! ```
@@ -23,12 +24,11 @@
 //! `relocate`; without one nothing runs). Nothing moves while a load fills
 //! the dataset or a snapshot (BGSAVE, an AOF rewrite, a replica's full
 //! sync) is under way: Valkey does not defragment while a child process
-//! shares its pages either. A stream's blocks stay where they are
-//! (README says so).
+//! shares its pages either.
 
 use std::time::{Duration, Instant};
 
-use store::DefragCounts;
+use store::{DefragCounts, LaterCursor};
 
 use crate::config::ActiveDefragConfig;
 use crate::log;
@@ -61,7 +61,7 @@ pub struct ActiveDefrag {
     /// apart, a step at a time (the last one first), and that walk's
     /// cursor.
     later: Vec<Box<[u8]>>,
-    later_cursor: u64,
+    later_cursor: LaterCursor,
     /// The walk's start, and the blocks moved before it (for its log line).
     walk_started: Option<(Instant, u64)>,
     /// While a run lasts, since when (INFO `current_active_defrag_time`).
@@ -219,7 +219,9 @@ pub fn step(srv: &mut Server) {
     let Some(relocate) = srv.allocator_ops.and_then(|o| o.relocate) else {
         return;
     };
-    let slice = Duration::from_micros(u64::from(srv.config.active_defrag.cycle_us.max(1)));
+    let cfg = srv.config.active_defrag;
+    let slice = Duration::from_micros(u64::from(cfg.cycle_us.max(1)));
+    let max_scan_fields = usize::try_from(cfg.max_scan_fields).unwrap_or(usize::MAX);
     let start = Instant::now();
     let deadline = start + slice;
     let watch = srv.latency_watch();
@@ -238,7 +240,13 @@ pub fn step(srv: &mut Server) {
             d.db += 1;
             d.db_done = false;
         } else {
-            d.cursor = db.defrag_step(d.cursor, relocate, &mut d.counts, &mut d.later);
+            d.cursor = db.defrag_step(
+                d.cursor,
+                relocate,
+                &mut d.counts,
+                max_scan_fields,
+                &mut d.later,
+            );
             d.db_done = d.cursor == 0;
         }
         steps += 1;

@@ -460,17 +460,24 @@ maxmemory-policy noeviction
         cfg.get("client-output-buffer-limit").unwrap(),
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
     );
-    let cfg =
-        Config::parse_file_text("appendonly yes\nactive-defrag-max-scan-fields 50\n", "x").unwrap();
+    let cfg = Config::parse_file_text(
+        "appendonly yes\ndual-channel-replication-enabled yes\n",
+        "x",
+    )
+    .unwrap();
     assert_eq!(
         cfg.warnings,
-        ["'active-defrag-max-scan-fields' is not supported yet, ignored"]
+        ["'dual-channel-replication-enabled' is not supported yet, ignored"]
     );
     // Acted on now: no warning.
-    let cfg =
-        Config::parse_file_text("maxmemory-policy allkeys-lru\nactivedefrag yes\n", "x").unwrap();
+    let cfg = Config::parse_file_text(
+        "maxmemory-policy allkeys-lru\nactivedefrag yes\nactive-defrag-max-scan-fields 50\n",
+        "x",
+    )
+    .unwrap();
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
     assert!(cfg.active_defrag.enabled);
+    assert_eq!(cfg.active_defrag.max_scan_fields, 50);
     let cfg = Config::parse_file_text("maxmemory-policy allkeys-lru\n", "x").unwrap();
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
     let cfg = Config::parse_file_text(

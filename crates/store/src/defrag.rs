@@ -9,14 +9,16 @@
 //! (the walk moves those too: a few of them can pin many sparse slabs).
 //! A small collection's one buffer of packed elements (and an edited
 //! string's buffer) is reached only through its value, and moves too; so
-//! do a large collection's insides, walked apart a step at a time
+//! do a large collection's insides, walked with its key or, past
+//! `active-defrag-max-scan-fields` items, apart a step at a time
 //! ([`Db::defrag_later_step`]): a hash's or set's table struct, each
 //! table node (reached only through its slot), long field or member and
 //! value; a list's quicklist nodes' buffers; a sorted set's tree struct
-//! and members' buffers (its nodes link by arena index). A stream's
-//! blocks and shared strings (`Arc`s a reply may hold) stay. A frozen
-//! database (a BGSAVE's view) is not walked: its walk reads nodes between
-//! steps.
+//! and members' buffers (its nodes link by arena index); a stream's
+//! struct and blocks' buffers. Shared strings (`Arc`s a reply may hold),
+//! the nodes of std's maps (a stream's block index, its consumer groups)
+//! stay. A frozen database (a BGSAVE's view) is not walked: its walk
+//! reads nodes between steps.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -31,6 +33,11 @@ use crate::Db;
 /// that nothing else uses meanwhile. A `Some` is a block of the same
 /// layout holding the same bytes, and the old address is freed.
 pub type Relocate = unsafe fn(NonNull<u8>, Layout) -> Option<NonNull<u8>>;
+
+/// Where a walk over one large collection's insides is
+/// ([`Db::defrag_later_step`]): 0 starts and ends it. Wide enough for a
+/// stream's, which is an entry ID.
+pub type LaterCursor = u128;
 
 /// Valkey's INFO counters of active defragmentation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -163,14 +170,18 @@ impl Mover<'_> {
 impl Db {
     /// One step of a defragmentation walk over this database's keys from
     /// `cursor` (0 starts it); returns the next cursor, 0 when the walk is
-    /// done. Keys whose values are large collections are pushed on
-    /// `later`, for [`Db::defrag_later_step`] to walk their insides. A
-    /// frozen database is skipped (0 at once).
+    /// done. The insides of a large collection (a stream's blocks, a
+    /// large hash's, set's, sorted set's or list's) are walked with its
+    /// key when they are at most `max_scan_fields` items, and otherwise
+    /// the key is pushed on `later`, for [`Db::defrag_later_step`] to
+    /// walk them a step at a time (Valkey's `active-defrag-max-scan-fields`).
+    /// A frozen database is skipped (0 at once).
     pub fn defrag_step(
         &mut self,
         cursor: u64,
         relocate: Relocate,
         counts: &mut DefragCounts,
+        max_scan_fields: usize,
         later: &mut Vec<Box<[u8]>>,
     ) -> u64 {
         if self.frozen_index().is_some() {
@@ -183,8 +194,18 @@ impl Db {
             } else {
                 m.counts.key_misses += 1;
             }
-            if e.boxed_mut().is_some_and(|v| v.relocates_in_steps()) {
-                later.push(e.key().into());
+            let Some(v) = e.boxed_mut() else {
+                return;
+            };
+            match v.steps_over() {
+                Some(n) if n > max_scan_fields => later.push(e.key().into()),
+                Some(_) => {
+                    let mut inner = v.relocate_step(0, m);
+                    while inner != 0 {
+                        inner = v.relocate_step(inner, m);
+                    }
+                }
+                None => {}
             }
         })
     }
@@ -195,10 +216,10 @@ impl Db {
     pub fn defrag_later_step(
         &mut self,
         key: &[u8],
-        cursor: u64,
+        cursor: LaterCursor,
         relocate: Relocate,
         counts: &mut DefragCounts,
-    ) -> u64 {
+    ) -> LaterCursor {
         if self.frozen_index().is_some() {
             return 0;
         }
@@ -288,24 +309,36 @@ mod tests {
 
     const KEYS: u32 = 21_000;
 
-    /// A whole walk, each large collection's insides walked as its key
-    /// is met.
-    fn walk(db: &mut Db, relocate: Relocate) -> DefragCounts {
+    /// A whole walk, the insides of each large collection of more than
+    /// `max_scan_fields` items walked apart as its key is met; returns
+    /// the counts and the keys walked apart.
+    fn walk_with(
+        db: &mut Db,
+        relocate: Relocate,
+        max_scan_fields: usize,
+    ) -> (DefragCounts, Vec<Box<[u8]>>) {
         let mut counts = DefragCounts::default();
-        let mut later = Vec::new();
+        let (mut later, mut walked_apart) = (Vec::new(), Vec::new());
         let mut cursor = 0;
         loop {
-            cursor = db.defrag_step(cursor, relocate, &mut counts, &mut later);
+            cursor = db.defrag_step(cursor, relocate, &mut counts, max_scan_fields, &mut later);
             for key in later.drain(..) {
                 let mut inner = db.defrag_later_step(&key, 0, relocate, &mut counts);
                 while inner != 0 {
                     inner = db.defrag_later_step(&key, inner, relocate, &mut counts);
                 }
+                walked_apart.push(key);
             }
             if cursor == 0 {
-                return counts;
+                walked_apart.sort();
+                return (counts, walked_apart);
             }
         }
+    }
+
+    /// [`walk_with`] at Valkey's default `active-defrag-max-scan-fields`.
+    fn walk(db: &mut Db, relocate: Relocate) -> DefragCounts {
+        walk_with(db, relocate, 1000).0
     }
 
     fn contents(db: &Db) -> Vec<(Vec<u8>, Value, Option<i64>)> {
@@ -346,8 +379,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn large_collections_move_their_insides_and_keep_every_element() {
+    /// A large hash, set, sorted set and list of 2,000 elements each
+    /// (250 quicklist nodes) and a stream of 3,000 entries (30 blocks).
+    fn large_collections() -> Db {
         let limits = EncodingLimits {
             list_max_listpack_size: 8,
             list_compress_depth: 1,
@@ -366,12 +400,20 @@ mod tests {
             z.insert(name.as_bytes(), f64::from(i), &limits);
             l.push(crate::types::list::End::Right, &[name.as_bytes()], &limits);
         }
+        let mut st = crate::types::Stream::new();
+        for i in 0..3000u64 {
+            let v = format!("reading {i}");
+            let id = crate::StreamId::new(1_700_000_000_000 + i / 7, i % 7);
+            st.append(id, &[b"sensor", v.as_bytes()], Default::default());
+        }
+        st.create_group(b"workers", crate::StreamId::MIN, 0);
         let mut db = Db::default();
         for (key, v) in [
             ("h", Value::Hash(h)),
             ("s", Value::Set(set)),
             ("z", Value::ZSet(z)),
             ("l", Value::List(l)),
+            ("x", Value::Stream(Box::new(st))),
         ] {
             db.insert(
                 hash_key(key.as_bytes()),
@@ -382,16 +424,91 @@ mod tests {
         }
         assert!(db.peek(hash_key(b"h"), b"h").unwrap().value().encoding() == "hashtable");
         assert!(db.peek(hash_key(b"l"), b"l").unwrap().value().encoding() == "quicklist");
+        db
+    }
+
+    #[test]
+    fn large_collections_move_their_insides_and_keep_every_element() {
+        let mut db = large_collections();
         let before = contents(&db);
-        let counts = walk(&mut db, always_move);
-        // Four nodes and boxes; the set's and the hash's table structs,
+        let (counts, apart) = walk_with(&mut db, always_move, 1000);
+        // Five nodes and boxes; the set's and the hash's table structs,
         // 2,000 nodes and 667 long names each, the hash's 2,000 values;
         // the quicklist's struct and its 250 nodes' buffers; the sorted
-        // set's tree struct and its 2,000 members: 9,596, and the tables'
+        // set's tree struct and its 2,000 members; the stream's struct,
+        // its groups' map and its 30 blocks: 9,630, and the tables'
         // overflow buckets on top.
-        assert!(counts.hits >= 9_596, "{counts:?}");
+        assert!(counts.hits >= 9_630, "{counts:?}");
         assert_eq!(counts.misses, 0);
         assert_eq!(contents(&db), before);
+        // Past 1,000 items: the hash, set and sorted set (2,000 each);
+        // the list's 250 nodes and the stream's 30 blocks go with their keys.
+        let apart: Vec<&[u8]> = apart.iter().map(|k| &k[..]).collect();
+        assert_eq!(apart, [&b"h"[..], b"s", b"z"]);
+    }
+
+    #[test]
+    fn max_scan_fields_decides_which_collections_are_walked_apart() {
+        for (max, want) in [
+            (0, &[&b"h"[..], b"l", b"s", b"x", b"z"][..]),
+            (29, &[b"h", b"l", b"s", b"x", b"z"]),
+            (30, &[b"h", b"l", b"s", b"z"]),
+            (250, &[b"h", b"s", b"z"]),
+            (2000, &[]),
+        ] {
+            let mut db = large_collections();
+            let before = contents(&db);
+            let (inline, apart) = walk_with(&mut db, always_move, max);
+            let apart: Vec<&[u8]> = apart.iter().map(|k| &k[..]).collect();
+            assert_eq!(apart, want, "max-scan-fields {max}");
+            assert_eq!(contents(&db), before);
+            // Walked with the key or apart, the same blocks are offered.
+            let mut db = large_collections();
+            let (reference, _) = walk_with(&mut db, always_move, usize::MAX);
+            assert_eq!(inline.hits, reference.hits, "max-scan-fields {max}");
+        }
+    }
+
+    #[test]
+    fn a_stream_walked_in_steps_sees_blocks_added_and_trimmed_between_them() {
+        let mut st = crate::types::Stream::new();
+        let lim = crate::types::stream::NodeLimits {
+            max_bytes: 4096,
+            max_entries: 4,
+        };
+        let mut next = 1u64;
+        let mut add = |st: &mut crate::types::Stream, n: u64| {
+            for _ in 0..n {
+                st.append(crate::StreamId::new(next, 0), &[b"f", b"v"], lim);
+                next += 1;
+            }
+        };
+        add(&mut st, 400);
+        assert_eq!(st.block_count(), 100);
+        let mut counts = DefragCounts::default();
+        let mut m = Mover {
+            relocate: always_move,
+            counts: &mut counts,
+        };
+        let mut cursor = st.relocate_step(0, &mut m);
+        assert_eq!(cursor, 65 << 64, "16 blocks of 4 entries, then 65-0");
+        let mut steps = 1;
+        while cursor != 0 {
+            // Trim the oldest block and append one between steps: the walk
+            // goes on from where it was and ends with the new blocks.
+            let first = st.blocks().next().unwrap().0;
+            for e in 0..4 {
+                st.delete(crate::StreamId::new(first.ms + e, 0));
+            }
+            add(&mut st, 4);
+            cursor = st.relocate_step(cursor, &mut m);
+            steps += 1;
+            assert!(steps < 20, "the walk must end");
+        }
+        // 100 blocks at the start, 16 a step while one more is added per step.
+        assert_eq!(steps, 7);
+        assert_eq!(m.counts.hits, 100 + 6);
+        assert_eq!(st.len(), 400);
     }
 
     #[test]
@@ -409,7 +526,10 @@ mod tests {
         db.freeze(0);
         let mut counts = DefragCounts::default();
         let mut later = Vec::new();
-        assert_eq!(db.defrag_step(0, always_move, &mut counts, &mut later), 0);
+        assert_eq!(
+            db.defrag_step(0, always_move, &mut counts, 1000, &mut later),
+            0
+        );
         assert_eq!(
             db.defrag_later_step(b"key:3", 0, always_move, &mut counts),
             0

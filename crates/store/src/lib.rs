@@ -39,7 +39,7 @@ pub mod types;
 pub mod value;
 
 pub use alloc_size::alloc_size;
-pub use defrag::{DefragCounts, Relocate};
+pub use defrag::{DefragCounts, LaterCursor, Relocate};
 pub use entry::{Entry, StrRef, ValueRef};
 pub use hash::hash_key;
 pub use keyspace::{

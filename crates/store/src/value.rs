@@ -1,6 +1,6 @@
 //! Value types: strings here, collections in [`crate::types`].
 
-use crate::defrag::Mover;
+use crate::defrag::{LaterCursor, Mover};
 use crate::types::{Hash, List, Set, Stream, ZSet};
 use std::sync::Arc;
 
@@ -69,42 +69,57 @@ pub enum Value {
 
 impl Value {
     /// Offer the value's own buffer to active defragmentation: a small
-    /// collection's packed elements, an edited or boxed string's bytes.
-    /// Shared strings (a reply may hold them) and the insides of large
-    /// collections stay.
+    /// collection's packed elements, an edited or boxed string's bytes, a
+    /// stream's struct and its groups' map. Shared strings (a reply may
+    /// hold them) and the insides of large collections stay.
     pub(crate) fn relocate(&mut self, m: &mut Mover<'_>) {
         match self {
             Value::Str(Str::Bytes(b) | Str::Raw(b)) => m.vec(b),
-            Value::Str(Str::Int(_) | Str::Shared(_)) | Value::Stream(_) => {}
+            Value::Str(Str::Int(_) | Str::Shared(_)) => {}
             Value::List(l) => l.relocate(m),
             Value::Hash(h) => h.relocate(m),
             Value::Set(s) => s.relocate(m),
             Value::ZSet(z) => z.relocate(m),
+            Value::Stream(s) => {
+                m.boxed(s);
+                if let Some(g) = &mut s.groups {
+                    m.boxed(g);
+                }
+            }
         }
     }
 
-    /// Whether the value is a large collection whose insides active
-    /// defragmentation walks apart, by [`Value::relocate_step`].
-    pub(crate) fn relocates_in_steps(&self) -> bool {
+    /// For a collection whose insides active defragmentation walks by
+    /// [`Value::relocate_step`] (large hashes, sets, sorted sets and
+    /// lists, every stream), how many items that walk visits, as Valkey
+    /// weighs it against `active-defrag-max-scan-fields`: fields or
+    /// members, a list's quicklist nodes, a stream's blocks.
+    pub(crate) fn steps_over(&self) -> Option<usize> {
         match self {
-            Value::Hash(h) => h.is_table(),
-            Value::Set(s) => s.is_table(),
-            Value::List(l) => l.is_quicklist(),
-            Value::ZSet(z) => z.is_tree(),
-            Value::Str(_) | Value::Stream(_) => false,
+            Value::Hash(h) => h.is_table().then(|| h.len()),
+            Value::Set(s) => s.is_table().then(|| s.len()),
+            Value::List(l) => l.quicklist_nodes(),
+            Value::ZSet(z) => z.is_tree().then(|| z.len()),
+            Value::Stream(s) => Some(s.block_count()),
+            Value::Str(_) => None,
         }
     }
 
     /// One step of moving a large collection's insides (0 starts;
-    /// returns 0 when done). A stream's blocks are not moved.
-    pub(crate) fn relocate_step(&mut self, cursor: u64, m: &mut Mover<'_>) -> u64 {
-        match self {
-            Value::Hash(h) => h.relocate_step(cursor, m),
-            Value::Set(s) => s.relocate_step(cursor, m),
-            Value::List(l) => l.relocate_step(cursor, m),
-            Value::ZSet(z) => z.relocate_step(cursor, m),
-            Value::Str(_) | Value::Stream(_) => 0,
-        }
+    /// returns 0 when done).
+    pub(crate) fn relocate_step(&mut self, cursor: LaterCursor, m: &mut Mover<'_>) -> LaterCursor {
+        // The table and sequence walks' cursors fit in 64 bits; a stream's
+        // is an entry ID.
+        let narrow = cursor as u64;
+        let next = match self {
+            Value::Hash(h) => h.relocate_step(narrow, m),
+            Value::Set(s) => s.relocate_step(narrow, m),
+            Value::List(l) => l.relocate_step(narrow, m),
+            Value::ZSet(z) => z.relocate_step(narrow, m),
+            Value::Stream(s) => return s.relocate_step(cursor, m),
+            Value::Str(_) => 0,
+        };
+        LaterCursor::from(next)
     }
 
     pub fn as_list_mut(&mut self) -> Option<&mut List> {

@@ -963,9 +963,13 @@ impl List {
         })
     }
 
-    /// Whether [`List::relocate_step`] has work (a quicklist).
-    pub(crate) fn is_quicklist(&self) -> bool {
-        matches!(self.repr, Repr::Quick(_))
+    /// A quicklist's node count ([`List::relocate_step`] has work);
+    /// `None` for a packed list.
+    pub(crate) fn quicklist_nodes(&self) -> Option<usize> {
+        match &self.repr {
+            Repr::Quick(q) => Some(q.nodes.len()),
+            _ => None,
+        }
     }
 
     pub fn new() -> List {

@@ -24,8 +24,13 @@
 //! are all deleted is dropped.
 
 use super::lp_size;
+use crate::defrag::{LaterCursor, Mover};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// Blocks one step of active defragmentation offers (each up to
+/// `stream-node-max-bytes`, 4 KiB by default).
+const RELOCATE_BLOCKS_PER_STEP: usize = 16;
 
 /// A stream entry ID: milliseconds and sequence.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -613,6 +618,25 @@ impl Stream {
     pub fn new() -> Stream {
         Stream::default()
     }
+
+    /// The blocks' buffers, one step of active defragmentation from
+    /// `cursor` (0 starts; 0 when done). The cursor is the ID of the next
+    /// block to offer, so blocks added or trimmed between steps neither
+    /// stop the walk nor make it start over. The map's own nodes and the
+    /// consumer groups stay where they are.
+    pub(crate) fn relocate_step(&mut self, cursor: LaterCursor, m: &mut Mover<'_>) -> LaterCursor {
+        let from = StreamId::new((cursor >> 64) as u64, cursor as u64);
+        let mut blocks = self.blocks.range_mut(from..);
+        for (_, b) in blocks.by_ref().take(RELOCATE_BLOCKS_PER_STEP) {
+            m.vec(&mut b.data);
+        }
+        // A block keyed 0-0 (which XADD never makes) would read as the
+        // walk's end: only what is offered changes.
+        blocks.next().map_or(0, |(id, _)| {
+            (LaterCursor::from(id.ms) << 64) | LaterCursor::from(id.seq)
+        })
+    }
+
     pub fn len(&self) -> u64 {
         self.length
     }
