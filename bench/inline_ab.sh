@@ -10,6 +10,7 @@
 #
 # Usage: A_BIN=path B_BIN=path bench/inline_ab.sh [ROUNDS] [set|get] [N]
 # Env:   SERVER_CPU (0) CLIENT_CPU (1) PORT (17611) PIPELINE (1: -P)
+#        EXTRA_ARGS (more server arguments, e.g. "--io-uring no")
 # Stops only the servers it started, by PID.
 set -euo pipefail
 ROUNDS=${1:-5}; TEST=${2:-set}; N=${3:-400000}
@@ -31,7 +32,7 @@ for round in $(seq "$ROUNDS"); do
   for which in $order; do
     bin=$A_BIN; [ "$which" = B ] && bin=$B_BIN
     dir=$(mktemp -d)
-    taskset -c "$SERVER_CPU" "$bin" --port "$PORT" --dir "$dir" --save "" --io-threads 1 >"$dir/log" 2>&1 &
+    taskset -c "$SERVER_CPU" "$bin" --port "$PORT" --dir "$dir" --save "" --io-threads 1 ${EXTRA_ARGS:-} >"$dir/log" 2>&1 &
     pid=$!
     for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
     c0=$(cpu); n0=$(cmds)

@@ -65,6 +65,7 @@ impl EngineTimers {
         if cron {
             engine.cron();
             crate::busy_poll::set_window_us(engine.config().io_busy_poll_us);
+            crate::accept_budget::set_per_cycle(engine.config().max_new_connections_per_cycle);
             let period = Duration::from_micros(1_000_000 / u64::from(engine.hz().clamp(1, 500)));
             self.next_cron += period;
             if self.next_cron < now {

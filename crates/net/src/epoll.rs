@@ -3,7 +3,7 @@
 //! iteration), replies written right after the batch, EPOLLOUT registered
 //! only while output is pending.
 
-use crate::connection::{Closing, fill_iovecs};
+use crate::connection::{Closing, READ_CHUNK, fill_iovecs};
 use crate::driver::{BusyIo, Driver, GEN_MASK};
 use crate::listener::{self, Listener};
 use engine::log;
@@ -22,8 +22,6 @@ const MAX_EVENTS: usize = 1024;
 const READS_PER_WAKE: usize = 16;
 /// Largest single read when a big argument is arriving.
 const BIG_READ: usize = 4 << 20;
-/// Accepts per listener per wake-up.
-const ACCEPTS_PER_WAKE: usize = 256;
 
 pub(crate) struct Epoll {
     epfd: RawFd,
@@ -36,6 +34,10 @@ pub(crate) struct Epoll {
     /// The listeners' fds by index (their epoll keys), for accepting while
     /// a script is busy.
     listener_fds: Vec<RawFd>,
+    /// What a connection with no input waiting reads into: only the bytes
+    /// that came are then copied to its own buffer, so an idle connection
+    /// holds no read buffer of [`READ_CHUNK`] bytes.
+    scratch: Box<[u8]>,
 }
 
 impl Drop for Epoll {
@@ -123,6 +125,7 @@ impl Epoll {
             listeners_removed: false,
             last_accept_error_log: None,
             listener_fds: listeners.iter().map(|l| l.fd).collect(),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         };
         for (i, l) in listeners.iter().enumerate() {
             listener::set_nonblocking(l.fd)?;
@@ -309,8 +312,10 @@ impl Epoll {
         }
     }
 
+    /// Take in up to `max-new-connections-per-cycle` connections; the
+    /// rest stay queued on the listener, which is reported again.
     fn accept(&mut self, d: &mut Driver, lfd: RawFd) {
-        for _ in 0..ACCEPTS_PER_WAKE {
+        for _ in 0..crate::accept_budget::per_cycle() {
             // SAFETY: no address is requested, so null pointers are allowed.
             let fd = unsafe {
                 libc::accept4(
@@ -400,17 +405,30 @@ impl Epoll {
                 d.on_eof(slot);
                 break;
             }
-            let room = c.reserve_read(BIG_READ);
-            let buf = c.read_buf();
-            let len = buf.len();
-            // SAFETY: `reserve_read` made `room` bytes of spare capacity
-            // after `len`; read(2) writes at most that many.
-            let n = unsafe { libc::read(fd, buf.as_mut_ptr().add(len).cast(), room) };
+            let (n, room) = if c.has_pending_input() {
+                let room = c.reserve_read(BIG_READ);
+                let buf = c.read_buf();
+                let len = buf.len();
+                // SAFETY: `reserve_read` made `room` bytes of spare capacity
+                // after `len`; read(2) writes at most that many.
+                let n = unsafe { libc::read(fd, buf.as_mut_ptr().add(len).cast(), room) };
+                if n > 0 {
+                    // SAFETY: the kernel initialized `n` bytes past `len`,
+                    // all within the capacity.
+                    unsafe { buf.set_len(len + n as usize) };
+                }
+                (n, room)
+            } else {
+                let room = self.scratch.len();
+                // SAFETY: `scratch` is valid for writes of its length.
+                let n = unsafe { libc::read(fd, self.scratch.as_mut_ptr().cast(), room) };
+                if n > 0 {
+                    c.push_input(&self.scratch[..n as usize]);
+                }
+                (n, room)
+            };
             if n > 0 {
                 let n = n as usize;
-                // SAFETY: the kernel initialized `n` bytes past `len`, all
-                // within the capacity.
-                unsafe { buf.set_len(len + n) };
                 d.note_read(slot, client, n);
                 if n < room {
                     // The socket is most likely drained.

@@ -35,6 +35,7 @@
 // keeps the boxes rather than unboxing and reboxing.
 #![allow(clippy::vec_box)]
 
+mod accept_budget;
 mod busy_poll;
 mod connection;
 pub mod detach;

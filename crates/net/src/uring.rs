@@ -29,6 +29,7 @@
 //! * The wait carries a timeout (`submit_with_args`) so cron runs and the
 //!   stop flag is checked. No SQPOLL, no forced IOSQE_ASYNC.
 
+use crate::accept_budget::AcceptBudget;
 use crate::connection::{Closing, fill_iovecs};
 use crate::driver::{BusyIo, Driver, GEN_MASK};
 use crate::listener::{self, Listener};
@@ -36,6 +37,7 @@ use crate::probe;
 use engine::log;
 use io_uring::{IoUring, cqueue, opcode, register, squeue, types};
 use std::io;
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
@@ -300,6 +302,8 @@ pub(crate) struct Uring {
     bell_armed: bool,
     accept_paused_until: Option<Instant>,
     last_accept_error_log: Option<Instant>,
+    /// `max-new-connections-per-cycle`: sockets accepted past it wait here.
+    accepts: AcceptBudget,
     /// Connections whose multishot recv ended and must be re-armed.
     rearm: Vec<u32>,
     /// Sends queued since the last wait, by slot and generation: their
@@ -330,8 +334,11 @@ impl BusyIo for Uring {
         self.lending = true;
         // Hands the kernel what was queued and runs its deferred work,
         // without waiting (a timeout of zero).
+        // A look is a cycle of its own for new connections too.
+        self.accepts.refill();
         let r = self
             .wait(Duration::ZERO, 0)
+            .and_then(|()| self.take_waiting_accepts(d))
             .and_then(|()| {
                 self.collect();
                 self.handle(d)
@@ -458,6 +465,7 @@ impl Uring {
             bell_armed: false,
             accept_paused_until: None,
             last_accept_error_log: None,
+            accepts: AcceptBudget::default(),
             rearm: Vec::new(),
             issued: Vec::new(),
             cqes: Vec::new(),
@@ -613,10 +621,15 @@ impl Uring {
         }
         let mut list = Vec::new();
         loop {
-            let timeout = d.before_wait();
+            let mut timeout = d.before_wait();
+            if self.accepts.has_waiting() {
+                timeout = Duration::ZERO;
+            }
             self.wait(timeout, d.live())?;
             let rung = self.collect();
             d.after_wait(rung);
+            self.accepts.refill();
+            self.take_waiting_accepts(d)?;
             self.handle(d)?;
             self.recount_stalled_sends(d);
             if let Some(fd) = bell
@@ -669,6 +682,11 @@ impl Uring {
     /// go to the kernel ahead of the cancels, in the same submission.
     fn detach(&mut self, d: &mut Driver, bell: bool) -> io::Result<()> {
         self.detaching = true;
+        // Sockets accepted past the budget become connections that move
+        // with the others (nothing armed: their next loop arms the recv).
+        for fd in self.accepts.drain_all() {
+            d.accept(fd);
+        }
         for i in 0..self.accept_armed.len() {
             if self.accept_armed[i] {
                 self.cancel(tag(KIND_ACCEPT, i as u32, 0))?;
@@ -860,8 +878,8 @@ impl Uring {
             self.accept_armed[i] = false;
         }
         if res >= 0 {
-            if let Some(slot) = d.accept(res) {
-                self.arm_recv(d, slot)?;
+            if let Some(fd) = self.accepts.admit(res) {
+                self.register(d, fd)?;
             }
             return Ok(());
         }
@@ -882,6 +900,25 @@ impl Uring {
         }
         // Out of descriptors: retry a little later rather than spin.
         self.accept_paused_until = Some(now + Duration::from_millis(100));
+        Ok(())
+    }
+
+    /// A new connection's socket: registered with the driver, its recv
+    /// armed.
+    fn register(&mut self, d: &mut Driver, fd: RawFd) -> io::Result<()> {
+        if let Some(slot) = d.accept(fd) {
+            self.arm_recv(d, slot)?;
+        }
+        Ok(())
+    }
+
+    /// Register the sockets accepted past an earlier iteration's budget,
+    /// as many as this one's allows.
+    fn take_waiting_accepts(&mut self, d: &mut Driver) -> io::Result<()> {
+        let fds: Vec<RawFd> = self.accepts.take_waiting().collect();
+        for fd in fds {
+            self.register(d, fd)?;
+        }
         Ok(())
     }
 
@@ -1066,6 +1103,9 @@ impl Uring {
     /// are freed normally; if any was not, the memory it may still touch is
     /// leaked rather than freed (the process is about to exit anyway).
     fn teardown(mut self, d: &mut Driver, listeners: Vec<Listener>) -> io::Result<()> {
+        for fd in self.accepts.drain_all() {
+            listener::close_fd(fd);
+        }
         let slots = d.slots();
         for &slot in &slots {
             if let Some(c) = d.conn(slot)
