@@ -37,36 +37,28 @@ trap stop_server EXIT
 field() { redis-cli -p "$PORT" info all | tr -d '\r' | awk -F: -v f="$1" '$1 == f {print $2}'; }
 
 fill_and_delete() {
-  if [ "$KIND" = stream ]; then
-    # N entries over streams of 1,000, written a round over all the
-    # streams at a time (their blocks share slabs), each a sensor's short
-    # reading, so that a block of 100 entries takes ~1 KiB (blocks of
-    # 4 KiB, jemalloc's one-per-page class, do not fragment); three
-    # streams in four deleted.
-    python3 - "$N" <<'PY' | redis-cli -p "$PORT" --pipe >/dev/null
+  if [ "$KIND" = stream ] || [ "$KIND" = bighash ]; then
+    # stream: N entries over streams of 1,000, written a round over all
+    # the streams at a time (their blocks share slabs), each a sensor's
+    # short reading, so that a block of 100 entries takes ~1 KiB (blocks
+    # of 4 KiB, jemalloc's one-per-page class, do not fragment); three
+    # streams in four deleted. bighash: N fields over hashes of 1,000
+    # (hashtable-encoded); three fields in four deleted once all are
+    # written.
+    python3 - "$N" "$KIND" <<'PY' | redis-cli -p "$PORT" --pipe >/dev/null
 import sys
 n = int(sys.argv[1]) // 1000
 out = sys.stdout.buffer
 def cmd(args):
     out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-for r in range(1000):
+if sys.argv[2] == "stream":
+    for r in range(1000):
+        for s in range(n):
+            cmd([b"XADD", b"x:%d" % s, b"%d-1" % (r + 1), b"t", b"%d.%d" % (s % 40, r % 10)])
     for s in range(n):
-        cmd([b"XADD", b"x:%d" % s, b"%d-1" % (r + 1), b"t", b"%d.%d" % (s % 40, r % 10)])
-for s in range(n):
-    if s % 4:
-        cmd([b"DEL", b"x:%d" % s])
-PY
-    return
-  fi
-  if [ "$KIND" = bighash ]; then
-    # N fields over hashes of 1,000 (hashtable-encoded); three fields in
-    # four deleted once all are written.
-    python3 - "$N" <<'PY' | redis-cli -p "$PORT" --pipe >/dev/null
-import sys
-n = int(sys.argv[1]) // 1000
-out = sys.stdout.buffer
-def cmd(args):
-    out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+        if s % 4:
+            cmd([b"DEL", b"x:%d" % s])
+    sys.exit()
 for h in range(n):
     args = [b"HSET", b"big:%d" % h]
     for f in range(1000):
