@@ -42,11 +42,14 @@ impl AcceptBudget {
         self.left = per_cycle();
     }
 
-    /// The sockets that waited, as many as the budget allows now.
-    pub(crate) fn take_waiting(&mut self) -> impl Iterator<Item = RawFd> + '_ {
-        let n = self.left.min(self.waiting.len());
-        self.left -= n;
-        self.waiting.drain(..n)
+    /// The oldest socket that waited, while the budget allows.
+    pub(crate) fn next_waiting(&mut self) -> Option<RawFd> {
+        if self.left == 0 {
+            return None;
+        }
+        let fd = self.waiting.pop_front()?;
+        self.left -= 1;
+        Some(fd)
     }
 
     /// A socket just accepted: `Some` to register it now, `None` when the
@@ -86,11 +89,13 @@ mod tests {
         assert_eq!(now, [10, 11, 12]);
         assert!(b.has_waiting());
         b.refill();
-        assert_eq!(b.take_waiting().collect::<Vec<_>>(), [13, 14, 15]);
+        let taken: Vec<_> = std::iter::from_fn(|| b.next_waiting()).collect();
+        assert_eq!(taken, [13, 14, 15]);
         // The budget is spent on those: a new one waits.
         assert_eq!(b.admit(16), None);
         b.refill();
-        assert_eq!(b.take_waiting().collect::<Vec<_>>(), [16]);
+        assert_eq!(b.next_waiting(), Some(16));
+        assert_eq!(b.next_waiting(), None);
         // Nothing waits: new sockets go at once, up to what is left.
         assert_eq!(b.admit(17), Some(17));
         assert_eq!(b.admit(18), Some(18));

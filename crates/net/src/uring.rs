@@ -332,10 +332,10 @@ pub(crate) struct Uring {
 impl BusyIo for Uring {
     fn poll(&mut self, d: &mut Driver) {
         self.lending = true;
-        // Hands the kernel what was queued and runs its deferred work,
-        // without waiting (a timeout of zero).
         // A look is a cycle of its own for new connections too.
         self.accepts.refill();
+        // Hands the kernel what was queued and runs its deferred work,
+        // without waiting (a timeout of zero).
         let r = self
             .wait(Duration::ZERO, 0)
             .and_then(|()| self.take_waiting_accepts(d))
@@ -915,8 +915,7 @@ impl Uring {
     /// Register the sockets accepted past an earlier iteration's budget,
     /// as many as this one's allows.
     fn take_waiting_accepts(&mut self, d: &mut Driver) -> io::Result<()> {
-        let fds: Vec<RawFd> = self.accepts.take_waiting().collect();
-        for fd in fds {
+        while let Some(fd) = self.accepts.next_waiting() {
             self.register(d, fd)?;
         }
         Ok(())
