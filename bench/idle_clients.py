@@ -4,7 +4,9 @@
 For each kind of last request, opens N connections one after another;
 each sends that request, reads its replies and stays open. Prints INFO
 used_memory's growth per connection, and RSS's, once all N are idle.
-Kinds: ping (one PING), pipe500 / pipe2000 (a pipeline of that many
+The count is taken 2.5 s after the last connection went idle: ringkv's
+loops give an idle client's emptied buffers back within two seconds (one
+sweep a second), Valkey's cron shrinks them within a few. Kinds: ping (one PING), pipe500 / pipe2000 (a pipeline of that many
 PINGs), big (a SET of a 100,000-byte value). The connections of one kind
 are closed before the next kind.
 
@@ -64,7 +66,7 @@ def main():
             while got < want:
                 got += len(s.recv(1 << 16))
             socks.append(s)
-        time.sleep(0.5)
+        time.sleep(2.5)
         used1, rss1 = memory(port)
         print(f"{kind:9} used_memory/client {(used1 - used0) / n:8.0f} B   rss/client {(rss1 - rss0) / n:8.0f} B")
         for s in socks:

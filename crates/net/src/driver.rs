@@ -32,6 +32,10 @@ pub(crate) const GEN_MASK: u32 = 0xFF_FFFF;
 
 /// The longest the loop sleeps: `stop` is checked at least this often.
 const MAX_WAIT: Duration = Duration::from_millis(100);
+/// How often idle connections are made to give back their emptied
+/// buffers ([`Connection::release_if_idle`]): one idle this long or up to
+/// twice as long holds none.
+const BUFFER_SWEEP: Duration = Duration::from_secs(1);
 /// How long SHUTDOWN waits for queued replies to drain.
 const SHUTDOWN_FLUSH: Duration = Duration::from_secs(3);
 
@@ -219,6 +223,8 @@ pub(crate) struct Driver {
     /// Inline mode: when the backend's wait last returned (the cycle's
     /// start, for the engine's `eventloop_*` counters).
     woke: Option<Instant>,
+    /// When [`BUFFER_SWEEP`] next walks the connections.
+    next_buffer_sweep: Instant,
 }
 
 impl Driver {
@@ -302,6 +308,7 @@ impl Driver {
             disconnect_later: Vec::new(),
             busy_poll: Default::default(),
             woke: None,
+            next_buffer_sweep: Instant::now() + BUFFER_SWEEP,
         }
     }
 
@@ -1258,8 +1265,14 @@ impl Driver {
     /// stats. Returns true when the loop should end (shutdown finished or
     /// out of time; the backend then tears down what is left).
     pub(crate) fn tick(&mut self) -> bool {
+        let now = Instant::now();
+        if now >= self.next_buffer_sweep {
+            self.next_buffer_sweep = now + BUFFER_SWEEP;
+            for c in self.conns.iter_mut().flatten() {
+                c.release_if_idle();
+            }
+        }
         if let Side::Inline(engine) = &mut self.side {
-            let now = Instant::now();
             let end = if self.timers.run(engine, now) {
                 Instant::now()
             } else {
