@@ -49,19 +49,17 @@ pub(crate) fn fill_iovecs(buf: &ReplyBuf, from: usize, iov: &mut Vec<libc::iovec
 
 /// How reads are sized when the parser gives no hint.
 pub(crate) const READ_CHUNK: usize = 16 * 1024;
-/// A buffer that grew past this is given back once it is idle again, so one
-/// big request or reply does not pin memory for the connection's life.
-const SHRINK_ABOVE: usize = 256 * 1024;
-/// A connection's emptied read buffer, vector of parsed commands' spans
-/// or reply buffer larger than this is freed once the connection has been
+/// A buffer that grew past this is given back as soon as it is emptied,
+/// so one big request or reply does not pin memory for the connection's
+/// life. Smaller ones are kept while the connection is busy, so its next
+/// request of the same size allocates nothing, and freed once it has been
 /// idle for a sweep interval ([`Connection::release_if_idle`]): idle
-/// connections hold no buffers to speak of (Valkey 8 reads into one per
-/// thread, frees a command's argv after it runs and shrinks idle clients'
-/// buffers from its cron), while a busy client keeps what its requests
-/// need instead of allocating it again per request. Freeing at once cost
-/// a client taking 51 KB LRANGE replies 9–12% more server CPU per request
-/// under epoll (docs/BENCHMARKS.md §35.1).
-const KEEP_EMPTY: usize = 4 * 1024;
+/// connections hold no buffers (Valkey 8 reads into one per thread, frees
+/// a command's argv after it runs and shrinks idle clients' buffers from
+/// its cron). Freeing them after every request cost a client taking 51 KB
+/// LRANGE replies 9–12% more server CPU per request under epoll
+/// (docs/BENCHMARKS.md §35.1).
+const SHRINK_ABOVE: usize = 256 * 1024;
 
 /// An emptied vector that grew past [`SHRINK_ABOVE`] bytes gives its
 /// memory back.
@@ -749,23 +747,23 @@ impl Connection {
     }
 
     /// Called by the driver's sweep about once a second: a connection
-    /// that took no input and sent nothing since the last call frees the
-    /// emptied buffers it kept past [`KEEP_EMPTY`]. One with a request at
-    /// the execution thread, moving, or with a send in the kernel's hands
-    /// is left alone (its buffers are not this thread's to drop now).
+    /// that took no input and sent nothing since the last call frees
+    /// every buffer it kept emptied. One with a request at the execution
+    /// thread, moving, or with a send in the kernel's hands is left alone
+    /// (its buffers are not this thread's to drop now).
     pub(crate) fn release_if_idle(&mut self) {
         if std::mem::take(&mut self.active) || self.in_flight || self.moving || self.send_busy {
             return;
         }
         if self.need == 0 {
-            release_if_above(&mut self.rbuf, KEEP_EMPTY);
+            release_if_above(&mut self.rbuf, 0);
         }
-        self.release_spans_above(KEEP_EMPTY);
-        if self.sending.is_empty() && self.sending.capacity() > KEEP_EMPTY {
+        self.release_spans_above(0);
+        if self.sending.is_empty() && self.sending.capacity() > 0 {
             self.sent = 0;
             self.sending = ReplyBuf::new();
         }
-        if self.out.is_empty() && self.out.capacity() > KEEP_EMPTY {
+        if self.out.is_empty() && self.out.capacity() > 0 {
             self.out = ReplyBuf::new();
         }
         self.publish_input_len();
@@ -1139,6 +1137,7 @@ mod tests {
             (
                 c.rbuf.capacity(),
                 c.out.capacity().max(c.sending.capacity()),
+                c.args.capacity() + c.argc.capacity() + c.hints.capacity() + c.ends.capacity(),
             )
         };
         for _ in 0..2 {
@@ -1149,18 +1148,17 @@ mod tests {
             let n = c.pending_send().len();
             c.advance(n);
             assert!(!c.has_output());
-            let (read, reply) = held(&c);
+            let (read, reply, spans) = held(&c);
             assert!(
-                read >= request.len() && reply >= value.len(),
-                "{read} {reply}"
+                read >= request.len() && reply >= value.len() && spans > 0,
+                "{read} {reply} {spans}"
             );
             // The sweep between two requests: this one was active.
             c.release_if_idle();
-            assert_eq!(held(&c), (read, reply));
+            assert_eq!(held(&c), (read, reply, spans));
         }
         c.release_if_idle();
-        let (read, reply) = held(&c);
-        assert!(read == 0 && reply <= KEEP_EMPTY, "{read} {reply}");
+        assert_eq!(held(&c), (0, 0, 0));
     }
 
     #[test]
