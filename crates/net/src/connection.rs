@@ -75,6 +75,14 @@ fn release_if_above<T>(v: &mut Vec<T>, bytes: usize) {
     }
 }
 
+/// [`release_if_above`] for a reply buffer (an empty one is all sent, so
+/// no send reads it and `sent` is already 0).
+fn release_reply_if_above(buf: &mut ReplyBuf, bytes: usize) {
+    if buf.is_empty() && buf.capacity() > bytes {
+        *buf = ReplyBuf::new();
+    }
+}
+
 /// Why and how a connection is going away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Closing {
@@ -727,11 +735,8 @@ impl Connection {
         if self.sent == self.sending.len() {
             self.sent = 0;
             self.sending.take_refs(&mut self.spent);
-            if self.sending.capacity() > SHRINK_ABOVE {
-                self.sending = ReplyBuf::new();
-            } else {
-                self.sending.clear();
-            }
+            self.sending.clear();
+            release_reply_if_above(&mut self.sending, SHRINK_ABOVE);
         }
         self.active = true;
         self.publish_output_len();
@@ -759,13 +764,8 @@ impl Connection {
             release_if_above(&mut self.rbuf, 0);
         }
         self.release_spans_above(0);
-        if self.sending.is_empty() && self.sending.capacity() > 0 {
-            self.sent = 0;
-            self.sending = ReplyBuf::new();
-        }
-        if self.out.is_empty() && self.out.capacity() > 0 {
-            self.out = ReplyBuf::new();
-        }
+        release_reply_if_above(&mut self.sending, 0);
+        release_reply_if_above(&mut self.out, 0);
         self.publish_input_len();
     }
 
