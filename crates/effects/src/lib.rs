@@ -99,6 +99,10 @@ impl Block {
         unsafe { std::slice::from_raw_parts(self.buf.as_ptr() as *const u8, len) }
     }
 
+    fn has_next(&self) -> bool {
+        !self.next.load(Ordering::Acquire).is_null()
+    }
+
     fn next(&self) -> Option<Arc<Block>> {
         let p = self.next.load(Ordering::Acquire);
         if p.is_null() {
@@ -286,6 +290,13 @@ impl Reader {
             self.block = next;
             self.pos = 0;
         }
+    }
+
+    /// Whether [`Reader::next_slice`] may find bytes (cheap enough for
+    /// every loop iteration: it may say yes for a next block with none
+    /// published yet).
+    pub fn has_pending(&self) -> bool {
+        self.pos < self.block.published().len() || self.block.has_next()
     }
 
     /// Published bytes not yet seen (walks the chain: for reports, not

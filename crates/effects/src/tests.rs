@@ -171,3 +171,29 @@ fn a_slice_of_owned_bytes_reads_them_and_splits_like_a_stream_slice() {
     drop(s);
     assert_eq!(&tail.truncate(5)[..], &bytes[BLOCK_SIZE..BLOCK_SIZE + 5]);
 }
+
+#[test]
+fn has_pending_says_yes_whenever_a_slice_may_come() {
+    let mut w = Writer::new(0);
+    let mut r = w.reader();
+    assert!(!r.has_pending());
+    w.append(b"abc");
+    assert!(!r.has_pending(), "appended, not published");
+    w.publish();
+    assert!(r.has_pending());
+    drain(&mut r);
+    assert!(!r.has_pending());
+    // Past the reader's block: a successor is enough (its bytes may be
+    // published a moment later).
+    let big = vec![7u8; BLOCK_SIZE];
+    w.append(&big);
+    assert!(
+        r.has_pending(),
+        "the filled block is published with its successor"
+    );
+    assert_eq!(drain(&mut r).len(), BLOCK_SIZE - 3);
+    w.publish();
+    assert!(r.has_pending());
+    assert_eq!(drain(&mut r).len(), 3);
+    assert!(!r.has_pending());
+}

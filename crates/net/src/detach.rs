@@ -1,6 +1,7 @@
-//! Sockets that leave the event loop for good: a replica's connection,
-//! once PSYNC has made it one, goes to its feed thread (`ringkv-repl`),
-//! which the server binary installs here. The event loops only let go of
+//! Sockets that leave the event loop's connections for good: a replica's
+//! connection, once PSYNC has made it one, goes to its feed thread
+//! (`ringkv-repl`, which the server binary installs here; in threaded mode
+//! its stream comes back to an IO thread as a [`crate::hosted`] member). The event loops only let go of
 //! the socket (no operation in flight, out of their poll sets) and hand
 //! over what the connection still held.
 

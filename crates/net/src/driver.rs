@@ -1266,6 +1266,7 @@ impl Driver {
     /// out of time; the backend then tears down what is left).
     pub(crate) fn tick(&mut self) -> bool {
         let now = Instant::now();
+        self.step_hosted(now);
         if now >= self.next_buffer_sweep {
             self.next_buffer_sweep = now + BUFFER_SWEEP;
             for c in self.conns.iter_mut().flatten() {

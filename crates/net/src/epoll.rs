@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 const LISTENER: u64 = 1 << 63;
 /// The doorbell's key (IO threads).
 const BELL: u64 = 1 << 62;
+/// The hosted set's key (IO threads).
+const HOSTED: u64 = 1 << 61;
 const MAX_EVENTS: usize = 1024;
 /// Reads per connection per iteration, so one fast sender cannot starve
 /// the others (level-triggered epoll reports the rest next time).
@@ -67,7 +69,7 @@ impl BusyIo for Epoll {
         };
         for ev in &events[..n.max(0) as usize] {
             let (flags, data) = (ev.events, ev.u64);
-            if data == BELL {
+            if data == BELL || data == HOSTED {
                 continue;
             }
             if data & LISTENER != 0 {
@@ -169,6 +171,9 @@ impl Epoll {
         if let Some(fd) = d.doorbell_fd() {
             self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, BELL)?;
         }
+        if let Some(fd) = d.hosted_fd() {
+            self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, HOSTED)?;
+        }
         loop {
             let wait = d.before_wait();
             // Round up so a 0.4 ms cron remainder does not spin.
@@ -191,6 +196,10 @@ impl Epoll {
                 let (flags, data) = (ev.events, ev.u64);
                 if data == BELL {
                     // Drained by after_wait.
+                    continue;
+                }
+                if data == HOSTED {
+                    d.hosted_woke();
                     continue;
                 }
                 if data & LISTENER != 0 {

@@ -12,6 +12,7 @@ use crate::connection::{Connection, READ_CHUNK};
 use crate::driver::Driver;
 use crate::exec_thread::{SharedExec, try_step};
 use crate::handoff::{Adoption, Arrival, Exchange, Outlet, ToExec, ToIo};
+use crate::hosted::HostedSet;
 use crate::listener;
 use engine::{ClientId, IoThreadStats};
 use resp::{Limits, SharedBytes};
@@ -62,6 +63,9 @@ pub(crate) struct IoLink {
     /// Zero-timeout polls so far (the clock is read every
     /// `BUSY_POLLS_PER_CLOCK`-th).
     busy_polls: u64,
+    /// Sockets this thread serves for other subsystems (a replica's
+    /// stream); `None` if its epoll set could not be made.
+    hosted: Option<HostedSet>,
 }
 
 /// Adds to a counter of this thread's stats. Other threads only read
@@ -110,6 +114,15 @@ impl IoLink {
             busy,
             ids,
         } = from_engine;
+        let hosted = match HostedSet::open(&crate::hosted::HOSTS, bell.clone()) {
+            Ok(set) => Some(set),
+            Err(e) => {
+                engine::log::warning(&format!(
+                    "IO thread: no epoll set for hosted sockets ({e}): replicas keep feed threads"
+                ));
+                None
+            }
+        };
         IoLink {
             tx,
             rx,
@@ -128,6 +141,7 @@ impl IoLink {
             busy_ns: 0,
             waiting: false,
             busy_polls: 0,
+            hosted,
         }
     }
 
@@ -243,7 +257,7 @@ impl IoLink {
         }
         self.bell.prepare_sleep();
         self.sleeping = true;
-        if !self.rx.is_empty() {
+        if !self.rx.is_empty() || self.hosted.as_ref().is_some_and(HostedSet::ready) {
             self.after_wait(false);
             return Duration::ZERO;
         }
@@ -313,6 +327,32 @@ impl Driver {
             crate::driver::Side::Inline(_) | crate::driver::Side::Lent => {
                 unreachable!("an IO thread's driver")
             }
+        }
+    }
+
+    /// An IO thread's hosted set, to wait on besides the sockets.
+    pub(crate) fn hosted_fd(&self) -> Option<std::os::fd::RawFd> {
+        match &self.side {
+            crate::driver::Side::Io(link) => link.hosted.as_ref().map(HostedSet::fd),
+            crate::driver::Side::Inline(_) | crate::driver::Side::Lent => None,
+        }
+    }
+
+    /// The loop found the hosted set's descriptor ready.
+    pub(crate) fn hosted_woke(&mut self) {
+        if let crate::driver::Side::Io(link) = &mut self.side
+            && let Some(h) = link.hosted.as_mut()
+        {
+            h.mark_woke();
+        }
+    }
+
+    /// Step what this IO thread hosts.
+    pub(crate) fn step_hosted(&mut self, now: Instant) {
+        if let crate::driver::Side::Io(link) = &mut self.side
+            && let Some(h) = link.hosted.as_mut()
+        {
+            h.step(now);
         }
     }
 

@@ -24,6 +24,10 @@
 //! Every `unsafe` block of the server outside the hash table is here, each
 //! one a syscall or the memory shared with the kernel.
 //!
+//! In threaded mode an IO thread also serves sockets other crates hand
+//! it (`hosted`: a replica's stream), as a step and a descriptor, knowing
+//! nothing of what they carry.
+//!
 //! What it must not touch: anything inside a command beyond its argument
 //! spans (the engine decides what commands mean, which replies to send,
 //! who gets closed and when to shut down), and process-wide state such as
@@ -43,6 +47,7 @@ mod driver;
 mod epoll;
 mod exec_thread;
 mod handoff;
+pub mod hosted;
 mod io_thread;
 mod listener;
 pub use listener::connect_from;

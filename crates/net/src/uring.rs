@@ -56,8 +56,11 @@ const KIND_RECV: u64 = 2;
 const KIND_SEND: u64 = 3;
 /// Completions of cancel requests: nothing to do.
 const KIND_CANCEL: u64 = 4;
-/// The doorbell's poll (IO threads).
-const KIND_BELL: u64 = 5;
+/// The polls of the descriptors that end an IO thread's wait besides its
+/// sockets: slot [`BELL`] its doorbell, [`HOSTED`] its hosted set.
+const KIND_WATCH: u64 = 5;
+const BELL: usize = 0;
+const HOSTED: usize = 1;
 
 /// How long letting go of the sockets may wait for cancelled operations.
 const DETACH_LIMIT: Duration = Duration::from_secs(5);
@@ -298,8 +301,8 @@ pub(crate) struct Uring {
     /// This loop was started with the listeners: CONFIG SET `port` /
     /// `bind` swaps them here, also once `port 0` left it none.
     holds_listeners: bool,
-    /// The doorbell's multishot poll is armed.
-    bell_armed: bool,
+    /// The multishot polls of the doorbell and the hosted set are armed.
+    watch_armed: [bool; 2],
     accept_paused_until: Option<Instant>,
     last_accept_error_log: Option<Instant>,
     /// `max-new-connections-per-cycle`: sockets accepted past it wait here.
@@ -462,7 +465,7 @@ impl Uring {
             accept_armed: vec![false; listeners.len()],
             rebinding: false,
             holds_listeners: false,
-            bell_armed: false,
+            watch_armed: [false; 2],
             accept_paused_until: None,
             last_accept_error_log: None,
             accepts: AcceptBudget::default(),
@@ -529,15 +532,27 @@ impl Uring {
         Ok(())
     }
 
-    /// Watch the doorbell's eventfd (IO threads): a multishot poll, so
-    /// the execution thread's ring ends this thread's wait.
-    fn arm_bell(&mut self, fd: i32) -> io::Result<()> {
+    /// Watch the doorbell's eventfd or the hosted set (IO threads): a
+    /// multishot poll, so the execution thread's ring, or a hosted
+    /// socket's readiness, ends this thread's wait.
+    fn arm_watch(&mut self, i: usize, fd: i32) -> io::Result<()> {
         let e = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
             .multi(true)
             .build()
-            .user_data(tag(KIND_BELL, 0, 0));
+            .user_data(tag(KIND_WATCH, i as u32, 0));
         self.push(e)?;
-        self.bell_armed = true;
+        self.watch_armed[i] = true;
+        Ok(())
+    }
+
+    fn rearm_watches(&mut self, watched: [Option<RawFd>; 2]) -> io::Result<()> {
+        for (i, fd) in watched.into_iter().enumerate() {
+            if let Some(fd) = fd
+                && !self.watch_armed[i]
+            {
+                self.arm_watch(i, fd)?;
+            }
+        }
         Ok(())
     }
 
@@ -615,10 +630,8 @@ impl Uring {
         for (i, l) in listeners.iter().enumerate() {
             self.arm_accept(i, l.fd)?;
         }
-        let bell = d.doorbell_fd();
-        if let Some(fd) = bell {
-            self.arm_bell(fd)?;
-        }
+        let watched = [d.doorbell_fd(), d.hosted_fd()];
+        self.rearm_watches(watched)?;
         let mut list = Vec::new();
         loop {
             let mut timeout = d.before_wait();
@@ -632,11 +645,7 @@ impl Uring {
             self.take_waiting_accepts(d)?;
             self.handle(d)?;
             self.recount_stalled_sends(d);
-            if let Some(fd) = bell
-                && !self.bell_armed
-            {
-                self.arm_bell(fd)?;
-            }
+            self.rearm_watches(watched)?;
             self.bufs.publish();
             let rearm = std::mem::take(&mut self.rearm);
             for &slot in &rearm {
@@ -665,7 +674,7 @@ impl Uring {
             self.manage_accepts(d, &mut listeners)?;
         }
         if d.handing_over() {
-            self.detach(d, bell.is_some())?;
+            self.detach(d)?;
             return Ok(listeners);
         }
         self.teardown(d, listeners)?;
@@ -680,7 +689,7 @@ impl Uring {
     /// connections; a cancelled send sent nothing (no MSG_WAITALL, so no
     /// partial retry), its output stays queued. Sends queued this iteration
     /// go to the kernel ahead of the cancels, in the same submission.
-    fn detach(&mut self, d: &mut Driver, bell: bool) -> io::Result<()> {
+    fn detach(&mut self, d: &mut Driver) -> io::Result<()> {
         self.detaching = true;
         // Sockets accepted past the budget become connections that move
         // with the others (nothing armed: their next loop arms the recv).
@@ -692,8 +701,10 @@ impl Uring {
                 self.cancel(tag(KIND_ACCEPT, i as u32, 0))?;
             }
         }
-        if bell && self.bell_armed {
-            self.cancel(tag(KIND_BELL, 0, 0))?;
+        for i in [BELL, HOSTED] {
+            if self.watch_armed[i] {
+                self.cancel(tag(KIND_WATCH, i as u32, 0))?;
+            }
         }
         // Once: nothing is armed again while detaching, so these (and the
         // cancels a closing connection already has) are all there will be.
@@ -709,7 +720,7 @@ impl Uring {
         let deadline = Instant::now() + DETACH_LIMIT;
         loop {
             let busy = self.accept_armed.iter().any(|&a| a)
-                || (bell && self.bell_armed)
+                || self.watch_armed.iter().any(|&a| a)
                 || d.slots()
                     .into_iter()
                     .any(|s| d.conn(s).is_some_and(|c| c.recv_armed || c.send_busy));
@@ -834,7 +845,7 @@ impl Uring {
         let bell = self
             .cqes
             .iter()
-            .any(|&(data, _, _)| untag(data).0 == KIND_BELL);
+            .any(|&(data, _, _)| untag(data) == (KIND_WATCH, BELL as u32, 0));
         if self.lending {
             self.bell_seen |= bell;
             return false;
@@ -864,7 +875,15 @@ impl Uring {
                 KIND_RECV => self.on_recv(d, slot, generation, res, flags),
                 KIND_SEND => self.on_send(d, slot, generation, res),
                 // Drained by the driver's after_wait; only re-armed.
-                KIND_BELL if !cqueue::more(flags) => self.bell_armed = false,
+                KIND_WATCH => {
+                    if slot as usize == HOSTED {
+                        d.hosted_woke();
+                    }
+                    // The bell is drained by the driver's after_wait.
+                    if !cqueue::more(flags) {
+                        self.watch_armed[slot as usize] = false;
+                    }
+                }
                 _ => {}
             }
         }

@@ -1,5 +1,7 @@
-//! The primary side: one `repl-feed` thread per replica owns its socket
-//! once PSYNC has taken it out of the event loop.
+//! The primary side: a `repl-feed` thread per replica owns its socket
+//! once PSYNC has taken it out of the event loop, for as long as its full
+//! sync lasts; the stream is then served by an IO thread (threaded mode)
+//! or goes on on that thread (inline mode).
 //!
 //! ```text
 //!  engine: Senders::feed(client, FeedStart) ──► thread started, waits
@@ -10,15 +12,17 @@
 //!           the engine names the saved file, then $len + the file by
 //!           sendfile(2)],
 //!          then (unless `REPLCONF rdb-only 1`: the connection ends with
-//!          the RDB) the stream: slices of the effects blocks as they are
-//!          published (zero-copy from the size set, see crate::zerocopy),
-//!          REPLCONF ACKs read in between
+//!          the RDB) the stream (crate::pump): slices of the effects
+//!          blocks as they are published (zero-copy from the size set, see
+//!          crate::zerocopy), REPLCONF ACKs read in between — handed to
+//!          the IO thread hosting the fewest (net::hosted), or served here
 //! ```
 //!
-//! The thread sleeps on its doorbell and the socket at once (poll); the
-//! engine rings the bell after each batch that added to the stream, which
-//! costs a syscall only when the thread is asleep.
+//! The engine rings a doorbell after each batch that added to the stream
+//! (the hosting IO thread's, else the feed's own), which costs a syscall
+//! only when its thread is asleep.
 
+use crate::pump::{DRAIN_LIMIT, Pump};
 use crate::traffic::{Counters, Meter};
 use crate::zerocopy::ZeroCopy;
 use engine::ClientId;
@@ -48,11 +52,7 @@ const WRITE_BUF: usize = 1 << 20;
 /// relays what its child writes as it comes).
 const WRITE_AFTER: Duration = Duration::from_millis(100);
 /// The longest the thread sleeps between looks at its stop flag.
-const TICK: Duration = Duration::from_millis(100);
-/// After a round that sent something, the feed looks again this much later
-/// without being woken: under load, one write a millisecond instead of a
-/// wake-up (an eventfd write and a context switch) per batch.
-const LINGER: Duration = Duration::from_millis(1);
+pub(crate) const TICK: Duration = Duration::from_millis(100);
 /// While a replica waits for the save to disk, a newline this often
 /// keeps its link alive (Valkey's replicationCron does the same).
 const KEEPALIVE: Duration = Duration::from_secs(1);
@@ -113,37 +113,121 @@ impl Senders for FeedThreads {
     }
 }
 
-/// What the feed thread and the engine share.
-struct Shared {
-    bell: Option<Doorbell>,
+/// What the feed (its thread, or the IO thread serving its stream) and
+/// the engine share.
+pub(crate) struct Shared {
+    /// The feed's own doorbell, while it serves from its own thread.
+    pub(crate) bell: Option<Doorbell>,
+    /// The doorbell of the IO thread serving the stream, if one does.
+    host_bell: Mutex<Option<Arc<Doorbell>>>,
     /// The engine's wake-up: an ACK may complete a WAIT.
-    wake: Arc<engine::wake::Wake>,
-    stop: AtomicBool,
-    online: AtomicBool,
+    pub(crate) wake: Arc<engine::wake::Wake>,
+    pub(crate) stop: AtomicBool,
+    pub(crate) online: AtomicBool,
     /// The full sync's RDB is still being sent (its framing).
     sending_rdb: Mutex<Option<RdbFraming>>,
     /// The engine named the saved file and the thread has not opened it
     /// yet (no new save may replace it meanwhile).
     file_pending: AtomicBool,
-    sent: AtomicU64,
-    ack_offset: AtomicU64,
+    pub(crate) sent: AtomicU64,
+    pub(crate) ack_offset: AtomicU64,
     /// The last `FACK`: how far the replica's AOF is fsynced.
-    aof_ack: AtomicU64,
-    ack_ms: AtomicI64,
+    pub(crate) aof_ack: AtomicU64,
+    pub(crate) ack_ms: AtomicI64,
     gone: Mutex<Option<String>>,
     /// The socket while the thread holds it open (-1 before and after),
     /// for a shutdown that wakes a blocked write. Under a lock: the
     /// number must not be shut down once the thread has closed it and
     /// another connection may have been given the same number.
     fd: Mutex<i32>,
-    zc: SharedCounters,
+    pub(crate) zc: SharedCounters,
     /// Bytes moved on the socket since it was adopted.
-    meter: Meter,
+    pub(crate) meter: Meter,
     /// Commands the replica sent (its ACKs).
-    commands: AtomicU64,
+    pub(crate) commands: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
+    /// A feed whose full sync sends `rdb` (online at once without one),
+    /// and whose stream starts at `offset`.
+    fn new(
+        bell: Option<Doorbell>,
+        wake: Arc<engine::wake::Wake>,
+        rdb: Option<RdbFraming>,
+        offset: u64,
+        total: Arc<Counters>,
+    ) -> Shared {
+        Shared {
+            bell,
+            host_bell: Mutex::new(None),
+            wake,
+            stop: AtomicBool::new(false),
+            online: AtomicBool::new(rdb.is_none()),
+            sending_rdb: Mutex::new(rdb),
+            file_pending: AtomicBool::new(false),
+            sent: AtomicU64::new(offset),
+            ack_offset: AtomicU64::new(0),
+            aof_ack: AtomicU64::new(0),
+            ack_ms: AtomicI64::new(0),
+            gone: Mutex::new(None),
+            fd: Mutex::new(-1),
+            zc: SharedCounters::default(),
+            meter: Meter::new(total),
+            commands: AtomicU64::new(0),
+        }
+    }
+
+    /// A feed's shared state with no engine behind it.
+    #[cfg(test)]
+    pub(crate) fn for_tests(rdb: Option<RdbFraming>, offset: u64) -> Arc<Shared> {
+        Arc::new(Shared::new(
+            None,
+            Default::default(),
+            rdb,
+            offset,
+            Default::default(),
+        ))
+    }
+
+    /// Why the feed ended, once it has.
+    #[cfg(test)]
+    pub(crate) fn gone(&self) -> Option<String> {
+        lock(&self.gone).clone()
+    }
+
+    /// Wake whoever serves the feed.
+    fn ring(&self) {
+        if let Some(b) = lock(&self.host_bell).as_ref() {
+            b.ring();
+        } else if let Some(b) = &self.bell {
+            b.ring();
+        }
+    }
+
+    pub(crate) fn set_host_bell(&self, bell: Option<Arc<Doorbell>>) {
+        *lock(&self.host_bell) = bell;
+    }
+
+    /// Why the feed ended (the first reason given stays).
+    pub(crate) fn set_gone(&self, why: String) {
+        lock(&self.gone).get_or_insert(why);
+    }
+
+    /// The feed's end, before its socket closes: nothing may shut the
+    /// socket down by number any more, and no socket or file is awaited.
+    pub(crate) fn finish(&self, client: ClientId) {
+        *lock(&self.fd) = -1;
+        registry()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&client.0);
+        self.file_pending.store(false, Ordering::Relaxed);
+    }
+
     fn rdb_sent(&self) {
         *self.sending_rdb.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
@@ -184,23 +268,13 @@ impl Feed {
                 None
             }
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Shared::new(
             bell,
-            wake: start.wake.clone(),
-            stop: AtomicBool::new(false),
-            online: AtomicBool::new(start.rdb.is_none()),
-            sending_rdb: Mutex::new(start.rdb),
-            file_pending: AtomicBool::new(false),
-            sent: AtomicU64::new(start.stream.offset()),
-            ack_offset: AtomicU64::new(0),
-            aof_ack: AtomicU64::new(0),
-            ack_ms: AtomicI64::new(0),
-            gone: Mutex::new(None),
-            fd: Mutex::new(-1),
-            zc: SharedCounters::default(),
-            meter: Meter::new(total),
-            commands: AtomicU64::new(0),
-        });
+            start.wake.clone(),
+            start.rdb,
+            start.stream.offset(),
+            total,
+        ));
         let (adopt_tx, adopt_rx) = mpsc::channel();
         registry()
             .lock()
@@ -227,18 +301,7 @@ impl Feed {
         let s = shared.clone();
         let spawned = std::thread::Builder::new()
             .name("repl-feed".into())
-            .spawn(move || {
-                let why = match run(client, start, rdb_in, adopt_rx, &s) {
-                    Ok(()) => "stopped".to_string(),
-                    Err(e) => e,
-                };
-                registry()
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&client.0);
-                s.file_pending.store(false, Ordering::Relaxed);
-                *s.gone.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-            });
+            .spawn(move || run(client, start, rdb_in, adopt_rx, s));
         if let Err(e) = spawned {
             *shared.gone.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(format!("cannot start a feed thread: {e}"));
@@ -258,9 +321,7 @@ struct RdbIn {
 impl Drop for Feed {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
-        if let Some(b) = &self.shared.bell {
-            b.ring();
-        }
+        self.shared.ring();
         let fd = self.shared.fd.lock().unwrap_or_else(|e| e.into_inner());
         if *fd >= 0 {
             // Wakes a write blocked on a replica that stopped reading. The
@@ -295,9 +356,7 @@ impl ReplicaFeed for Feed {
     }
 
     fn wake(&mut self, _published: u64) {
-        if let Some(b) = &self.shared.bell {
-            b.ring();
-        }
+        self.shared.ring();
     }
 
     fn ack(&self) -> (u64, i64) {
@@ -359,40 +418,69 @@ impl ReplicaFeed for Feed {
     }
 }
 
+/// The feed thread: the socket, the full sync, then the stream handed to
+/// an IO thread or served here.
 fn run(
     client: ClientId,
     start: FeedStart,
     rdb_in: RdbIn,
     adopt: Receiver<Adopted>,
-    shared: &Shared,
-) -> Result<(), String> {
-    let got = adopt
-        .recv_timeout(ADOPT_WAIT)
-        .map_err(|_| format!("the socket of client {} never came", client.0))?;
+    shared: Arc<Shared>,
+) {
+    let Ok(got) = adopt.recv_timeout(ADOPT_WAIT) else {
+        shared.finish(client);
+        return shared.set_gone(format!("the socket of client {} never came", client.0));
+    };
     let sock = TcpStream::from(got.fd);
-    *shared.fd.lock().unwrap_or_else(|e| e.into_inner()) = sock.as_raw_fd();
-    let r = serve(
-        client,
-        start,
-        rdb_in,
-        got.unsent,
-        got.unparsed,
-        &sock,
-        shared,
-    );
-    *shared.fd.lock().unwrap_or_else(|e| e.into_inner()) = -1;
-    r
+    *lock(&shared.fd) = sock.as_raw_fd();
+    let mut zc = None;
+    match serve(client, start, rdb_in, got.unsent, &sock, &shared, &mut zc) {
+        Ok((reader, hold_for_ack)) => {
+            let pump = Pump::new(
+                client,
+                sock,
+                reader,
+                got.unparsed,
+                zc,
+                shared.clone(),
+                hold_for_ack,
+            );
+            match pump {
+                Ok(p) => crate::pump::serve(Box::new(p), true),
+                Err(why) => {
+                    // The socket went into the pump's making, and closed.
+                    shared.finish(client);
+                    shared.set_gone(why);
+                }
+            }
+        }
+        Err(why) => {
+            // Seed 003's rule: a socket with zero-copy sends in flight
+            // closes only once the kernel has let go of their buffers.
+            if let Some(z) = zc.as_mut() {
+                z.drain(DRAIN_LIMIT);
+                z.publish(&shared.zc);
+            }
+            shared.finish(client);
+            drop(sock);
+            shared.set_gone(why);
+        }
+    }
 }
 
+/// Everything before the stream: replies left unsent, the preamble, the
+/// full sync's RDB. Returns the stream's reader, and whether the stream
+/// waits for the replica's first ACK. `zc`: the zero-copy sender, once
+/// made (drained however this ends).
 fn serve(
     client: ClientId,
     start: FeedStart,
     rdb_in: RdbIn,
     unsent: Vec<u8>,
-    unparsed: Vec<u8>,
     sock: &TcpStream,
     shared: &Shared,
-) -> Result<(), String> {
+    zc: &mut Option<ZeroCopy>,
+) -> Result<(effects::Reader, bool), String> {
     if shared.stop.load(Ordering::Relaxed) {
         return Err("stopped".into());
     }
@@ -401,14 +489,11 @@ fn serve(
     sock.set_nonblocking(false).map_err(|e| e.to_string())?;
     sock.set_write_timeout(Some(WRITE_TIMEOUT))
         .map_err(|e| e.to_string())?;
-    let mut drained = Drained {
-        zc: start
-            .zerocopy_min
-            .filter(|_| !is_local(sock))
-            .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring)),
-        shared,
-    };
-    if let Some(z) = &drained.zc {
+    *zc = start
+        .zerocopy_min
+        .filter(|_| !is_local(sock))
+        .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring));
+    if let Some(z) = zc.as_ref() {
         let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         log::notice(&format!(
             "Replica connection {peer}: RDB and stream writes of at least {} bytes go zero-copy with {}",
@@ -416,7 +501,6 @@ fn serve(
             z.mechanism()
         ));
     }
-    let zc = &mut drained.zc;
     let werr = |e: std::io::Error| format!("write error: {e}");
     shared.write_all(sock, &unsent).map_err(werr)?;
     shared.write_all(sock, &start.preamble).map_err(werr)?;
@@ -450,42 +534,15 @@ fn serve(
         hold_until_ack = true;
     }
     if start.rdb_only && start.rdb.is_some() {
-        return end_rdb_only(client, sock, shared);
+        return Err(end_rdb_only(client, sock, shared));
     }
-    let mut stream = Stream {
-        sock,
-        reader: start.stream,
-        input: unparsed,
-        zc,
-    };
-    if hold_until_ack {
-        stream.await_first_ack(shared)?;
-        shared.online.store(true, Ordering::Relaxed);
-    }
-    stream.run(shared)
-}
-
-/// A feed's zero-copy sender, drained when the feed ends however it ends:
-/// seed 003's rule, a socket with zero-copy sends in flight is closed only
-/// once the kernel has let go of their buffers.
-struct Drained<'a> {
-    zc: Option<ZeroCopy>,
-    shared: &'a Shared,
-}
-
-impl Drop for Drained<'_> {
-    fn drop(&mut self) {
-        if let Some(t) = self.zc.as_mut() {
-            t.drain(Duration::from_secs(2));
-            t.publish(&self.shared.zc);
-        }
-    }
+    Ok((start.stream, hold_until_ack))
 }
 
 /// `REPLCONF rdb-only 1`: the RDB was all it wanted. The write side
 /// closes first and what the replica still sends is read away, so that
 /// the close does not reset the connection under the RDB's last bytes.
-fn end_rdb_only(client: ClientId, sock: &TcpStream, shared: &Shared) -> Result<(), String> {
+fn end_rdb_only(client: ClientId, sock: &TcpStream, shared: &Shared) -> String {
     log::notice(&format!(
         "RDB transfer completed, rdb only replica (client {}) should be disconnected asap",
         client.0
@@ -503,7 +560,7 @@ fn end_rdb_only(client: ClientId, sock: &TcpStream, shared: &Shared) -> Result<(
             Err(_) => break,
         }
     }
-    Err("rdb only: its RDB is sent".into())
+    "rdb only: its RDB is sent".into()
 }
 
 /// Loopback, or no IP peer at all (a client such as `valkey-cli --rdb` on
@@ -661,208 +718,4 @@ fn eof_mark() -> String {
             char::from_digit((x % 36) as u32, 36).unwrap_or('x')
         })
         .collect()
-}
-
-/// The stream part of a feed.
-struct Stream<'a> {
-    sock: &'a TcpStream,
-    reader: effects::Reader,
-    /// What the replica sent that is not parsed yet (its ACKs).
-    input: Vec<u8>,
-    zc: &'a mut Option<ZeroCopy>,
-}
-
-impl Stream<'_> {
-    /// Read (and send nothing) until the replica's first ACK.
-    fn await_first_ack(&mut self, shared: &Shared) -> Result<(), String> {
-        let deadline = std::time::Instant::now() + WRITE_TIMEOUT;
-        while shared.ack_ms.load(Ordering::Relaxed) == 0 {
-            if shared.stop.load(Ordering::Relaxed) {
-                return Err("stopped".into());
-            }
-            if std::time::Instant::now() > deadline {
-                return Err("no ACK after the RDB".into());
-            }
-            let (readable, rung) = self.wait(shared, TICK)?;
-            if let Some(b) = &shared.bell
-                && rung
-            {
-                b.awake_after(true);
-            }
-            if readable {
-                self.read_acks(shared)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn run(&mut self, shared: &Shared) -> Result<(), String> {
-        self.read_acks(shared)?;
-        loop {
-            if shared.stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            let mut sent = false;
-            while let Some(slice) = self.reader.next_slice() {
-                self.send(&slice, shared)?;
-                shared.sent.store(self.reader.offset(), Ordering::Relaxed);
-                sent = true;
-            }
-            if let Some(t) = self.zc.as_mut() {
-                t.reap();
-                t.publish(&shared.zc);
-            }
-            if sent {
-                // Not announced asleep: the engine's rings cost it nothing.
-                let (readable, _) = self.wait(shared, LINGER)?;
-                if readable {
-                    self.read_acks(shared)?;
-                }
-                continue;
-            }
-            // Sleep until the engine rings, the replica writes, or a tick.
-            if let Some(b) = &shared.bell {
-                b.prepare_sleep();
-            }
-            if self.reader.pending() > 0 || shared.stop.load(Ordering::Relaxed) {
-                if let Some(b) = &shared.bell {
-                    b.awake_after(false);
-                }
-                continue;
-            }
-            let (readable, rung) = self.wait(shared, TICK)?;
-            if let Some(b) = &shared.bell {
-                b.awake_after(rung);
-            }
-            if readable {
-                self.read_acks(shared)?;
-            }
-        }
-    }
-
-    fn send(&mut self, slice: &effects::Slice, shared: &Shared) -> Result<(), String> {
-        if let Some(t) = self.zc.as_mut()
-            && slice.len() >= t.min_size()
-        {
-            t.send(slice, WRITE_TIMEOUT)?;
-            t.publish(&shared.zc);
-            shared.meter.add_written(slice.len());
-            return Ok(());
-        }
-        shared
-            .write_all(self.sock, slice)
-            .map_err(|e| format!("write error: {e}"))
-    }
-
-    /// Poll the socket and the doorbell for up to `timeout`: (socket
-    /// readable, bell rung).
-    fn wait(&mut self, shared: &Shared, timeout: Duration) -> Result<(bool, bool), String> {
-        let mut fds = [
-            libc::pollfd {
-                fd: self.sock.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: shared.bell.as_ref().map_or(-1, |b| b.fd()),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            // SEND_ZC's ring: readable when notifications come.
-            libc::pollfd {
-                fd: self.zc.as_ref().and_then(ZeroCopy::poll_fd).unwrap_or(-1),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: `fds` is a valid array of three pollfd for the call
-        // (negative descriptors are skipped).
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 3, timeout.as_millis() as i32) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == ErrorKind::Interrupted {
-                return Ok((false, false));
-            }
-            return Err(format!("poll: {e}"));
-        }
-        if (fds[0].revents & libc::POLLERR != 0 || fds[2].revents & libc::POLLIN != 0)
-            && let Some(t) = self.zc.as_mut()
-        {
-            // The error queue or the ring holds zero-copy completions.
-            t.reap();
-            t.publish(&shared.zc);
-        }
-        let readable = fds[0].revents & (libc::POLLIN | libc::POLLHUP) != 0;
-        Ok((readable, fds[1].revents & libc::POLLIN != 0))
-    }
-
-    /// Take what the replica sent: `REPLCONF ACK <offset> [FACK <offset>]`.
-    fn read_acks(&mut self, shared: &Shared) -> Result<(), String> {
-        let mut tmp = [0u8; 4096];
-        loop {
-            // SAFETY: recv into our own buffer, without blocking.
-            let n = unsafe {
-                libc::recv(
-                    self.sock.as_raw_fd(),
-                    tmp.as_mut_ptr().cast(),
-                    tmp.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n == 0 {
-                return Err("connection closed by the replica".into());
-            }
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                match e.kind() {
-                    ErrorKind::WouldBlock => break,
-                    ErrorKind::Interrupted => continue,
-                    _ => return Err(format!("read error: {e}")),
-                }
-            }
-            self.input.extend_from_slice(&tmp[..n as usize]);
-            shared.meter.add_read(n as usize);
-            if self.input.len() > 1 << 20 {
-                return Err("the replica sent too much".into());
-            }
-        }
-        let limits = resp::Limits::default();
-        let mut pos = 0;
-        loop {
-            let mut args = Vec::new();
-            let parsed = resp::parse_command(&self.input[pos..], &limits, &mut args)
-                .map_err(|e| format!("protocol error from the replica: {}", e.message()))?;
-            let resp::Parsed::Command { consumed, argc } = parsed else {
-                break;
-            };
-            shared.commands.fetch_add(1, Ordering::Relaxed);
-            let buf = &self.input[pos..];
-            let arg = |i: usize| args[i].slice(buf);
-            let offset_at = |i: usize| {
-                std::str::from_utf8(arg(i))
-                    .ok()
-                    .and_then(|s| s.parse::<u64>().ok())
-            };
-            if argc >= 3
-                && arg(0).eq_ignore_ascii_case(b"replconf")
-                && arg(1).eq_ignore_ascii_case(b"ack")
-                && let Some(off) = offset_at(2)
-            {
-                if argc >= 5
-                    && arg(3).eq_ignore_ascii_case(b"fack")
-                    && let Some(fack) = offset_at(4)
-                {
-                    shared.aof_ack.fetch_max(fack, Ordering::Relaxed);
-                }
-                shared.ack_offset.fetch_max(off, Ordering::Relaxed);
-                shared
-                    .ack_ms
-                    .store(engine::server::wall_ms(), Ordering::Relaxed);
-                shared.wake.wake();
-            }
-            pos += consumed;
-        }
-        self.input.drain(..pos);
-        Ok(())
-    }
 }

@@ -8,9 +8,12 @@
 //!   reads what the primary answers before the stream.
 //! * [`feed`]: this server as a primary — one `repl-feed` thread per
 //!   replica takes the replica's socket from the event loop after PSYNC
-//!   ([`adopt`]), sends the full sync's RDB as the snapshot capture
-//!   produces it (or the file a save to disk wrote, by sendfile(2)), then the write-effects stream straight from its
-//!   refcounted blocks ([`FeedThreads`]).
+//!   ([`adopt`]) and sends the full sync's RDB as the snapshot capture
+//!   produces it (or the file a save to disk wrote, by sendfile(2))
+//!   ([`FeedThreads`]); then
+//! * `pump`: the write-effects stream straight from its refcounted
+//!   blocks, and the replica's ACKs, without blocking — served by an IO
+//!   thread in threaded mode (`net::hosted`), else by the feed's thread.
 //! * [`zerocopy`]: zero-copy sends from those blocks (`MSG_ZEROCOPY`, or
 //!   `IORING_OP_SEND_ZC` under the io_uring backend) and the tracker of
 //!   sends in flight (seed 003).
@@ -18,13 +21,16 @@
 //!
 //! This crate owns replication sockets, transfer files while they are
 //! written, and the framing of the stream on the wire. It must not touch
-//! the keyspace or the event loops, and it never runs a command: every
+//! the keyspace or the event loops (an IO thread steps a pump through
+//! `net::hosted` and knows nothing else of it), and it never runs a
+//! command: every
 //! decision (full or partial sync, what to load, when a replica is too
 //! far behind) is the engine's (`engine::replication`).
 
 pub mod feed;
 pub mod link;
 pub mod preamble;
+mod pump;
 pub mod traffic;
 pub mod zerocopy;
 

@@ -34,6 +34,7 @@ mod sendzc;
 
 use effects::Slice;
 use errqueue::ErrQueue;
+pub(crate) use errqueue::copy_send;
 use sendzc::SendZc;
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -110,6 +111,25 @@ impl ZeroCopy {
         }
     }
 
+    /// Send what of `rest` the socket takes now, zero-copy, without
+    /// waiting. While [`ZeroCopy::busy`], `rest` must be what was left
+    /// when it became so.
+    pub fn try_send(&mut self, rest: &Slice) -> Result<Sent, String> {
+        match &mut self.via {
+            Via::ErrQueue(e) => e.try_send(&mut self.tracker, rest),
+            Via::SendZc(s) => s.try_send(&mut self.tracker, rest),
+        }
+    }
+
+    /// A send is under way (SEND_ZC's first CQE has not been taken): the
+    /// bytes it was given go on through [`ZeroCopy::try_send`] alone.
+    pub fn busy(&self) -> bool {
+        match &self.via {
+            Via::ErrQueue(_) => false,
+            Via::SendZc(s) => s.busy(),
+        }
+    }
+
     /// Take every completion that has come, without waiting.
     pub fn reap(&mut self) {
         match &mut self.via {
@@ -129,7 +149,7 @@ impl ZeroCopy {
     }
 
     /// Sends the kernel may still read from.
-    fn in_flight(&self) -> usize {
+    pub fn in_flight(&self) -> usize {
         let submitted = match &self.via {
             Via::ErrQueue(_) => false,
             Via::SendZc(s) => s.submitted(),
@@ -170,6 +190,27 @@ impl ZeroCopy {
     /// Copy the counters where INFO reads them.
     pub(crate) fn publish(&self, shared: &crate::feed::SharedCounters) {
         self.tracker.publish(shared);
+    }
+}
+
+/// What a send that does not wait did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// The kernel took this many bytes (0: try again).
+    Bytes(usize),
+    /// The socket is full (or, SEND_ZC, the kernel has not answered):
+    /// the descriptors the feed polls say when to try again.
+    Blocked,
+}
+
+impl Sent {
+    /// `n` bytes taken by a send that does not wait, none meaning full.
+    pub(crate) fn or_blocked(n: usize) -> Sent {
+        if n == 0 {
+            Sent::Blocked
+        } else {
+            Sent::Bytes(n)
+        }
     }
 }
 

@@ -107,7 +107,7 @@ impl RdbFormat {
     }
 }
 
-/// What a feed thread sends, in order.
+/// What a feed sends, in order.
 pub struct FeedStart {
     /// `+FULLRESYNC id offset\r\n` or `+CONTINUE [id]\r\n`.
     pub preamble: Vec<u8>,
@@ -131,7 +131,8 @@ pub struct FeedStart {
     pub nodelay: bool,
 }
 
-/// One replica's feed thread, as the engine sees it. Dropping it closes
+/// One replica's feed (a thread for its full sync; its stream on that
+/// thread or an IO thread), as the engine sees it. Dropping it closes
 /// the connection (after zero-copy sends in flight have completed).
 pub trait ReplicaFeed: Send {
     /// The sink of the full sync's RDB (once).
@@ -205,7 +206,7 @@ pub struct ZeroCopyStats {
     pub tracker_bytes: u64,
 }
 
-/// Starts feed threads (the server's `ringkv-repl`).
+/// Starts feeds (the server's `ringkv-repl`).
 pub trait Senders: Send {
     fn feed(&mut self, client: ClientId, start: FeedStart) -> Box<dyn ReplicaFeed>;
     /// What every feed started so far moved, ended ones included.

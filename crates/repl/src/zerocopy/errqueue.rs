@@ -2,7 +2,7 @@
 //! (the mechanism with the epoll backend, and the fallback where
 //! `IORING_OP_SEND_ZC` is missing).
 
-use super::Tracker;
+use super::{Sent, Tracker};
 use effects::Slice;
 use std::os::fd::RawFd;
 use std::time::Duration;
@@ -59,7 +59,7 @@ impl ErrQueue {
                 match e.raw_os_error() {
                     Some(libc::EINTR) => continue,
                     Some(libc::ENOBUFS) => {
-                        at += copy_send(self.fd, rest)?;
+                        at += copy_send(self.fd, rest, 0)?;
                         continue;
                     }
                     _ => return Err(format!("write error: {e}")),
@@ -70,6 +70,36 @@ impl ErrQueue {
             at += n;
         }
         Ok(())
+    }
+
+    /// Send what of `rest` the socket takes now, zero-copy (an ordinary
+    /// send if the kernel is short of option memory).
+    pub(super) fn try_send(&mut self, t: &mut Tracker, rest: &Slice) -> Result<Sent, String> {
+        loop {
+            // SAFETY: as in `send`: the tracker holds the block until the
+            // kernel's completion.
+            let n = unsafe {
+                libc::send(
+                    self.fd,
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
+            };
+            if n >= 0 {
+                t.track(rest.truncate(n as usize));
+                return Ok(Sent::Bytes(n as usize));
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => {}
+                Some(libc::EAGAIN) => return Ok(Sent::Blocked),
+                Some(libc::ENOBUFS) => {
+                    return copy_send(self.fd, rest, libc::MSG_DONTWAIT).map(Sent::or_blocked);
+                }
+                _ => return Err(format!("write error: {e}")),
+            }
+        }
     }
 
     /// Read every completion waiting on the error queue.
@@ -124,17 +154,27 @@ impl ErrQueue {
     }
 }
 
-/// An ordinary (copying) send of some of `bytes`: how many went.
-pub(super) fn copy_send(fd: RawFd, bytes: &[u8]) -> Result<usize, String> {
+/// An ordinary (copying) send of some of `bytes`: how many went (0 when
+/// `flags` has MSG_DONTWAIT and the socket is full).
+pub(crate) fn copy_send(fd: RawFd, bytes: &[u8], flags: libc::c_int) -> Result<usize, String> {
     loop {
         // SAFETY: an ordinary send of bytes we hold.
-        let m = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+        let m = unsafe {
+            libc::send(
+                fd,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_NOSIGNAL | flags,
+            )
+        };
         if m >= 0 {
             return Ok(m as usize);
         }
         let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(format!("write error: {e}"));
+        match e.kind() {
+            std::io::ErrorKind::Interrupted => {}
+            std::io::ErrorKind::WouldBlock if flags & libc::MSG_DONTWAIT != 0 => return Ok(0),
+            _ => return Err(format!("write error: {e}")),
         }
     }
 }

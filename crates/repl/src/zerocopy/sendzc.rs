@@ -11,8 +11,8 @@
 //! whenever the kernel frees their buffers: the feed polls the ring's
 //! descriptor beside the socket and reaps them without waiting.
 
-use super::Tracker;
 use super::errqueue::copy_send;
+use super::{Sent, Tracker};
 use effects::Slice;
 use io_uring::{IoUring, Probe, cqueue, opcode, types};
 use std::os::fd::{AsRawFd, RawFd};
@@ -38,6 +38,9 @@ pub(super) struct SendZc {
     ring: IoUring,
     fd: RawFd,
     state: Completions,
+    /// The submitted send's outcome, taken by a reap before `try_send`
+    /// asked for it.
+    outcome: Option<Outcome>,
     /// Off after a kernel (6.0, 6.1) refused REPORT_USAGE: copies are
     /// then not counted.
     report_usage: bool,
@@ -64,6 +67,7 @@ impl SendZc {
             ring,
             fd,
             state: Completions::default(),
+            outcome: None,
             report_usage: true,
         })
     }
@@ -77,6 +81,11 @@ impl SendZc {
         self.state.submitted.is_some()
     }
 
+    /// A send is under way that only `try_send` may carry on.
+    pub(super) fn busy(&self) -> bool {
+        self.submitted() || self.outcome.is_some()
+    }
+
     /// Send all of `slice`; `timeout` without progress fails it (the
     /// replica stopped reading; the send stays submitted until
     /// [`SendZc::cancel`]).
@@ -88,49 +97,87 @@ impl SendZc {
     ) -> Result<(), String> {
         let mut at = 0;
         while at < slice.len() {
-            let rest = slice.split_from(at).truncate(MAX_SEND);
-            let id = t.next_id;
-            let zc_flags = if self.report_usage { REPORT_USAGE } else { 0 };
-            let sqe = opcode::SendZc::new(types::Fd(self.fd), rest.as_ptr(), rest.len() as u32)
-                .flags(libc::MSG_NOSIGNAL)
-                .zc_flags(zc_flags)
-                .build()
-                .user_data(u64::from(id));
-            // SAFETY: the SQE points at `rest`'s bytes, which stay valid
-            // and unchanged until the kernel is done with them:
-            // `state.submitted` holds their block until the first CQE, the
-            // tracker from then until the notification.
-            unsafe { self.ring.submission().push(&sqe) }
-                .map_err(|_| "write error: the ring's submission queue is full".to_string())?;
-            self.state.submitted = Some(Submitted {
-                id,
-                slice: rest,
-                notified: None,
-            });
-            match self.await_result(t, timeout)? {
-                Outcome::Sent(n) => at += n,
-                Outcome::Failed(libc::EINTR | libc::EAGAIN) => {}
-                Outcome::Failed(libc::ENOBUFS) => at += copy_send(self.fd, &slice[at..])?,
-                Outcome::Failed(libc::EINVAL) if self.report_usage => {
-                    self.report_usage = false;
-                    engine::log::notice(
-                        "IORING_OP_SEND_ZC without IORING_SEND_ZC_REPORT_USAGE (before Linux 6.2): copies by the kernel are not counted",
-                    );
-                }
-                Outcome::Failed(0) => return Err("write error: the send took no bytes".into()),
-                Outcome::Failed(e) => {
-                    return Err(format!(
-                        "write error: {}",
-                        std::io::Error::from_raw_os_error(e)
-                    ));
-                }
-            }
+            let rest = slice.split_from(at);
+            self.submit(t, &rest)?;
+            let o = self.await_result(t, timeout)?;
+            at += self.advanced(o, &rest, 0)?;
         }
         Ok(())
     }
 
+    /// Carry on sending `rest` without waiting: submit it if no send is
+    /// under way, then look for the outcome. `rest` must be what is left
+    /// of the bytes of the send under way, if there is one.
+    pub(super) fn try_send(&mut self, t: &mut Tracker, rest: &Slice) -> Result<Sent, String> {
+        if !self.busy() {
+            self.submit(t, rest)?;
+            // Into the kernel now: with room in the socket it completes
+            // inline and the outcome is there at once.
+            self.ring
+                .submit()
+                .map_err(|e| format!("write error: io_uring_enter: {e}"))?;
+        }
+        let outcome = self.outcome.take().or_else(|| self.take_cqes(t));
+        match outcome {
+            None => Ok(Sent::Blocked),
+            Some(o) => self
+                .advanced(o, rest, libc::MSG_DONTWAIT)
+                .map(Sent::or_blocked),
+        }
+    }
+
+    /// Queue a SEND_ZC of (the first [`MAX_SEND`] bytes of) `rest`.
+    fn submit(&mut self, t: &Tracker, rest: &Slice) -> Result<(), String> {
+        let rest = rest.truncate(MAX_SEND);
+        let id = t.next_id;
+        let zc_flags = if self.report_usage { REPORT_USAGE } else { 0 };
+        let sqe = opcode::SendZc::new(types::Fd(self.fd), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .zc_flags(zc_flags)
+            .build()
+            .user_data(u64::from(id));
+        // SAFETY: the SQE points at `rest`'s bytes, which stay valid
+        // and unchanged until the kernel is done with them:
+        // `state.submitted` holds their block until the first CQE, the
+        // tracker from then until the notification.
+        unsafe { self.ring.submission().push(&sqe) }
+            .map_err(|_| "write error: the ring's submission queue is full".to_string())?;
+        self.state.submitted = Some(Submitted {
+            id,
+            slice: rest,
+            notified: None,
+        });
+        Ok(())
+    }
+
+    /// How far a send's outcome moved `rest` (0: try again), or the
+    /// error that ends the feed. A kernel short of option memory gets an
+    /// ordinary send (with `copy_flags`).
+    fn advanced(&mut self, o: Outcome, rest: &Slice, copy_flags: i32) -> Result<usize, String> {
+        match o {
+            Outcome::Sent(n) => Ok(n),
+            Outcome::Failed(libc::EINTR | libc::EAGAIN) => Ok(0),
+            Outcome::Failed(libc::ENOBUFS) => copy_send(self.fd, rest, copy_flags),
+            Outcome::Failed(libc::EINVAL) if self.report_usage => {
+                self.report_usage = false;
+                engine::log::notice(
+                    "IORING_OP_SEND_ZC without IORING_SEND_ZC_REPORT_USAGE (before Linux 6.2): copies by the kernel are not counted",
+                );
+                Ok(0)
+            }
+            Outcome::Failed(0) => Err("write error: the send took no bytes".into()),
+            Outcome::Failed(e) => Err(format!(
+                "write error: {}",
+                std::io::Error::from_raw_os_error(e)
+            )),
+        }
+    }
+
     /// Submit what is queued and wait for the submitted send's first CQE.
     fn await_result(&mut self, t: &mut Tracker, timeout: Duration) -> Result<Outcome, String> {
+        if let Some(o) = self.outcome.take() {
+            return Ok(o);
+        }
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -160,7 +207,9 @@ impl SendZc {
             // Flushes the kernel's overflow list into the CQ.
             let _ = self.ring.submit();
         }
-        self.take_cqes(t);
+        if let Some(o) = self.take_cqes(t) {
+            self.outcome = Some(o);
+        }
     }
 
     fn take_cqes(&mut self, t: &mut Tracker) -> Option<Outcome> {
