@@ -21,7 +21,7 @@
 //! ```
 
 use ringkv_rings::doorbell::Doorbell;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -45,6 +45,51 @@ pub trait Hosted: Send {
     fn leave(self: Box<Self>);
 }
 
+/// A level-triggered epoll set of descriptors (each its own key): what a
+/// [`HostedSet`] is, and what a [`Hosted`] can give as its descriptor.
+pub struct EpollSet(OwnedFd);
+
+impl EpollSet {
+    pub fn new() -> std::io::Result<EpollSet> {
+        // SAFETY: epoll_create1 takes no pointers.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor just made, owned by nothing else.
+        Ok(EpollSet(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Readable while a descriptor in the set is ready for its events.
+    pub fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
+    pub fn add(&self, fd: RawFd, events: libc::c_int) -> std::io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events)
+    }
+
+    pub fn modify(&self, fd: RawFd, events: libc::c_int) -> std::io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events)
+    }
+
+    pub fn remove(&self, fd: RawFd) -> std::io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_DEL, fd, 0)
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: libc::c_int) -> std::io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: events as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: epoll_ctl reads one event we own for the call.
+        if unsafe { libc::epoll_ctl(self.fd(), op, fd, &mut ev) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
 /// An IO thread's door for members on their way in.
 struct Inbox {
     bell: Arc<Doorbell>,
@@ -59,17 +104,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The IO threads taking members, and how many there are (read without
-/// the lock).
-pub(crate) struct Registry(Mutex<Vec<Arc<Inbox>>>, AtomicUsize);
+/// The IO threads taking members.
+pub(crate) struct Registry {
+    inboxes: Mutex<Vec<Arc<Inbox>>>,
+    /// How many there are, read without the lock.
+    count: AtomicUsize,
+}
 
 /// The process's IO threads.
-pub(crate) static HOSTS: Registry = Registry(Mutex::new(Vec::new()), AtomicUsize::new(0));
+pub(crate) static HOSTS: Registry = Registry::new();
 
 /// Whether IO threads take members now (threaded mode), for a member
 /// served by a thread of its own to come back to one.
 pub fn hosts_running() -> bool {
-    HOSTS.1.load(Ordering::Relaxed) > 0
+    HOSTS.count.load(Ordering::Relaxed) > 0
 }
 
 /// Give `h` to the IO thread hosting the fewest; back if no IO thread
@@ -79,8 +127,22 @@ pub fn host<H: Hosted + 'static>(h: Box<H>) -> Result<(), Box<H>> {
 }
 
 impl Registry {
+    const fn new() -> Registry {
+        Registry {
+            inboxes: Mutex::new(Vec::new()),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    /// Add or take out an inbox, under the lock.
+    fn update(&self, f: impl FnOnce(&mut Vec<Arc<Inbox>>)) {
+        let mut all = lock(&self.inboxes);
+        f(&mut all);
+        self.count.store(all.len(), Ordering::Relaxed);
+    }
+
     fn host<H: Hosted + 'static>(&self, h: Box<H>) -> Result<(), Box<H>> {
-        let inbox = lock(&self.0)
+        let inbox = lock(&self.inboxes)
             .iter()
             .min_by_key(|i| i.load.load(Ordering::Relaxed))
             .cloned();
@@ -102,7 +164,7 @@ impl Registry {
 pub(crate) struct HostedSet {
     registry: &'static Registry,
     inbox: Arc<Inbox>,
-    epfd: RawFd,
+    set: EpollSet,
     members: Vec<Box<dyn Hosted>>,
     /// The loop saw the set's descriptor ready since the last step.
     woke: bool,
@@ -121,25 +183,18 @@ impl HostedSet {
         registry: &'static Registry,
         bell: Arc<Doorbell>,
     ) -> std::io::Result<HostedSet> {
-        // SAFETY: epoll_create1 takes no pointers.
-        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epfd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let set = EpollSet::new()?;
         let inbox = Arc::new(Inbox {
             bell,
             queue: Mutex::new(Some(Vec::new())),
             arrived: AtomicBool::new(false),
             load: AtomicUsize::new(0),
         });
-        let mut all = lock(&registry.0);
-        all.push(inbox.clone());
-        registry.1.store(all.len(), Ordering::Relaxed);
-        drop(all);
+        registry.update(|all| all.push(inbox.clone()));
         Ok(HostedSet {
             registry,
             inbox,
-            epfd,
+            set,
             members: Vec::new(),
             woke: false,
             next_look: Instant::now(),
@@ -148,7 +203,7 @@ impl HostedSet {
 
     /// Readable while a member's descriptor is.
     pub(crate) fn fd(&self) -> RawFd {
-        self.epfd
+        self.set.fd()
     }
 
     /// The loop found [`HostedSet::fd`] readable.
@@ -172,7 +227,7 @@ impl HostedSet {
                 .map(std::mem::take)
                 .unwrap_or_default();
             for mut m in arrivals {
-                if self.watch(libc::EPOLL_CTL_ADD, m.fd()).is_err() {
+                if self.set.add(m.fd(), libc::EPOLLIN).is_err() {
                     // Never seen (the set has room for any descriptor);
                     // served by the tick alone it would only be slower.
                     engine::log::warning("hosted socket: epoll_ctl failed; served at each tick");
@@ -197,40 +252,25 @@ impl HostedSet {
                 continue;
             }
             let m = self.members.swap_remove(i);
-            let _ = self.watch(libc::EPOLL_CTL_DEL, m.fd());
+            let _ = self.set.remove(m.fd());
             self.inbox.load.fetch_sub(1, Ordering::Relaxed);
         }
-    }
-
-    fn watch(&self, op: libc::c_int, fd: RawFd) -> std::io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: fd as u64,
-        };
-        // SAFETY: epoll_ctl reads one event we own for the call.
-        if unsafe { libc::epoll_ctl(self.epfd, op, fd, &mut ev) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
     }
 }
 
 impl Drop for HostedSet {
     /// Closed to arrivals first, so that what leaves cannot come back here.
     fn drop(&mut self) {
-        let mut all = lock(&self.registry.0);
-        all.retain(|i| !Arc::ptr_eq(i, &self.inbox));
-        self.registry.1.store(all.len(), Ordering::Relaxed);
-        drop(all);
+        self.registry
+            .update(|all| all.retain(|i| !Arc::ptr_eq(i, &self.inbox)));
         let queued = lock(&self.inbox.queue).take().unwrap_or_default();
         for m in std::mem::take(&mut self.members) {
-            let _ = self.watch(libc::EPOLL_CTL_DEL, m.fd());
+            let _ = self.set.remove(m.fd());
             m.leave();
         }
         for m in queued {
             m.leave();
         }
-        crate::listener::close_fd(self.epfd);
     }
 }
 
@@ -283,14 +323,14 @@ mod tests {
                 left_host: left_host.clone(),
             })
         };
-        static REGISTRY: Registry = Registry(Mutex::new(Vec::new()), AtomicUsize::new(0));
+        static REGISTRY: Registry = Registry::new();
         let host = |m| REGISTRY.host(m);
         // No IO thread: refused.
         assert!(host(member(1)).is_err());
 
         let bell = Arc::new(Doorbell::new().unwrap());
         let mut set = HostedSet::open(&REGISTRY, bell).unwrap();
-        assert_eq!(REGISTRY.1.load(Ordering::Relaxed), 1);
+        assert_eq!(REGISTRY.count.load(Ordering::Relaxed), 1);
         assert!(host(member(2)).is_ok());
         assert!(set.ready(), "an arrival is work");
         set.step(Instant::now());
@@ -323,6 +363,6 @@ mod tests {
         drop(set);
         assert_eq!(left_host.load(Ordering::Relaxed), 2);
         assert!(host(member(1)).is_err(), "a closed set takes no more");
-        assert_eq!(REGISTRY.1.load(Ordering::Relaxed), 0);
+        assert_eq!(REGISTRY.count.load(Ordering::Relaxed), 0);
     }
 }

@@ -79,10 +79,7 @@ fn registry() -> &'static Mutex<HashMap<u64, mpsc::Sender<Adopted>>> {
 /// The IO layer let go of `client`'s socket: give it to its feed (or close
 /// it, if no feed waits for it any more).
 pub fn adopt(client: ClientId, fd: OwnedFd, unsent: Vec<u8>, unparsed: Vec<u8>) {
-    let tx = registry()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&client.0);
+    let tx = lock(registry()).remove(&client.0);
     if let Some(tx) = tx {
         let _ = tx.send(Adopted {
             fd,
@@ -194,7 +191,6 @@ impl Shared {
     }
 
     /// Why the feed ended, once it has.
-    #[cfg(test)]
     pub(crate) fn gone(&self) -> Option<String> {
         lock(&self.gone).clone()
     }
@@ -221,10 +217,7 @@ impl Shared {
     /// socket down by number any more, and no socket or file is awaited.
     pub(crate) fn finish(&self, client: ClientId) {
         *lock(&self.fd) = -1;
-        registry()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&client.0);
+        lock(registry()).remove(&client.0);
         self.file_pending.store(false, Ordering::Relaxed);
     }
 
@@ -276,10 +269,7 @@ impl Feed {
             total,
         ));
         let (adopt_tx, adopt_rx) = mpsc::channel();
-        registry()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(client.0, adopt_tx);
+        lock(registry()).insert(client.0, adopt_tx);
         let (rdb, chunks) = match start.rdb {
             Some(RdbFraming::EofMark) => {
                 let (sink, writer) = ChannelSink::new(QUEUE, "replica feed");
@@ -391,11 +381,7 @@ impl ReplicaFeed for Feed {
     }
 
     fn gone(&self) -> Option<String> {
-        self.shared
-            .gone
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.shared.gone()
     }
 
     fn traffic(&self) -> Traffic {

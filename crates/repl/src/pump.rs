@@ -20,10 +20,11 @@ use crate::zerocopy::{Sent, ZeroCopy};
 use effects::Slice;
 use engine::ClientId;
 use engine::log;
+use net::hosted::EpollSet;
 use ringkv_rings::doorbell::Doorbell;
 use std::io::ErrorKind;
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -55,7 +56,7 @@ pub(crate) struct Pump {
     current: Option<(Slice, usize)>,
     shared: Arc<Shared>,
     /// The socket (and SEND_ZC's ring): what the host watches.
-    epoll: OwnedFd,
+    epoll: EpollSet,
     /// The socket was full: EPOLLOUT is watched, and since when.
     blocked_since: Option<Instant>,
     watching_out: bool,
@@ -80,16 +81,7 @@ impl Pump {
         shared: Arc<Shared>,
         hold_for_ack: bool,
     ) -> Result<Pump, String> {
-        // SAFETY: epoll_create1 takes no pointers.
-        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if ep < 0 {
-            return Err(format!(
-                "epoll_create1: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        // SAFETY: a descriptor just made, owned by nothing else.
-        let epoll = unsafe { OwnedFd::from_raw_fd(ep) };
+        let epoll = EpollSet::new().map_err(|e| format!("epoll_create1: {e}"))?;
         let mut pump = Pump {
             client,
             fd: sock.as_raw_fd(),
@@ -109,7 +101,7 @@ impl Pump {
         };
         let ring = pump.zc.as_ref().and_then(ZeroCopy::poll_fd);
         for fd in std::iter::once(pump.fd).chain(ring) {
-            if let Err(e) = pump.watch(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN) {
+            if let Err(e) = pump.epoll.add(fd, libc::EPOLLIN) {
                 let why = format!("epoll_ctl: {e}");
                 // Said when the pump's drop ends the feed.
                 pump.why = Some(why.clone());
@@ -119,23 +111,11 @@ impl Pump {
         Ok(pump)
     }
 
-    fn watch(&self, op: libc::c_int, fd: RawFd, events: libc::c_int) -> std::io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: events as u32,
-            u64: fd as u64,
-        };
-        // SAFETY: epoll_ctl reads one event we own for the call.
-        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut ev) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
     fn watch_out(&mut self, on: bool) {
         if self.watching_out != on {
             self.watching_out = on;
             let events = libc::EPOLLIN | if on { libc::EPOLLOUT } else { 0 };
-            let _ = self.watch(libc::EPOLL_CTL_MOD, self.fd, events);
+            let _ = self.epoll.modify(self.fd, events);
         }
     }
 
@@ -248,7 +228,7 @@ impl Pump {
         if self.zc.as_ref().is_none_or(|z| z.in_flight() == 0) {
             return false;
         }
-        let _ = self.watch(libc::EPOLL_CTL_DEL, self.fd, 0);
+        let _ = self.epoll.remove(self.fd);
         self.ending = Some(Instant::now() + DRAIN_LIMIT);
         true
     }
@@ -323,7 +303,7 @@ impl Pump {
     fn wait_rung(&self, bell: Option<&Doorbell>, timeout: Duration) -> (bool, bool) {
         let mut fds = [
             libc::pollfd {
-                fd: self.epoll.as_raw_fd(),
+                fd: self.epoll.fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
@@ -437,7 +417,7 @@ impl Drop for Pump {
 
 impl net::hosted::Hosted for Pump {
     fn fd(&self) -> RawFd {
-        self.epoll.as_raw_fd()
+        self.epoll.fd()
     }
 
     fn joined(&mut self, bell: &Arc<Doorbell>) {

@@ -43,31 +43,14 @@ impl ErrQueue {
     pub(super) fn send(&mut self, t: &mut Tracker, slice: &Slice) -> Result<(), String> {
         let mut at = 0;
         while at < slice.len() {
-            let rest = &slice[at..];
-            // SAFETY: the bytes stay valid and unchanged until the kernel's
-            // completion for this send: the tracker holds the block.
-            let n = unsafe {
-                libc::send(
-                    self.fd,
-                    rest.as_ptr().cast(),
-                    rest.len(),
-                    libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL,
-                )
-            };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::ENOBUFS) => {
-                        at += copy_send(self.fd, rest, 0)?;
-                        continue;
-                    }
-                    _ => return Err(format!("write error: {e}")),
+            match self.send_some(t, &slice.split_from(at), 0)? {
+                Sent::Bytes(n) => at += n,
+                // SO_SNDTIMEO ran out: the replica stopped reading.
+                Sent::Blocked => {
+                    let e = std::io::Error::from_raw_os_error(libc::EAGAIN);
+                    return Err(format!("write error: {e}"));
                 }
             }
-            let n = n as usize;
-            t.track(slice.split_from(at).truncate(n));
-            at += n;
         }
         Ok(())
     }
@@ -75,15 +58,20 @@ impl ErrQueue {
     /// Send what of `rest` the socket takes now, zero-copy (an ordinary
     /// send if the kernel is short of option memory).
     pub(super) fn try_send(&mut self, t: &mut Tracker, rest: &Slice) -> Result<Sent, String> {
+        self.send_some(t, rest, libc::MSG_DONTWAIT)
+    }
+
+    /// One send of `rest`, with `flags` besides MSG_ZEROCOPY.
+    fn send_some(&mut self, t: &mut Tracker, rest: &Slice, flags: i32) -> Result<Sent, String> {
         loop {
-            // SAFETY: as in `send`: the tracker holds the block until the
-            // kernel's completion.
+            // SAFETY: the bytes stay valid and unchanged until the kernel's
+            // completion for this send: the tracker holds the block.
             let n = unsafe {
                 libc::send(
                     self.fd,
                     rest.as_ptr().cast(),
                     rest.len(),
-                    libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                    libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL | flags,
                 )
             };
             if n >= 0 {
@@ -95,7 +83,7 @@ impl ErrQueue {
                 Some(libc::EINTR) => {}
                 Some(libc::EAGAIN) => return Ok(Sent::Blocked),
                 Some(libc::ENOBUFS) => {
-                    return copy_send(self.fd, rest, libc::MSG_DONTWAIT).map(Sent::or_blocked);
+                    return copy_send(self.fd, rest, flags).map(Sent::or_blocked);
                 }
                 _ => return Err(format!("write error: {e}")),
             }
