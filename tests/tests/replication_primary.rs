@@ -1133,11 +1133,19 @@ e2e!(
 
 /// The names of `srv`'s threads.
 fn thread_names(srv: &Server) -> Vec<String> {
+    threads(srv).into_iter().map(|(name, _)| name).collect()
+}
+
+/// The server's threads: each one's name and /proc/PID/task/TID.
+fn threads(srv: &Server) -> Vec<(String, std::path::PathBuf)> {
     let pid = srv.pid().expect("server pid");
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .expect("read /proc/PID/task")
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
-        .map(|c| c.trim().to_string())
+        .filter_map(|e| {
+            let dir = e.ok()?.path();
+            let name = std::fs::read_to_string(dir.join("comm")).ok()?;
+            Some((name.trim().to_string(), dir))
+        })
         .collect()
 }
 
@@ -1188,6 +1196,50 @@ e2e!(
         within(10, "the replica gone", || {
             info_field(&text(&q(pc, "INFO replication")), "connected_slaves") == "0"
         });
+    }
+);
+
+/// Bytes the server's threads whose names start with `prefix` passed to
+/// write-like system calls (sendfile(2) among them: `wchar` in
+/// /proc/PID/task/TID/io; sends on sockets do not count).
+fn threads_wchar(srv: &Server, prefix: &str) -> u64 {
+    threads(srv)
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(prefix))
+        .filter_map(|(_, dir)| {
+            let io = std::fs::read_to_string(dir.join("io")).ok()?;
+            io.lines()
+                .find_map(|l| l.strip_prefix("wchar: "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
+e2e!(
+    ringkv_only fn with_io_threads_a_saved_rdb_is_sent_by_an_io_thread(b) {
+        let p = b.start(
+            Opts::new()
+                .arg("io-threads", "3")
+                .arg("io-threads-adaptive", "no")
+                .arg("repl-diskless-sync", "no")
+                .arg("rdbcompression", "no")
+                .arg("enable-debug-command", "yes"),
+        );
+        let pc = &mut p.client();
+        assert_eq!(q(pc, "DEBUG POPULATE 100000 key 100"), ok());
+        let before = threads_wchar(&p, "io-thread");
+        let r = peer(Backend::Valkey);
+        let rc = &mut r.client();
+        follow(rc, &p);
+        wait_caught_up(pc, rc);
+        assert_eq!(int_of(&query(rc, &["DBSIZE"])), 100_000);
+        assert_eq!(query(rc, &["GET", "key:99999"]), query(pc, &["GET", "key:99999"]));
+        assert_eq!(stat(pc, "stats", "sync_full"), "1");
+        // The file the sync sent went out by sendfile(2) from an IO thread.
+        let rdb = std::fs::metadata(p.dir().join("dump.rdb")).expect("the saved RDB").len();
+        assert!(rdb > 10_000_000, "{rdb} bytes");
+        let sent = threads_wchar(&p, "io-thread") - before;
+        assert!(sent >= rdb, "IO threads wrote {sent} bytes of a {rdb}-byte RDB");
     }
 );
 

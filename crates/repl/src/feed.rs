@@ -1,28 +1,33 @@
-//! The primary side: a `repl-feed` thread per replica owns its socket
-//! once PSYNC has taken it out of the event loop, for as long as its full
-//! sync lasts; the stream is then served by an IO thread (threaded mode)
-//! or goes on on that thread (inline mode).
+//! The primary side: a `repl-feed` thread per replica takes its socket
+//! once PSYNC has taken it out of the event loop, hands it to a pump
+//! (crate::pump: the IO thread hosting the fewest in threaded mode, else
+//! a thread of its own) and, for as long as a full sync lasts, makes what
+//! the pump sends before the stream (crate::prelude). It never writes to
+//! the socket itself.
 //!
 //! ```text
 //!  engine: Senders::feed(client, FeedStart) ──► thread started, waits
 //!  net: detach hook ──► adopt(client, socket, unsent, unparsed) ──┘
-//!  thread: unsent replies, preamble (+FULLRESYNC / +CONTINUE),
-//!          [RDB: $EOF:<mark> + encoded chunks + <mark>, or (repl-diskless-
-//!           sync no, or a replica without capa eof) a "\n" a second until
-//!           the engine names the saved file, then $len + the file by
-//!           sendfile(2)],
-//!          then (unless `REPLCONF rdb-only 1`: the connection ends with
-//!          the RDB) the stream (crate::pump): slices of the effects
-//!          blocks as they are published (zero-copy from the size set, see
-//!          crate::zerocopy), REPLCONF ACKs read in between — handed to
-//!          the IO thread hosting the fewest (net::hosted), or served here
+//!  thread: pump made and handed over (net::hosted, or a new thread);
+//!          queued for it: unsent replies, preamble (+FULLRESYNC /
+//!          +CONTINUE), [RDB: $EOF:<mark> + the capture's chunks encoded
+//!          a MB at a time + <mark>, or (repl-diskless-sync no, or a
+//!          replica without capa eof) a "\n" a second until the engine
+//!          names the saved file, then $len + the file, which the pump
+//!          sends by sendfile(2)]; then the thread ends
+//!  pump:   the queue, then (unless `REPLCONF rdb-only 1`: the connection
+//!          ends with the RDB) the stream: slices of the effects blocks as
+//!          they are published (zero-copy from the size set, see
+//!          crate::zerocopy), REPLCONF ACKs read in between
 //! ```
 //!
 //! The engine rings a doorbell after each batch that added to the stream
 //! (the hosting IO thread's, else the feed's own), which costs a syscall
-//! only when its thread is asleep.
+//! only when its thread is asleep; the feed's thread rings the same one
+//! after each thing it queues.
 
-use crate::pump::{DRAIN_LIMIT, Pump};
+use crate::prelude::{self, FileOut, Out, Producer, RdbEnd};
+use crate::pump::Pump;
 use crate::traffic::{Counters, Meter};
 use crate::zerocopy::ZeroCopy;
 use engine::ClientId;
@@ -33,7 +38,6 @@ use engine::replication::primary::{
 };
 use ringkv_rings::doorbell::Doorbell;
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -56,11 +60,6 @@ pub(crate) const TICK: Duration = Duration::from_millis(100);
 /// While a replica waits for the save to disk, a newline this often
 /// keeps its link alive (Valkey's replicationCron does the same).
 const KEEPALIVE: Duration = Duration::from_secs(1);
-/// The most one sendfile(2) call is asked to move.
-const SENDFILE_MAX: usize = 1 << 30;
-/// How long an rdb-only replica is given to close its end once its RDB
-/// is sent.
-const RDB_ONLY_LINGER: Duration = Duration::from_secs(2);
 /// A blocked write gives up after this long (the replica stopped reading).
 pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -196,7 +195,7 @@ impl Shared {
     }
 
     /// Wake whoever serves the feed.
-    fn ring(&self) {
+    pub(crate) fn ring(&self) {
         if let Some(b) = lock(&self.host_bell).as_ref() {
             b.ring();
         } else if let Some(b) = &self.bell {
@@ -221,16 +220,18 @@ impl Shared {
         self.file_pending.store(false, Ordering::Relaxed);
     }
 
-    fn rdb_sent(&self) {
-        *self.sending_rdb.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    /// The full sync's RDB still being sent (its framing).
+    pub(crate) fn sending_rdb(&self) -> Option<RdbFraming> {
+        *lock(&self.sending_rdb)
     }
 
-    /// A blocking write of all of `bytes`, counted.
-    fn write_all(&self, sock: &TcpStream, bytes: &[u8]) -> std::io::Result<()> {
-        let mut w = sock;
-        w.write_all(bytes)?;
-        self.meter.add_written(bytes.len());
-        Ok(())
+    pub(crate) fn rdb_sent(&self) {
+        *lock(&self.sending_rdb) = None;
+    }
+
+    /// The file the engine named is open: a new save may replace it.
+    pub(crate) fn file_opened(&self) {
+        self.file_pending.store(false, Ordering::Relaxed);
     }
 }
 
@@ -314,8 +315,9 @@ impl Drop for Feed {
         self.shared.ring();
         let fd = self.shared.fd.lock().unwrap_or_else(|e| e.into_inner());
         if *fd >= 0 {
-            // Wakes a write blocked on a replica that stopped reading. The
-            // thread still drains zero-copy completions before it closes.
+            // The replica sees the end at once, whoever serves the feed
+            // (the pump still drains zero-copy completions before it
+            // closes the socket).
             // SAFETY: shutdown(2) on a descriptor the thread keeps open
             // while `fd` holds it (it clears `fd` under this lock before
             // closing); it changes no memory.
@@ -365,11 +367,7 @@ impl ReplicaFeed for Feed {
     }
 
     fn sending_rdb(&self) -> Option<RdbFraming> {
-        *self
-            .shared
-            .sending_rdb
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.shared.sending_rdb()
     }
 
     fn opening_file(&self) -> bool {
@@ -404,8 +402,9 @@ impl ReplicaFeed for Feed {
     }
 }
 
-/// The feed thread: the socket, the full sync, then the stream handed to
-/// an IO thread or served here.
+/// The feed thread: takes the socket, hands it to a pump (an IO thread's,
+/// or a thread of its own), then makes what the pump sends before the
+/// stream.
 fn run(
     client: ClientId,
     start: FeedStart,
@@ -419,134 +418,106 @@ fn run(
     };
     let sock = TcpStream::from(got.fd);
     *lock(&shared.fd) = sock.as_raw_fd();
-    let mut zc = None;
-    match serve(client, start, rdb_in, got.unsent, &sock, &shared, &mut zc) {
-        Ok((reader, hold_for_ack)) => {
-            let pump = Pump::new(
-                client,
-                sock,
-                reader,
-                got.unparsed,
-                zc,
-                shared.clone(),
-                hold_for_ack,
-            );
-            match pump {
-                Ok(p) => crate::pump::serve(Box::new(p), true),
-                Err(why) => {
-                    // The socket went into the pump's making, and closed.
-                    shared.finish(client);
-                    shared.set_gone(why);
-                }
-            }
-        }
+    let _ = sock.set_nodelay(start.nodelay);
+    let zc = zero_copy(&sock, &start);
+    let (out, prelude) = prelude::queue(shared.clone());
+    let FeedStart {
+        preamble,
+        rdb_format,
+        stream,
+        rdb_only,
+        ..
+    } = start;
+    match Pump::new(
+        client,
+        sock,
+        stream,
+        got.unparsed,
+        zc,
+        shared.clone(),
+        Some(prelude),
+    ) {
+        Ok(p) => crate::pump::serve(Box::new(p), false),
         Err(why) => {
-            // Seed 003's rule: a socket with zero-copy sends in flight
-            // closes only once the kernel has let go of their buffers.
-            if let Some(z) = zc.as_mut() {
-                z.drain(DRAIN_LIMIT);
-                z.publish(&shared.zc);
-            }
+            // The socket went into the pump's making, and closed.
             shared.finish(client);
-            drop(sock);
-            shared.set_gone(why);
+            return shared.set_gone(why);
         }
+    }
+    let made = produce(
+        client, &out, got.unsent, preamble, rdb_in, rdb_format, rdb_only,
+    );
+    if let Err(why) = made {
+        let _ = out.push(Out::Fail(why));
     }
 }
 
-/// Everything before the stream: replies left unsent, the preamble, the
-/// full sync's RDB. Returns the stream's reader, and whether the stream
-/// waits for the replica's first ACK. `zc`: the zero-copy sender, once
-/// made (drained however this ends).
-fn serve(
+/// MSG_ZEROCOPY or SEND_ZC for this replica, if it is not local and
+/// `tcp-tx-zerocopy` is on.
+fn zero_copy(sock: &TcpStream, start: &FeedStart) -> Option<ZeroCopy> {
+    let min = start.zerocopy_min.filter(|_| !is_local(sock))?;
+    let z = ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring)?;
+    let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    log::notice(&format!(
+        "Replica connection {peer}: RDB and stream writes of at least {} bytes go zero-copy with {}",
+        z.min_size(),
+        z.mechanism()
+    ));
+    Some(z)
+}
+
+/// Everything before the stream, queued for the pump: replies left
+/// unsent, the preamble, the full sync's RDB.
+fn produce(
     client: ClientId,
-    start: FeedStart,
-    rdb_in: RdbIn,
+    out: &Producer,
     unsent: Vec<u8>,
-    sock: &TcpStream,
-    shared: &Shared,
-    zc: &mut Option<ZeroCopy>,
-) -> Result<(effects::Reader, bool), String> {
-    if shared.stop.load(Ordering::Relaxed) {
+    preamble: Vec<u8>,
+    rdb_in: RdbIn,
+    format: RdbFormat,
+    rdb_only: bool,
+) -> Result<(), String> {
+    if out.stopped() {
         return Err("stopped".into());
     }
-    let _ = sock.set_nodelay(start.nodelay);
-    // The epoll loop's sockets are non-blocking; this thread blocks.
-    sock.set_nonblocking(false).map_err(|e| e.to_string())?;
-    sock.set_write_timeout(Some(WRITE_TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    *zc = start
-        .zerocopy_min
-        .filter(|_| !is_local(sock))
-        .and_then(|min| ZeroCopy::start(sock.as_raw_fd(), min, start.io_uring));
-    if let Some(z) = zc.as_ref() {
-        let peer = sock.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        log::notice(&format!(
-            "Replica connection {peer}: RDB and stream writes of at least {} bytes go zero-copy with {}",
-            z.min_size(),
-            z.mechanism()
-        ));
+    // (SYNC has no preamble.)
+    for bytes in [unsent, preamble] {
+        if !bytes.is_empty() {
+            out.push(Out::bytes(bytes))?;
+        }
     }
-    let werr = |e: std::io::Error| format!("write error: {e}");
-    shared.write_all(sock, &unsent).map_err(werr)?;
-    shared.write_all(sock, &start.preamble).map_err(werr)?;
-    // A replica that reads an EOF-marked RDB finds its end only if the
-    // mark ends one of its reads: nothing more is sent until it has
-    // loaded the file and ACKs (Valkey's repl_put_online_on_ack).
-    let mut hold_until_ack = false;
     if let Some(file) = rdb_in.file {
-        let name = await_file(sock, &file, shared)?;
-        let n = send_file(sock, &name, shared)?;
-        log::notice(&format!(
-            "Synchronization with replica {} succeeded ({n} bytes of RDB from {name})",
-            client.0
-        ));
-        shared.rdb_sent();
-        shared.online.store(!start.rdb_only, Ordering::Relaxed);
+        let name = await_file(out, &file)?;
+        let (len, f) = open_file(out, &name)?;
+        out.push(Out::bytes(format!("${len}\r\n")))?;
+        out.push(Out::File(FileOut::new(f, len)))?;
+        out.push(Out::RdbEnd(RdbEnd {
+            outcome: None,
+            bytes: len,
+            hold_for_ack: false,
+            rdb_only,
+            note: Some(format!(
+                "Synchronization with replica {} succeeded ({len} bytes of RDB from {name})",
+                client.0
+            )),
+        }))?;
     }
     if let Some(writer) = rdb_in.chunks {
-        let out = RdbOut {
-            sock,
-            zc: zc.as_mut(),
-            shared,
-        };
-        let outcome = send_rdb(out, start.rdb_format, &writer.chunks);
-        let failed = outcome.as_ref().err().cloned();
-        let _ = writer.outcome.send(outcome);
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        shared.rdb_sent();
-        hold_until_ack = true;
-    }
-    if start.rdb_only && start.rdb.is_some() {
-        return Err(end_rdb_only(client, sock, shared));
-    }
-    Ok((start.stream, hold_until_ack))
-}
-
-/// `REPLCONF rdb-only 1`: the RDB was all it wanted. The write side
-/// closes first and what the replica still sends is read away, so that
-/// the close does not reset the connection under the RDB's last bytes.
-fn end_rdb_only(client: ClientId, sock: &TcpStream, shared: &Shared) -> String {
-    log::notice(&format!(
-        "RDB transfer completed, rdb only replica (client {}) should be disconnected asap",
-        client.0
-    ));
-    let _ = sock.shutdown(std::net::Shutdown::Write);
-    let _ = sock.set_read_timeout(Some(TICK));
-    let until = std::time::Instant::now() + RDB_ONLY_LINGER;
-    let mut buf = [0u8; 512];
-    let mut r = sock;
-    while std::time::Instant::now() < until {
-        match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => shared.meter.add_read(n),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(_) => break,
+        match encode_rdb(out, format, &writer.chunks) {
+            Ok(bytes) => out.push(Out::RdbEnd(RdbEnd {
+                outcome: Some(writer.outcome),
+                bytes,
+                hold_for_ack: !rdb_only,
+                rdb_only,
+                note: None,
+            }))?,
+            Err(why) => {
+                let _ = writer.outcome.send(Err(why.clone()));
+                return Err(why);
+            }
         }
     }
-    "rdb only: its RDB is sent".into()
+    out.push(Out::End)
 }
 
 /// Loopback, or no IP peer at all (a client such as `valkey-cli --rdb` on
@@ -556,47 +527,18 @@ fn is_local(sock: &TcpStream) -> bool {
     sock.peer_addr().map_or(true, |a| a.ip().is_loopback())
 }
 
-/// Where a diskless RDB goes: the socket, zero-copy for the buffers
-/// large enough.
-struct RdbOut<'a> {
-    sock: &'a TcpStream,
-    zc: Option<&'a mut ZeroCopy>,
-    shared: &'a Shared,
-}
-
-impl RdbOut<'_> {
-    /// Send `buf` and leave it empty. Zero-copy, the buffer itself goes
-    /// (the tracker holds it until the kernel is done with it) and a new
-    /// one takes its place: jemalloc hands back the pages of one already
-    /// let go, so that costs no page faults.
-    fn send(&mut self, buf: &mut Vec<u8>) -> Result<(), String> {
-        let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
-        match self.zc.as_deref_mut() {
-            Some(z) if buf.len() >= z.min_size() => {
-                let bytes = std::mem::replace(buf, Vec::with_capacity(buf.capacity()));
-                let slice = effects::Slice::from_vec(bytes);
-                z.send(&slice, WRITE_TIMEOUT)?;
-                z.reap();
-                z.publish(&self.shared.zc);
-                self.shared.meter.add_written(slice.len());
-            }
-            _ => {
-                self.shared.write_all(self.sock, buf).map_err(werr)?;
-                buf.clear();
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The RDB of a diskless full sync, framed by EOF marks.
-fn send_rdb(mut out: RdbOut<'_>, f: RdbFormat, rx: &Receiver<SinkMsg>) -> Result<u64, String> {
+/// The RDB of a diskless full sync, framed by EOF marks, encoded from the
+/// capture's chunks and queued a buffer at a time; its size.
+fn encode_rdb(out: &Producer, f: RdbFormat, rx: &Receiver<SinkMsg>) -> Result<u64, String> {
     let mut enc = rdb::Encoder::with_version(f.compress, f.checksum, f.version);
     let mut buf = Vec::with_capacity(WRITE_BUF + WRITE_BUF / 4);
+    let send = |buf: &mut Vec<u8>| {
+        let full = std::mem::replace(buf, Vec::with_capacity(buf.capacity()));
+        out.push(Out::bytes(full))
+    };
     let mut written = 0u64;
     let mark = eof_mark();
-    let mut head = format!("$EOF:{mark}\r\n").into_bytes();
-    out.send(&mut head)?;
+    out.push(Out::bytes(format!("$EOF:{mark}\r\n")))?;
     enc.header(&mut buf);
     let mut last_write = std::time::Instant::now();
     loop {
@@ -614,27 +556,23 @@ fn send_rdb(mut out: RdbOut<'_>, f: RdbFormat, rx: &Receiver<SinkMsg>) -> Result
         }
         if buf.len() >= WRITE_BUF || (!buf.is_empty() && last_write.elapsed() >= WRITE_AFTER) {
             written += buf.len() as u64;
-            out.send(&mut buf)?;
+            send(&mut buf)?;
             last_write = std::time::Instant::now();
         }
     }
     enc.finish(&mut buf);
     written += buf.len() as u64;
     buf.extend_from_slice(mark.as_bytes());
-    out.send(&mut buf)?;
+    send(&mut buf)?;
     Ok(written)
 }
 
 /// Wait for the engine to name the file saved for this sync, sending the
 /// replica a newline every second meanwhile.
-fn await_file(
-    sock: &TcpStream,
-    rx: &Receiver<Result<String, String>>,
-    shared: &Shared,
-) -> Result<String, String> {
+fn await_file(out: &Producer, rx: &Receiver<Result<String, String>>) -> Result<String, String> {
     let mut last = std::time::Instant::now();
     loop {
-        if shared.stop.load(Ordering::Relaxed) {
+        if out.stopped() {
             return Err("stopped".into());
         }
         match rx.recv_timeout(TICK) {
@@ -646,48 +584,21 @@ fn await_file(
         }
         if last.elapsed() >= KEEPALIVE {
             last = std::time::Instant::now();
-            shared
-                .write_all(sock, b"\n")
-                .map_err(|e| format!("write error: {e}"))?;
+            out.push(Out::bytes(&b"\n"[..]))?;
         }
     }
 }
 
-/// `$<len>\r\n` and the file, page cache to socket with sendfile(2): no
-/// copy through this process, and the file is closed however it ends.
-fn send_file(sock: &TcpStream, name: &str, shared: &Shared) -> Result<u64, String> {
+/// The saved file and its length; from now on a new save may replace
+/// it (the open file stays what it was).
+fn open_file(out: &Producer, name: &str) -> Result<(u64, std::fs::File), String> {
     let opened = std::fs::File::open(name).and_then(|f| Ok((f.metadata()?.len(), f)));
-    shared.file_pending.store(false, Ordering::Relaxed);
-    let (len, file) = opened.map_err(|e| {
+    out.file_opened();
+    opened.map_err(|e| {
         let why = format!("SYNC failed. Can't open/stat DB after BGSAVE: {e}");
         log::warning(&why);
         why
-    })?;
-    let werr = |e: std::io::Error| format!("write error sending the RDB: {e}");
-    shared
-        .write_all(sock, format!("${len}\r\n").as_bytes())
-        .map_err(werr)?;
-    let mut off: libc::off_t = 0;
-    while (off as u64) < len {
-        let want = ((len - off as u64) as usize).min(SENDFILE_MAX);
-        // SAFETY: sendfile(2) between two descriptors held open for the
-        // call; the kernel writes only `off`, a local.
-        let n = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, want) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                ErrorKind::Interrupted => continue,
-                // SO_SNDTIMEO ran out: the replica stopped reading.
-                ErrorKind::WouldBlock => return Err("write timeout sending the RDB".into()),
-                _ => return Err(werr(e)),
-            }
-        }
-        if n == 0 {
-            return Err(format!("{name} ended at {off} of {len} bytes"));
-        }
-        shared.meter.add_written(n as usize);
-    }
-    Ok(len)
+    })
 }
 
 /// 40 characters that end a diskless transfer: random enough that an RDB

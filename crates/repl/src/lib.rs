@@ -8,12 +8,14 @@
 //!   reads what the primary answers before the stream.
 //! * [`feed`]: this server as a primary — one `repl-feed` thread per
 //!   replica takes the replica's socket from the event loop after PSYNC
-//!   ([`adopt`]) and sends the full sync's RDB as the snapshot capture
-//!   produces it (or the file a save to disk wrote, by sendfile(2))
-//!   ([`FeedThreads`]); then
-//! * `pump`: the write-effects stream straight from its refcounted
-//!   blocks, and the replica's ACKs, without blocking — served by an IO
-//!   thread in threaded mode (`net::hosted`), else by the feed's thread.
+//!   ([`adopt`]), hands it to a pump, and makes what goes before the
+//!   stream: the full sync's RDB, encoded as the snapshot capture
+//!   produces it (or the file a save to disk wrote) ([`FeedThreads`]),
+//!   queued for the pump (`prelude`);
+//! * `pump`: sends that, then the write-effects stream straight from its
+//!   refcounted blocks, and reads the replica's ACKs, without blocking —
+//!   served by an IO thread in threaded mode (`net::hosted`), else by a
+//!   thread of its own.
 //! * [`zerocopy`]: zero-copy sends from those blocks (`MSG_ZEROCOPY`, or
 //!   `IORING_OP_SEND_ZC` under the io_uring backend) and the tracker of
 //!   sends in flight (seed 003).
@@ -30,6 +32,7 @@
 pub mod feed;
 pub mod link;
 pub mod preamble;
+mod prelude;
 mod pump;
 pub mod traffic;
 pub mod zerocopy;

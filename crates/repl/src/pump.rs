@@ -1,14 +1,17 @@
-//! The stream half of a feed, once the full sync (if any) is sent: slices
-//! of the effects blocks out as they are published, `REPLCONF ACK`s in.
-//! It never blocks, so the same pump runs on an IO thread beside its
-//! clients (threaded mode: [`net::hosted`]) or on the feed's own thread
-//! (inline mode, or no IO thread would take it).
+//! The sending half of a feed: what comes before the stream (the
+//! preamble and a full sync's RDB, queued by the feed's thread:
+//! [`crate::prelude`]), then slices of the effects blocks as they are
+//! published; `REPLCONF ACK`s in. It never blocks, so the same pump runs
+//! on an IO thread beside its clients (threaded mode: [`net::hosted`]) or
+//! on a thread of its own (inline mode, or no IO thread would take it).
 //!
 //! ```text
 //!  step(woke):  ending? ── reap zero-copy completions, done when none
+//!               rdb-only? ─ read until the replica closes (2 s at most)
 //!               woke? ──── read ACKs, reap completions
 //!               holding? ─ nothing sent before the first ACK
-//!               send ───── the slice under way, then the next ones,
+//!               send ───── the slice (or file) under way, then the next
+//!                          ones, the prelude's before the stream's,
 //!                          until the socket is full (EPOLLOUT watched)
 //! ```
 //!
@@ -16,6 +19,7 @@
 //! descriptor a host watches.
 
 use crate::feed::{Shared, TICK, WRITE_TIMEOUT};
+use crate::prelude::{FileOut, Out, Prelude, RdbEnd};
 use crate::zerocopy::{Sent, ZeroCopy};
 use effects::Slice;
 use engine::ClientId;
@@ -40,6 +44,11 @@ const LINGER: Duration = Duration::from_millis(1);
 pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// The most a replica may send without its commands being parsed.
 const INPUT_MAX: usize = 1 << 20;
+/// How long an rdb-only replica is given to close its end once its RDB
+/// is sent.
+const RDB_ONLY_LINGER: Duration = Duration::from_secs(2);
+/// Why an rdb-only replica's feed ends.
+const RDB_ONLY_SENT: &str = "rdb only: its RDB is sent";
 
 pub(crate) struct Pump {
     client: ClientId,
@@ -52,8 +61,12 @@ pub(crate) struct Pump {
     /// What the replica sent that is not parsed yet (its ACKs).
     input: Vec<u8>,
     zc: Option<ZeroCopy>,
+    /// What goes before the stream, until its `End`.
+    prelude: Option<Prelude>,
     /// The slice being sent, and how much of it went.
     current: Option<(Slice, usize)>,
+    /// The saved RDB being sent.
+    file: Option<FileOut>,
     shared: Arc<Shared>,
     /// The socket (and SEND_ZC's ring): what the host watches.
     epoll: EpollSet,
@@ -61,9 +74,13 @@ pub(crate) struct Pump {
     blocked_since: Option<Instant>,
     watching_out: bool,
     /// After an EOF-marked RDB nothing is sent until the replica's first
-    /// ACK (its end must end one of the replica's reads: Valkey's
-    /// repl_put_online_on_ack), for up to this long.
+    /// ACK ([`RdbEnd::hold_for_ack`]), for up to this long.
     hold_until: Option<Instant>,
+    /// An rdb-only replica got its RDB: its write side is shut, and what
+    /// it sends is read away until it closes, or until this instant (so
+    /// that the close does not reset the connection under the RDB's last
+    /// bytes).
+    linger_until: Option<Instant>,
     /// The feed ended and waits until this instant at most for its
     /// zero-copy completions.
     ending: Option<Instant>,
@@ -79,9 +96,12 @@ impl Pump {
         input: Vec<u8>,
         zc: Option<ZeroCopy>,
         shared: Arc<Shared>,
-        hold_for_ack: bool,
+        prelude: Option<Prelude>,
     ) -> Result<Pump, String> {
         let epoll = EpollSet::new().map_err(|e| format!("epoll_create1: {e}"))?;
+        // sendfile(2) has no MSG_DONTWAIT.
+        sock.set_nonblocking(true)
+            .map_err(|e| format!("O_NONBLOCK: {e}"))?;
         let mut pump = Pump {
             client,
             fd: sock.as_raw_fd(),
@@ -90,12 +110,15 @@ impl Pump {
             why: None,
             input,
             zc,
+            prelude,
             current: None,
+            file: None,
             shared,
             epoll,
             blocked_since: None,
             watching_out: false,
-            hold_until: hold_for_ack.then(|| Instant::now() + WRITE_TIMEOUT),
+            hold_until: None,
+            linger_until: None,
             ending: None,
             sent: false,
         };
@@ -137,6 +160,13 @@ impl Pump {
     /// descriptor said so (a host steps every loop iteration).
     fn advance(&mut self, woke: bool) -> Result<(), String> {
         self.sent = false;
+        if let Some(until) = self.linger_until {
+            let closed = woke && self.read_acks().is_err();
+            if closed || Instant::now() > until {
+                return Err(RDB_ONLY_SENT.into());
+            }
+            return Ok(());
+        }
         if woke {
             self.read_acks()?;
             self.reap();
@@ -160,8 +190,26 @@ impl Pump {
             return self.stalled();
         }
         loop {
+            if let Some(f) = self.file.as_mut() {
+                let Sent::Bytes(n) = f.send(self.fd)? else {
+                    return self.blocked();
+                };
+                self.took(n);
+                if self.file.as_ref().is_some_and(FileOut::done) {
+                    self.file = None;
+                }
+                continue;
+            }
             if self.current.is_none() {
-                let Some(s) = self.reader.next_slice() else {
+                let next = match self.prelude.is_some() {
+                    true => match self.prelude_next()? {
+                        Next::Slice(s) => Some(s),
+                        Next::Again => continue,
+                        Next::Pause => break,
+                    },
+                    false => self.reader.next_slice(),
+                };
+                let Some(s) = next else {
                     break;
                 };
                 self.current = Some((s, 0));
@@ -180,15 +228,10 @@ impl Pump {
                     .map(Sent::or_blocked)?,
             };
             let Sent::Bytes(n) = sent else {
-                let waiting_on_ring = self.zc.as_ref().is_some_and(ZeroCopy::busy);
-                self.watch_out(!waiting_on_ring);
-                self.blocked_since.get_or_insert_with(Instant::now);
-                return self.stalled();
+                return self.blocked();
             };
-            self.shared.meter.add_written(n);
-            self.blocked_since = None;
-            self.sent |= n > 0;
-            if *at + n < slice.len() {
+            self.took(n);
+            if n < rest.len() {
                 if let Some((_, at)) = &mut self.current {
                     *at += n;
                 }
@@ -201,6 +244,77 @@ impl Pump {
         }
         self.watch_out(false);
         Ok(())
+    }
+
+    /// The socket took `n` bytes.
+    fn took(&mut self, n: usize) {
+        self.shared.meter.add_written(n);
+        self.blocked_since = None;
+        self.sent |= n > 0;
+    }
+
+    /// The socket is full (or SEND_ZC's ring has not answered, which its
+    /// own descriptor will say): wait for room.
+    fn blocked(&mut self) -> Result<(), String> {
+        let waiting_on_ring = self.zc.as_ref().is_some_and(ZeroCopy::busy);
+        self.watch_out(!waiting_on_ring);
+        self.blocked_since.get_or_insert_with(Instant::now);
+        self.stalled()
+    }
+
+    /// The prelude's next slice; what else it holds takes effect here.
+    fn prelude_next(&mut self) -> Result<Next, String> {
+        let Some(p) = self.prelude.as_ref() else {
+            return Ok(Next::Again);
+        };
+        Ok(match p.take()? {
+            None => Next::Pause,
+            // (An empty send would read as a full socket.)
+            Some(Out::Bytes(s)) if s.is_empty() => Next::Again,
+            Some(Out::Bytes(s)) => Next::Slice(s),
+            Some(Out::File(f)) => {
+                self.file = Some(f);
+                Next::Again
+            }
+            Some(Out::RdbEnd(end)) => {
+                self.rdb_sent(end);
+                match self.hold_until.or(self.linger_until) {
+                    Some(_) => Next::Pause,
+                    None => Next::Again,
+                }
+            }
+            Some(Out::Fail(why)) => return Err(why),
+            Some(Out::End) => {
+                self.prelude = None;
+                Next::Again
+            }
+        })
+    }
+
+    /// The last byte of the RDB went.
+    fn rdb_sent(&mut self, end: RdbEnd) {
+        self.shared.rdb_sent();
+        if let Some(note) = &end.note {
+            log::notice(note);
+        }
+        if end.rdb_only {
+            log::notice(&format!(
+                "RDB transfer completed, rdb only replica (client {}) should be disconnected asap",
+                self.client.0
+            ));
+            // SAFETY: shutdown(2) of the pump's own socket; no memory.
+            unsafe {
+                libc::shutdown(self.fd, libc::SHUT_WR);
+            }
+            self.linger_until = Some(Instant::now() + RDB_ONLY_LINGER);
+        } else if end.hold_for_ack {
+            self.hold_until = Some(Instant::now() + WRITE_TIMEOUT);
+        } else {
+            self.shared.online.store(true, Ordering::Relaxed);
+        }
+        if let Some(tx) = end.outcome {
+            let _ = tx.send(Ok(end.bytes));
+        }
     }
 
     /// A full socket for too long: the replica stopped reading.
@@ -224,6 +338,9 @@ impl Pump {
     /// open (out of the set: a closed peer's socket would stay readable)
     /// until their completions come, else it ends at once.
     fn end(&mut self, why: String) -> bool {
+        if let Some(p) = self.prelude.take() {
+            p.abandon(&why);
+        }
         self.why = Some(why);
         if self.zc.as_ref().is_none_or(|z| z.in_flight() == 0) {
             return false;
@@ -249,8 +366,17 @@ impl Pump {
         if self.ending.is_some() {
             return false;
         }
-        self.shared.stop.load(Ordering::Relaxed)
-            || (self.hold_until.is_none() && self.current.is_none() && self.reader.has_pending())
+        if self.shared.stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        let idle = self.hold_until.is_none()
+            && self.linger_until.is_none()
+            && self.current.is_none()
+            && self.file.is_none();
+        idle && match &self.prelude {
+            Some(p) => p.pending(),
+            None => self.reader.has_pending(),
+        }
     }
 
     /// Serve on this thread until the feed is over, or until IO threads
@@ -398,6 +524,15 @@ impl Pump {
     }
 }
 
+/// What the prelude gave.
+enum Next {
+    Slice(Slice),
+    /// Look again (a marker took effect).
+    Again,
+    /// Nothing to send now.
+    Pause,
+}
+
 impl Drop for Pump {
     /// The socket closes once the engine can no longer shut it down by
     /// number (another connection may be given the number next).
@@ -463,30 +598,45 @@ pub(crate) fn serve(pump: Box<Pump>, here: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prelude::Producer;
     use engine::replication::primary::RdbFraming;
     use std::io::{Read, Write};
     use std::net::TcpListener;
 
     /// A pump on one end of a loopback connection (the replica's end
-    /// returned), its stream written through the returned writer.
-    fn pump(hold_for_ack: bool) -> (Pump, TcpStream, effects::Writer) {
+    /// returned), its stream written through the returned writer; with a
+    /// full sync to send first (`rdb`), what sends it.
+    fn pump(rdb: Option<RdbFraming>) -> (Pump, TcpStream, effects::Writer, Option<Producer>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let replica = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (sock, _) = listener.accept().unwrap();
+        // As the feed sets it: small writes are not held for an ACK.
+        sock.set_nodelay(true).unwrap();
         let writer = effects::Writer::new(100);
-        let rdb = hold_for_ack.then_some(RdbFraming::EofMark);
         let shared = Shared::for_tests(rdb, 100);
+        let (producer, prelude) = match rdb {
+            Some(_) => {
+                let (tx, rx) = crate::prelude::queue(shared.clone());
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
         let reader = writer.reader();
-        let p = Pump::new(
-            ClientId(7),
-            sock,
-            reader,
-            Vec::new(),
-            None,
-            shared,
-            hold_for_ack,
-        );
-        (p.unwrap(), replica, writer)
+        let p = Pump::new(ClientId(7), sock, reader, Vec::new(), None, shared, prelude);
+        (p.unwrap(), replica, writer, producer)
+    }
+
+    fn rdb_end(
+        outcome: Option<std::sync::mpsc::Sender<Result<u64, String>>>,
+        rdb_only: bool,
+    ) -> Out {
+        Out::RdbEnd(RdbEnd {
+            outcome,
+            bytes: 3,
+            hold_for_ack: !rdb_only,
+            rdb_only,
+            note: None,
+        })
     }
 
     /// What the replica can read now.
@@ -521,12 +671,27 @@ mod tests {
 
     #[test]
     fn after_an_eof_marked_rdb_the_stream_waits_for_the_first_ack() {
-        let (mut p, mut replica, mut w) = pump(true);
+        let (mut p, mut replica, mut w, rdb) = pump(Some(RdbFraming::EofMark));
+        let rdb = rdb.unwrap();
         w.append(b"*1\r\n$4\r\nPING\r\n");
         w.publish();
-        assert!(p.step(true));
-        assert!(!p.ready(), "held: only the replica's ACK moves it");
+        assert!(!p.ready(), "nothing is sent before the RDB");
+        assert!(p.step(false));
         assert!(read_now(&mut replica).is_empty());
+        let (outcome, told) = std::sync::mpsc::channel();
+        rdb.push(Out::bytes(Vec::new())).unwrap();
+        assert!(p.step(false), "nothing to send is no full socket");
+        assert!(p.blocked_since.is_none());
+        rdb.push(Out::bytes(&b"RDB"[..])).unwrap();
+        rdb.push(rdb_end(Some(outcome), false)).unwrap();
+        assert!(p.ready(), "the RDB's bytes are work");
+        assert!(p.step(false));
+        assert_eq!(told.try_recv(), Ok(Ok(3)), "the RDB is out");
+        rdb.push(Out::End).unwrap();
+        assert!(!p.ready(), "held: only the replica's ACK moves it");
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(read_now(&mut replica), b"RDB");
+        assert!(p.shared.sending_rdb().is_none());
         assert!(!p.shared.online.load(Ordering::Relaxed));
         replica.write_all(&ack(100)).unwrap();
         std::thread::sleep(Duration::from_millis(20));
@@ -550,7 +715,7 @@ mod tests {
 
     #[test]
     fn a_full_socket_is_watched_and_the_rest_follows_in_order() {
-        let (mut p, mut replica, mut w) = pump(false);
+        let (mut p, mut replica, mut w, _) = pump(None);
         crate::zerocopy::set_socket_buffer(p.fd, libc::SO_SNDBUF, 32 << 10);
         crate::zerocopy::set_socket_buffer(replica.as_raw_fd(), libc::SO_RCVBUF, 32 << 10);
         let want: Vec<u8> = (0..(2 << 20)).map(|i: u32| (i % 251) as u8).collect();
@@ -585,7 +750,7 @@ mod tests {
 
     #[test]
     fn a_stopped_or_closed_feed_ends_and_says_why_after_its_socket_closed() {
-        let (mut p, mut replica, _w) = pump(false);
+        let (mut p, mut replica, _w, _) = pump(None);
         p.shared.stop.store(true, Ordering::Relaxed);
         assert!(p.ready(), "a stop is work");
         assert!(!p.step(false));
@@ -596,7 +761,7 @@ mod tests {
         replica.set_nonblocking(false).unwrap();
         assert_eq!(replica.read(&mut [0u8; 8]).unwrap(), 0, "closed");
 
-        let (mut p, replica, _w) = pump(false);
+        let (mut p, replica, _w, _) = pump(None);
         drop(replica);
         std::thread::sleep(Duration::from_millis(20));
         assert!(readable(&p));
@@ -607,5 +772,66 @@ mod tests {
             shared.gone().as_deref(),
             Some("connection closed by the replica")
         );
+    }
+
+    /// A saved RDB goes by sendfile(2) as the socket takes it; an
+    /// rdb-only replica then gets the end of the stream and, once it
+    /// closes its own end, the feed ends.
+    #[test]
+    fn a_saved_rdb_is_sent_whole_through_a_full_socket_and_rdb_only_ends_after_it() {
+        let (mut p, mut replica, mut w, rdb) = pump(Some(RdbFraming::File));
+        let rdb = rdb.unwrap();
+        crate::zerocopy::set_socket_buffer(p.fd, libc::SO_SNDBUF, 32 << 10);
+        crate::zerocopy::set_socket_buffer(replica.as_raw_fd(), libc::SO_RCVBUF, 32 << 10);
+        let want: Vec<u8> = (0..(3 << 20)).map(|i: u32| (i % 241) as u8).collect();
+        let dir = std::env::temp_dir().join(format!("ringkv-pump-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dump.rdb");
+        std::fs::write(&path, &want).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        w.append(b"+not sent to an rdb-only replica");
+        w.publish();
+        let sender = std::thread::spawn(move || {
+            rdb.push(Out::bytes(format!("${}\r\n", 3 << 20))).unwrap();
+            rdb.push(Out::File(FileOut::new(file, 3 << 20))).unwrap();
+            rdb.push(rdb_end(None, true)).unwrap();
+            rdb.push(Out::End).unwrap();
+        });
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while p.linger_until.is_none() && Instant::now() < deadline {
+            got.extend(read_now(&mut replica));
+            let woke = p.wait(None, Duration::from_millis(1));
+            assert!(p.step(woke));
+        }
+        sender.join().unwrap();
+        assert!(p.file.is_none() && p.shared.sending_rdb().is_none());
+        assert!(!p.shared.online.load(Ordering::Relaxed), "rdb-only");
+        replica.set_nonblocking(false).unwrap();
+        replica.read_to_end(&mut got).unwrap();
+        let head = format!("${}\r\n", 3 << 20);
+        assert!(got.len() == head.len() + want.len(), "{} bytes", got.len());
+        assert!(got.starts_with(head.as_bytes()) && got[head.len()..] == want[..]);
+        assert!(p.step(false), "the replica has not closed yet");
+        drop(replica);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!p.step(true));
+        let shared = p.shared.clone();
+        drop(p);
+        assert_eq!(shared.gone().as_deref(), Some(RDB_ONLY_SENT));
+    }
+
+    #[test]
+    fn a_sync_that_fails_before_its_rdb_is_out_ends_the_feed_with_its_reason() {
+        let (mut p, _replica, _w, rdb) = pump(Some(RdbFraming::EofMark));
+        let rdb = rdb.unwrap();
+        rdb.push(Out::bytes(&b"$EOF:"[..])).unwrap();
+        rdb.push(Out::Fail("the sync was aborted".into())).unwrap();
+        assert!(!p.step(false));
+        let shared = p.shared.clone();
+        drop(p);
+        assert_eq!(shared.gone().as_deref(), Some("the sync was aborted"));
+        assert!(rdb.push(Out::End).is_err(), "the feed's thread stops");
     }
 }

@@ -101,16 +101,6 @@ impl ZeroCopy {
         self.tracker.min_size()
     }
 
-    /// Send all of `slice`, zero-copy; blocks until the kernel took it
-    /// all (or `timeout` passed without progress: the replica stopped
-    /// reading).
-    pub fn send(&mut self, slice: &Slice, timeout: Duration) -> Result<(), String> {
-        match &mut self.via {
-            Via::ErrQueue(e) => e.send(&mut self.tracker, slice),
-            Via::SendZc(s) => s.send(&mut self.tracker, slice, timeout),
-        }
-    }
-
     /// Send what of `rest` the socket takes now, zero-copy, without
     /// waiting. While [`ZeroCopy::busy`], `rest` must be what was left
     /// when it became so.
@@ -442,12 +432,12 @@ mod tests {
         assert_eq!(uring.min_size(), 10);
     }
 
-    /// A replica that stops reading: a SEND_ZC waits for room until its
-    /// timeout; the feed ends, the send is cancelled (as the drain does
+    /// A replica that stops reading: a SEND_ZC waits for room; the feed
+    /// gives up on it, the send is cancelled (as the drain does
     /// first), and once the connection is gone the drain sees every
     /// notification.
     #[test]
-    fn a_send_that_finds_no_room_times_out_and_drains_when_cancelled() {
+    fn a_send_that_finds_no_room_waits_and_drains_when_cancelled() {
         use std::os::fd::AsRawFd;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         set_socket_buffer(listener.as_raw_fd(), libc::SO_RCVBUF, 4096);
@@ -462,14 +452,23 @@ mod tests {
             tracker: Tracker::new(0, 0),
             via: Via::SendZc(Box::new(ring)),
         };
-        let mut timed_out = None;
-        for s in slices(64, 16 << 10) {
-            if let Err(e) = z.send(&s, Duration::from_millis(200)) {
-                timed_out = Some(e);
-                break;
+        let mut blocked_since: Option<Instant> = None;
+        'sending: for s in slices(64, 16 << 10) {
+            let mut at = 0;
+            while at < s.len() {
+                match z.try_send(&s.split_from(at)).unwrap() {
+                    Sent::Bytes(n) => (at, blocked_since) = (at + n, None),
+                    Sent::Blocked => {
+                        let since = *blocked_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() > Duration::from_millis(200) {
+                            break 'sending;
+                        }
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
             }
         }
-        assert_eq!(timed_out.as_deref(), Some("write error: timed out"));
+        assert!(blocked_since.is_some(), "1 MB fills the socket");
         let Via::SendZc(ring) = &mut z.via else {
             unreachable!()
         };

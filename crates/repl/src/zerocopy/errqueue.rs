@@ -37,32 +37,10 @@ impl ErrQueue {
         (r == 0).then_some(ErrQueue { fd })
     }
 
-    /// Send all of `slice`, zero-copy (the socket blocks, with its send
-    /// timeout); a kernel short of option memory (ENOBUFS) gets an
-    /// ordinary copying send instead.
-    pub(super) fn send(&mut self, t: &mut Tracker, slice: &Slice) -> Result<(), String> {
-        let mut at = 0;
-        while at < slice.len() {
-            match self.send_some(t, &slice.split_from(at), 0)? {
-                Sent::Bytes(n) => at += n,
-                // SO_SNDTIMEO ran out: the replica stopped reading.
-                Sent::Blocked => {
-                    let e = std::io::Error::from_raw_os_error(libc::EAGAIN);
-                    return Err(format!("write error: {e}"));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Send what of `rest` the socket takes now, zero-copy (an ordinary
-    /// send if the kernel is short of option memory).
+    /// Send what of `rest` the socket takes now, zero-copy; a kernel
+    /// short of option memory (ENOBUFS) gets an ordinary copying send.
     pub(super) fn try_send(&mut self, t: &mut Tracker, rest: &Slice) -> Result<Sent, String> {
-        self.send_some(t, rest, libc::MSG_DONTWAIT)
-    }
-
-    /// One send of `rest`, with `flags` besides MSG_ZEROCOPY.
-    fn send_some(&mut self, t: &mut Tracker, rest: &Slice, flags: i32) -> Result<Sent, String> {
+        let flags = libc::MSG_DONTWAIT;
         loop {
             // SAFETY: the bytes stay valid and unchanged until the kernel's
             // completion for this send: the tracker holds the block.

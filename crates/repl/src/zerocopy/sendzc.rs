@@ -16,7 +16,7 @@ use super::{Sent, Tracker};
 use effects::Slice;
 use io_uring::{IoUring, Probe, cqueue, opcode, types};
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `IORING_SEND_ZC_REPORT_USAGE` (a `zc_flags` bit, Linux 6.2): the
 /// notification's `res` says whether the kernel copied after all.
@@ -86,25 +86,6 @@ impl SendZc {
         self.submitted() || self.outcome.is_some()
     }
 
-    /// Send all of `slice`; `timeout` without progress fails it (the
-    /// replica stopped reading; the send stays submitted until
-    /// [`SendZc::cancel`]).
-    pub(super) fn send(
-        &mut self,
-        t: &mut Tracker,
-        slice: &Slice,
-        timeout: Duration,
-    ) -> Result<(), String> {
-        let mut at = 0;
-        while at < slice.len() {
-            let rest = slice.split_from(at);
-            self.submit(t, &rest)?;
-            let o = self.await_result(t, timeout)?;
-            at += self.advanced(o, &rest, 0)?;
-        }
-        Ok(())
-    }
-
     /// Carry on sending `rest` without waiting: submit it if no send is
     /// under way, then look for the outcome. `rest` must be what is left
     /// of the bytes of the send under way, if there is one.
@@ -170,34 +151,6 @@ impl SendZc {
                 "write error: {}",
                 std::io::Error::from_raw_os_error(e)
             )),
-        }
-    }
-
-    /// Submit what is queued and wait for the submitted send's first CQE.
-    fn await_result(&mut self, t: &mut Tracker, timeout: Duration) -> Result<Outcome, String> {
-        if let Some(o) = self.outcome.take() {
-            return Ok(o);
-        }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err("write error: timed out".into());
-            }
-            let ts = types::Timespec::from(left);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                    ) => {}
-                Err(e) => return Err(format!("write error: io_uring_enter: {e}")),
-            }
-            if let Some(o) = self.take_cqes(t) {
-                return Ok(o);
-            }
         }
     }
 
@@ -322,6 +275,7 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::net::{TcpListener, TcpStream};
+    use std::time::Instant;
 
     /// `IORING_CQE_F_MORE` and `IORING_CQE_F_NOTIF`.
     const MORE: u32 = 1 << 1;
@@ -483,8 +437,16 @@ mod tests {
         // Ids start near the wrap: the kernel gives user_data back as is.
         let mut t = Tracker::new(0, u32::MAX - 3);
         let mut slices = 0u64;
+        let deadline = Instant::now() + Duration::from_secs(20);
         while let Some(s) = reader.next_slice() {
-            z.send(&mut t, &s, Duration::from_secs(10)).unwrap();
+            let mut at = 0;
+            while at < s.len() {
+                assert!(Instant::now() < deadline, "the reader stalled");
+                match z.try_send(&mut t, &s.split_from(at)).unwrap() {
+                    Sent::Bytes(n) => at += n,
+                    Sent::Blocked => z.wait(Duration::from_millis(10)),
+                }
+            }
             z.reap(&mut t);
             slices += 1;
         }
