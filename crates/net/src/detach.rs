@@ -1,7 +1,8 @@
 //! Sockets that leave the event loop's connections for good: a replica's
 //! connection, once PSYNC has made it one, goes to its feed thread
 //! (`ringkv-repl`, which the server binary installs here; in threaded mode
-//! its stream comes back to an IO thread as a [`crate::hosted`] member). The event loops only let go of
+//! everything sent to the replica comes back to an IO thread as a
+//! [`crate::hosted`] member). The event loops only let go of
 //! the socket (no operation in flight, out of their poll sets) and hand
 //! over what the connection still held.
 

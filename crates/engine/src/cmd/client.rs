@@ -900,7 +900,7 @@ pub fn client_line_logged(
 /// with flags `S`, and `cmd=psync` until the first `REPLCONF ACK`
 /// (`cmd=replconf` and idle time from the last ACK after it). Unlike
 /// Valkey's, its byte and command counters stay those of the handshake
-/// (the feed thread reads the ACKs).
+/// (its feed reads the ACKs).
 pub struct ReplicaCard {
     addr: String,
     laddr: String,

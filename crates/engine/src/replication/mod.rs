@@ -6,8 +6,8 @@
 //!   run here as the primary's client.
 //! * [`failover`]: FAILOVER, this primary handing over to a replica.
 //! * [`primary`]: replicas follow this server — PSYNC hands the replica's
-//!   connection to a feed thread that sends the RDB of a fork-less
-//!   snapshot, then the write-effects stream, which the backlog (a reader
+//!   connection to a feed that sends the RDB of a fork-less snapshot,
+//!   then the write-effects stream, which the backlog (a reader
 //!   of the same refcounted blocks the AOF reads) keeps for partial
 //!   resyncs.
 //!

@@ -12,8 +12,8 @@
 //!            (repl-diskless-sync no: a BGSAVE of dbfilename shared by
 //!             the replicas that can attach, +FULLRESYNC at once, the
 //!             file's name to each feed once it is written)
-//!  Event::Detach ─► the IO layer lets go of the socket; the feed thread
-//!                   (`ringkv-repl`) owns it from then on
+//!  Event::Detach ─► the IO layer lets go of the socket; the replica's
+//!                   feed (`ringkv-repl`) owns it from then on
 //!  after each batch: feeds woken with the published offset
 //!  cron: backlog trimmed to repl-backlog-size, PING every
 //!        repl-ping-replica-period, silent replicas dropped after
@@ -343,7 +343,8 @@ pub fn take_over(srv: &mut Server, sess: &Session, replid: &[u8]) -> Result<(), 
 pub const NOMASTERLINK_ERR: &str = "NOMASTERLINK Can't SYNC while not connected with my master";
 
 /// PSYNC replid offset (SYNC: `None`s): a full or partial resync. The
-/// reply is written by the feed thread; the client leaves the event loop.
+/// reply is written by the replica's feed; the client leaves the event
+/// loop.
 pub fn psync(
     srv: &mut Server,
     sess: &mut Session,
