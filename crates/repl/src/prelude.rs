@@ -57,14 +57,22 @@ pub(crate) struct RdbEnd {
     /// replica's socket has taken it all, or why not.
     pub(crate) outcome: Option<mpsc::Sender<Result<u64, String>>>,
     pub(crate) bytes: u64,
-    /// An EOF-marked RDB: nothing more goes until the replica's first
-    /// ACK (its end must end one of the replica's reads: Valkey's
-    /// repl_put_online_on_ack).
-    pub(crate) hold_for_ack: bool,
-    /// `REPLCONF rdb-only 1`: the connection ends with the RDB.
-    pub(crate) rdb_only: bool,
+    pub(crate) then: Then,
     /// Logged once sent.
     pub(crate) note: Option<String>,
+}
+
+/// What follows a full sync's RDB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// The replica is online and the stream follows (an RDB with `$len`).
+    Online,
+    /// Nothing more goes until the replica's first ACK: the end of an
+    /// EOF-marked RDB must end one of the replica's reads (Valkey's
+    /// repl_put_online_on_ack).
+    AwaitAck,
+    /// `REPLCONF rdb-only 1`: the connection ends with the RDB.
+    Close,
 }
 
 impl RdbEnd {
@@ -141,9 +149,13 @@ pub(crate) struct Producer {
 }
 
 impl Producer {
-    /// Queue `out`, waiting while the queue is full, and wake the pump.
-    /// Fails once the pump has ended (the replica went away).
+    /// Queue `out`, waiting while the queue is full, and wake the pump;
+    /// no bytes is nothing to queue (SYNC has no preamble). Fails once
+    /// the pump has ended (the replica went away).
     pub(crate) fn push(&self, out: Out) -> Result<(), String> {
+        if matches!(&out, Out::Bytes(s) if s.is_empty()) {
+            return Ok(());
+        }
         // Counted first: a pump that takes the item at once must not see
         // the count go below zero.
         self.queued.fetch_add(1, Ordering::Relaxed);
@@ -234,8 +246,7 @@ mod tests {
             Out::RdbEnd(RdbEnd {
                 outcome,
                 bytes: 9,
-                hold_for_ack: true,
-                rdb_only: false,
+                then: Then::AwaitAck,
                 note: None,
             })
         };

@@ -19,7 +19,7 @@
 //! descriptor a host watches.
 
 use crate::feed::{Shared, TICK, WRITE_TIMEOUT};
-use crate::prelude::{FileOut, Out, Prelude, RdbEnd};
+use crate::prelude::{FileOut, Out, Prelude, RdbEnd, Then};
 use crate::zerocopy::{Sent, ZeroCopy};
 use effects::Slice;
 use engine::ClientId;
@@ -74,7 +74,7 @@ pub(crate) struct Pump {
     blocked_since: Option<Instant>,
     watching_out: bool,
     /// After an EOF-marked RDB nothing is sent until the replica's first
-    /// ACK ([`RdbEnd::hold_for_ack`]), for up to this long.
+    /// ACK ([`Then::AwaitAck`]), for up to this long.
     hold_until: Option<Instant>,
     /// An rdb-only replica got its RDB: its write side is shut, and what
     /// it sends is read away until it closes, or until this instant (so
@@ -201,18 +201,11 @@ impl Pump {
                 continue;
             }
             if self.current.is_none() {
-                let next = match self.prelude.is_some() {
-                    true => match self.prelude_next()? {
-                        Next::Slice(s) => Some(s),
-                        Next::Again => continue,
-                        Next::Pause => break,
-                    },
-                    false => self.reader.next_slice(),
-                };
-                let Some(s) = next else {
-                    break;
-                };
-                self.current = Some((s, 0));
+                match self.next_slice()? {
+                    Next::Slice(s) => self.current = Some((s, 0)),
+                    Next::Again => continue,
+                    Next::Pause => break,
+                }
             }
             let Some((slice, at)) = &self.current else {
                 break;
@@ -262,27 +255,20 @@ impl Pump {
         self.stalled()
     }
 
-    /// The prelude's next slice; what else it holds takes effect here.
-    fn prelude_next(&mut self) -> Result<Next, String> {
+    /// The next slice to send: the prelude's until its end (what else it
+    /// holds takes effect here), then the stream's.
+    fn next_slice(&mut self) -> Result<Next, String> {
         let Some(p) = self.prelude.as_ref() else {
-            return Ok(Next::Again);
+            return Ok(self.reader.next_slice().map_or(Next::Pause, Next::Slice));
         };
         Ok(match p.take()? {
             None => Next::Pause,
-            // (An empty send would read as a full socket.)
-            Some(Out::Bytes(s)) if s.is_empty() => Next::Again,
             Some(Out::Bytes(s)) => Next::Slice(s),
             Some(Out::File(f)) => {
                 self.file = Some(f);
                 Next::Again
             }
-            Some(Out::RdbEnd(end)) => {
-                self.rdb_sent(end);
-                match self.hold_until.or(self.linger_until) {
-                    Some(_) => Next::Pause,
-                    None => Next::Again,
-                }
-            }
+            Some(Out::RdbEnd(end)) => self.rdb_sent(end),
             Some(Out::Fail(why)) => return Err(why),
             Some(Out::End) => {
                 self.prelude = None;
@@ -291,30 +277,34 @@ impl Pump {
         })
     }
 
-    /// The last byte of the RDB went.
-    fn rdb_sent(&mut self, end: RdbEnd) {
+    /// The last byte of the RDB went; whether sending goes on.
+    fn rdb_sent(&mut self, end: RdbEnd) -> Next {
         self.shared.rdb_sent();
         if let Some(note) = &end.note {
             log::notice(note);
         }
-        if end.rdb_only {
-            log::notice(&format!(
-                "RDB transfer completed, rdb only replica (client {}) should be disconnected asap",
-                self.client.0
-            ));
-            // SAFETY: shutdown(2) of the pump's own socket; no memory.
-            unsafe {
-                libc::shutdown(self.fd, libc::SHUT_WR);
-            }
-            self.linger_until = Some(Instant::now() + RDB_ONLY_LINGER);
-        } else if end.hold_for_ack {
-            self.hold_until = Some(Instant::now() + WRITE_TIMEOUT);
-        } else {
-            self.shared.online.store(true, Ordering::Relaxed);
-        }
         if let Some(tx) = end.outcome {
             let _ = tx.send(Ok(end.bytes));
         }
+        match end.then {
+            Then::Online => {
+                self.shared.online.store(true, Ordering::Relaxed);
+                return Next::Again;
+            }
+            Then::AwaitAck => self.hold_until = Some(Instant::now() + WRITE_TIMEOUT),
+            Then::Close => {
+                log::notice(&format!(
+                    "RDB transfer completed, rdb only replica (client {}) should be disconnected asap",
+                    self.client.0
+                ));
+                // SAFETY: shutdown(2) of the pump's own socket; no memory.
+                unsafe {
+                    libc::shutdown(self.fd, libc::SHUT_WR);
+                }
+                self.linger_until = Some(Instant::now() + RDB_ONLY_LINGER);
+            }
+        }
+        Next::Pause
     }
 
     /// A full socket for too long: the replica stopped reading.
@@ -524,7 +514,7 @@ impl Pump {
     }
 }
 
-/// What the prelude gave.
+/// What [`Pump::next_slice`] found.
 enum Next {
     Slice(Slice),
     /// Look again (a marker took effect).
@@ -626,15 +616,11 @@ mod tests {
         (p.unwrap(), replica, writer, producer)
     }
 
-    fn rdb_end(
-        outcome: Option<std::sync::mpsc::Sender<Result<u64, String>>>,
-        rdb_only: bool,
-    ) -> Out {
+    fn rdb_end(outcome: Option<std::sync::mpsc::Sender<Result<u64, String>>>, then: Then) -> Out {
         Out::RdbEnd(RdbEnd {
             outcome,
             bytes: 3,
-            hold_for_ack: !rdb_only,
-            rdb_only,
+            then,
             note: None,
         })
     }
@@ -680,10 +666,13 @@ mod tests {
         assert!(read_now(&mut replica).is_empty());
         let (outcome, told) = std::sync::mpsc::channel();
         rdb.push(Out::bytes(Vec::new())).unwrap();
-        assert!(p.step(false), "nothing to send is no full socket");
+        assert!(
+            p.step(false),
+            "nothing to send is not queued: no full socket"
+        );
         assert!(p.blocked_since.is_none());
         rdb.push(Out::bytes(&b"RDB"[..])).unwrap();
-        rdb.push(rdb_end(Some(outcome), false)).unwrap();
+        rdb.push(rdb_end(Some(outcome), Then::AwaitAck)).unwrap();
         assert!(p.ready(), "the RDB's bytes are work");
         assert!(p.step(false));
         assert_eq!(told.try_recv(), Ok(Ok(3)), "the RDB is out");
@@ -795,7 +784,7 @@ mod tests {
         let sender = std::thread::spawn(move || {
             rdb.push(Out::bytes(format!("${}\r\n", 3 << 20))).unwrap();
             rdb.push(Out::File(FileOut::new(file, 3 << 20))).unwrap();
-            rdb.push(rdb_end(None, true)).unwrap();
+            rdb.push(rdb_end(None, Then::Close)).unwrap();
             rdb.push(Out::End).unwrap();
         });
         let mut got = Vec::new();

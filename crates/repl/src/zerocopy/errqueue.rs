@@ -40,7 +40,6 @@ impl ErrQueue {
     /// Send what of `rest` the socket takes now, zero-copy; a kernel
     /// short of option memory (ENOBUFS) gets an ordinary copying send.
     pub(super) fn try_send(&mut self, t: &mut Tracker, rest: &Slice) -> Result<Sent, String> {
-        let flags = libc::MSG_DONTWAIT;
         loop {
             // SAFETY: the bytes stay valid and unchanged until the kernel's
             // completion for this send: the tracker holds the block.
@@ -49,7 +48,7 @@ impl ErrQueue {
                     self.fd,
                     rest.as_ptr().cast(),
                     rest.len(),
-                    libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL | flags,
+                    libc::MSG_ZEROCOPY | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
                 )
             };
             if n >= 0 {
@@ -61,7 +60,7 @@ impl ErrQueue {
                 Some(libc::EINTR) => {}
                 Some(libc::EAGAIN) => return Ok(Sent::Blocked),
                 Some(libc::ENOBUFS) => {
-                    return copy_send(self.fd, rest, flags).map(Sent::or_blocked);
+                    return copy_send(self.fd, rest, libc::MSG_DONTWAIT).map(Sent::or_blocked);
                 }
                 _ => return Err(format!("write error: {e}")),
             }

@@ -101,9 +101,7 @@ impl SendZc {
         let outcome = self.outcome.take().or_else(|| self.take_cqes(t));
         match outcome {
             None => Ok(Sent::Blocked),
-            Some(o) => self
-                .advanced(o, rest, libc::MSG_DONTWAIT)
-                .map(Sent::or_blocked),
+            Some(o) => self.advanced(o, rest).map(Sent::or_blocked),
         }
     }
 
@@ -133,12 +131,12 @@ impl SendZc {
 
     /// How far a send's outcome moved `rest` (0: try again), or the
     /// error that ends the feed. A kernel short of option memory gets an
-    /// ordinary send (with `copy_flags`).
-    fn advanced(&mut self, o: Outcome, rest: &Slice, copy_flags: i32) -> Result<usize, String> {
+    /// ordinary send, which does not wait either.
+    fn advanced(&mut self, o: Outcome, rest: &Slice) -> Result<usize, String> {
         match o {
             Outcome::Sent(n) => Ok(n),
             Outcome::Failed(libc::EINTR | libc::EAGAIN) => Ok(0),
-            Outcome::Failed(libc::ENOBUFS) => copy_send(self.fd, rest, copy_flags),
+            Outcome::Failed(libc::ENOBUFS) => copy_send(self.fd, rest, libc::MSG_DONTWAIT),
             Outcome::Failed(libc::EINVAL) if self.report_usage => {
                 self.report_usage = false;
                 engine::log::notice(
